@@ -1,0 +1,1 @@
+"""GPU side: device specs, per-phase latency and power models per serving framework."""

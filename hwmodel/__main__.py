@@ -1,0 +1,4 @@
+"""`python -m hwmodel` is the `hwmodel` command."""
+from hwmodel.cli import main
+
+main()

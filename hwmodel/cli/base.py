@@ -1,0 +1,114 @@
+"""The `hwmodel` command group, shared options and error handling.
+
+Command modules live next to this file as ``cmd_*.py`` and are imported by ``hwmodel.cli``; each attaches its
+commands to :data:`main` or to a sub-group made with :func:`group`. Command modules import heavy libraries (numba,
+jax, dask) inside the command functions, so `hwmodel --help` stays fast.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hwmodel.errors import HwmodelError
+from hwmodel.specs import KIND_WORDS, library, set_extra_spec_dirs
+
+
+class HwGroup(click.Group):
+    """A click group that turns HwmodelError into a one-line `Error: ...` message and exit status 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HwmodelError as exc:
+            raise _HwClickError(str(exc)) from None
+
+
+class _HwClickError(click.ClickException):
+    exit_code = 2
+
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+@click.group(cls=HwGroup, context_settings=CONTEXT_SETTINGS)
+@click.option("--spec-dir", "spec_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory of extra spec TOML files (boards, GPUs, links, LLMs); repeatable. "
+                   "Also read from $HWMODEL_SPEC_PATH.")
+@click.version_option(package_name="hwmodel")
+def main(spec_dirs: tuple[Path, ...]) -> None:
+    """hwmodel: cycle-level performance and functional model of FPGA-GPU systems for LLM inference."""
+    set_extra_spec_dirs(spec_dirs)
+
+
+_groups: dict[str, click.Group] = {}
+
+
+def group(name: str, help_text: str) -> click.Group:
+    """The sub-group ``hwmodel NAME`` (created on first use)."""
+    if name not in _groups:
+        grp = click.Group(name=name, help=help_text, context_settings=CONTEXT_SETTINGS)
+        main.add_command(grp)
+        _groups[name] = grp
+    return _groups[name]
+
+
+class SpecName(click.ParamType):
+    """A spec name on the command line, resolved to the spec; unknown names list the valid choices."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.name = KIND_WORDS[kind]
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return library().get(self.kind, value)
+        except HwmodelError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if hasattr(obj, "items"):
+        return dict(obj.items())
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def echo_json(obj: Any) -> None:
+    """Print ``obj`` as JSON (numpy scalars converted, non-finite floats as null)."""
+    click.echo(json.dumps(_finite(json.loads(json.dumps(obj, default=_json_default))), indent=2))
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
+
+
+def console() -> Any:
+    """A rich console for tables (imported lazily)."""
+    import sys
+
+    from rich.console import Console
+
+    # Piped output (files, CI logs) gets a wide console so tables are never truncated to 80 columns.
+    return Console() if sys.stdout.isatty() else Console(width=220)

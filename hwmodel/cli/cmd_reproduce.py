@@ -1,0 +1,51 @@
+"""`hwmodel reproduce`: every study of the project, on built-in defaults. Each study is a sub-command; with no
+sub-command, all of them run in order (``order`` attribute) and write under ``--out``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hwmodel.bounds import bounds, default_bits
+from hwmodel.cli.base import CONTEXT_SETTINGS, console, main
+
+
+@main.group("reproduce", invoke_without_command=True, context_settings=CONTEXT_SETTINGS)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out"),
+              show_default=True, help="Directory for reports, CSV/JSON results, plots and traces.")
+@click.pass_context
+def reproduce(ctx: click.Context, out_dir: Path) -> None:
+    """Reproduce the project's studies (all of them when no study is named)."""
+    ctx.obj = {"out_dir": out_dir}
+    if ctx.invoked_subcommand is None:
+        studies = sorted(reproduce.commands.values(), key=lambda c: (getattr(c, "order", 100), c.name))
+        for cmd in studies:
+            click.echo(f"== hwmodel reproduce {cmd.name}")
+            ctx.invoke(cmd)
+
+
+@reproduce.command("bounds")
+@click.option("--ctx", "ctx_tokens", type=click.IntRange(min=0), default=1024, show_default=True)
+@click.pass_context
+def reproduce_bounds(ctx: click.Context, ctx_tokens: int) -> None:
+    """Physical floors for every built-in LLM x device at default precision (W8/KV8 FPGA, FP16 GPU)."""
+    from hwmodel.cli.cmd_bounds import bounds_table
+    from hwmodel.specs import library
+
+    lib = library()
+    rows = []
+    for device_name in lib.names("device"):
+        device = lib.device(device_name)
+        wb, kb = default_bits(device)
+        for llm_name in lib.names("llm"):
+            rows.append(bounds(lib.llm(llm_name), device, wb, kb, ctx_tokens))
+    out_dir: Path = ctx.obj["out_dir"] / "bounds"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    import json
+
+    (out_dir / "bounds.json").write_text(json.dumps([r.as_dict() for r in rows], indent=2))
+    console().print(bounds_table(rows, title=f"Physical floors, every built-in LLM x device, ctx {ctx_tokens}"))
+    click.echo(f"wrote {out_dir / 'bounds.json'}")
+
+
+reproduce_bounds.order = 0  # type: ignore[attr-defined]

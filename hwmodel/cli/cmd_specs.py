@@ -1,0 +1,95 @@
+"""`hwmodel specs list|show`: the spec library."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import click
+
+from hwmodel.cli.base import echo_json, console, group, json_option
+from hwmodel.specs import BUILTIN_DIRS, LlmSpec, Spec, library
+
+specs = group("specs", "Browse the spec library (FPGA boards, GPUs, links, LLMs).")
+
+
+def _origin_label(spec: Spec) -> str:
+    builtin = any(str(spec.origin).startswith(str(d)) for d in BUILTIN_DIRS.values())
+    return "built-in" if builtin else spec.origin
+
+
+def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = []
+    for f in dataclasses.fields(obj):
+        if not f.metadata.get("toml", True) or f.name in ("kind", "name", "display_name", "notes"):
+            continue
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            rows += _flatten(value, prefix + f.name + ".")
+        else:
+            rows.append((prefix + f.name, value))
+    return rows
+
+
+def _derived(spec: Spec) -> list[tuple[str, Any]]:
+    if isinstance(spec, LlmSpec):
+        return [(name, getattr(spec, name)) for name in
+                ("q_dim", "kv_dim", "linear_params", "bias_params", "norm_params", "embedding_params",
+                 "head_params", "total_params", "kv_elements_per_token")]
+    return []
+
+
+@specs.command("list")
+@json_option
+def list_cmd(as_json: bool) -> None:
+    """List every spec: kind, name, display name, origin."""
+    rows = [{"kind": s.KIND, "name": s.name, "display_name": s.display_name, "origin": _origin_label(s)}
+            for s in library().all()]
+    if as_json:
+        echo_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table("kind", "name", "display name", "origin")
+    for r in rows:
+        table.add_row(r["kind"], r["name"], r["display_name"], r["origin"])
+    console().print(table)
+
+
+@specs.command("show")
+@click.argument("name")
+@json_option
+def show_cmd(name: str, as_json: bool) -> None:
+    """Show every field of spec NAME with its unit and source, and derived quantities."""
+    spec = library().find(name)
+    units = _units(type(spec))
+    fields = _flatten(spec)
+    if as_json:
+        echo_json({"kind": spec.KIND, "name": spec.name, "display_name": spec.display_name, "notes": spec.notes,
+                   "origin": spec.origin,
+                   "fields": {k: {"value": v, "unit": units.get(k, ""), "source": spec.source_of(k)}
+                              for k, v in fields},
+                   "derived": dict(_derived(spec))})
+        return
+    from rich.table import Table
+
+    table = Table("field", "value", "unit", "source", title=f"{spec.display_name} ({spec.KIND} '{spec.name}')",
+                  caption=spec.notes or None)
+    for k, v in fields:
+        table.add_row(k, f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v), units.get(k, ""),
+                      spec.source_of(k))
+    for k, v in _derived(spec):
+        table.add_row(k, f"{v:,}", "", "derived")
+    console().print(table)
+
+
+def _units(cls: Any, prefix: str = "") -> dict[str, str]:
+    import typing
+
+    out: dict[str, str] = {}
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints.get(f.name)):
+            out.update(_units(hints[f.name], prefix + f.name + "."))
+        else:
+            out[prefix + f.name] = f.metadata.get("unit", "")
+    return out

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Two set-up commands for a fresh machine with only Python >= 3.11.
+
+    python3 tasks.py run     # create .venv on first use, then `hwmodel reproduce` (built-in defaults)
+    python3 tasks.py test    # create .venv on first use, then the whole test suite
+
+Extra arguments are passed through (`python3 tasks.py run --help`, `python3 tasks.py test -k kvmu`).
+The virtual environment is rebuilt when pyproject.toml changes (a hash stamp in .venv).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".hwmodel-install-stamp"
+
+
+def _bin(name: str) -> Path:
+    sub = "Scripts" if os.name == "nt" else "bin"
+    return VENV / sub / name
+
+
+def _wanted_stamp() -> str:
+    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+
+
+def ensure_venv() -> None:
+    """Create .venv and install the project with its dev extra, once per pyproject.toml version."""
+    if sys.version_info < (3, 11):
+        sys.exit(f"hwmodel needs Python >= 3.11; this is {sys.version.split()[0]}")
+    if STAMP.exists() and STAMP.read_text() == _wanted_stamp():
+        return
+    if not _bin("python").exists():
+        print(f"[tasks] creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    print("[tasks] installing hwmodel and its dependencies into .venv (first use only)", flush=True)
+    pip = [str(_bin("python")), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    subprocess.run(pip + ["-e", f"{ROOT}[dev]"], check=True, cwd=ROOT)
+    STAMP.write_text(_wanted_stamp())
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"run", "test"}:
+        print(__doc__)
+        return 2
+    ensure_venv()
+    task, rest = argv[0], argv[1:]
+    if task == "run":
+        cmd = [str(_bin("hwmodel")), "reproduce", *rest]
+    else:
+        workers = ["-n", "2"] if not any(a.startswith("-n") for a in rest) else []
+        cmd = [str(_bin("python")), "-m", "pytest", "-q", *workers, *rest]
+    return subprocess.run(cmd, cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
