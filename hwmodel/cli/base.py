@@ -46,12 +46,20 @@ def main(spec_dirs: tuple[Path, ...]) -> None:
 
 
 _groups: dict[str, click.Group] = {}
+GROUP_HELP = {
+    "fpga": "FPGA accelerator models: cycle-level decode, co-simulation, HBM profiles, prefetch sweeps.",
+    "gpu": "GPU latency and power per phase and serving framework.",
+    "link": "Link and transfer-path timing (PCIe, host-staged, peer-to-peer, network).",
+    "kvmu": "The KV-cache management unit: command traces and waveforms.",
+    "workload": "Reasoning traces and request streams: generate, validate, import.",
+    "study": "Focused studies (frequency scaling, ...).",
+}
 
 
-def group(name: str, help_text: str) -> click.Group:
-    """The sub-group ``hwmodel NAME`` (created on first use)."""
+def group(name: str, help_text: str = "") -> click.Group:
+    """The sub-group ``hwmodel NAME`` (created on first use; help from GROUP_HELP when it has an entry)."""
     if name not in _groups:
-        grp = click.Group(name=name, help=help_text, context_settings=CONTEXT_SETTINGS)
+        grp = click.Group(name=name, help=GROUP_HELP.get(name, help_text), context_settings=CONTEXT_SETTINGS)
         main.add_command(grp)
         _groups[name] = grp
     return _groups[name]
