@@ -1,0 +1,168 @@
+"""What the serving simulator knows about each device: its engine, memory, KV precision, link and price.
+
+A :class:`DeviceModel` wraps one :class:`hwmodel.engine.Engine` with the facts placement needs: the device memory,
+the bytes the replicated weights take, the bytes of one request's KV cache at a context length, the PCIe link to
+the host, the price and how many requests it may decode together. A :class:`DeviceFactory` builds them from a
+cluster's GPU and FPGA groups; :class:`EngineFactory` (the default) uses the project's device models:
+
+* GPUs: :class:`gpu.latency.GpuEngine` (calibrated roofline per serving framework), memory from the GPU spec;
+* FPGAs: :func:`fpga.instruction.load_design` + :class:`fpga.instruction.InstructionEngine` (instruction-driven,
+  GLITCHES / FlightLLM style), HBM from the design's board.
+
+Identical groups share one engine instance, so per-context decode times (memoized by the engines) and the
+cumulative :class:`DecodeTable` are computed once per kind of device, not once per card.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from hwmodel.bounds import resident_bytes
+from hwmodel.engine import Engine, Phase
+from hwmodel.errors import HwmodelError, SpecError
+from hwmodel.specs import GpuSpec, LinkSpec, LlmSpec, SpecLibrary
+
+
+class DecodeTable:
+    """Cumulative single-request decode time by context length: ``steps_s(ctx0, n)`` is the time of ``n`` decode
+    steps starting at context ``ctx0`` (step k runs at ``ctx0 + k``), read from a prefix sum of the engine's
+    per-context ``decode_s`` instead of ``n`` calls. Grows on demand."""
+
+    def __init__(self, decode_s: Callable[[int], float]) -> None:
+        self._decode_s = decode_s
+        self._step = np.zeros(0)
+        self._cum = np.zeros(1)
+
+    def _grow(self, ctx_end: int) -> None:
+        have = len(self._step)
+        if ctx_end <= have:
+            return
+        new_end = max(ctx_end, 2 * have, 256)
+        more = np.array([float(self._decode_s(c)) for c in range(have, new_end)])
+        if not np.all(np.isfinite(more)) or np.any(more <= 0):
+            bad = int(np.flatnonzero(~(np.isfinite(more) & (more > 0)))[0]) + have
+            raise HwmodelError(f"decode engine returned a non-positive or non-finite time at ctx {bad}")
+        self._step = np.concatenate([self._step, more])
+        self._cum = np.concatenate([[0.0], np.cumsum(self._step)])
+
+    def step_s(self, ctx: int) -> float:
+        self._grow(ctx + 1)
+        return float(self._step[ctx])
+
+    def steps_s(self, ctx0: int, n: int) -> float:
+        """Time of ``n`` consecutive single-request decode steps from context ``ctx0``."""
+        if n <= 0:
+            return 0.0
+        self._grow(ctx0 + n)
+        return float(self._cum[ctx0 + n] - self._cum[ctx0])
+
+    def cumulative_from(self, ctx0: int, n: int) -> np.ndarray:
+        """End times of steps 1..n (relative to the start of step 1) from context ``ctx0``."""
+        self._grow(ctx0 + n)
+        return self._cum[ctx0 + 1: ctx0 + n + 1] - self._cum[ctx0]
+
+
+@dataclasses.dataclass(eq=False)
+class DeviceModel:
+    """One kind of device serving the LLM (shared by every card of a group)."""
+
+    kind: str  # "gpu" or "fpga"
+    label: str  # spec or design name, for reports
+    engine: Engine
+    llm: LlmSpec
+    memory_bytes: int
+    weights_bytes: int
+    kv_bits: int
+    link: LinkSpec
+    price_usd: float
+    max_decode_batch: int = 1
+    kv_bytes_fn: Callable[[int], int] | None = None
+    mem_bw_bytes_per_s: float = 0.0  # device memory bandwidth, for the KV quantization pass on a GPU
+    table: DecodeTable = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("gpu", "fpga"):
+            raise ValueError(f"device kind must be 'gpu' or 'fpga', got {self.kind!r}")
+        self.table = DecodeTable(self.engine.decode_s)
+        if self.max_decode_batch > 1 and not hasattr(self.engine, "decode_batch_s"):
+            raise HwmodelError(f"{self.label}: max_decode_batch {self.max_decode_batch} needs an engine with "
+                               "decode_batch_s (batched decode); this engine decodes one request at a time")
+        if self.weights_bytes >= self.memory_bytes:
+            raise HwmodelError(f"{self.label}: the {self.llm.name} weights ({self.weights_bytes / 1e9:.2f} GB) do "
+                               f"not fit in its {self.memory_bytes / 1e9:.2f} GB of memory")
+        self._power = {p: float(self.engine.power_w(p)) for p in Phase}
+
+    def kv_bytes(self, ctx_tokens: int) -> int:
+        """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it."""
+        if self.kv_bytes_fn is not None:
+            return int(self.kv_bytes_fn(ctx_tokens))
+        return self.llm.kv_bytes(ctx_tokens, self.kv_bits)
+
+    def fits_alone(self, ctx_tokens: int) -> bool:
+        return self.weights_bytes + self.kv_bytes(ctx_tokens) <= self.memory_bytes
+
+    def prefill_s(self, n_tokens: int) -> float:
+        return float(self.engine.prefill_s(n_tokens, 0))
+
+    def decode_batch_s(self, ctxs: Sequence[int]) -> float:
+        """One decode step of a batch whose requests sit at contexts ``ctxs``."""
+        if len(ctxs) == 1:
+            return self.table.step_s(ctxs[0])
+        return float(self.engine.decode_batch_s(list(ctxs)))  # type: ignore[attr-defined]
+
+    def power_w(self, phase: Phase) -> float:
+        return self._power[phase]
+
+
+class DeviceFactory(Protocol):
+    """Builds the device model of a GPU group or an FPGA group of a cluster (see module docstring)."""
+
+    def gpu(self, group: Any, spec: GpuSpec, llm: LlmSpec, link: LinkSpec) -> DeviceModel: ...
+
+    def fpga(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel: ...
+
+
+class EngineFactory:
+    """The project's calibrated device models (gpu.latency, fpga.instruction), one engine per distinct group."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[Any, ...], DeviceModel] = {}
+
+    def gpu(self, group: Any, spec: GpuSpec, llm: LlmSpec, link: LinkSpec) -> DeviceModel:
+        key = ("gpu", spec.name, llm.name, group.framework, group.weight_bits, group.kv_bits,
+               group.max_decode_batch, link.name)
+        if key not in self._memo:
+            from gpu.latency import GpuEngine
+
+            engine = GpuEngine(spec, llm, framework=group.framework, weight_bits=group.weight_bits,
+                               kv_bits=group.kv_bits)
+            self._memo[key] = DeviceModel(
+                kind="gpu", label=spec.name, engine=engine, llm=llm, memory_bytes=spec.memory_bytes,
+                weights_bytes=resident_bytes(llm, group.weight_bits, group.kv_bits, 0), kv_bits=group.kv_bits,
+                link=link, price_usd=spec.price_usd, max_decode_batch=group.max_decode_batch,
+                mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s)
+        return self._memo[key]
+
+    def fpga(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
+        key = ("fpga", group.design, group.prefetch_ratio, group.clock_hz, group.link, llm.name)
+        if key not in self._memo:
+            from fpga.instruction import InstructionEngine, load_design
+
+            try:
+                design = load_design(group.design)
+            except HwmodelError as exc:
+                raise SpecError(where, field, f"a known FPGA design ({exc})", group.design) from None
+            engine = InstructionEngine(design, prefetch_ratio=group.prefetch_ratio, clock_hz=group.clock_hz)
+            board = design.board
+            if design.llm.name != llm.name:
+                raise SpecError(where, field, f"a design for the cluster's LLM {llm.name!r} (this design runs "
+                                f"{design.llm.name!r})", group.design)
+            link = lib.link(group.link or board.host_link)
+            self._memo[key] = DeviceModel(
+                kind="fpga", label=group.design, engine=engine, llm=llm, memory_bytes=board.memory_bytes,
+                weights_bytes=int(engine.weights_bytes), kv_bits=design.kv_bits, link=link,
+                price_usd=board.price_usd, max_decode_batch=1, kv_bytes_fn=engine.kv_bytes)
+        return self._memo[key]
