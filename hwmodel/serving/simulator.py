@@ -467,7 +467,7 @@ class Simulation:
         if rs.steps_left == 0:
             f.free(f.model.kv_bytes(rs.final_ctx))
             f.reserved = None
-            self._finish(rs)
+            self._finish(rs, rs.t_first_token)
             self.kick()
             return
         yield from self._fpga_decode(f, rs, rs.t_first_token + link.latency_s)
@@ -498,8 +498,9 @@ class Simulation:
         self.kick()
 
     # ------------------------------------------------------------------------------------------ end
-    def _finish(self, rs: ReqState) -> None:
-        rs.t_finish = self.env.now
+    def _finish(self, rs: ReqState, t_s: float | None = None) -> None:
+        """``rs`` is complete at ``t_s`` (default now): its last token has been sampled."""
+        rs.t_finish = self.env.now if t_s is None else t_s
         rs.done += 1
         self.finished += 1
 
