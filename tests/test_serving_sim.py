@@ -136,11 +136,14 @@ def test_single_request_hybrid_timeline_by_hand() -> None:
     sampling = 5.9e-9 * llm.vocab
     assert rs.t_first_token == pytest.approx(rs.t_prefill_end + glink.latency_s + llm.vocab * 2 /
                                              glink.effective_bw_bytes_per_s + sampling, rel=1e-12)
-    # the last layer's chunk crosses GPU->host then host->FPGA after the prefill ends
-    chunk = llm.kv_bytes(1536, 8) / llm.layers
+    # the last layer's 4 MiB staging chunks: the first crosses GPU->host, then the (slower) host->FPGA hop sends
+    # all of them back to back
+    layer = llm.kv_bytes(1536, 8) / llm.layers
+    assert layer == 3 * 4 * 2**20  # 1536 tokens x 256 KB / 32 layers: exactly three staging chunks
+    chunks = [4 * 2**20] * 3
     flink = fpga.model.link
-    tail = glink.latency_s + chunk / glink.effective_bw_bytes_per_s + flink.latency_s + \
-        chunk / flink.effective_bw_bytes_per_s
+    tail = glink.latency_s + chunks[0] / glink.effective_bw_bytes_per_s + \
+        sum(flink.latency_s + c / flink.effective_bw_bytes_per_s for c in chunks)
     assert rs.t_kv_ready == pytest.approx(rs.t_prefill_end + tail, rel=1e-9)
     assert rs.decode_dev == fpga.index and rs.path_kind == "host-staged"
     steps = sum(U280_LIKE["decode_base_s"] + U280_LIKE["decode_per_ctx_s"] * ctx for ctx in range(1536, 2047))

@@ -80,3 +80,32 @@ def test_build_path_kinds() -> None:
     assert build_path("p2p", src_node=0, dst_node=1, **kw).kind == "network-p2p"
     for n in (1e3, 1e7):
         assert p2p.uncontended_s(n) <= hs.uncontended_s(n) < net.uncontended_s(n)
+
+
+@settings(max_examples=100)
+@given(kind=st.sampled_from(["host-staged", "p2p", "network-host-staged", "network-p2p"]),
+       kv_mb=st.floats(0.001, 600), layers=st.integers(1, 32), per_layer_s=st.floats(0, 0.02),
+       host_done_s=st.floats(0, 0.5), busy_until_s=st.floats(0, 0.3))
+def test_fast_fifo_equals_calendar_search(kind: str, kv_mb: float, layers: int, per_layer_s: float,
+                                          host_done_s: float, busy_until_s: float) -> None:
+    """The uncontended fast path books exactly what the general first-fit search books."""
+    lib = library()
+    g4, g3, eth = lib.link("pcie-gen4-x16"), lib.link("pcie-gen3-x16"), lib.link("ethernet-100g")
+    p2p = kind.endswith("p2p")
+    path = build_path("p2p" if p2p else "host-staged", src=0, dst=1, src_node=0,
+                      dst_node=1 if kind.startswith("network") else 0, src_link=g4, dst_link=g3, network=eth)
+    ready = [busy_until_s + per_layer_s * (i + 1) for i in range(layers)]
+    cals = [LinkCalendar(), LinkCalendar()]
+    for cal in cals:  # an earlier transfer on the GPU's link, finished before this one's first chunk is ready
+        cal.book((("up", 0),), 0.0, busy_until_s)
+    a = migrate(cals[0], path, kv_mb * 1e6, ready, host_free_s=host_done_s)
+    b = migrate(cals[1], path, kv_mb * 1e6, ready, host_free_s=host_done_s, force_calendar=True)
+    assert a == b
+    for key in (("up", 0), ("down", 1), ("nic-tx", 0), ("nic-rx", 1)):
+        assert cals[0].intervals(key) == cals[1].intervals(key)
+
+
+def test_host_started_stage_waits_for_the_host() -> None:
+    path = Path("host-staged", (Stage(("up", 0), 1e9, 0.0), Stage(("down", 1), 1e9, 0.0)), (False, True))
+    m = migrate(LinkCalendar(), path, 4 * 10**6, [0.001 * (i + 1) for i in range(4)], host_free_s=0.5)
+    assert m.kv_ready_s == pytest.approx(0.5 + 0.004)  # all four 1 ms hop-2 DMAs wait for the host

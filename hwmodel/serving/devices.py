@@ -65,6 +65,17 @@ class DecodeTable:
         return self._cum[ctx0 + 1: ctx0 + n + 1] - self._cum[ctx0]
 
 
+@dataclasses.dataclass(frozen=True)
+class PrefillPlan:
+    """A prefill on a device: how long it keeps the device busy, when each layer's KV cache is ready to leave
+    (offsets from the start, quantization to the destination's precision included) and when the host finished
+    issuing its kernels."""
+
+    busy_s: float
+    layer_ready_s: tuple[float, ...]
+    host_done_s: float
+
+
 @dataclasses.dataclass(eq=False)
 class DeviceModel:
     """One kind of device serving the LLM (shared by every card of a group)."""
@@ -94,6 +105,7 @@ class DeviceModel:
             raise HwmodelError(f"{self.label}: the {self.llm.name} weights ({self.weights_bytes / 1e9:.2f} GB) do "
                                f"not fit in its {self.memory_bytes / 1e9:.2f} GB of memory")
         self._power = {p: float(self.engine.power_w(p)) for p in Phase}
+        self._plans: dict[tuple[int, int | None], PrefillPlan] = {}
 
     def kv_bytes(self, ctx_tokens: int) -> int:
         """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it."""
@@ -106,6 +118,40 @@ class DeviceModel:
 
     def prefill_s(self, n_tokens: int) -> float:
         return float(self.engine.prefill_s(n_tokens, 0))
+
+    def prefill_plan(self, n_tokens: int, kv_bits_out: int | None = None) -> PrefillPlan:
+        """Prefill of ``n_tokens`` whose KV cache leaves the device at ``kv_bits_out`` bits (None: it stays).
+
+        Layer ends come from the engine's ``prefill_timeline`` when it has one (gpu.latency), else the prefill is
+        split evenly over the layers. Leaving at fewer bits than the device keeps costs one quantization kernel
+        per layer on the device's stream (read the layer's KV, write the quantized copy), which delays every
+        later layer: the convention of :func:`interconnect.pcie.kv_migration`.
+        """
+        key = (n_tokens, kv_bits_out)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        layers = self.llm.layers
+        timeline = getattr(self.engine, "prefill_timeline", None)
+        if timeline is not None:
+            tl = timeline(n_tokens)
+            total, ends, host_done = float(tl.total_s), [float(x) for x in tl.layer_end_s], float(tl.host_done_s)
+        else:
+            total = self.prefill_s(n_tokens)
+            ends, host_done = [total * (i + 1) / layers for i in range(layers)], 0.0
+        t_quant = 0.0
+        if kv_bits_out is not None and kv_bits_out < self.kv_bits:
+            read = n_tokens * 2 * self.llm.kv_dim * self.kv_bits / 8
+            write = n_tokens * 2 * self.llm.kv_dim * kv_bits_out / 8
+            rf = getattr(self.engine, "roofline", None)
+            if rf is not None:
+                t_quant = rf.t_kernel_s + (read + write) / (rf.eta_bw * rf.bw_bytes_per_s)
+            elif self.mem_bw_bytes_per_s > 0:
+                t_quant = (read + write) / self.mem_bw_bytes_per_s
+        plan = PrefillPlan(total + layers * t_quant, tuple(e + (k + 1) * t_quant for k, e in enumerate(ends)),
+                           host_done)
+        self._plans[key] = plan
+        return plan
 
     def decode_batch_s(self, ctxs: Sequence[int]) -> float:
         """One decode step of a batch whose requests sit at contexts ``ctxs``."""
@@ -155,11 +201,11 @@ class EngineFactory:
                 design = load_design(group.design)
             except HwmodelError as exc:
                 raise SpecError(where, field, f"a known FPGA design ({exc})", group.design) from None
-            engine = InstructionEngine(design, prefetch_ratio=group.prefetch_ratio, clock_hz=group.clock_hz)
-            board = design.board
-            if design.llm.name != llm.name:
+            if design.llm != llm.name:
                 raise SpecError(where, field, f"a design for the cluster's LLM {llm.name!r} (this design runs "
-                                f"{design.llm.name!r})", group.design)
+                                f"{design.llm!r})", group.design)
+            engine = InstructionEngine(design, prefetch_ratio=group.prefetch_ratio, clock_hz=group.clock_hz)
+            board = lib.board(design.board)
             link = lib.link(group.link or board.host_link)
             self._memo[key] = DeviceModel(
                 kind="fpga", label=group.design, engine=engine, llm=llm, memory_bytes=board.memory_bytes,

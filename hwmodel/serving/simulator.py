@@ -334,24 +334,22 @@ class Simulation:
         g.state = PREFILL
         t0 = env.now
         rs.t_prefill_start = t0
-        prefill_s = g.model.prefill_s(rs.prompt_tokens)
         migrating = dest is not None and dest is not g
         if migrating:
             kv_dst = dest.model.kv_bytes(rs.prompt_tokens)
-            quant_s = (g.model.kv_bytes(rs.prompt_tokens) + kv_dst) / g.model.mem_bw_bytes_per_s \
-                if g.model.mem_bw_bytes_per_s > 0 else 0.0
-            busy_s = prefill_s + quant_s
-            per_layer = busy_s / self.layers
+            plan = g.model.prefill_plan(rs.prompt_tokens, dest.model.kv_bits)
             path = self.path(g, dest)
             rs.path_kind = path.kind
             self.calendar.prune(t0)
-            mig = migrate(self.calendar, path, kv_dst, [t0 + (i + 1) * per_layer for i in range(self.layers)])
+            mig = migrate(self.calendar, path, kv_dst, [t0 + x for x in plan.layer_ready_s],
+                          host_free_s=t0 + plan.host_done_s)
             rs.t_kv_ready = mig.kv_ready_s
             rs.kv_bytes_moved = kv_dst
             dest.phase_s[Phase.TRANSFER] += mig.dst_busy_s
         else:
-            busy_s = prefill_s
+            plan = g.model.prefill_plan(rs.prompt_tokens)
             rs.path_kind = "local"
+        busy_s = plan.busy_s
         yield env.timeout(busy_s)
         g.state = BETWEEN
         g.phase_s[Phase.PREFILL] += busy_s

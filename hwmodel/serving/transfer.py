@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 from collections.abc import Hashable, Sequence
 
 from hwmodel.specs import LinkSpec
 
 PATH_KINDS = ("local", "host-staged", "p2p", "network-host-staged", "network-p2p")
+DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024  # pinned staging buffer per DMA, as interconnect.pcie (a design choice)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,10 +47,12 @@ class Stage:
 
 @dataclasses.dataclass(frozen=True)
 class Path:
-    """How a KV cache travels from a prefill device to a decode device."""
+    """How a KV cache travels from a prefill device to a decode device. ``host_started[i]`` marks stages the
+    prefilling node's host must start (a host-staged copy out of its staging buffer)."""
 
     kind: str
     stages: tuple[Stage, ...]
+    host_started: tuple[bool, ...] = ()
 
     def uncontended_s(self, n_bytes: float) -> float:
         """One chunk of ``n_bytes`` through every stage in turn, links otherwise idle."""
@@ -68,8 +72,8 @@ def build_path(kv_path: str, *, src: int, dst: int, src_node: int, dst_node: int
         return Path("local", ())
     if src_node == dst_node:
         if kv_path == "p2p":
-            return Path("p2p", (link_stage((up, down), (src_link, dst_link)),))
-        return Path("host-staged", (link_stage((up,), (src_link,)), link_stage((down,), (dst_link,))))
+            return Path("p2p", (link_stage((up, down), (src_link, dst_link)),), (False,))
+        return Path("host-staged", (link_stage((up,), (src_link,)), link_stage((down,), (dst_link,))), (False, True))
     if network is None:
         raise ValueError("a cross-node path needs the cluster's network link")
     tx, rx = ("nic-tx", src_node), ("nic-rx", dst_node)
@@ -78,9 +82,10 @@ def build_path(kv_path: str, *, src: int, dst: int, src_node: int, dst_node: int
                       min(src_link.effective_bw_bytes_per_s, network.effective_bw_bytes_per_s,
                           dst_link.effective_bw_bytes_per_s),
                       src_link.latency_s + network.latency_s + dst_link.latency_s)
-        return Path("network-p2p", (stage,))
+        return Path("network-p2p", (stage,), (False,))
+    # the sending host posts the network transfer; the receiving host's DMA into the FPGA waits on nothing else
     return Path("network-host-staged", (link_stage((up,), (src_link,)), link_stage((tx, rx), (network,)),
-                                        link_stage((down,), (dst_link,))))
+                                        link_stage((down,), (dst_link,))), (False, True, False))
 
 
 class LinkCalendar:
@@ -99,28 +104,25 @@ class LinkCalendar:
                 del ends[:k]
                 del self._starts[key][:k]
 
-    def _conflict_end(self, key: Hashable, t: float, dur: float) -> float | None:
-        """End of the first interval of ``key`` that overlaps [t, t + dur), or None."""
-        starts = self._starts.get(key)
-        if not starts:
-            return None
-        ends = self._ends[key]
-        i = bisect.bisect_right(ends, t)  # first interval ending after t
-        if i < len(starts) and starts[i] < t + dur:
-            return ends[i]
-        return None
-
     def book(self, keys: tuple[Hashable, ...], ready_s: float, dur_s: float) -> float:
         """Reserve ``dur_s`` on every direction in ``keys`` at the earliest start >= ``ready_s``; returns it."""
         t = ready_s
-        while True:
+        if dur_s <= 0.0:
+            return t
+        moved = True
+        while moved:  # walk every key past the intervals that overlap [t, t + dur) until all agree
             moved = False
             for key in keys:
-                end = self._conflict_end(key, t, dur_s)
-                if end is not None:
-                    t = end
+                starts = self._starts.get(key)
+                if not starts:
+                    continue
+                ends = self._ends[key]
+                i = bisect.bisect_right(ends, t)  # the first interval that ends after t
+                while i < len(starts) and starts[i] < t + dur_s:
+                    t = ends[i]
+                    i += 1
                     moved = True
-            if not moved:
+            if len(keys) == 1:
                 break
         for key in keys:
             starts = self._starts.setdefault(key, [])
@@ -134,6 +136,22 @@ class LinkCalendar:
         return list(zip(self._starts.get(key, ()), self._ends.get(key, ())))
 
 
+    def is_free_after(self, keys: tuple[Hashable, ...], t_s: float) -> bool:
+        """No interval of any of ``keys`` ends after ``t_s``."""
+        for key in keys:
+            ends = self._ends.get(key)
+            if ends and ends[-1] > t_s:
+                return False
+        return True
+
+    def append(self, key: Hashable, start_s: float, end_s: float) -> None:
+        """Add an interval known to start after every interval of ``key`` (the uncontended fast path)."""
+        if end_s <= start_s:
+            return
+        self._starts.setdefault(key, []).append(start_s)
+        self._ends.setdefault(key, []).append(end_s)
+
+
 @dataclasses.dataclass(frozen=True)
 class Migration:
     """Outcome of one KV migration: when the whole cache sits in the decoder's memory, and link busy time."""
@@ -143,19 +161,57 @@ class Migration:
     dst_busy_s: float  # time the destination's link received (the last stage's DMA time)
 
 
-def migrate(calendar: LinkCalendar, path: Path, kv_bytes: int, layer_ready_s: Sequence[float]) -> Migration:
-    """Send ``kv_bytes`` as one chunk per layer; chunk i is ready at ``layer_ready_s[i]`` (its layer of the prefill
-    done). Returns when the last chunk has crossed the last stage."""
+def chunk_sizes(layer_bytes: float, chunk_bytes: float, multi_stage: bool) -> list[float]:
+    """A layer's KV split into staging-buffer chunks (one DMA per layer on a single-stage path)."""
+    if not multi_stage or layer_bytes <= chunk_bytes:
+        return [layer_bytes]
+    n = math.ceil(layer_bytes / chunk_bytes)
+    return [chunk_bytes] * (n - 1) + [layer_bytes - chunk_bytes * (n - 1)]
+
+
+def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: Sequence[float], *,
+            chunk_bytes: float = DEFAULT_CHUNK_BYTES, host_free_s: float = 0.0,
+            force_calendar: bool = False) -> Migration:
+    """Send ``kv_bytes``, an equal share per layer; layer i's share is ready at ``layer_ready_s[i]`` (its layer of
+    the prefill done, quantized). On a multi-stage path each share goes as chunks of at most ``chunk_bytes``
+    (the staging buffer) that cross the stages store-and-forward; stages the host starts wait for
+    ``host_free_s`` (a serving process whose one thread issues the prefill and drives the staging). Returns when
+    the last chunk has crossed the last stage.
+
+    When none of the path's links is booked beyond the first ready time, the chunks go FIFO without searching
+    the calendars (for one migration alone, first fit and FIFO coincide); ``force_calendar`` always searches."""
     if not path.stages:
         return Migration(layer_ready_s[-1] if layer_ready_s else 0.0, 0.0, 0.0)
-    n = len(layer_ready_s)
-    chunk = kv_bytes / n
-    durations = [s.time_s(chunk) for s in path.stages]
+    stages = path.stages
+    host = path.host_started or (False,) * len(stages)
+    pieces = chunk_sizes(kv_bytes / len(layer_ready_s), chunk_bytes, len(stages) > 1)
+    durations = [[st.time_s(b) for b in pieces] for st in stages]
+    all_keys = tuple(k for st in stages for k in st.keys)
     done = 0.0
-    for ready in layer_ready_s:
-        t = ready
-        for stage, dur in zip(path.stages, durations):
-            t = calendar.book(stage.keys, t, dur) + dur
-        done = max(done, t)
-    busy = n * sum(durations)
-    return Migration(done, busy, n * durations[-1])
+    if not force_calendar and calendar.is_free_after(all_keys, layer_ready_s[0]):
+        free = [0.0] * len(stages)
+        for ready in layer_ready_s:
+            for j in range(len(pieces)):
+                t = ready
+                for h, st in enumerate(stages):
+                    start = t if t > free[h] else free[h]
+                    if host[h] and start < host_free_s:
+                        start = host_free_s
+                    t = start + durations[h][j]
+                    free[h] = t
+                    for key in st.keys:
+                        calendar.append(key, start, t)
+                if t > done:
+                    done = t
+    else:
+        for ready in layer_ready_s:
+            for j in range(len(pieces)):
+                t = ready
+                for h, st in enumerate(stages):
+                    if host[h] and t < host_free_s:
+                        t = host_free_s
+                    t = calendar.book(st.keys, t, durations[h][j]) + durations[h][j]
+                if t > done:
+                    done = t
+    n = len(layer_ready_s)
+    return Migration(done, n * sum(sum(d) for d in durations), n * sum(durations[-1]))
