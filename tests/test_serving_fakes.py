@@ -56,13 +56,14 @@ class FakeFactory:
 
     def __init__(self, gpu_kw: dict[str, Any] | None = None, fpga_kw: dict[str, Any] | None = None,
                  fpga_memory_bytes: int = 8 * 2**30, fpga_weights_bytes: int | None = None,
-                 fpga_kv_bits: int = 8, gpu_memory_bytes: int | None = None) -> None:
+                 fpga_kv_bits: int = 8, gpu_memory_bytes: int | None = None, gpu_padded: bool = False) -> None:
         self.gpu_kw = gpu_kw or A100_LIKE
         self.fpga_kw = fpga_kw or U280_LIKE
         self.fpga_memory_bytes = fpga_memory_bytes
         self.fpga_weights_bytes = fpga_weights_bytes
         self.fpga_kv_bits = fpga_kv_bits
         self.gpu_memory_bytes = gpu_memory_bytes
+        self.gpu_padded = gpu_padded
         self.built: dict[str, DeviceModel] = {}
 
     def gpu(self, group: Any, spec: GpuSpec, llm: LlmSpec, link: LinkSpec) -> DeviceModel:
@@ -72,7 +73,7 @@ class FakeFactory:
                 kind="gpu", label=spec.name, engine=AffineEngine(spec.name, **self.gpu_kw), llm=llm,
                 memory_bytes=self.gpu_memory_bytes or spec.memory_bytes, weights_bytes=resident_bytes(llm, 16, 16, 0), kv_bits=group.kv_bits,
                 link=link, price_usd=spec.price_usd, max_decode_batch=group.max_decode_batch,
-                mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s)
+                mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s, padded_batch=self.gpu_padded)
         return self.built[key]
 
     def fpga(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:

@@ -87,7 +87,8 @@ def scenarios(draw: Any) -> tuple[Any, list[Request], str, FakeFactory]:
     gpu_kv_tokens = draw(st.sampled_from([3600, 8000, 40000]))
     weights = 3 * GiB
     factory = FakeFactory(fpga_memory_bytes=weights + llm.kv_bytes(fpga_kv_tokens, 8), fpga_weights_bytes=weights,
-                          gpu_memory_bytes=llm.total_params * 2 + llm.kv_bytes(gpu_kv_tokens, 16))
+                          gpu_memory_bytes=llm.total_params * 2 + llm.kv_bytes(gpu_kv_tokens, 16),
+                          gpu_padded=draw(st.booleans()))
     return cluster, reqs, draw(st.sampled_from(sorted(SCHEDULERS))), factory
 
 
@@ -257,3 +258,31 @@ def test_two_node_cluster_uses_the_network_and_scales() -> None:
     dis = compute_metrics(simulate(resolve_cluster(load_cluster("a100-node+8xu280-node")), reqs,
                                    factory=FakeFactory()))
     assert set(dis.kv_migrations) == {"network-host-staged"}
+
+
+def test_memory_aware_backfills_where_fcfs_blocks() -> None:
+    """GPU memory for 5000 tokens of KV: FCFS holds three short requests behind a long one that does not fit yet;
+    memory-aware lets them through."""
+    c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1, "max_decode_batch": 4}]}])
+    llm = c.llm
+    reqs = [Request(0, 0.0, 2500, 500), Request(1, 0.01, 2500, 500)] + \
+        [Request(i, 0.02, 200, 100) for i in range(2, 5)]
+    ttft = {}
+    for sched in ("fcfs", "memory-aware"):
+        f = FakeFactory(gpu_memory_bytes=llm.total_params * 2 + llm.kv_bytes(5000, 16))
+        res = simulate(c, reqs, sched, factory=f, record_segments=True)
+        check_invariants(res, reqs)
+        ttft[sched] = {rs.id: rs.t_first_token - rs.arrival_s for rs in res.requests}
+    for i in (2, 3, 4):
+        assert ttft["memory-aware"][i] < ttft["fcfs"][i] / 5
+    assert ttft["memory-aware"][1] >= ttft["fcfs"][1]  # the long one pays for it
+
+
+def test_padded_gpu_batch_reserves_longest() -> None:
+    c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1, "max_decode_batch": 4}]}])
+    reqs = [Request(0, 0.0, 1000, 1001), Request(1, 0.0, 10, 11)]
+    for padded, expect in ((False, 2000 + 20), (True, 2 * 2000)):
+        res = simulate(c, reqs, factory=FakeFactory(gpu_padded=padded), record_segments=True)
+        g = res.devices[0]
+        assert g.mem_peak - g.model.weights_bytes == c.llm.kv_bytes(expect, 16)
+        check_invariants(res, reqs)

@@ -20,7 +20,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hwmodel.bounds import resident_bytes
 from hwmodel.engine import Engine, Phase
 from hwmodel.errors import HwmodelError, SpecError
 from hwmodel.specs import GpuSpec, LinkSpec, LlmSpec, SpecLibrary
@@ -92,6 +91,7 @@ class DeviceModel:
     max_decode_batch: int = 1
     kv_bytes_fn: Callable[[int], int] | None = None
     mem_bw_bytes_per_s: float = 0.0  # device memory bandwidth, for the KV quantization pass on a GPU
+    padded_batch: bool = False  # a decode batch's KV is padded to its longest request (HF DynamicCache)
     table: DecodeTable = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
@@ -112,6 +112,14 @@ class DeviceModel:
         if self.kv_bytes_fn is not None:
             return int(self.kv_bytes_fn(ctx_tokens))
         return self.llm.kv_bytes(ctx_tokens, self.kv_bits)
+
+    def batch_kv_bytes(self, final_ctxs: Sequence[int]) -> int:
+        """KV memory of a decode batch whose requests end at ``final_ctxs`` tokens (padded or one per request)."""
+        if not final_ctxs:
+            return 0
+        if self.padded_batch:
+            return len(final_ctxs) * self.kv_bytes(max(final_ctxs))
+        return sum(self.kv_bytes(c) for c in final_ctxs)
 
     def fits_alone(self, ctx_tokens: int) -> bool:
         return self.weights_bytes + self.kv_bytes(ctx_tokens) <= self.memory_bytes
@@ -181,21 +189,29 @@ class EngineFactory:
         key = ("gpu", spec.name, llm.name, group.framework, group.weight_bits, group.kv_bits,
                group.max_decode_batch, link.name)
         if key not in self._memo:
-            from gpu.latency import GpuEngine
+            try:
+                from gpu.latency import GpuEngine
+            except ImportError as exc:
+                raise HwmodelError(f"the GPU latency model (gpu/latency.py) is not available: {exc}") from None
 
             engine = GpuEngine(spec, llm, framework=group.framework, weight_bits=group.weight_bits,
                                kv_bits=group.kv_bits)
             self._memo[key] = DeviceModel(
                 kind="gpu", label=spec.name, engine=engine, llm=llm, memory_bytes=spec.memory_bytes,
-                weights_bytes=resident_bytes(llm, group.weight_bits, group.kv_bits, 0), kv_bits=group.kv_bits,
+                weights_bytes=int(engine.weights_bytes), kv_bits=group.kv_bits,
                 link=link, price_usd=spec.price_usd, max_decode_batch=group.max_decode_batch,
-                mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s)
+                mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s,
+                padded_batch=engine.framework.kv_layout == "padded")
         return self._memo[key]
 
     def fpga(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
         key = ("fpga", group.design, group.prefetch_ratio, group.clock_hz, group.link, llm.name)
         if key not in self._memo:
-            from fpga.instruction import InstructionEngine, load_design
+            try:
+                from fpga.instruction import InstructionEngine, load_design
+            except ImportError as exc:
+                raise HwmodelError("the instruction-driven FPGA model (fpga/instruction.py) is not available: "
+                                   f"{exc}") from None
 
             try:
                 design = load_design(group.design)

@@ -85,7 +85,7 @@ class Device:
 
     __slots__ = ("index", "name", "node", "model", "kind", "state", "pending", "batch", "reserved", "mem_used",
                  "mem_peak", "phase_s", "proc", "wake", "interrupted", "host_sampling_s", "token_overhead_s",
-                 "segments")
+                 "segments", "joining", "batch_bytes")
 
     def __init__(self, index: int, name: str, node: int, model: DeviceModel) -> None:
         self.index = index
@@ -96,6 +96,8 @@ class Device:
         self.state = IDLE
         self.pending: list[tuple[ReqState, Device | None]] = []  # prefills assigned to this GPU
         self.batch: list[ReqState] = []  # requests this GPU decodes
+        self.joining: list[ReqState] = []  # requests this GPU prefills to decode itself
+        self.batch_bytes = 0  # KV memory reserved for batch + joining (padded to the longest if the engine pads)
         self.reserved: ReqState | None = None  # the request an FPGA holds (prefill, migration, decode)
         self.mem_used = model.weights_bytes
         self.mem_peak = model.weights_bytes
@@ -117,6 +119,22 @@ class Device:
 
     def mem_free(self) -> int:
         return self.model.memory_bytes - self.mem_used
+
+    def batch_bytes_with(self, extra: ReqState | None = None) -> int:
+        """KV memory the decode batch needs (joining requests and ``extra`` included)."""
+        finals = [r.final_ctx for r in self.batch] + [r.final_ctx for r in self.joining]
+        if extra is not None:
+            finals.append(extra.final_ctx)
+        return self.model.batch_kv_bytes(finals)
+
+    def rebalance_batch_memory(self) -> None:
+        """Re-reserve the batch's KV memory after a request joined or left."""
+        new = self.batch_bytes_with()
+        if new >= self.batch_bytes:
+            self.alloc(new - self.batch_bytes)
+        else:
+            self.free(self.batch_bytes - new)
+        self.batch_bytes = new
 
 
 @dataclasses.dataclass
@@ -267,7 +285,7 @@ class Simulation:
         if not gpus:
             return None
         if not fpgas and not self._queued_prefill_only \
-                and all(len(g.batch) >= g.model.max_decode_batch for g in gpus):
+                and all(len(g.batch) + len(g.joining) >= g.model.max_decode_batch for g in gpus):
             return None  # no decode destination anywhere: nothing in the queue can start
         return gpus, fpgas
 
@@ -294,12 +312,14 @@ class Simulation:
             self._assign_gpu(rs, g, f, g.model.kv_bytes(rs.prompt_tokens))
             return True
         # every FPGA busy (or too small): a GPU decodes the request itself if its batch and memory allow
-        local = [g for g in free_gpus if len(g.batch) < g.model.max_decode_batch
-                 and g.mem_free() >= g.model.kv_bytes(rs.final_ctx) and self.scheduler.admit_gpu_decode(g, rs)]
+        local = [g for g in free_gpus if len(g.batch) + len(g.joining) < g.model.max_decode_batch
+                 and g.mem_free() >= g.batch_bytes_with(rs) - g.batch_bytes and self.scheduler.admit_gpu_decode(g, rs)]
         if not local:
             return False
         g = min(local, key=lambda d: (len(d.batch), d.index))
-        self._assign_gpu(rs, g, g, g.model.kv_bytes(rs.final_ctx))
+        g.joining.append(rs)
+        g.rebalance_batch_memory()
+        self._assign_gpu(rs, g, g, 0)
         return True
 
     def _assign_gpu(self, rs: ReqState, g: Device, dest: Device | None, gpu_bytes: int) -> None:
@@ -360,15 +380,10 @@ class Simulation:
             rs.t_first_token = env.now
             g.free(rs.gpu_stage_bytes)
             self._finish(rs)
-        elif dest is g:
-            rs.t_first_token = env.now  # sampled on the GPU (HF generate)
-            rs.t_kv_ready = env.now
-            if rs.steps_left == 0:
-                g.free(rs.gpu_stage_bytes)
-                self._finish(rs)
-            else:
-                rs.t_decode_start = env.now
-                g.batch.append(rs)
+        elif dest is g:  # joins the GPU's own decode batch; its first token is sampled on the GPU
+            rs.t_first_token = rs.t_kv_ready = rs.t_decode_start = env.now
+            g.joining.remove(rs)
+            g.batch.append(rs)
         else:
             link = g.model.link
             rs.t_first_token = env.now + link.latency_s + self.vocab * self._logit_bytes(g) / \
@@ -436,8 +451,8 @@ class Simulation:
         if finished:
             for r in finished:
                 g.batch.remove(r)
-                g.free(r.gpu_stage_bytes)
                 self._finish(r)
+            g.rebalance_batch_memory()
             self.kick()
 
     # ------------------------------------------------------------------------------------------ FPGA
