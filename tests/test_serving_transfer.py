@@ -88,7 +88,8 @@ def test_build_path_kinds() -> None:
        host_done_s=st.floats(0, 0.5), busy_until_s=st.floats(0, 0.3))
 def test_fast_fifo_equals_calendar_search(kind: str, kv_mb: float, layers: int, per_layer_s: float,
                                           host_done_s: float, busy_until_s: float) -> None:
-    """The uncontended fast path books exactly what the general first-fit search books."""
+    """The uncontended fast path books what the general first-fit search books (up to float rounding: it shifts
+    one layer's chunk pattern instead of summing the stage times again)."""
     lib = library()
     g4, g3, eth = lib.link("pcie-gen4-x16"), lib.link("pcie-gen3-x16"), lib.link("ethernet-100g")
     p2p = kind.endswith("p2p")
@@ -100,9 +101,13 @@ def test_fast_fifo_equals_calendar_search(kind: str, kv_mb: float, layers: int, 
         cal.book((("up", 0),), 0.0, busy_until_s)
     a = migrate(cals[0], path, kv_mb * 1e6, ready, host_free_s=host_done_s)
     b = migrate(cals[1], path, kv_mb * 1e6, ready, host_free_s=host_done_s, force_calendar=True)
-    assert a == b
+    assert a.kv_ready_s == pytest.approx(b.kv_ready_s, rel=1e-12)
+    assert (a.link_busy_s, a.dst_busy_s) == (b.link_busy_s, b.dst_busy_s)
     for key in (("up", 0), ("down", 1), ("nic-tx", 0), ("nic-rx", 1)):
-        assert cals[0].intervals(key) == cals[1].intervals(key)
+        ia, ib = cals[0].intervals(key), cals[1].intervals(key)
+        assert len(ia) == len(ib)
+        for (s0, e0), (s1, e1) in zip(ia, ib):
+            assert s0 == pytest.approx(s1, rel=1e-12, abs=1e-15) and e0 == pytest.approx(e1, rel=1e-12, abs=1e-15)
 
 
 def test_host_started_stage_waits_for_the_host() -> None:

@@ -264,7 +264,7 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
     out_dir: Path = ctx.obj["out_dir"] / "glitches"
     con = console()
     with Progress(console=con, transient=True) as bar:
-        runs = 3 * (1 + len(gpus)) + 6 + 2 * len(cfg.gpu_batches) + 3 * len(cfg.load_points) + 4 + 1
+        runs = 3 * (1 + len(gpus)) + 12 + 2 * len(cfg.gpu_batches) + 3 * len(cfg.load_points) + 4 + 1
         task = bar.add_task("GLITCHES study", total=runs)
         study = GlitchesStudy(cfg, progress=lambda msg: bar.update(task, advance=1, description=msg))
         heads = [study.headline("a100-40gb")] + [study.headline(g) for g in gpus]
@@ -299,7 +299,8 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
                   f"{r['cost_efficiency_ratio']:.2f}x")
     con.print(t)
     con.print(metrics_table([(r["scheduler"], r["metrics"]) for r in scheds],
-                            "Schedulers on A100 + 7 x U280, log-normal lengths, 90% load"))
+                            f"Schedulers on A100 + 7 x U280 (GPU batch <= {cfg.scheduler_gpu_batch}), log-normal "
+                            f"lengths, 90% load, SLO TTFT {cfg.slo.ttft_s:g} s / TPOT {cfg.slo.tpot_s * 1e3:g} ms"))
     click.echo(f"wrote {out_dir / 'glitches.json'}, {out_dir / 'throughput_vs_load.png'}, "
                f"{out_dir / 'hybrid_trace.json'}")
 

@@ -111,16 +111,17 @@ def beyond_table(rows: Sequence[dict[str, Any]], title: str) -> Any:
     from rich.table import Table
 
     t = Table(title=title)
-    for col in ("cluster", "KV path", "tok/s", "tok/s per k$", "TTFT p50 (ms)", "KV exposed p50/max (ms)",
-                "migrations", "util GPU/FPGA"):
-        t.add_column(col, justify="left" if col in ("cluster", "KV path", "migrations") else "right")
+    for col in ("cluster", "KV path", "sat. tok/s", "tok/s per k$", "util GPU/FPGA", "load req/s",
+                "TTFT p50/p90 (ms)", "KV exposed p50/max (ms)", "migrations at load"):
+        t.add_column(col, justify="left" if col in ("cluster", "KV path", "migrations at load") else "right")
     for r in rows:
-        m = r["metrics"]
+        m, a = r["metrics"], r["at_load"]
         u = m.mean_utilization
         t.add_row(r["cluster"], r["kv_path"], f"{m.throughput_tok_per_s:.1f}", f"{m.tok_per_s_per_usd * 1e3:.2f}",
-                  _ms(m.ttft_s.p50), f"{_ms(m.kv_exposed_s.p50)} / {_ms(m.kv_exposed_s.max)}",
-                  ", ".join(f"{k} {v}" for k, v in m.kv_migrations.items()),
-                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("gpu", "fpga")))
+                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("gpu", "fpga")),
+                  f"{r['offered_req_per_s']:.3f}", f"{_ms(a.ttft_s.p50)} / {_ms(a.ttft_s.p90)}",
+                  f"{_ms(a.kv_exposed_s.p50)} / {_ms(a.kv_exposed_s.max)}",
+                  ", ".join(f"{k} {v}" for k, v in a.kv_migrations.items()))
     return t
 
 

@@ -144,12 +144,11 @@ class LinkCalendar:
                 return False
         return True
 
-    def append(self, key: Hashable, start_s: float, end_s: float) -> None:
-        """Add an interval known to start after every interval of ``key`` (the uncontended fast path)."""
-        if end_s <= start_s:
-            return
-        self._starts.setdefault(key, []).append(start_s)
-        self._ends.setdefault(key, []).append(end_s)
+    def extend(self, key: Hashable, starts: Sequence[float], ends: Sequence[float]) -> None:
+        """Add sorted, disjoint, non-empty intervals known to start after every interval of ``key`` (the
+        uncontended fast path)."""
+        self._starts.setdefault(key, []).extend(starts)
+        self._ends.setdefault(key, []).extend(ends)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,20 +188,50 @@ def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: 
     all_keys = tuple(k for st in stages for k in st.keys)
     done = 0.0
     if not force_calendar and calendar.is_free_after(all_keys, layer_ready_s[0]):
+        n_stages = range(len(stages))
         free = [0.0] * len(stages)
-        for ready in layer_ready_s:
+        booked: list[tuple[list[float], list[float]]] = [([], []) for _ in stages]
+
+        def send_layer(ready: float) -> float:
+            t = ready
             for j in range(len(pieces)):
                 t = ready
-                for h, st in enumerate(stages):
+                for h in n_stages:
                     start = t if t > free[h] else free[h]
                     if host[h] and start < host_free_s:
                         start = host_free_s
                     t = start + durations[h][j]
                     free[h] = t
-                    for key in st.keys:
-                        calendar.append(key, start, t)
-                if t > done:
-                    done = t
+                    booked[h][0].append(start)
+                    booked[h][1].append(t)
+            return t
+
+        pattern: list[tuple[list[float], list[float]]] | None = None
+        for ready in layer_ready_s:
+            if ready < host_free_s or any(f > ready for f in free):
+                done = max(done, send_layer(ready))  # a backlog or the host: chunk by chunk
+                continue
+            # links idle when the layer is ready: its chunks follow one pattern, shifted to ``ready``
+            if pattern is None:
+                marks = [len(b[0]) for b in booked]
+                saved = free[:]
+                send_layer(ready)
+                pattern = [([x - ready for x in b[0][m:]], [x - ready for x in b[1][m:]])
+                           for b, m in zip(booked, marks)]
+                free[:] = saved
+                for b, m in zip(booked, marks):
+                    del b[0][m:], b[1][m:]
+            for h in n_stages:
+                booked[h][0].extend([ready + x for x in pattern[h][0]])
+                booked[h][1].extend([ready + x for x in pattern[h][1]])
+                free[h] = booked[h][1][-1]
+            done = max(done, free[-1])
+        for st, (starts, ends) in zip(stages, booked):
+            if min(min(d) for d in durations) <= 0.0:  # drop empty DMAs (a zero-latency link, nothing to send)
+                keep = [(s, e) for s, e in zip(starts, ends) if e > s]
+                starts, ends = [s for s, _e in keep], [e for _s, e in keep]
+            for key in st.keys:
+                calendar.extend(key, starts, ends)
     else:
         for ready in layer_ready_s:
             for j in range(len(pieces)):
