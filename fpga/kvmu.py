@@ -18,17 +18,17 @@ The decoder attends to ``[0, ahead)`` and writes the KV of its next token at ``a
 Transition table (a command that breaks its "legal when" column is refused with the status in brackets and changes
 nothing — no register, no mode, no KV write; ``-`` = unchanged)::
 
-    command      legal when                                   valid  curr   ahead  KV writes            mode       mux
-    init p       0 <= p <= capacity [INIT_OUT_OF_RANGE]        p      p      p      none                 init       PCIe
-    speculate n  n >= 1 [BAD_COUNT];                           -      -      +n     n drafts at ahead..  speculate  sampler
-                 ahead + n <= capacity [OVER_CAPACITY]
-    mark         curr == valid [STEP_PENDING];                 -      ahead  -      none                 speculate  sampler
-                 ahead > curr [EMPTY_STEP]
-    accept       curr > valid [NOTHING_TO_VERIFY]              curr   ahead  -      none                 accept     sampler
-    rollback     curr > valid [NOTHING_TO_VERIFY]              -      valid  valid  none                 rollback   PCIe
-    ingest n     n >= 1 [BAD_COUNT]; mode init or rollback     +n     +n     +n     n target tokens      -          PCIe
-                 [MUX_NOT_PCIE]; ahead + n <= cap [OVER_CAP.]                       at ahead..
-    wait n       n >= 1 [BAD_COUNT]                            -      -      -      none                 -          -
+   command      legal when                                  valid  curr   ahead  KV writes           mode       mux
+   init p       0 <= p <= capacity [INIT_OUT_OF_RANGE]       p      p      p      none                init       PCIe
+   speculate n  n >= 1 [BAD_COUNT];                          -      -      +n     n drafts at ahead.. speculate  sampler
+                ahead + n <= capacity [OVER_CAPACITY]
+   mark         curr == valid [STEP_PENDING];                -      ahead  -      none                speculate  sampler
+                ahead > curr [EMPTY_STEP]
+   accept       curr > valid [NOTHING_TO_VERIFY]             curr   ahead  -      none                accept     sampler
+   rollback     curr > valid [NOTHING_TO_VERIFY]             -      valid  valid  none                rollback   PCIe
+   ingest n     n >= 1 [BAD_COUNT]; mode init or rollback    +n     +n     +n     n target tokens     -          PCIe
+                [MUX_NOT_PCIE]; ahead + n <= cap [OVER_CAP.]                      at ahead..
+   wait n       n >= 1 [BAD_COUNT]                           -      -      -      none                -          -
 
 Checks run in the order listed. Reset is the state after ``init 0`` (all registers 0, mode init, mux PCIe).
 
@@ -59,8 +59,11 @@ take ``n`` token slots of :class:`CycleCosts` cycles each, and each token's KV w
 on its slot's last cycle; a refused command takes one cycle, shows its status code, and changes nothing.
 
 Public API: :class:`Kvmu` (the Python face, also the cycle-by-cycle reference the kernel is checked against),
-:func:`run_commands` (the kernel on a command list), :class:`KvmuTrace`, :func:`write_vcd`,
-:func:`load_commands` / :func:`parse_commands`, :class:`CycleCosts`, :class:`Command`.
+:func:`run_commands` / :func:`run_kernel` (the kernel on a command list / on opcode arrays; run-length cycles),
+:func:`kernel_per_cycle` (the kernel, one sample per cycle), :class:`KvmuTrace`, :func:`write_vcd` /
+:func:`read_vcd`, :func:`load_commands` / :func:`parse_commands`, :class:`CycleCosts`, :class:`Command`.
+The command-file format is in :mod:`fpga.kvmu_commands`, the VCD signals in :mod:`fpga.kvmu_vcd`, and the user
+documentation in docs/kvmu.md.
 """
 from __future__ import annotations
 
@@ -98,7 +101,7 @@ COMMAND_FIELDS = ("op", "arg", "status", "start_cycle", "n_cycles", "valid", "cu
 SIGNALS = ("valid", "curr", "ahead", "mode", "mux", "status", "cmd", "write_pos")
 _SIGNAL_DTYPES = {"valid": np.int32, "curr": np.int32, "ahead": np.int32, "mode": np.int8, "mux": np.int8,
                   "status": np.int8, "cmd": np.int32, "write_pos": np.int32}
-_COMMAND_DTYPES = {"op": np.int8, "arg": np.int64, "status": np.int8, "start_cycle": np.int64, "n_cycles": np.int64,
+_COMMAND_DTYPES = {"op": np.int64, "arg": np.int64, "status": np.int8, "start_cycle": np.int64, "n_cycles": np.int64,
                    "valid": np.int32, "curr": np.int32, "ahead": np.int32, "mode": np.int8}
 
 
@@ -117,10 +120,13 @@ class CommandRefused(KvmuError):
 
 
 def _as_int(value: Any, what: str) -> int:
-    """An exact integer (Python or numpy, not bool): commands never round, clamp or wrap their arguments."""
+    """An exact 64-bit integer (Python or numpy, not bool): commands never round, clamp or wrap their arguments."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise KvmuError(f"{what} must be an integer, got {value!r}")
-    return int(value)
+    value = int(value)
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise KvmuError(f"{what} {value} does not fit in 64 bits")
+    return value
 
 
 def check_capacity(capacity: Any) -> int:
@@ -424,6 +430,9 @@ class Kvmu:
         n_cycles = _as_int(n_cycles, "wait cycles")
         if n_cycles < 1:
             self._refuse(Op.WAIT, n_cycles, Status.BAD_COUNT)
+        if self._cycle + n_cycles > INT64_MAX:
+            raise KvmuError(f"waiting {n_cycles} cycles at cycle {self._cycle} runs past {INT64_MAX} cycles "
+                            f"(a cycle counter of 64 bits)")
         self._begin(Op.WAIT, n_cycles, self._mode)
         self._emit(n_cycles)
         self._end()
@@ -557,10 +566,8 @@ def run_commands(commands: Sequence[Command], capacity: int, costs: CycleCosts |
     for i, c in enumerate(commands):
         if not isinstance(c, Command) or not isinstance(c.op, Op):
             raise KvmuError(f"command {i}: expected a Command with an Op, got {c!r}")
-        arg = _as_int(c.arg, f"command {i} ({c.op.name.lower()}) argument")
-        if abs(arg) > INT64_MAX:
-            where = f"line {c.line}" if c.line is not None else f"command {i}"
-            raise KvmuError(f"{where}: argument {arg} does not fit in 64 bits")
+        where = f"line {c.line}" if c.line is not None else f"command {i}"
+        _as_int(c.arg, f"{where}: the argument of {c.op.name.lower()}")
     ops = np.fromiter((int(c.op) for c in commands), dtype=np.int64, count=len(commands))
     args = np.fromiter((int(c.arg) for c in commands), dtype=np.int64, count=len(commands))
     trace = run_kernel(ops, args, cap, costs, initial)
@@ -581,6 +588,9 @@ def _kernel_pass1(ops: np.ndarray, args: np.ndarray, capacity: int, costs: Cycle
         raise KvmuError(f"initial state breaks 0 <= valid <= curr <= ahead <= capacity: {initial} (capacity {cap})")
     per_cmd = kvmu_commands(ops, args, cap, costs.as_array(), initial.valid, initial.curr, initial.ahead,
                             int(initial.mode))
+    start, n_cycles = per_cmd[1], per_cmd[2]
+    if ops.shape[0] and (np.any(start < 0) or int(start[-1]) + int(n_cycles[-1]) > INT64_MAX):
+        raise KvmuError(f"the command stream runs past {INT64_MAX} cycles (a cycle counter of 64 bits)")
     return ops, args, cap, costs, per_cmd
 
 
@@ -594,7 +604,7 @@ def run_kernel(ops: np.ndarray, args: np.ndarray, capacity: int, costs: CycleCos
     status, start, n_cycles, valid_after, curr_after, ahead_after, mode_after = per_cmd
     runs = kvmu_runs(ops, args, costs.as_array(), status, start, n_cycles, valid_after, curr_after, ahead_after,
                      mode_after, initial.valid, initial.curr, initial.ahead)
-    commands = {"op": ops.astype(np.int8), "arg": args, "status": status, "start_cycle": start, "n_cycles": n_cycles,
+    commands = {"op": ops, "arg": args, "status": status, "start_cycle": start, "n_cycles": n_cycles,
                 "valid": valid_after, "curr": curr_after, "ahead": ahead_after, "mode": mode_after}
     return KvmuTrace(cap, costs, initial, commands, dict(zip(("start", "length", *SIGNALS), runs)))
 

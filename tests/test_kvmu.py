@@ -236,10 +236,11 @@ def test_kernel_extreme_arguments_are_refused_not_wrapped() -> None:
 
 
 def test_kernel_refuses_unknown_opcodes() -> None:
-    trace = run_kernel(np.array([1, 9, -1], np.int64), np.array([2, 0, 0], np.int64), 8)
-    assert trace.commands["status"].tolist() == [Status.OK, Status.UNKNOWN_OPCODE, Status.UNKNOWN_OPCODE]
+    trace = run_kernel(np.array([1, 9, -1, 257], np.int64), np.array([2, 0, 0, 0], np.int64), 8)
+    assert trace.commands["status"].tolist() == [Status.OK] + [Status.UNKNOWN_OPCODE] * 3
     assert "unknown opcode 9" in trace.refusal_message(1)
-    assert trace.refusals() == [1, 2]
+    assert "unknown opcode 257" in trace.refusal_message(3)  # not wrapped to a valid opcode
+    assert trace.refusals() == [1, 2, 3]
 
 
 def test_kernel_starts_from_a_given_state() -> None:
@@ -268,8 +269,19 @@ def test_dense_kernel_refuses_huge_traces() -> None:
     assert run_kernel(np.array([Op.WAIT], np.int64), np.array([2**40], np.int64), 8).n_cycles == 2**40
 
 
-def test_run_commands_checks_its_input() -> None:
+def test_cycle_counter_overflow_is_an_error() -> None:
+    with pytest.raises(KvmuError, match="runs past"):
+        run_kernel(np.array([Op.WAIT, Op.WAIT], np.int64), np.array([2**62, 2**62], np.int64), 8)
     with pytest.raises(KvmuError, match="does not fit in 64 bits"):
+        Kvmu(8).idle(2**63)
+    kv = Kvmu(8)
+    kv.idle(2**62)
+    with pytest.raises(KvmuError, match="runs past"):
+        kv.idle(2**62)
+
+
+def test_run_commands_checks_its_input() -> None:
+    with pytest.raises(KvmuError, match="line 3: the argument of speculate 18446744073709551616 does not fit"):
         run_commands([Command(Op.SPECULATE, 2**64, line=3)], 8)
     with pytest.raises(KvmuError, match="expected a Command"):
         run_commands([("speculate", 1)], 8)  # type: ignore[list-item]

@@ -44,7 +44,7 @@ from fpga.kvmu import (
     kernel_per_cycle,
     run_kernel,
 )
-from fpga.kvmu_codes import WRITER_NONE, WRITER_PCIE, WRITER_SAMPLER
+from fpga.kvmu_codes import WRITER_PCIE, WRITER_SAMPLER
 
 # ---------------------------------------------------------------------------------------------------------------
 # The spec, written from the transition table independently of fpga/kvmu.py and fpga/kvmu_kernel.py.
