@@ -27,6 +27,7 @@ class AffineEngine:
     batch_growth: float = 0.05
     watts: float = 100.0
     idle_watts: float = 30.0
+    padded: bool = False  # a batch's attention reads every sequence padded to the longest
 
     def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
         return self.prefill_per_token_s * n_tokens
@@ -35,7 +36,8 @@ class AffineEngine:
         return self.decode_base_s + self.decode_per_ctx_s * ctx
 
     def decode_batch_s(self, ctxs: list[int]) -> float:
-        return self.decode_base_s * (1 + self.batch_growth * (len(ctxs) - 1)) + self.decode_per_ctx_s * sum(ctxs)
+        kv = len(ctxs) * max(ctxs) if self.padded else sum(ctxs)
+        return self.decode_base_s * (1 + self.batch_growth * (len(ctxs) - 1)) + self.decode_per_ctx_s * kv
 
     def ingest_s(self, n_tokens: int, ctx: int) -> float:
         return self.prefill_s(n_tokens, ctx)
@@ -70,7 +72,8 @@ class FakeFactory:
         key = f"gpu:{spec.name}:{group.max_decode_batch}"
         if key not in self.built:
             self.built[key] = DeviceModel(
-                kind="gpu", label=spec.name, engine=AffineEngine(spec.name, **self.gpu_kw), llm=llm,
+                kind="gpu", label=spec.name, engine=AffineEngine(spec.name, **self.gpu_kw, padded=self.gpu_padded),
+                llm=llm,
                 memory_bytes=self.gpu_memory_bytes or spec.memory_bytes, weights_bytes=resident_bytes(llm, 16, 16, 0), kv_bits=group.kv_bits,
                 link=link, price_usd=spec.price_usd, max_decode_batch=group.max_decode_batch,
                 mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s, padded_batch=self.gpu_padded)
@@ -105,3 +108,19 @@ def test_fake_factory_builds_from_library() -> None:
     lib = library()
     m = FakeFactory().fpga(type("G", (), {"design": "fake-u280", "link": None})(), lib.llm("llama2-7b"), lib, "x", "y")
     assert m.fits_alone(4096) and m.link.name == "pcie-gen3-x16"
+
+
+def test_batched_decode_table_matches_engine() -> None:
+    """The grid + interpolation of DeviceModel.decode_batch_s equals direct engine calls for an engine whose
+    batched step depends on batch size and KV read (affine here, so interpolation is exact up to rounding)."""
+    import random
+
+    lib = library()
+    llm, gpu = lib.llm("llama2-7b"), lib.gpu("a100-40gb")
+    for padded in (False, True):
+        group = type("G", (), {"max_decode_batch": 8, "kv_bits": 16})()
+        m = FakeFactory(gpu_padded=padded).gpu(group, gpu, llm, lib.link("pcie-gen4-x16"))
+        rng = random.Random(1)
+        for _ in range(200):
+            ctxs = [rng.randrange(1, 4000) for _ in range(rng.randrange(2, 9))]
+            assert abs(m.decode_batch_s(ctxs) - m.engine.decode_batch_s(ctxs)) < 1e-12

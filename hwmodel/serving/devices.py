@@ -25,6 +25,9 @@ from hwmodel.errors import HwmodelError, SpecError
 from hwmodel.specs import GpuSpec, LinkSpec, LlmSpec, SpecLibrary
 
 
+BATCH_GRID_TOKENS = 64  # context resolution of the batched-decode tables (see DeviceModel.decode_batch_s)
+
+
 class DecodeTable:
     """Cumulative single-request decode time by context length: ``steps_s(ctx0, n)`` is the time of ``n`` decode
     steps starting at context ``ctx0`` (step k runs at ``ctx0 + k``), read from a prefix sum of the engine's
@@ -106,6 +109,7 @@ class DeviceModel:
                                f"not fit in its {self.memory_bytes / 1e9:.2f} GB of memory")
         self._power = {p: float(self.engine.power_w(p)) for p in Phase}
         self._plans: dict[tuple[int, int | None], PrefillPlan] = {}
+        self._batch_grid: dict[int, dict[int, float]] = {}
 
     def kv_bytes(self, ctx_tokens: int) -> int:
         """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it."""
@@ -162,10 +166,29 @@ class DeviceModel:
         return plan
 
     def decode_batch_s(self, ctxs: Sequence[int]) -> float:
-        """One decode step of a batch whose requests sit at contexts ``ctxs``."""
-        if len(ctxs) == 1:
+        """One decode step of a batch whose requests sit at contexts ``ctxs``.
+
+        A batch of one reads the exact per-context table. Larger batches use the simulator's contract with batched
+        engines: a step's time depends on the batch size and on how many KV entries it reads, i.e. on the mean
+        context (paged KV) or the longest one (padded KV) -- as in gpu.latency's batched pass. Each batch size is
+        tabulated on a grid of that context, every ``BATCH_GRID_TOKENS`` tokens, by asking the engine for a batch
+        of equal contexts, and read by linear interpolation (tests bound the error against direct calls)."""
+        b = len(ctxs)
+        if b == 1:
             return self.table.step_s(ctxs[0])
-        return float(self.engine.decode_batch_s(list(ctxs)))  # type: ignore[attr-defined]
+        x = max(ctxs) if self.padded_batch else sum(ctxs) / b
+        grid = self._batch_grid.setdefault(b, {})
+        k0 = int(x // BATCH_GRID_TOKENS) * BATCH_GRID_TOKENS
+        y = []
+        for k in (k0, k0 + BATCH_GRID_TOKENS):
+            if k not in grid:
+                try:
+                    grid[k] = float(self.engine.decode_batch_s([k] * b))  # type: ignore[attr-defined]
+                except HwmodelError:  # a grid point past the memory limit: ask for this step itself
+                    return float(self.engine.decode_batch_s(list(ctxs)))  # type: ignore[attr-defined]
+            y.append(grid[k])
+        w = (x - k0) / BATCH_GRID_TOKENS
+        return y[0] + w * (y[1] - y[0])
 
     def power_w(self, phase: Phase) -> float:
         return self._power[phase]
