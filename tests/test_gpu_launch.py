@@ -1,0 +1,64 @@
+"""The launch-queue model: the closed form over repeated layers equals the kernel-by-kernel reference."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpu import launch
+from gpu.kernels import Pass, build_program
+from gpu.latency import GpuEngine
+
+times = st.lists(st.floats(min_value=0.0, max_value=1e-3, allow_nan=False), min_size=1, max_size=12)
+
+
+@given(c_op=st.floats(min_value=0.0, max_value=1e-4), pro=times, lay=times, epi=times,
+       layers=st.integers(min_value=1, max_value=9), start=st.floats(min_value=0.0, max_value=1e-2))
+def test_eager_closed_form_equals_reference(c_op: float, pro: list[float], lay: list[float], epi: list[float],
+                                            layers: int, start: float) -> None:
+    t = launch.PassTimes(np.array(pro)[:, None], np.array(lay)[:, None], np.array(epi)[:, None], layers)
+    fast = launch.eager(c_op, t, start)
+    ref = launch.eager_reference(c_op, t, start)
+    np.testing.assert_allclose(fast.total_s, ref.total_s, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(fast.layer_end_s, ref.layer_end_s, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(fast.host_done_s, ref.host_done_s, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("framework", ["hf", "vllm-eager", "edge-w8a8"])
+def test_eager_equals_reference_on_real_programs(framework: str) -> None:
+    gpu = "orin-nano" if framework == "edge-w8a8" else "a100-40gb"
+    eng = GpuEngine(gpu, "qwen2.5-0.5b", framework)
+    for p in (Pass.single(1, np.array([0, 100, 3000])), Pass.single(np.array([7, 300, 2000]), 0)):
+        prog = build_program(eng.llm, eng.framework.program, p, eng.weight_bits, eng.kv_bits)
+        t = launch.PassTimes.of(prog, eng.roofline)
+        fast, ref = launch.eager(eng.c_op_s, t, 1e-3), launch.eager_reference(eng.c_op_s, t, 1e-3)
+        np.testing.assert_allclose(fast.total_s, ref.total_s, rtol=1e-12)
+        np.testing.assert_allclose(fast.layer_end_s, ref.layer_end_s, rtol=1e-12)
+
+
+@given(c_op=st.floats(min_value=0.0, max_value=1e-4), lay=times, layers=st.integers(min_value=1, max_value=9))
+def test_eager_bounds(c_op: float, lay: list[float], layers: int) -> None:
+    """Never faster than the GPU work or the host issue; never slower than both in series."""
+    t = launch.PassTimes(np.zeros((0, 1)), np.array(lay)[:, None], np.zeros((0, 1)), layers)
+    total = float(launch.eager(c_op, t).total_s[0])
+    gpu = layers * sum(lay)
+    host = layers * len(lay) * c_op
+    assert total >= max(gpu, host + lay[-1]) - 1e-15
+    assert total <= gpu + host + 1e-15
+
+
+def test_graph_is_launch_plus_gpu_work() -> None:
+    t = launch.PassTimes(np.array([[1e-5]]), np.array([[2e-5], [3e-5]]), np.array([[4e-5]]), 3)
+    tl = launch.graph(7e-6, t, 1e-3)
+    assert float(tl.total_s[0]) == pytest.approx(1e-3 + 7e-6 + 1e-5 + 3 * 5e-5 + 4e-5)
+    np.testing.assert_allclose(tl.layer_end_s[:, 0], 1e-3 + 7e-6 + 1e-5 + 5e-5 * np.arange(1, 4))
+
+
+def test_host_bound_and_gpu_bound_limits() -> None:
+    lay = np.full((10, 1), 1e-6)
+    t = launch.PassTimes(np.zeros((0, 1)), lay, np.zeros((0, 1)), 4)
+    # slow host: time is the host issue of all 40 kernels plus the last kernel
+    assert float(launch.eager(1e-4, t).total_s[0]) == pytest.approx(40 * 1e-4 + 1e-6)
+    # free host: time is the GPU work
+    assert float(launch.eager(0.0, t).total_s[0]) == pytest.approx(40 * 1e-6)
