@@ -24,6 +24,7 @@ activations in fp16/bf16 (fp32 inside the hf RMSNorm). Attention operations coun
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -256,7 +257,76 @@ def build_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_bits
 
     ``head``: "auto" runs the model's own output head (an LM head on ``p.head_rows`` rows, or a PRM value head on
     every token), "none" skips the final norm and the head (an ingest pass whose logits are discarded).
+
+    Every kernel's bytes and operations are affine in the pass's counts (:data:`FEATURES`), so the recipe is
+    evaluated once per (LLM, program, precision, head) into coefficient tables (:func:`program_template`) and a
+    pass costs a few array operations; :func:`evaluate_program` is the direct evaluation the tests compare with.
     """
+    return program_template(llm, program, weight_bits, kv_bits, head).instantiate(p)
+
+
+FEATURES = ("new_tokens", "attn_pairs", "kv_tokens", "cached_tokens", "head_rows")
+
+
+@dataclasses.dataclass(frozen=True)
+class _BlockTemplate:
+    names: tuple[str, ...]
+    kinds: np.ndarray
+    bytes_coef: np.ndarray  # (1 + features) x kernels: constant term, then one row per feature
+    ops_coef: np.ndarray
+
+    @staticmethod
+    def of(block: Block) -> _BlockTemplate:
+        # block was evaluated at the origin (column 0) and at each unit feature vector (column 1 + f)
+        def coef(a: np.ndarray) -> np.ndarray:
+            return np.vstack([a[:, 0], *(a[:, 1 + f] - a[:, 0] for f in range(len(FEATURES)))])
+
+        return _BlockTemplate(block.names, block.kinds, coef(block.bytes), coef(block.ops))
+
+    def at(self, feats: tuple[np.ndarray, ...]) -> Block:
+        def value(c: np.ndarray) -> np.ndarray:
+            out = np.repeat(c[0][:, None], len(feats[0]), axis=1)
+            for f, x in enumerate(feats):  # fixed order: bit-identical whatever the number of points
+                out = out + c[1 + f][:, None] * x[None, :]
+            return out
+
+        return Block(self.names, self.kinds, value(self.bytes_coef), value(self.ops_coef))
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramTemplate:
+    """The kernels of a forward pass as affine functions of the pass's counts."""
+
+    prologue: _BlockTemplate
+    layer: _BlockTemplate
+    epilogue: _BlockTemplate
+    layers: int
+
+    def instantiate(self, p: Pass) -> Program:
+        feats = tuple(np.asarray(getattr(p, f), dtype=np.float64) for f in FEATURES)
+        return Program(prologue=self.prologue.at(feats), layer=self.layer.at(feats), epilogue=self.epilogue.at(feats),
+                       layers=self.layers, rows=np.maximum(p.new_tokens, 1.0),
+                       rows_per_seq=np.maximum(p.new_tokens / p.seqs, 1.0))
+
+
+@functools.lru_cache(maxsize=256)
+def program_template(llm: LlmSpec, program: str, weight_bits: int, kv_bits: int, head: str = "auto") -> ProgramTemplate:
+    """Coefficient tables of :func:`evaluate_program` (evaluated at the origin and at each unit feature)."""
+    k = len(FEATURES)
+    basis = np.zeros((k, k + 1))
+    basis[np.arange(k), np.arange(1, k + 1)] = 1.0
+    probe = Pass(new_tokens=basis[0], seqs=1, attn_pairs=basis[1], kv_tokens=basis[2], cached_tokens=basis[3],
+                 head_rows=basis[4])
+    direct = evaluate_program(llm, program, probe, weight_bits, kv_bits, head)
+    return ProgramTemplate(_BlockTemplate.of(direct.prologue), _BlockTemplate.of(direct.layer),
+                           _BlockTemplate.of(direct.epilogue), direct.layers)
+
+
+def evaluate_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_bits: int,
+                     head: str = "auto") -> Program:
+    """The kernel recipe evaluated directly on ``p`` (the reference of :func:`build_program`)."""
+    if head not in ("auto", "none"):
+        raise HwmodelError(f"head must be 'auto' or 'none', got {head!r}")
     if program not in ("hf", "vllm", "w8a8"):
         raise HwmodelError(f"unknown kernel program {program!r}; expected hf, vllm or w8a8")
     s = _Shapes(h=llm.hidden, q=llm.q_dim, kv=llm.kv_dim, i=llm.intermediate, head_dim=llm.head_dim,

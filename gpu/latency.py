@@ -35,6 +35,7 @@ from hwmodel.errors import HwmodelError
 from hwmodel.specs import GpuSpec, LlmSpec, library
 
 _BLOCK = 256  # decode times are computed (vectorized) and memoized per block of context lengths
+_MEMO_LIMIT = 1 << 16  # prefill results kept per engine (cleared when full)
 
 
 class DoesNotFitError(HwmodelError):
@@ -111,6 +112,7 @@ class GpuEngine:
         self.ref_prompt_tokens = ref_prompt_tokens
         self.ref_ctx = ref_ctx
         self._decode_blocks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._prefill_memo: dict[tuple[int, int], OpCost] = {}
 
     def __repr__(self) -> str:
         return f"GpuEngine({self.name}, W{self.weight_bits}/KV{self.kv_bits})"
@@ -160,7 +162,12 @@ class GpuEngine:
         n = _count("prefill tokens", n_tokens, 1)
         c = _count("context length", ctx, 0)
         self._check_fits(c + n)
-        return self._cost(*self._run(Pass.single(n, c, self._head_rows(n)), graph=False))
+        key = (n, c)
+        if key not in self._prefill_memo:
+            if len(self._prefill_memo) >= _MEMO_LIMIT:
+                self._prefill_memo.clear()
+            self._prefill_memo[key] = self._cost(*self._run(Pass.single(n, c, self._head_rows(n)), graph=False))
+        return self._prefill_memo[key]
 
     def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
         """Prefill ``n_tokens`` new tokens on top of ``ctx`` cached ones (logits of the last one)."""

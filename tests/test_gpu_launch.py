@@ -62,3 +62,35 @@ def test_host_bound_and_gpu_bound_limits() -> None:
     assert float(launch.eager(1e-4, t).total_s[0]) == pytest.approx(40 * 1e-4 + 1e-6)
     # free host: time is the GPU work
     assert float(launch.eager(0.0, t).total_s[0]) == pytest.approx(40 * 1e-6)
+
+
+@given(n=st.lists(st.integers(1, 5000), min_size=1, max_size=4), ctx=st.integers(0, 5000),
+       program=st.sampled_from(["hf", "vllm", "w8a8"]), llm=st.sampled_from(["qwen2.5-0.5b", "llama2-7b",
+                                                                              "skywork-prm-7b"]),
+       head=st.sampled_from(["auto", "none"]), kv_bits=st.sampled_from([8, 16]))
+def test_affine_template_equals_direct_evaluation(n: list[int], ctx: int, program: str, llm: str, head: str,
+                                                  kv_bits: int) -> None:
+    from gpu.kernels import evaluate_program
+    from hwmodel.specs import library
+
+    spec = library().llm(llm)
+    wb = 8 if program == "w8a8" else 16
+    for p in (Pass.single(np.array(n), ctx, head_rows=np.array(n)), Pass.decode_batch(np.array(n) + ctx, True),
+              Pass.decode_batch(np.array(n), False)):
+        fast = build_program(spec, program, p, wb, kv_bits, head)
+        ref = evaluate_program(spec, program, p, wb, kv_bits, head)
+        for block in ("prologue", "layer", "epilogue"):
+            assert getattr(fast, block).names == getattr(ref, block).names
+            np.testing.assert_allclose(getattr(fast, block).bytes, getattr(ref, block).bytes, rtol=1e-12)
+            np.testing.assert_allclose(getattr(fast, block).ops, getattr(ref, block).ops, rtol=1e-12)
+
+
+def test_kernel_counts_follow_the_frameworks_code_paths() -> None:
+    from hwmodel.specs import library
+
+    lib = library()
+    one = Pass.single(1, 100)
+    assert build_program(lib.llm("llama2-7b"), "hf", one, 16, 16).layer.n_kernels == 41  # MHA: no repeat_kv
+    assert build_program(lib.llm("qwen2.5-0.5b"), "hf", one, 16, 16).layer.n_kernels == 43  # GQA: + repeat_kv
+    assert build_program(lib.llm("qwen2.5-0.5b"), "vllm", one, 16, 16).layer.n_kernels == 10
+    assert build_program(lib.llm("qwen2.5-0.5b"), "w8a8", one, 8, 16).layer.n_kernels == 63
