@@ -7,8 +7,8 @@ it is calibrated on, the condition columns it reads, and ``predict(values, point
   ``calibration/params/<family>.json`` (what the device model loads);
 * :func:`report_family` -- every point, fitted and predicted, against the committed parameters.
 
-Families are registered by import path in :data:`FAMILIES`, so adding one (the FPGA instruction-driven model,
-say) is one entry and one module, and listing them does not import any device model.
+Families are registered by import path in :data:`FAMILIES` (listing them imports no device model); any other
+family is reachable by its import path, ``hwmodel calibrate --family fpga.calibration:FAMILY``.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from calibration.fit import FitResult, Param, fit
 from calibration.measurements import MEASUREMENTS_DIR, Measurement, load_measurements
 from calibration.params import load_values, params_path, write_params_file
 from calibration.report import ReportRow, build_report
-from hwmodel.errors import UnknownNameError
+from hwmodel.errors import HwmodelError, UnknownNameError
 
 FAMILIES: dict[str, str] = {"gpu": "calibration.gpu:FAMILY"}
 
@@ -50,10 +50,18 @@ class Family:
 
 
 def get_family(name: str) -> Family:
-    if name not in FAMILIES:
+    """A registered family by name, or any family by import path ``"package.module:ATTR"``."""
+    target = name if ":" in name else FAMILIES.get(name)
+    if target is None:
         raise UnknownNameError("calibration family", name, list(FAMILIES))
-    module, attr = FAMILIES[name].split(":")
-    return getattr(importlib.import_module(module), attr)
+    module, attr = target.split(":", 1)
+    try:
+        fam = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise HwmodelError(f"calibration family {name!r}: cannot import {target} ({exc})") from None
+    if not isinstance(fam, Family):
+        raise HwmodelError(f"calibration family {name!r}: {target} is not a calibration.family.Family")
+    return fam
 
 
 def fit_family(fam: Family, points: Sequence[Measurement] | None = None) -> FitResult:

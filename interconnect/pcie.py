@@ -25,6 +25,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import BoardSpec, LinkSpec, library
 
@@ -102,18 +104,21 @@ class TransferPath:
             if b == 0:
                 done.append(max(ready, done[-1] if done else ready))
                 continue
-            pieces = [b] if len(self.hops) == 1 else [min(chunk, b - k * chunk) for k in range(math.ceil(b / chunk))]
-            end = ready
-            for piece in pieces:
-                t = ready
-                for h, hop in enumerate(self.hops):
-                    start = max(t, free[h])
-                    if h > 0 and self.needs_host:
-                        start = max(start, host_free_s)
-                    t = start + hop.time_s(piece)
-                    free[h] = t
-                end = t
-            done.append(end)
+            if len(self.hops) == 1:
+                pieces = np.array([b])
+            else:
+                count = math.ceil(b / chunk)
+                pieces = np.full(count, chunk)
+                pieces[-1] = b - (count - 1) * chunk
+            arrive = np.full(len(pieces), float(ready))
+            for h, hop in enumerate(self.hops):
+                floor = max(free[h], host_free_s) if (h > 0 and self.needs_host) else free[h]
+                t = hop.latency_s + pieces / hop.bw_bytes_per_s
+                cum = np.cumsum(t)
+                # chunk j ends at t_j + max(its arrival, the previous chunk's end): a max-plus scan
+                arrive = cum + np.maximum.accumulate(np.maximum(arrive, floor) - (cum - t))
+                free[h] = float(arrive[-1])
+            done.append(free[-1])
         return done
 
 

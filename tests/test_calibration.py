@@ -176,3 +176,13 @@ def test_measurement_script_builds_the_spec_shapes(tmp_path: Path) -> None:
     cfg = mod.hf_config(library().llm("qwen2.5-0.5b"))
     assert (cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_key_value_heads"]) == (896, 24, 2)
     assert mod.main(["--gpu-spec", "h200", "--llm", "llama2-7b", "--out", str(tmp_path / "x.csv"), "--dry-run"]) == 0
+
+
+def test_families_by_import_path() -> None:
+    assert get_family("calibration.gpu:FAMILY") is get_family("gpu")
+    from hwmodel.errors import HwmodelError
+
+    with pytest.raises(HwmodelError, match="cannot import"):
+        get_family("nowhere.at_all:FAMILY")
+    with pytest.raises(HwmodelError, match="is not a calibration.family.Family"):
+        get_family("calibration.gpu:PARAMS")

@@ -157,3 +157,29 @@ def test_link_transfer_cli() -> None:
     assert bad.exit_code == 2 and "expected a size like" in bad.output
     missing = CliRunner().invoke(main, ["link", "transfer", "--bytes", "1MB", "--path", "host"])
     assert missing.exit_code == 2 and "needs --gpu and --fpga" in missing.output and "Traceback" not in missing.output
+
+
+def _schedule_reference(route, items, chunk, host_free):  # chunk by chunk, hop by hop
+    import math
+
+    free = [0.0] * len(route.hops)
+    done = []
+    for ready, b in items:
+        pieces = [b] if len(route.hops) == 1 else [min(chunk, b - k * chunk) for k in range(math.ceil(b / chunk))]
+        for piece in pieces:
+            t = ready
+            for h, hop in enumerate(route.hops):
+                start = max(t, free[h], host_free if (h > 0 and route.needs_host) else 0.0)
+                t = start + hop.time_s(piece)
+                free[h] = t
+        done.append(free[-1])
+    return done
+
+
+@given(items=st.lists(st.tuples(st.floats(0.0, 1e-2), st.floats(1.0, 5e7)), min_size=1, max_size=6),
+       chunk=st.floats(1e5, 2e7), host=st.floats(0.0, 2e-2), kind=st.sampled_from(["host", "p2p", "direct"]))
+def test_schedule_scan_equals_chunk_by_chunk(items: list, chunk: float, host: float, kind: str) -> None:
+    route = path_between(kind, GEN4, GEN3)
+    fast = route.schedule(items, chunk, host_free_s=host)
+    ref = _schedule_reference(route, items, chunk, host)
+    assert fast == pytest.approx(ref, rel=1e-9, abs=1e-15)
