@@ -51,3 +51,14 @@ def test_errors_are_one_line(args: list[str], message: str) -> None:
 def test_tables_print() -> None:
     r = CliRunner().invoke(main, ["gpu", "decode", "--gpu", "a100-40gb", "--llm", "llama2-7b", "--framework", "hf"])
     assert r.exit_code == 0 and "bandwidth floor" in r.output and "bound by" in r.output
+
+
+def test_reproduce_gpu_writes_the_calibration_and_migration(tmp_path) -> None:
+    r = CliRunner().invoke(main, ["reproduce", "--out", str(tmp_path), "gpu"])
+    assert r.exit_code == 0, r.output
+    cal = json.loads((tmp_path / "gpu" / "calibration.json").read_text())
+    assert cal["summary"]["fitted_max_abs_error"] <= 0.05 and cal["summary"]["predicted_points"] >= 30
+    mig = json.loads((tmp_path / "gpu" / "migration.json").read_text())
+    by = {(m["prompt_tokens"], m["path"], m["host_thread"]): m for m in mig}
+    assert by[(1536, "host", "shared")]["hidden_fraction"] >= 0.9
+    assert by[(64, "host", "shared")]["hidden_fraction"] < 0.5

@@ -8,6 +8,8 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import CONTEXT_SETTINGS, console, echo_json, main
+from hwmodel.cli.cmd_reproduce import reproduce
+from hwmodel.units import fmt_s
 
 
 @main.command("calibrate", context_settings=CONTEXT_SETTINGS)
@@ -75,3 +77,47 @@ def _write_csv(path: Path, rows: Any, conditions: tuple[str, ...]) -> None:
         for r in rows:
             w.writerow([r.id, r.role, r.subject, *(r.conditions.get(c, "") for c in conditions), r.quantity, r.unit,
                         repr(r.measured), repr(r.model), repr(r.error), r.source])
+
+
+@reproduce.command("gpu")
+@click.pass_context
+def reproduce_gpu(ctx: click.Context) -> None:
+    """GPU calibration (every published point, fitted and predicted, against the model) and the KV migration of
+    LLaMA2-7B from an A100 (HF) to a U280 overlapped with the prefill, 64 to 3,072-token prompts."""
+    import json
+
+    from calibration.family import get_family, report_family
+    from calibration.report import render, summarize
+    from gpu.latency import GpuEngine
+    from interconnect.pcie import kv_migration
+
+    out_dir: Path = ctx.obj["out_dir"] / "gpu"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fam = get_family("gpu")
+    rows = report_family(fam)
+    summary = summarize(rows)
+    _write_csv(out_dir / "calibration.csv", rows, fam.conditions)
+    (out_dir / "calibration.json").write_text(json.dumps(
+        {"summary": summary.as_dict(), "points": [r.as_dict() for r in rows]}, indent=2))
+    console().print(render(rows, "GPU model vs published measurements", fam.conditions))
+    click.echo(f"fitted: {summary.fitted_points} points, largest |error| {100 * summary.fitted_max_abs_error:.2f} %; "
+               f"predicted: {summary.predicted_points} points, mean |error| "
+               f"{100 * summary.predicted_mean_abs_error:.1f} %, largest {100 * summary.predicted_max_abs_error:.1f} %")
+    eng = GpuEngine("a100-40gb", "llama2-7b", "hf")
+    migrations = [kv_migration(eng, "u280", prompt, path=path, host_thread=thread).as_dict()
+                  for prompt in (64, 256, 1024, 1536, 3072) for path, thread in
+                  (("host", "shared"), ("host", "dedicated"), ("p2p", "shared"))]
+    (out_dir / "migration.json").write_text(json.dumps(migrations, indent=2))
+    from rich.table import Table
+
+    t = Table("prompt", "path", "host thread", "prefill", "transfer alone", "exposed", "hidden",
+              title="KV migration LLaMA2-7B, A100-40GB (HF) -> U280, overlapped with the prefill")
+    for m in migrations:
+        t.add_row(str(m["prompt_tokens"]), str(m["path"]), str(m["host_thread"]), fmt_s(float(m["prefill_s"])),
+                  fmt_s(float(m["transfer_s"])), fmt_s(float(m["exposed_s"])),
+                  f"{100 * float(m['hidden_fraction']):.0f} %")
+    console().print(t)
+    click.echo(f"wrote {out_dir / 'calibration.csv'}, {out_dir / 'calibration.json'}, {out_dir / 'migration.json'}")
+
+
+reproduce_gpu.order = 20  # type: ignore[attr-defined]
