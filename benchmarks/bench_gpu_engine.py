@@ -72,7 +72,8 @@ def main() -> None:
     print(f"launch queue, closed form:           {reps / t_closed:10.0f} passes/s")
     print(f"launch queue, kernel by kernel:      {reps / t_ref:10.0f} passes/s  -> closed form {t_ref / t_closed:.0f}x")
     print(f"kernel table, affine template:       {reps / t_tmpl:10.0f} passes/s")
-    print(f"kernel table, direct recipe:         {reps / t_direct:10.0f} passes/s  -> template {t_direct / t_tmpl:.0f}x")
+    print(f"kernel table, direct recipe:         {reps / t_direct:10.0f} passes/s  "
+          f"-> template {t_direct / t_tmpl:.0f}x")
 
 
 if __name__ == "__main__":

@@ -39,9 +39,11 @@ PARAMS = (
     Param("t_kernel_s", 4e-6, 0.0, 50e-6, "s", "GPU-side cost of one kernel (launch latency, ramp-up, tail)"),
     Param("c_op_host_s", 18e-6, 1e-6, 200e-6, "s", "host time to issue one eager kernel (x86 server, Python/PyTorch)"),
     Param("c_op_edge_s", 40e-6, 1e-6, 1e-3, "s", "host time to issue one eager kernel on a Jetson-class ARM host"),
-    Param("t_step_vllm_s", 1e-3, 0.0, 20e-3, "s", "vLLM engine overhead per step (scheduler, inputs, sampler, outputs)"),
+    Param("t_step_vllm_s", 1e-3, 0.0, 20e-3, "s",
+          "vLLM engine overhead per step (scheduler, inputs, sampler, outputs)"),
     Param("eta_compute_hf", 0.45, 0.05, 1.0, "", "tensor-core efficiency of large GEMMs and attention in HF prefill"),
-    Param("eta_compute_vllm", 0.6, 0.05, 1.0, "", "tensor-core efficiency of large GEMMs and attention in vLLM prefill"),
+    Param("eta_compute_vllm", 0.6, 0.05, 1.0, "",
+          "tensor-core efficiency of large GEMMs and attention in vLLM prefill"),
     Param("power_gamma", 0.5, 0.05, 3.0, "", "exponent of board power versus utilisation (gpu.power)"),
 )
 FIXED_DOCS = {"n_half_tokens": "GEMM rows at half tensor-core efficiency: the 16-row mma M-tile of Ampere (not fitted: "

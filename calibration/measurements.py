@@ -122,7 +122,8 @@ def load_measurements(path: Path | str) -> list[Measurement]:
             if not cells[col]:
                 raise MeasurementError(f"{where}: column '{col}': expected a value")
         if not _ID_RE.match(cells["id"]):
-            raise MeasurementError(f"{where}: column 'id': expected letters, digits, '.', '_' or '-', got {cells['id']!r}")
+            raise MeasurementError(f"{where}: column 'id': expected letters, digits, '.', '_' or '-', "
+                                   f"got {cells['id']!r}")
         if cells["id"] in seen:
             raise MeasurementError(f"{where}: column 'id': {cells['id']!r} is used twice")
         seen.add(cells["id"])
@@ -131,7 +132,8 @@ def load_measurements(path: Path | str) -> list[Measurement]:
         except ValueError:
             raise MeasurementError(f"{where}: column 'value': expected a number, got {cells['value']!r}") from None
         if not math.isfinite(value) or value <= 0:
-            raise MeasurementError(f"{where}: column 'value': expected a positive finite number, got {cells['value']!r}")
+            raise MeasurementError(f"{where}: column 'value': expected a positive finite number, "
+                                   f"got {cells['value']!r}")
         if cells["role"] not in ROLES:
             raise MeasurementError(f"{where}: column 'role': expected one of {', '.join(ROLES)}, got {cells['role']!r}")
         conditions = {k: v for k, v in cells.items() if k not in REQUIRED and k != "notes"}

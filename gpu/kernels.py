@@ -80,8 +80,9 @@ class Pass:
         if padded:
             c = np.full(b, c.max())
         one = np.ones(1)
-        return Pass(new_tokens=one * b, seqs=b, attn_pairs=one * float(np.sum(c + 1)), kv_tokens=one * float(np.sum(c + 1)),
-                    cached_tokens=one * float(np.sum(c)), head_rows=one * b)
+        kv = one * float(np.sum(c + 1))
+        return Pass(new_tokens=one * b, seqs=b, attn_pairs=kv, kv_tokens=kv, cached_tokens=one * float(np.sum(c)),
+                    head_rows=one * b)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +111,8 @@ class Program:
     rows_per_seq: np.ndarray  # attention query rows per sequence
 
     def total_bytes(self) -> np.ndarray:
-        return column_sum(self.prologue.bytes) + self.layers * column_sum(self.layer.bytes) + column_sum(self.epilogue.bytes)
+        return (column_sum(self.prologue.bytes) + self.layers * column_sum(self.layer.bytes)
+                + column_sum(self.epilogue.bytes))
 
     def total_ops(self) -> np.ndarray:
         return column_sum(self.prologue.ops) + self.layers * column_sum(self.layer.ops) + column_sum(self.epilogue.ops)

@@ -49,7 +49,7 @@ class OpCost:
     time_s: float
     gpu_busy_s: float  # sum of kernel times on the GPU
     host_done_s: float  # when the host finished issuing (host-bound when close to time_s)
-    bytes: float
+    dram_bytes: float
     ops: float
     kernels: int
     power_w: float
@@ -142,7 +142,7 @@ class GpuEngine:
                  "compute": ops / (rf.eta_compute * rf.gemm_peak_ops_per_s),
                  "kernel overhead": prog.n_kernels * rf.t_kernel_s}
         bound = "host" if busy < 0.7 * t else max(parts, key=lambda k: parts[k])
-        return OpCost(time_s=t, gpu_busy_s=busy, host_done_s=float(tl.host_done_s[0]), bytes=n_bytes, ops=ops,
+        return OpCost(time_s=t, gpu_busy_s=busy, host_done_s=float(tl.host_done_s[0]), dram_bytes=n_bytes, ops=ops,
                       kernels=prog.n_kernels, power_w=float(board_power_w(self.gpu, u, self.power_gamma)), bound=bound)
 
     def _head_rows(self, n: int) -> int:

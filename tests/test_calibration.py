@@ -67,7 +67,8 @@ def _line(values: Mapping[str, float], pt: Measurement) -> float:
 
 
 def test_generic_fit_recovers_parameters_and_reports_predictions(tmp_path: Path) -> None:
-    rows = "".join(f"p{x},dev,y,{3 * x + 2},s,{'fitted' if x < 4 else 'predicted'},synthetic,,{x}\n" for x in range(1, 7))
+    role = {x: "fitted" if x < 4 else "predicted" for x in range(1, 7)}
+    rows = "".join(f"p{x},dev,y,{3 * x + 2},s,{role[x]},synthetic,,{x}\n" for x in range(1, 7))
     pts = load_measurements(_csv(tmp_path, rows))
     res = fit(pts, _line, [Param("a", 1.0, 0.0, 10.0), Param("b", 0.0, -5.0, 5.0)])
     assert res.values["a"] == pytest.approx(3.0) and res.values["b"] == pytest.approx(2.0)

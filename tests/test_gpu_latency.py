@@ -18,8 +18,9 @@ from hwmodel.errors import HwmodelError, UnknownNameError
 from hwmodel.specs import library
 
 COMBOS = [  # (gpu, llm, framework) that fit
-    ("a100-40gb", "llama2-7b", "hf"), ("a100-80gb", "qwen2.5-math-7b", "vllm"), ("rtx3090", "qwen2.5-0.5b", "vllm-eager"),
-    ("rtx3090", "skywork-prm-7b", "vllm"), ("rtx3090", "qwen2.5-math-1.5b", "hf"), ("orin-nano", "qwen2.5-0.5b", "edge-w8a8"),
+    ("a100-40gb", "llama2-7b", "hf"), ("a100-80gb", "qwen2.5-math-7b", "vllm"),
+    ("rtx3090", "qwen2.5-0.5b", "vllm-eager"), ("rtx3090", "skywork-prm-7b", "vllm"),
+    ("rtx3090", "qwen2.5-math-1.5b", "hf"), ("orin-nano", "qwen2.5-0.5b", "edge-w8a8"),
     ("h200", "llama-3.2-1b", "vllm"), ("v100s", "qwen2.5-0.5b", "hf"),
 ]
 

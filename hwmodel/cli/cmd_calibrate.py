@@ -51,7 +51,8 @@ def calibrate_cmd(family_name: str, do_fit: bool, do_check: bool, do_report: boo
     if do_fit:
         result = fit_family(fam, points)
         target = write_fit(fam, result, params_file, measurements)
-        msg = f"wrote {target}: {len(result.residuals)} fitted points, largest error {100 * result.max_abs_residual:.2f} %"
+        msg = (f"wrote {target}: {len(result.residuals)} fitted points, "
+               f"largest error {100 * result.max_abs_residual:.2f} %")
         if result.at_bound:
             msg += f"; at a bound: {', '.join(result.at_bound)}"
         click.echo(msg)

@@ -45,7 +45,7 @@ def _cost_rows(cost: Any, tokens: int) -> list[tuple[str, str]]:
         ("GPU busy (sum of kernels)", fmt_s(cost.gpu_busy_s)),
         ("host done issuing at", fmt_s(cost.host_done_s)),
         ("kernels", str(cost.kernels)),
-        ("DRAM bytes", fmt_bytes(cost.bytes)),
+        ("DRAM bytes", fmt_bytes(cost.dram_bytes)),
         ("operations", f"{cost.ops:.3g}"),
         ("board power", f"{cost.power_w:.0f} W"),
         ("energy", f"{cost.energy_j:.3g} J ({cost.energy_j / tokens:.3g} J/token)"),
@@ -64,7 +64,7 @@ def _show(title: str, rows: list[tuple[str, str]]) -> None:
 def _cost_json(eng: Any, cost: Any, **extra: Any) -> dict[str, Any]:
     return {"engine": eng.name, "weight_bits": eng.weight_bits, "kv_bits": eng.kv_bits, **extra,
             "time_s": cost.time_s, "gpu_busy_s": cost.gpu_busy_s, "host_done_s": cost.host_done_s, "bound": cost.bound,
-            "kernels": cost.kernels, "bytes": cost.bytes, "ops": cost.ops, "power_w": cost.power_w,
+            "kernels": cost.kernels, "dram_bytes": cost.dram_bytes, "ops": cost.ops, "power_w": cost.power_w,
             "energy_j": cost.energy_j}
 
 
