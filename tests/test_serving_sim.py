@@ -286,3 +286,28 @@ def test_padded_gpu_batch_reserves_longest() -> None:
         g = res.devices[0]
         assert g.mem_peak - g.model.weights_bytes == c.llm.kv_bytes(expect, 16)
         check_invariants(res, reqs)
+
+
+class _RealGpuFakeFpga(FakeFactory):
+    """The project's calibrated GPU model with a stand-in FPGA (to compare migrations with interconnect.pcie)."""
+
+    def gpu(self, group: Any, spec: Any, llm: Any, link: Any) -> Any:
+        from hwmodel.serving.devices import EngineFactory
+
+        return EngineFactory().gpu(group, spec, llm, link)
+
+
+@pytest.mark.parametrize("kv_path, pcie_path", [("host-staged", "host"), ("p2p", "p2p")])
+@pytest.mark.parametrize("prompt", [64, 1536, 4000])
+def test_uncontended_migration_matches_interconnect_pcie(kv_path: str, pcie_path: str, prompt: int) -> None:
+    """One request alone: the simulator's layer-by-layer migration exposes what interconnect.pcie.kv_migration
+    computes for the same GPU engine, board link, path and KV precision."""
+    from interconnect.pcie import kv_migration
+
+    c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1}], "fpgas": [{"design": "fake-u280",
+                                                                                  "count": 1}]}], kv_path)
+    res = simulate(c, [Request(0, 0.0, prompt, 2)], factory=_RealGpuFakeFpga())
+    rs = res.requests[0]
+    ref = kv_migration(res.devices[0].model.engine, "u280", prompt, pcie_path, kv_bits=8)
+    assert rs.t_prefill_end == pytest.approx(ref.prefill_s, rel=1e-12)
+    assert rs.t_kv_ready - rs.t_prefill_end == pytest.approx(ref.exposed_s, rel=1e-9, abs=1e-12)

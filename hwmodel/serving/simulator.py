@@ -363,7 +363,7 @@ class Simulation:
             self.calendar.prune(t0)
             mig = migrate(self.calendar, path, kv_dst, [t0 + x for x in plan.layer_ready_s],
                           host_free_s=t0 + plan.host_done_s)
-            rs.t_kv_ready = mig.kv_ready_s
+            rs.t_kv_ready = max(mig.kv_ready_s, t0 + plan.busy_s)  # usable once the prefill is done
             rs.kv_bytes_moved = kv_dst
             dest.phase_s[Phase.TRANSFER] += mig.dst_busy_s
         else:

@@ -28,9 +28,9 @@ import math
 from collections.abc import Hashable, Sequence
 
 from hwmodel.specs import LinkSpec
+from interconnect.pcie import DEFAULT_CHUNK_BYTES  # the staging buffer of the PCIe model
 
 PATH_KINDS = ("local", "host-staged", "p2p", "network-host-staged", "network-p2p")
-DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024  # pinned staging buffer per DMA, as interconnect.pcie (a design choice)
 
 
 @dataclasses.dataclass(frozen=True)
