@@ -311,3 +311,13 @@ def test_uncontended_migration_matches_interconnect_pcie(kv_path: str, pcie_path
     ref = kv_migration(res.devices[0].model.engine, "u280", prompt, pcie_path, kv_bits=8)
     assert rs.t_prefill_end == pytest.approx(ref.prefill_s, rel=1e-12)
     assert rs.t_kv_ready - rs.t_prefill_end == pytest.approx(ref.exposed_s, rel=1e-9, abs=1e-12)
+
+
+def test_slo_aware_never_starves_a_lone_request() -> None:
+    """A TPOT SLO no GPU step can meet still lets each GPU decode one request at a time."""
+    c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1, "max_decode_batch": 4}]}])
+    reqs = poisson_stream(6, math.inf, Fixed(100), Fixed(20), seed=0)
+    res = simulate(c, reqs, "slo-aware", slo=Slo(ttft_s=1.0, tpot_s=1e-6), factory=FakeFactory(),
+                   record_segments=True)
+    check_invariants(res, list(reqs))
+    assert max(len(ids) for _, _, k, ids in res.devices[0].segments if k == "decode") == 1

@@ -182,8 +182,10 @@ class SloAware(Scheduler):
         return live + self._late.items[: self.window - len(live)] if len(live) < self.window else live
 
     def admit_gpu_decode(self, g: Device, rs: ReqState) -> bool:
-        ctxs = [r.ctx for r in g.batch] + [rs.prompt_tokens]
-        return g.model.decode_batch_s(ctxs) <= self.slo.tpot_s
+        """A batch grows only while its step stays within the TPOT SLO (a lone request is always admitted, so
+        nothing starves)."""
+        ctxs = [r.ctx for r in g.batch] + [r.prompt_tokens for r in g.joining] + [rs.prompt_tokens]
+        return len(ctxs) == 1 or g.model.decode_batch_s(ctxs) <= self.slo.tpot_s
 
 
 SCHEDULERS: dict[str, type[Scheduler]] = {c.name: c for c in (Fcfs, ShortestPromptFirst, MemoryAware, SloAware)}

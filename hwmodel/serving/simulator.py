@@ -148,11 +148,6 @@ class SimResult:
     devices: list[Device]
     end_s: float
 
-    def device_rows(self) -> list[dict[str, Any]]:
-        return [{"device": d.name, "kind": d.kind, "model": d.model.label, "node": d.node,
-                 "memory_bytes": d.model.memory_bytes, "peak_memory_bytes": d.mem_peak,
-                 **{f"{p.value}_s": d.phase_s[p] for p in Phase if p is not Phase.IDLE}} for d in self.devices]
-
 
 class Simulation:
     """One run of a request stream on a cluster under a scheduler."""
@@ -176,8 +171,9 @@ class Simulation:
         self.states = [ReqState(r) for r in requests]
         self._paths: dict[tuple[int, int], Path] = {}
         self._check_placeable()
-        fastest = min(self.gpus or self.fpgas, key=lambda d: d.model.prefill_s(1024))
-        self.scheduler.estimate_prefill_s = lambda rs: fastest.model.prefill_s(rs.prompt_tokens)
+        prefillers = list({id(d.model): d.model for d in (self.gpus or self.fpgas)}.values())
+        self.scheduler.estimate_prefill_s = \
+            lambda rs: min(m.prefill_plan(rs.prompt_tokens).busy_s for m in prefillers)
         self.finished = 0
         self._queued_prefill_only = 0  # queued requests with a single output token (they need no decoder)
 
@@ -466,7 +462,7 @@ class Simulation:
     def _fpga_prefill_decode(self, f: Device, rs: ReqState) -> Any:
         env = self.env
         rs.t_prefill_start = env.now
-        busy_s = f.model.prefill_s(rs.prompt_tokens)
+        busy_s = f.model.prefill_plan(rs.prompt_tokens).busy_s
         f.state = PREFILL
         yield env.timeout(busy_s)
         f.phase_s[Phase.PREFILL] += busy_s
