@@ -59,6 +59,8 @@ class FpgaGroup:
     prefetch_ratio: int | None = plain(default=None, check=positive, doc="override the design's prefetch ratio")
     clock_hz: float | None = plain(default=None, check=positive, unit="Hz", doc="override the kernel clock")
     link: str | None = plain(default=None, doc="link spec to the host; default: the board's host_link")
+    decode_table: str = plain(default="steps", check=one_of("exact", "steps"),
+                              doc="per-context decode times: every context, or bisected steps (see devices.py)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

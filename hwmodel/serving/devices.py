@@ -15,6 +15,7 @@ cumulative :class:`DecodeTable` are computed once per kind of device, not once p
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -28,42 +29,92 @@ from hwmodel.specs import GpuSpec, LinkSpec, LlmSpec, SpecLibrary
 BATCH_GRID_TOKENS = 64  # context resolution of the batched-decode tables (see DeviceModel.decode_batch_s)
 
 
+DECODE_TABLES = ("exact", "steps")
+STEP_GRID_TOKENS = 32  # grid of the "steps" decode table (see DecodeTable)
+
+
 class DecodeTable:
     """Cumulative single-request decode time by context length: ``steps_s(ctx0, n)`` is the time of ``n`` decode
     steps starting at context ``ctx0`` (step k runs at ``ctx0 + k``), read from a prefix sum of the engine's
-    per-context ``decode_s`` instead of ``n`` calls. Grows on demand."""
+    per-context ``decode_s`` instead of ``n`` calls. Filled on demand, only over the contexts asked for.
 
-    def __init__(self, decode_s: Callable[[int], float]) -> None:
+    ``mode="exact"`` asks the engine for every context. ``mode="steps"`` is for engines whose per-context call is
+    expensive (a cycle-level simulation of a whole token) and whose decode time is a non-decreasing step function
+    of the context (KV read in blocks, as the instruction-driven FPGA tiles attention): it asks for the contexts
+    on a global grid every ``STEP_GRID_TOKENS`` tokens and bisects each grid interval whose ends differ, so an
+    interval with equal ends is known to be constant -- exact for non-decreasing functions, with a few calls per
+    step instead of one per context."""
+
+    def __init__(self, decode_s: Callable[[int], float], mode: str = "exact") -> None:
+        if mode not in DECODE_TABLES:
+            raise HwmodelError(f"decode table mode must be one of {', '.join(DECODE_TABLES)}, got {mode!r}")
         self._decode_s = decode_s
-        self._step = np.zeros(0)
+        self.mode = mode
+        self.calls = 0
+        self._val = np.zeros(0)
+        self._have = np.zeros(0, dtype=bool)
         self._cum = np.zeros(1)
 
-    def _grow(self, ctx_end: int) -> None:
-        have = len(self._step)
-        if ctx_end <= have:
+    def _eval(self, ctx: int) -> float:
+        if not self._have[ctx]:
+            v = float(self._decode_s(ctx))
+            self.calls += 1
+            if not (math.isfinite(v) and v > 0):
+                raise HwmodelError(f"decode engine returned a non-positive or non-finite time {v!r} at ctx {ctx}")
+            self._val[ctx] = v
+            self._have[ctx] = True
+        return float(self._val[ctx])
+
+    def _fill_steps(self, a: int, b: int) -> None:
+        """Known values at a < b: fill (a, b) by bisection, a constant run wherever both ends agree."""
+        if b - a <= 1:
             return
-        new_end = max(ctx_end, 2 * have, 256)
-        more = np.array([float(self._decode_s(c)) for c in range(have, new_end)])
-        if not np.all(np.isfinite(more)) or np.any(more <= 0):
-            bad = int(np.flatnonzero(~(np.isfinite(more) & (more > 0)))[0]) + have
-            raise HwmodelError(f"decode engine returned a non-positive or non-finite time at ctx {bad}")
-        self._step = np.concatenate([self._step, more])
-        self._cum = np.concatenate([[0.0], np.cumsum(self._step)])
+        if self._val[a] == self._val[b]:
+            gap = ~self._have[a + 1:b]
+            self._val[a + 1:b][gap] = self._val[a]
+            self._have[a + 1:b] = True
+            return
+        m = (a + b) // 2
+        self._eval(m)
+        self._fill_steps(a, m)
+        self._fill_steps(m, b)
+
+    def _ensure(self, lo: int, hi: int) -> None:
+        """Every context in [lo, hi) known."""
+        if hi <= len(self._have) and self._have[lo:hi].all():
+            return
+        g = STEP_GRID_TOKENS
+        size = max(hi, 2 * len(self._have)) if self.mode == "exact" else max((hi // g + 2) * g, 2 * len(self._have))
+        if hi + g + 1 > len(self._have):
+            self._val = np.concatenate([self._val, np.zeros(size - len(self._val))])
+            self._have = np.concatenate([self._have, np.zeros(size - len(self._have), dtype=bool)])
+        if self.mode == "exact":
+            for c in range(lo, hi):
+                self._eval(c)
+        else:  # whole global grid intervals, so the result never depends on the order of requests
+            a0 = (lo // g) * g
+            b1 = -(-hi // g) * g
+            for a in range(a0, b1, g):
+                if not self._have[a:a + g + 1].all():
+                    self._eval(a)
+                    self._eval(a + g)
+                    self._fill_steps(a, a + g)
+        self._cum = np.concatenate([[0.0], np.cumsum(np.where(self._have, self._val, 0.0))])
 
     def step_s(self, ctx: int) -> float:
-        self._grow(ctx + 1)
-        return float(self._step[ctx])
+        self._ensure(ctx, ctx + 1)
+        return float(self._val[ctx])
 
     def steps_s(self, ctx0: int, n: int) -> float:
         """Time of ``n`` consecutive single-request decode steps from context ``ctx0``."""
         if n <= 0:
             return 0.0
-        self._grow(ctx0 + n)
+        self._ensure(ctx0, ctx0 + n)
         return float(self._cum[ctx0 + n] - self._cum[ctx0])
 
     def cumulative_from(self, ctx0: int, n: int) -> np.ndarray:
         """End times of steps 1..n (relative to the start of step 1) from context ``ctx0``."""
-        self._grow(ctx0 + n)
+        self._ensure(ctx0, ctx0 + n)
         return self._cum[ctx0 + 1: ctx0 + n + 1] - self._cum[ctx0]
 
 
@@ -95,12 +146,13 @@ class DeviceModel:
     kv_bytes_fn: Callable[[int], int] | None = None
     mem_bw_bytes_per_s: float = 0.0  # device memory bandwidth, for the KV quantization pass on a GPU
     padded_batch: bool = False  # a decode batch's KV is padded to its longest request (HF DynamicCache)
+    decode_table: str = "exact"  # how the per-context decode table is filled (see DecodeTable)
     table: DecodeTable = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         if self.kind not in ("gpu", "fpga"):
             raise ValueError(f"device kind must be 'gpu' or 'fpga', got {self.kind!r}")
-        self.table = DecodeTable(self.engine.decode_s)
+        self.table = DecodeTable(self.engine.decode_s, self.decode_table)
         if self.max_decode_batch > 1 and not hasattr(self.engine, "decode_batch_s"):
             raise HwmodelError(f"{self.label}: max_decode_batch {self.max_decode_batch} needs an engine with "
                                "decode_batch_s (batched decode); this engine decodes one request at a time")
@@ -228,7 +280,7 @@ class EngineFactory:
         return self._memo[key]
 
     def fpga(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
-        key = ("fpga", group.design, group.prefetch_ratio, group.clock_hz, group.link, llm.name)
+        key = ("fpga", group.design, group.prefetch_ratio, group.clock_hz, group.link, group.decode_table, llm.name)
         if key not in self._memo:
             try:
                 from fpga.instruction import InstructionEngine, load_design
@@ -249,5 +301,6 @@ class EngineFactory:
             self._memo[key] = DeviceModel(
                 kind="fpga", label=group.design, engine=engine, llm=llm, memory_bytes=board.memory_bytes,
                 weights_bytes=int(engine.weights_bytes), kv_bits=design.kv_bits, link=link,
-                price_usd=board.price_usd, max_decode_batch=1, kv_bytes_fn=engine.kv_bytes)
+                price_usd=board.price_usd, max_decode_batch=1, kv_bytes_fn=engine.kv_bytes,
+                decode_table=group.decode_table)
         return self._memo[key]
