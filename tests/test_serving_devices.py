@@ -69,3 +69,14 @@ def test_cumulative_from_matches_sums() -> None:
     ends = t.cumulative_from(10, 5)
     assert ends[-1] == pytest.approx(sum(0.01 + 1e-6 * c for c in range(10, 15)))
     assert list(ends) == sorted(ends)
+
+
+def test_step_table_stays_within_the_engine_context_limit() -> None:
+    def f(ctx: int) -> float:
+        if ctx > 4095:
+            raise HwmodelError(f"context {ctx} too long")
+        return 0.02 + 1e-6 * (ctx // 32)
+
+    t, ref = DecodeTable(f, "steps", max_ctx=4095), DecodeTable(f, "exact")
+    assert t.steps_s(4000, 96) == pytest.approx(ref.steps_s(4000, 96), rel=1e-12)
+    assert t.step_s(4095) == f(4095)

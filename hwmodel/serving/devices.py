@@ -45,11 +45,12 @@ class DecodeTable:
     interval with equal ends is known to be constant -- exact for non-decreasing functions, with a few calls per
     step instead of one per context."""
 
-    def __init__(self, decode_s: Callable[[int], float], mode: str = "exact") -> None:
+    def __init__(self, decode_s: Callable[[int], float], mode: str = "exact", max_ctx: int | None = None) -> None:
         if mode not in DECODE_TABLES:
             raise HwmodelError(f"decode table mode must be one of {', '.join(DECODE_TABLES)}, got {mode!r}")
         self._decode_s = decode_s
         self.mode = mode
+        self.max_ctx = max_ctx  # the largest context the engine accepts (grid points never go past it)
         self.calls = 0
         self._val = np.zeros(0)
         self._have = np.zeros(0, dtype=bool)
@@ -95,10 +96,13 @@ class DecodeTable:
             a0 = (lo // g) * g
             b1 = -(-hi // g) * g
             for a in range(a0, b1, g):
-                if not self._have[a:a + g + 1].all():
+                b = a + g if self.max_ctx is None else min(a + g, self.max_ctx)
+                if b > a and not self._have[a:b + 1].all():
                     self._eval(a)
-                    self._eval(a + g)
-                    self._fill_steps(a, a + g)
+                    self._eval(b)
+                    self._fill_steps(a, b)
+                elif b <= a:
+                    self._eval(a)
         self._cum = np.concatenate([[0.0], np.cumsum(np.where(self._have, self._val, 0.0))])
 
     def step_s(self, ctx: int) -> float:
@@ -152,7 +156,7 @@ class DeviceModel:
     def __post_init__(self) -> None:
         if self.kind not in ("gpu", "fpga"):
             raise ValueError(f"device kind must be 'gpu' or 'fpga', got {self.kind!r}")
-        self.table = DecodeTable(self.engine.decode_s, self.decode_table)
+        self.table = DecodeTable(self.engine.decode_s, self.decode_table, self.llm.max_position - 1)
         if self.max_decode_batch > 1 and not hasattr(self.engine, "decode_batch_s"):
             raise HwmodelError(f"{self.label}: max_decode_batch {self.max_decode_batch} needs an engine with "
                                "decode_batch_s (batched decode); this engine decodes one request at a time")
