@@ -287,10 +287,25 @@ class DeadlockError(DesignError):
     """The design's FIFOs and engine order can never let the token finish."""
 
 
-def _deadlock(design: StreamingDesign, ctx: int) -> DeadlockError:
+def _deadlock(design: StreamingDesign, ctx: int, prog: Program, start: np.ndarray) -> DeadlockError:
+    """Name the blocked engines: each one's next block, and what it waits for."""
+    waits = []
+    for e, eng in enumerate(design.engines):
+        blocks = prog.e_list[prog.e_ptr[e]:prog.e_ptr[e + 1]]
+        pending = blocks[start[blocks] < 0]
+        if not len(pending):
+            continue
+        b = int(pending[0])
+        d = int(prog.t_dep[b, 2])
+        why = ""
+        if d >= 0 and start[d] < 0:
+            other = design.engines[int(prog.t_eng[d])].name
+            why = f" for FIFO space towards {ALL_OPS[prog.t_op[d]]} on '{other}'"
+        waits.append(f"'{eng.name}' at {ALL_OPS[prog.t_op[b]]} (layer {prog.t_layer[b]}){why}")
     return DeadlockError(
-        f"design '{design.name}' deadlocks at ctx {ctx}: an engine waits for FIFO space that only a later block of "
-        f"a temporal engine would free; raise fifo_depth (now {design.fifo_depth}) or map the operators differently")
+        f"design '{design.name}' deadlocks at ctx {ctx}: " + "; ".join(waits) + f". A temporal engine cannot run "
+        f"the consumer while it still produces into a full FIFO: raise fifo_depth (now {design.fifo_depth}) or "
+        f"map the operators differently")
 
 
 # ============================================================================================== API
@@ -359,7 +374,7 @@ def run_program(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: P
     out = run_kernel(p, prog)
     status, total, start, cnt, _i, _l, _f, _e, st = out
     if status:
-        raise _deadlock(design, ctx)
+        raise _deadlock(design, ctx, prog, start)
     seconds = total / design.clock_hz
     return build_result(design, board, llm, prog, ctx, with_lm_head, design.clock_hz, total, start, cnt,
                         _channels(design, board, prog, st, seconds))

@@ -166,10 +166,22 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
     total = -1
     kc = 0  # next kernel cycle
     ac = 0  # next AXI cycle
+    # no state change for longer than any legitimate wait (a block's issue, a pipeline, a refresh, a memory round
+    # trip) means nothing ever will: the design deadlocks
+    patience = 2 * (max(t_cyc) + max(e_lat) + -(-p[hbm.HP_REFI] * ta // tk) + 10_000)
+    last_change = 0
+    signature = None
     while True:
         if total >= 0 and kc >= total and all(next_req[q] == n_req[q] for q in range(n_ports)) and \
                 all(not ch.queue for ch in chans) and all(copy_pos[q] == len(reads[q]) for q in range(n_ports)):
             break
+        if ac * ta > kc * tk:  # at each kernel cycle: has anything moved?
+            sig = (sum(e_pos), sum(next_req), sum(copy_pos), sum(ch.counters[hbm.CS_BURSTS] for ch in chans))
+            if sig != signature:
+                signature = sig
+                last_change = kc
+            elif kc - last_change > patience:
+                kc = max_kernel_cycles + 1
         if kc > max_kernel_cycles:
             return RefResult(1, -1, np.array(start), np.array(counters), [], [], [], [], np.zeros((0, hbm.CS_N)),
                              kc, ac)
