@@ -134,20 +134,20 @@ def ceil_div(a: int, b: int) -> int:
     return -((-a) // b)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def kernel_to_axi(p: np.ndarray, kernel_cycle: int) -> int:
     """AXI cycle at which a request issued (registered) in ``kernel_cycle`` is at the memory controller."""
     return ceil_div((kernel_cycle + 1) * p[HP_TK], p[HP_TA]) + p[HP_SYNC] + p[HP_SWITCH]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def axi_to_kernel(p: np.ndarray, axi_end: int) -> int:
     """First kernel cycle that sees data whose last AXI cycle ended at (exclusive) ``axi_end``."""
     return ceil_div(axi_end * p[HP_TA], p[HP_TK]) + p[HP_SYNC]
 
 
 # ------------------------------------------------------------------------------------------ one burst
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def refresh_window(p: np.ndarray, lo: int) -> tuple[int, int]:
     """(start, end) of the first refresh window that ends after AXI cycle ``lo``."""
     refi, rfc = p[HP_REFI], p[HP_RFC]
@@ -158,34 +158,41 @@ def refresh_window(p: np.ndarray, lo: int) -> tuple[int, int]:
 
 
 @njit(cache=True)
-def burst_start(p: np.ndarray, st: np.ndarray, arrival: int, row: int, dur: int, is_write: int) -> int:
-    """First AXI cycle the data phase of a burst can start (see the module docstring); updates the row/closed
-    state for refresh windows passed on the way but not the bus."""
-    bus_free = st[CS_BUS_FREE]
+def burst_start_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, row: int, dur: int,
+                   is_write: int) -> int:
+    """First AXI cycle the data phase of a burst on channel ``c`` (a row of the state table ``st``) can start
+    (see the module docstring); updates the row/closed state for refresh windows passed on the way, not the bus."""
+    bus_free = st[c, CS_BUS_FREE]
     lo = bus_free
     while True:
         ws, we = refresh_window(p, lo)
         if lo >= ws:  # inside a refresh window: rows close, nothing starts before its end
             lo = we
-            st[CS_OPEN_ROW] = -1
-            st[CS_CLOSED_AT] = we
+            st[c, CS_OPEN_ROW] = -1
+            st[c, CS_CLOSED_AT] = we
             continue
-        open_row = st[CS_OPEN_ROW]
+        open_row = st[c, CS_OPEN_ROW]
         if open_row == -1:
-            m = max(lo, arrival + p[HP_LAT_HIT] + p[HP_ACT], st[CS_CLOSED_AT] + p[HP_ACT])
+            m = max(lo, arrival + p[HP_LAT_HIT] + p[HP_ACT], st[c, CS_CLOSED_AT] + p[HP_ACT])
         elif open_row == row:
             m = max(lo, arrival + p[HP_LAT_HIT])
         else:
             m = max(lo, arrival + p[HP_LAT_HIT] + p[HP_PREACT], bus_free + p[HP_ROWSW])
-        if st[CS_LAST_DIR] >= 0 and st[CS_LAST_DIR] != is_write:
+        if st[c, CS_LAST_DIR] >= 0 and st[c, CS_LAST_DIR] != is_write:
             m = max(m, bus_free + p[HP_TURN])
         if m + dur <= ws:
             return m
         if m < ws:  # ready before the window but too long to finish ahead of it
-            st[CS_REFRESH_DEFERS] += 1
+            st[c, CS_REFRESH_DEFERS] += 1
         lo = we
-        st[CS_OPEN_ROW] = -1
-        st[CS_CLOSED_AT] = we
+        st[c, CS_OPEN_ROW] = -1
+        st[c, CS_CLOSED_AT] = we
+
+
+@njit(cache=True)
+def burst_start(p: np.ndarray, st: np.ndarray, arrival: int, row: int, dur: int, is_write: int) -> int:
+    """:func:`burst_start_at` on a single channel state vector."""
+    return burst_start_at(p, st.reshape(1, CS_N), 0, arrival, row, dur, is_write)
 
 
 @njit(cache=True)
@@ -206,45 +213,97 @@ def burst_duration(p: np.ndarray, beats: int, cmds: int) -> int:
     return max(beats, cmds * p[HP_CMD])
 
 
-@njit(cache=True)
-def channel_request(p: np.ndarray, st: np.ndarray, arrival: int, addr: int, nbytes: int,
-                    is_write: int) -> tuple[int, int]:
-    """Serve one request that reached the controller at AXI cycle ``arrival`` after every earlier one.
+@njit(cache=True, inline="always")
+def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr: int, nbytes: int,
+                       is_write: int) -> tuple[int, int]:
+    """Serve one request on channel ``c`` (a row of the state table ``st``) that reached the controller at AXI
+    cycle ``arrival`` after every earlier one.
 
     Returns (first data cycle, end cycle exclusive of its last beat) and updates the channel state and counters.
+    Bursts that cannot meet a refresh window take :func:`burst_start`; the others are timed inline with the same
+    rules (the common case of a streaming port, kept cheap).
     """
+    g = p[HP_GRANULE]
+    bb = p[HP_BURST_BEATS]
+    g0 = addr // g
+    g1 = ceil_div(addr + nbytes, g)
+    cmd_cycles = (2 if addr % g != 0 else 1) * p[HP_CMD]
+    lat = arrival + p[HP_LAT_HIT]
     first = -1
     end = 0
-    i = 0
-    while True:
-        a, beats, cmds = burst_shape(p, addr, nbytes, i)
-        if beats == 0:
-            break
-        dur = burst_duration(p, beats, cmds)
-        row = a // p[HP_ROW_BYTES]
-        m = burst_start(p, st, arrival, row, dur, is_write)
-        if st[CS_OPEN_ROW] != -1 and st[CS_OPEN_ROW] != row:
-            st[CS_ROW_MISSES] += 1
+    ws, we = refresh_window(p, st[c, CS_BUS_FREE])
+    b0 = g0
+    while b0 < g1:
+        beats = min(g1 - b0, bb)
+        dur = max(beats, cmd_cycles)
+        row = b0 * g // p[HP_ROW_BYTES]
+        bus_free = st[c, CS_BUS_FREE]
+        m = -1
+        if bus_free < ws:  # the cached window is still the next one
+            open_row = st[c, CS_OPEN_ROW]
+            if open_row == row:
+                m = max(bus_free, lat)
+            elif open_row == -1:
+                m = max(bus_free, lat + p[HP_ACT], st[c, CS_CLOSED_AT] + p[HP_ACT])
+            else:
+                m = max(bus_free, lat + p[HP_PREACT], bus_free + p[HP_ROWSW])
+            if st[c, CS_LAST_DIR] >= 0 and st[c, CS_LAST_DIR] != is_write:
+                m = max(m, bus_free + p[HP_TURN])
+            if m + dur > ws:
+                m = -1
+        if m < 0:
+            m = burst_start_at(p, st, c, arrival, row, dur, is_write)
+            ws, we = refresh_window(p, m + dur)
+        if st[c, CS_OPEN_ROW] != -1 and st[c, CS_OPEN_ROW] != row:
+            st[c, CS_ROW_MISSES] += 1
         if first < 0:
             first = m
         end = m + dur
-        st[CS_BUS_FREE] = end
-        st[CS_OPEN_ROW] = row
-        st[CS_LAST_DIR] = is_write
-        st[CS_BUSY] += dur
-        st[CS_BUS_BYTES] += beats * p[HP_GRANULE]
-        st[CS_BURSTS] += 1
-        i += 1
-    st[CS_REQS] += 1
+        st[c, CS_BUS_FREE] = end
+        st[c, CS_OPEN_ROW] = row
+        st[c, CS_LAST_DIR] = is_write
+        st[c, CS_BUSY] += dur
+        st[c, CS_BUS_BYTES] += beats * g
+        st[c, CS_BURSTS] += 1
+        b0 += bb
+        if b0 < g1 and b0 == g0 + bb and lat + p[HP_PREACT] <= end and end < ws:
+            # streaming: the rest of the request follows back to back, in order, paying only the exposed row
+            # bubbles, if it ends before the next refresh window (what the burst-by-burst rules give then)
+            k = ceil_div(g1 - b0, bb)
+            last_beats = g1 - (b0 + (k - 1) * bb)
+            durs = (k - 1) * max(bb, cmd_cycles) + max(last_beats, cmd_cycles)
+            row_last = (b0 + (k - 1) * bb) * g // p[HP_ROW_BYTES]
+            if bb * g >= p[HP_ROW_BYTES]:
+                changes = k
+            else:
+                changes = row_last - row
+            fin = end + durs + changes * p[HP_ROWSW]
+            if fin <= ws:
+                st[c, CS_ROW_MISSES] += changes
+                st[c, CS_BUSY] += durs
+                st[c, CS_BUS_BYTES] += (g1 - b0) * g
+                st[c, CS_BURSTS] += k
+                st[c, CS_BUS_FREE] = fin
+                st[c, CS_OPEN_ROW] = row_last
+                end = fin
+                break
+    st[c, CS_REQS] += 1
     if is_write:
-        st[CS_WR_BYTES] += nbytes
+        st[c, CS_WR_BYTES] += nbytes
     else:
-        st[CS_RD_BYTES] += nbytes
-    st[CS_LAST_END] = end
+        st[c, CS_RD_BYTES] += nbytes
+    st[c, CS_LAST_END] = end
     return first, end
 
 
 @njit(cache=True)
+def channel_request(p: np.ndarray, st: np.ndarray, arrival: int, addr: int, nbytes: int,
+                    is_write: int) -> tuple[int, int]:
+    """:func:`channel_request_at` on a single channel state vector (made by :func:`new_channel_state`)."""
+    return channel_request_at(p, st.reshape(1, CS_N), 0, arrival, addr, nbytes, is_write)
+
+
+@njit(cache=True, inline="always")
 def read_landing(p: np.ndarray, first: int, end: int, nbytes: int, port_bytes: int, prev_land: int) -> int:
     """Kernel cycle from which a read's data is usable: the port copies ``port_bytes`` per kernel cycle once the
     first beat has crossed and the previous request has landed, and cannot finish before the last beat crossed."""

@@ -20,16 +20,18 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-import math
+from typing import Any
 
 import numpy as np
+from numba import njit
 
 from fpga.design import ALL_OPS, DesignError, EngineSpec, StreamingDesign, check_structure
 from hwmodel.specs import BoardSpec, LlmSpec
 
 OP_ID = {op: i for i, op in enumerate(ALL_OPS)}
 KIND_WEIGHT, KIND_KV = 0, 1
-DEP_NONE, DEP_LOCAL, DEP_XIN = 0, 1, 2
+R_BYTES, R_ADDR, R_WRITE, R_DEP, R_DEP_OFF, R_SLOT, R_SLOT_OFF, R_OUTPREV = range(8)  # rows of r_table
+DEP_NONE, DEP_LOCAL, DEP_XIN, DEP_ATT = 0, 1, 2, 3  # ATT: output block of attention head idx
 NO = -1
 
 
@@ -63,6 +65,21 @@ class _Segment:
         self.deps: list[list[tuple[int, int, int]]] = []  # per block 3 slots (kind, index, offset)
         self.reqs: list[list[tuple[int, int, int, int, int, int]]] = [[] for _ in range(n_ports)]
         # request record: (bytes, address, is_write, block (consumer or data source), offset, kind)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The blocks as arrays (memoized: head and tail segments are shared by every context length)."""
+        if getattr(self, "_arrays", None) is None:
+            deps = np.array(self.deps, dtype=np.int64).reshape(len(self.eng), 3, 3)
+            self._arrays = {"eng": np.array(self.eng, np.int64), "cyc": np.array(self.cyc, np.int64),
+                            "drain": np.array(self.drain, np.int64), "op": np.array(self.op, np.int64),
+                            "dkind": deps[:, :, 0], "didx": deps[:, :, 1], "doff": deps[:, :, 2]}
+        return self._arrays
+
+    def req_array(self, port: int) -> np.ndarray:
+        memo = self.__dict__.setdefault("_req_arrays", {})
+        if port not in memo:
+            memo[port] = np.array(self.reqs[port], dtype=np.int64).reshape(-1, 6)
+        return memo[port]
 
     def block(self, eng: int, cyc: int, op: str, drain: bool = False) -> int:
         self.eng.append(eng)
@@ -99,27 +116,32 @@ class Program:
     g_ptr: np.ndarray
     g_port: np.ndarray  # representative port of each class
     g_mult: np.ndarray  # ports in each class
-    r_bytes: np.ndarray
-    r_addr: np.ndarray
-    r_write: np.ndarray
-    r_dep: np.ndarray  # write: block whose result it stores, else -1
-    r_dep_off: np.ndarray
-    r_slot: np.ndarray  # read: block whose issue end frees the buffer slot this request needs, or -1
-    r_slot_off: np.ndarray
-    r_outprev: np.ndarray  # read: class-local index of the read max_outstanding before it, or -1
+    r_table: np.ndarray  # (8, n) rows R_BYTES .. R_OUTPREV, per class
     t_need_group: np.ndarray  # (n_blocks, n_groups): class-local read request a block needs, or -1
     p_ptr: np.ndarray
-    pr_bytes: np.ndarray
-    pr_addr: np.ndarray
-    pr_write: np.ndarray
-    pr_dep: np.ndarray
-    pr_dep_off: np.ndarray
-    pr_slot: np.ndarray
-    pr_slot_off: np.ndarray
-    pr_outprev: np.ndarray
+    pr_table: np.ndarray  # (8, n) per port
     t_need_port: np.ndarray  # (n_blocks, n_ports)
     macs: int
     ops_names: tuple[str, ...] = ALL_OPS
+
+    # request rows (write: r_dep is the block whose result it stores; read: r_slot is the block whose issue end
+    # frees the buffer slot it needs, r_outprev the port-local read max_outstanding before it; -1 when none)
+    r_bytes = property(lambda self: self.r_table[R_BYTES])
+    r_addr = property(lambda self: self.r_table[R_ADDR])
+    r_write = property(lambda self: self.r_table[R_WRITE])
+    r_dep = property(lambda self: self.r_table[R_DEP])
+    r_dep_off = property(lambda self: self.r_table[R_DEP_OFF])
+    r_slot = property(lambda self: self.r_table[R_SLOT])
+    r_slot_off = property(lambda self: self.r_table[R_SLOT_OFF])
+    r_outprev = property(lambda self: self.r_table[R_OUTPREV])
+    pr_bytes = property(lambda self: self.pr_table[R_BYTES])
+    pr_addr = property(lambda self: self.pr_table[R_ADDR])
+    pr_write = property(lambda self: self.pr_table[R_WRITE])
+    pr_dep = property(lambda self: self.pr_table[R_DEP])
+    pr_dep_off = property(lambda self: self.pr_table[R_DEP_OFF])
+    pr_slot = property(lambda self: self.pr_table[R_SLOT])
+    pr_slot_off = property(lambda self: self.pr_table[R_SLOT_OFF])
+    pr_outprev = property(lambda self: self.pr_table[R_OUTPREV])
 
     @property
     def n_ports(self) -> int:
@@ -159,7 +181,7 @@ class _Compiler:
                 (1 if same else self.d.fifo_latency_cycles)
             seg.deps[t][slot] = (DEP_LOCAL, idx, off)
         else:
-            seg.deps[t][slot] = (DEP_XIN, idx, 0)
+            seg.deps[t][slot] = (kind, idx, 0)
         if main:
             vec.consumer_engine = seg.eng[t]
             while len(vec.free_tile) <= k:
@@ -235,16 +257,14 @@ class _Compiler:
         return _Vec(out, eng)
 
     def load_blocks(self, seg: _Segment, op: str, vin: _Vec) -> None:
-        """The engine's pass over its operand buffer (per-token activation scale and quantisation) as the input
-        arrives; the producer writes that buffer directly, so it never back-pressures."""
+        """The engine's pass over its operand buffer once the whole input vector is in: the per-token activation
+        scale needs every element, then the vector is quantised (vector_chunk elements per cycle). The producer
+        writes that buffer directly, so it never back-pressures."""
         eng = self.eng_idx[op]
         vin.buffered = True
-        prev = 0
-        for _k, _i, cum in vin.entries:
-            t = seg.block(eng, _cdiv(cum - prev, self.d.vector_chunk), op)
-            self.consume(seg, t, 0, vin, cum)
-            prev = cum
-        self.close(seg, vin)
+        n = vin.cum[-1]
+        t = seg.block(eng, _cdiv(n, self.d.vector_chunk), op)
+        self.consume(seg, t, 0, vin, n)
 
     def row_bytes(self, cols: int, bias: bool) -> int:
         extra = 0 if self.d.weight_bits >= 16 else 2  # fp16 per-output-channel scale
@@ -299,9 +319,10 @@ class _Compiler:
             prev = cum
         return _Vec(out, eng)
 
-    def attention(self, seg: _Segment, vin: _Vec, ctx: int, kv_base: list[int]) -> _Vec:
+    def attention(self, seg: _Segment, vin: _Vec, ctx: int, kv_base: list[int], heads: int) -> dict[str, Any]:
         """GQA attention over ``ctx`` cached tokens (+ the new one, on chip) per KV head: K blocks, softmax,
-        V blocks; the new token's K and V are written to HBM."""
+        V blocks; the new token's K and V are written to HBM. Compiles the first ``heads`` heads (the others are
+        copies of head 1, made by :func:`compile_token`)."""
         op = "attention"
         eng = self.eng_idx[op]
         e = self.d.engines[eng]
@@ -327,7 +348,11 @@ class _Compiler:
         self.load_blocks(seg, op, vin)
         load_end = len(seg.eng) - 1
         out = []
-        for h in range(m.kv_heads):
+        head_start = []
+        head_reqs = []
+        for h in range(heads):
+            head_start.append(len(seg.eng))
+            head_reqs.append([len(r) for r in seg.reqs])
             bases = (kv_base[2 * h], kv_base[2 * h + 1])
 
             def kv_tile(kind: int, i: int, drain: bool = False) -> None:
@@ -363,7 +388,9 @@ class _Compiler:
             for kind in (0, 1):
                 off = seg.cyc[load_end] + e.pipeline_latency_cycles + 1
                 seg.reqs[p].append((tb, bases[kind] + tokens[wport] * tb, 1, load_end, off, KIND_KV))
-        return _Vec(out, eng)
+        head_start.append(len(seg.eng))
+        head_reqs.append([len(r) for r in seg.reqs])
+        return {"out": out, "head_start": head_start, "head_reqs": head_reqs, "engine": eng}
 
     # ---- whole token
     def down_cum(self) -> list[int]:
@@ -375,20 +402,27 @@ class _Compiler:
             return [min(h, (k + 1) * rpt) for k in range(_cdiv(h, rpt))]
         return self.vec_chunks(h)
 
-    def layer(self, ctx: int, x_cum: list[int], kv_base: list[int]) -> tuple[_Segment, _Vec]:
+    def pre(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
+        """Layer part before attention: RMSNorm, QKV projection, RoPE (independent of the context length)."""
         m = self.m
         seg = _Segment(self.n_ports)
-        x_eng = self.eng_idx["ffn_add"]
-        x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], x_eng)
+        x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
         xn = self.norm_op(seg, "attn_norm", x_in, m.hidden)
         qkv = self.matvec(seg, "qkv", xn, m.q_dim + 2 * m.kv_dim, m.hidden, bias=m.qkv_bias)
         self.close(seg, xn)
         r = self.stream_op(seg, "rope", qkv)
         self.close(seg, qkv)
-        a = self.attention(seg, r, ctx, kv_base)
-        self.close(seg, r)
+        seg.x_in = x_in  # type: ignore[attr-defined]
+        return seg, r
+
+    def post(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
+        """Layer part after attention: O projection, residual, RMSNorm, gate/up, SiLU x up, down, residual."""
+        m = self.m
+        seg = _Segment(self.n_ports)
+        g_hd = m.heads // m.kv_heads * m.head_dim
+        a = _Vec([(DEP_ATT, h, (h + 1) * g_hd) for h in range(m.kv_heads)], self.eng_idx["attention"])
+        x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
         o = self.matvec(seg, "o_proj", a, m.hidden, m.q_dim)
-        self.close(seg, a)
         x2 = self.stream_op(seg, "attn_add", o, skip=x_in)
         self.close(seg, o)
         xn2 = self.norm_op(seg, "ffn_norm", x2, m.hidden)
@@ -401,7 +435,6 @@ class _Compiler:
         x3 = self.stream_op(seg, "ffn_add", dn, skip=x2)
         self.close(seg, dn)
         self.close(seg, x2)
-        seg.x_in = x_in  # type: ignore[attr-defined]
         return seg, x3
 
     def head(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
@@ -443,28 +476,154 @@ class _Compiler:
 
 
 # ============================================================================================== linking
-def _seg_arrays(seg: _Segment) -> dict[str, np.ndarray]:
-    deps = np.array(seg.deps, dtype=np.int64).reshape(len(seg.eng), 3, 3)
-    return {"eng": np.array(seg.eng, np.int64), "cyc": np.array(seg.cyc, np.int64),
-            "drain": np.array(seg.drain, np.int64), "op": np.array(seg.op, np.int64),
-            "dkind": deps[:, :, 0], "didx": deps[:, :, 1], "doff": deps[:, :, 2]}
+@njit(cache=True)
+def _expand_port(head: np.ndarray, layer: np.ndarray, tail: np.ndarray, base: np.ndarray, tail_base: int,
+                 w_stride: int, kv_stride: int, cyc: np.ndarray, buffer_depth: int, outstanding: int,
+                 out: np.ndarray, need: np.ndarray) -> int:
+    """One port's requests over the whole token into ``out`` rows (bytes, address, write, write-source block,
+    its offset, slot block, slot offset, outstanding predecessor); ``need[block]`` = the last read a block
+    consumes. Returns the most reads one block consumes (must fit the port buffer)."""
+    n_layers = len(base)
+    k = 0
+    reads = np.empty(out.shape[1], dtype=np.int64)  # request index of each read, in order
+    cons = np.empty(out.shape[1], dtype=np.int64)  # consumer block of each read
+    nr = 0
+    worst = 0
+    run_block = -1
+    run = 0
+    for part in range(3):
+        src = head if part == 0 else (layer if part == 1 else tail)
+        copies = n_layers if part == 1 else 1
+        for j in range(copies):
+            shift = 0 if part == 0 else (base[j] if part == 1 else tail_base)
+            for i in range(src.shape[0]):
+                addr = src[i, 1]
+                if part == 1:
+                    addr += j * (w_stride if src[i, 5] == 0 else kv_stride)
+                out[0, k] = src[i, 0]
+                out[1, k] = addr
+                out[2, k] = src[i, 2]
+                blk = src[i, 3] + shift
+                if src[i, 2] == 1:  # write: stores the result of block blk
+                    out[3, k] = blk
+                    out[4, k] = src[i, 4]
+                    out[5, k] = -1
+                    out[6, k] = 0
+                    out[7, k] = -1
+                else:
+                    out[3, k] = -1
+                    out[4, k] = 0
+                    if nr >= buffer_depth:
+                        b = cons[nr - buffer_depth]
+                        out[5, k] = b
+                        out[6, k] = cyc[b]
+                    else:
+                        out[5, k] = -1
+                        out[6, k] = 0
+                    out[7, k] = reads[nr - outstanding] - 0 if nr >= outstanding else -1
+                    reads[nr] = k
+                    cons[nr] = blk
+                    nr += 1
+                    need[blk] = k
+                    if blk == run_block:
+                        run += 1
+                    else:
+                        run_block = blk
+                        run = 1
+                    worst = max(worst, run)
+                k += 1
+    return worst
+
+
+@njit(cache=True)
+def _place(kind: np.ndarray, idx: np.ndarray, o: np.ndarray, first: np.ndarray, xprod: np.ndarray,
+           eng: np.ndarray, cyc: np.ndarray, lat: np.ndarray, fifo_lat: int, dep: np.ndarray,
+           off: np.ndarray) -> None:
+    """Resolve a segment's dependencies for its copies starting at blocks ``first`` (copy j reads the layer
+    input produced by blocks ``xprod[j]``): local indices are shifted, input-vector entries become producers."""
+    m = kind.shape[0]
+    for j in range(len(first)):
+        for i in range(m):
+            row = first[j] + i
+            for s in range(3):
+                k = kind[i, s]
+                dep[row, s] = -1
+                off[row, s] = 0
+                if k == DEP_LOCAL:
+                    dep[row, s] = idx[i, s] + first[j]
+                    off[row, s] = o[i, s]
+                elif k == DEP_XIN:
+                    prod = xprod[j, idx[i, s]]
+                    dep[row, s] = prod
+                    off[row, s] = cyc[prod] + lat[eng[prod]] + (1 if eng[prod] == eng[row] else fifo_lat)
+
+
+@dataclasses.dataclass
+class _Static:
+    """Everything of a token that does not depend on the context length (compiled once per design)."""
+
+    x_cum: list[int]
+    head: _Segment
+    head_x: _Vec
+    pre: _Segment
+    rope: _Vec
+    post: _Segment
+    post_x: _Vec
+    tail: _Segment
+    layer_w: list[int]
+    total_w: list[int]
+    static_macs: int
+    layer_macs: int
+    port_class: list[int]  # ports with equal head, pre, post and tail requests share a class
 
 
 @functools.lru_cache(maxsize=64)
-def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_lm_head: bool):  # type: ignore[no-untyped-def]
-    """Head and tail segments and the layer weight layout (independent of the context length)."""
+def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_lm_head: bool) -> _Static:
     c = _Compiler(design, board, llm)
     x_cum = c.down_cum()
     head, head_x = c.head(x_cum)
     head_w = list(c.wptr)
-    probe = _Compiler(design, board, llm)
-    probe.wptr = [0] * len(design.engines)
-    seg, _x = probe.layer(0, x_cum, [0] * (2 * llm.kv_heads))
-    layer_w = list(probe.wptr)
+    macs0 = c.macs
+    pre, rope = c.pre(x_cum)
+    post, post_x = c.post(x_cum)
+    layer_w = [c.wptr[i] - head_w[i] for i in range(len(design.engines))]
+    layer_macs = c.macs - macs0
     c.wptr = [head_w[i] + layer_w[i] * llm.layers for i in range(len(design.engines))]
-    tail, tail_x = c.tail(x_cum, with_lm_head)
-    total_w = list(c.wptr)
-    return x_cum, head, head_x, head_w, layer_w, tail, tail_x, total_w, c.macs, probe.macs
+    tail, _tail_x = c.tail(x_cum, with_lm_head)
+    port_eng = [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
+    reps: list[int] = []
+    port_class = []
+    for p in range(c.n_ports):
+        for k, q in enumerate(reps):
+            if port_eng[q] == port_eng[p] and all(seg.reqs[p] == seg.reqs[q] for seg in (head, pre, post, tail)):
+                port_class.append(k)
+                break
+        else:
+            port_class.append(len(reps))
+            reps.append(p)
+    return _Static(x_cum, head, head_x, pre, rope, post, post_x, tail, layer_w, list(c.wptr),
+                   c.macs - layer_macs, layer_macs, port_class)
+
+
+class _Layer:
+    """One decoder layer as arrays (pre + attention + post), with the same interface the linker uses."""
+
+    def __init__(self, arrs: dict[str, np.ndarray], reqs: list[np.ndarray], x_in: _Vec, x_out: np.ndarray,
+                 att_key: list[bytes]) -> None:
+        self._arrs = arrs
+        self._reqs = reqs
+        self.x_in = x_in
+        self.x_out = x_out
+        self.att_key = att_key
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return self._arrs
+
+    def req_array(self, port: int) -> np.ndarray:
+        return self._reqs[port]
+
+    def has_reqs(self, port: int) -> bool:
+        return len(self._reqs[port]) > 0
 
 
 def kv_region_bytes(design: StreamingDesign, llm: LlmSpec, board: BoardSpec) -> int:
@@ -486,61 +645,119 @@ def compile_token(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: 
         raise DesignError(f"design '{design.name}': ctx {ctx} exceeds its KV-cache reservation max_ctx = "
                           f"{design.max_ctx}")
     check_structure(design)
-    (x_cum, head, head_x, head_w, layer_w, tail, tail_x, total_w, static_macs,
-     layer_macs_probe) = _static_parts(design, board, llm, with_lm_head)
+    st = _static_parts(design, board, llm, with_lm_head)
     c = _Compiler(design, board, llm)
     a_eng = c.eng_idx["attention"]
-    kv_base0 = _cdiv(total_w[a_eng], 1 << 20) << 20
+    kv_base0 = _cdiv(st.total_w[a_eng], 1 << 20) << 20
     region = kv_region_bytes(design, llm, board)
-    c.wptr = list(head_w)
-    layer, layer_x = c.layer(ctx, x_cum, [kv_base0 + i * region for i in range(2 * llm.kv_heads)])
+    layer, att_macs = _layer(design, c, st, ctx, [kv_base0 + i * region for i in range(2 * llm.kv_heads)], region)
     L = llm.layers
-    return _link(design, c, head, head_x, layer, layer_x, tail, L, layer_w, 2 * llm.kv_heads * region,
-                 static_macs + c.macs * L, per_port)
+    return _link(design, c, st, layer, L, 2 * llm.kv_heads * region, st.static_macs + (st.layer_macs + att_macs) * L,
+                 per_port)
 
 
-def _link(design: StreamingDesign, c: _Compiler, head: _Segment, head_x: _Vec, layer: _Segment, layer_x: _Vec,
-          tail: _Segment, L: int, layer_w: list[int], kv_stride: int, macs: int, per_port: bool) -> Program:
-    H, N, T = len(head.eng), len(layer.eng), len(tail.eng)
+def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base: list[int],
+           region: int) -> tuple[_Layer, int]:
+    """Assemble one layer for ``ctx``: the cached pre/post parts around attention compiled for this context
+    (heads 0 and 1 compiled, heads 2.. copied from head 1 with shifted block indices and KV addresses)."""
+    m = c.m
+    pre = st.pre
+    n_pre = len(pre.eng)
+    seg = _Segment(c.n_ports)
+    seg.eng, seg.cyc, seg.drain, seg.op = list(pre.eng), list(pre.cyc), list(pre.drain), list(pre.op)
+    seg.deps = list(pre.deps)
+    rope = _Vec(list(st.rope.entries), st.rope.engine)
+    info = c.attention(seg, rope, ctx, kv_base, heads=min(m.kv_heads, 2))
+    eng_list = seg.eng[n_pre:]
+    att = {"eng": np.array(eng_list, np.int64), "cyc": np.array(seg.cyc[n_pre:], np.int64),
+           "drain": np.array(seg.drain[n_pre:], np.int64), "op": np.array(seg.op[n_pre:], np.int64)}
+    deps = np.array(seg.deps[n_pre:], dtype=np.int64).reshape(len(eng_list), 3, 3)
+    att.update(dkind=deps[:, :, 0], didx=deps[:, :, 1], doff=deps[:, :, 2])
+    att_reqs = [np.array(r, dtype=np.int64).reshape(-1, 6) for r in seg.reqs]
+    emit = [idx for _k, idx, _c in info["out"]]
+    macs = c.macs // min(m.kv_heads, 2) * m.kv_heads  # every head attends over the same tokens
+    extra = m.kv_heads - 2
+    if extra > 0:  # copy head 1
+        h0, h1 = info["head_start"][1] - n_pre, info["head_start"][2] - n_pre
+        hl = h1 - h0
+        for key in ("eng", "cyc", "drain", "op"):
+            att[key] = np.concatenate([att[key], np.tile(att[key][h0:h1], extra)])
+        for key in ("dkind", "didx", "doff"):
+            att[key] = np.concatenate([att[key], np.tile(att[key][h0:h1], (extra, 1))])
+        for p in range(c.n_ports):
+            r0, r1 = info["head_reqs"][1][p], info["head_reqs"][2][p]
+            if r1 == r0:
+                continue
+            one = att_reqs[p][r0:r1]
+            rep = np.tile(one, (extra, 1))
+            kk = np.repeat(np.arange(1, extra + 1), len(one))
+            rep[:, 3] += np.where(rep[:, 2] == 0, kk * hl, 0)  # reads: their consumer moves; writes: same source
+            rep[:, 1] += kk * 2 * region
+            att_reqs[p] = np.concatenate([att_reqs[p], rep])
+        emit += [emit[1] + j * hl for j in range(1, extra + 1)]
+    n_att = len(att["eng"])
+    # post, relocated behind pre + attention; its references to attention outputs become local
+    po = st.post.arrays()
+    shift = n_pre + n_att
+    dkind, didx, doff = po["dkind"].copy(), po["didx"].copy(), po["doff"].copy()
+    loc = dkind == DEP_LOCAL
+    didx[loc] += shift
+    a_ref = dkind == DEP_ATT
+    if a_ref.any():
+        emit_abs = np.array(emit, dtype=np.int64)  # layer-local already (the segment began with pre)
+        tgt = emit_abs[didx[a_ref]]
+        a_eng = info["engine"]
+        same = po["eng"][np.nonzero(a_ref)[0]] == a_eng
+        doff[a_ref] = att["cyc"][tgt - n_pre] + design.engines[a_eng].pipeline_latency_cycles + \
+            np.where(same, 1, design.fifo_latency_cycles)
+        didx[a_ref] = tgt
+        dkind[a_ref] = DEP_LOCAL
+    pr = pre.arrays()
+    arrs = {key: np.concatenate([pr[key], att[key], po[key]]) for key in ("eng", "cyc", "drain", "op")}
+    for key, post_val in (("dkind", dkind), ("didx", didx), ("doff", doff)):
+        arrs[key] = np.concatenate([pr[key], att[key], post_val])
+    reqs = []
+    att_key = []
+    for p in range(c.n_ports):
+        parts = []
+        if pre.reqs[p]:
+            parts.append(pre.req_array(p))
+        if len(att_reqs[p]):
+            parts.append(att_reqs[p])
+        if st.post.reqs[p]:
+            q = st.post.req_array(p).copy()
+            q[:, 3] += shift
+            parts.append(q)
+        reqs.append(np.concatenate(parts) if parts else np.zeros((0, 6), np.int64))
+        att_key.append(att_reqs[p].tobytes())
+    x_out = np.array([idx for _k, idx, _c in st.post_x.entries], dtype=np.int64) + shift
+    return _Layer(arrs, reqs, pre.x_in, x_out, att_key), macs  # type: ignore[attr-defined]
+
+
+def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: int, kv_stride: int, macs: int,
+          per_port: bool) -> Program:
+    """Replicate the layer L times between head and tail and resolve every cross-segment reference."""
+    head, head_x, tail, layer_w = st.head, st.head_x, st.tail, st.layer_w
+    H, N, T = len(head.eng), len(layer.arrays()["eng"]), len(tail.eng)
     n = H + L * N + T
-    hs, ls, ts = _seg_arrays(head), _seg_arrays(layer), _seg_arrays(tail)
+    hs, ls, ts = head.arrays(), layer.arrays(), tail.arrays()
     base = H + np.arange(L, dtype=np.int64) * N  # first block of each layer
     tail_base = H + L * N
-    n_x = len(layer_x.entries)
+    n_x = len(layer.x_out)
     # producers of each layer's input vector: head's emitted blocks, then each layer's residual-add blocks
     x_prod = np.empty((L + 1, n_x), dtype=np.int64)
     x_prod[0] = [idx for _k, idx, _c in head_x.entries]
-    loc_x = np.array([idx for _k, idx, _c in layer_x.entries], dtype=np.int64)
-    x_prod[1:] = base[:, None] + loc_x[None, :]
+    x_prod[1:] = base[:, None] + layer.x_out[None, :]
 
     eng = np.concatenate([hs["eng"], np.tile(ls["eng"], L), ts["eng"]])
     cyc = np.concatenate([hs["cyc"], np.tile(ls["cyc"], L), ts["cyc"]])
     lat = np.array([e.pipeline_latency_cycles for e in design.engines], dtype=np.int64)
-    dep = np.full((n, 3), NO, dtype=np.int64)
-    off = np.zeros((n, 3), dtype=np.int64)
+    dep = np.empty((n, 3), dtype=np.int64)  # every row is written by _place
+    off = np.empty((n, 3), dtype=np.int64)
 
     def place(arrs: dict[str, np.ndarray], first: np.ndarray, xprod: np.ndarray) -> None:
-        """Resolve a segment's dependencies for copies starting at blocks ``first`` (k copies)."""
-        k = len(first)
-        kind, idx, o = arrs["dkind"], arrs["didx"], arrs["doff"]
-        m = len(kind)
-        rows = (first[:, None] + np.arange(m)[None, :]).reshape(-1)
-        for s in range(3):
-            kd = np.tile(kind[:, s], k)
-            ix = np.tile(idx[:, s], k)
-            of = np.tile(o[:, s], k)
-            copy = np.repeat(np.arange(k), m)
-            g = np.full(k * m, NO, dtype=np.int64)
-            loc = kd == DEP_LOCAL
-            g[loc] = ix[loc] + np.repeat(first, m)[loc]
-            xin = kd == DEP_XIN
-            if xin.any():
-                prod = xprod[copy[xin], ix[xin]]
-                g[xin] = prod
-                same = eng[prod] == eng[rows[xin]]
-                of[xin] = cyc[prod] + lat[eng[prod]] + np.where(same, 1, design.fifo_latency_cycles)
-            dep[rows, s] = g
-            off[rows, s] = np.where(g >= 0, of, 0)
+        _place(arrs["dkind"], arrs["didx"], arrs["doff"], first, xprod, eng, cyc, lat, design.fifo_latency_cycles,
+               dep, off)
 
     place(hs, np.array([0], dtype=np.int64), x_prod[:1])
     place(ls, base, x_prod[:L])
@@ -561,7 +778,11 @@ def _link(design: StreamingDesign, c: _Compiler, head: _Segment, head_x: _Vec, l
     drain = np.concatenate([hs["drain"], np.tile(ls["drain"], L), ts["drain"]])
     op = np.concatenate([hs["op"], np.tile(ls["op"], L), ts["op"]])
     t_layer = np.concatenate([np.full(H, -1), np.repeat(np.arange(L), N), np.full(T, L)]).astype(np.int64)
-    order = np.argsort(eng, kind="stable")
+    parts_e = []
+    for e in range(len(design.engines)):
+        parts_e += [np.nonzero(hs["eng"] == e)[0], (base[:, None] + np.nonzero(ls["eng"] == e)[0][None, :]).ravel(),
+                    tail_base + np.nonzero(ts["eng"] == e)[0]]
+    order = np.concatenate(parts_e).astype(np.int64)
     counts = np.bincount(eng, minlength=len(design.engines))
     e_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
@@ -570,88 +791,46 @@ def _link(design: StreamingDesign, c: _Compiler, head: _Segment, head_x: _Vec, l
     port_eng = np.concatenate([np.full(e.ports, i) for i, e in enumerate(design.engines)]).astype(np.int64) \
         if n_ports else np.zeros(0, np.int64)
     # classes of identical ports (same requests, same consumers): the fast engine simulates one of each
-    sig: dict[tuple, int] = {}  # type: ignore[type-arg]
     port_group = np.zeros(n_ports, dtype=np.int64)
     g_port: list[int] = []
     for p in range(n_ports):
-        key = (int(port_eng[p]), tuple(head.reqs[p]), tuple(layer.reqs[p]), tuple(tail.reqs[p]))
-        if key not in sig:
-            sig[key] = len(g_port)
+        for g, rep in enumerate(g_port):
+            if st.port_class[p] == st.port_class[rep] and layer.att_key[p] == layer.att_key[rep]:
+                port_group[p] = g
+                break
+        else:
+            port_group[p] = len(g_port)
             g_port.append(p)
-        port_group[p] = sig[key]
     g_mult = np.bincount(port_group, minlength=len(g_port)).astype(np.int64) if n_ports else np.zeros(0, np.int64)
 
-    def port_requests(p: int) -> np.ndarray:
-        ei = int(port_eng[p])
-        parts = []
-        for seg, firsts, addr_step in ((head, np.array([0]), False), (layer, base, True),
-                                       (tail, np.array([tail_base]), False)):
-            rq = seg.reqs[p]
-            if not rq:
-                continue
-            a = np.array(rq, dtype=np.int64).reshape(-1, 6)
-            k = len(firsts)
-            big = np.tile(a, (k, 1))
-            big[:, 3] += np.repeat(firsts, len(a))
-            if addr_step:
-                layer_no = np.repeat(np.arange(k), len(a))
-                big[:, 1] += layer_no * np.where(big[:, 5] == KIND_WEIGHT, layer_w[ei], kv_stride)
-            parts.append(big)
-        return np.concatenate(parts) if parts else np.zeros((0, 6), np.int64)
-
-    def csr(lists: list[np.ndarray], buffers: list[int], outs: list[int]) -> tuple[np.ndarray, ...]:
-        ptr = np.concatenate([[0], np.cumsum([len(a) for a in lists])]).astype(np.int64)
-        allr = np.concatenate(lists) if lists else np.zeros((0, 6), np.int64)
-        slot = np.full(len(allr), NO, np.int64)
-        slot_off = np.zeros(len(allr), np.int64)
-        outprev = np.full(len(allr), NO, np.int64)
-        for i, a in enumerate(lists):
-            if not len(a):
-                continue
-            reads = np.nonzero(a[:, 2] == 0)[0]
-            qd, od = buffers[i], outs[i]
-            if len(reads) > qd:
-                tgt = a[reads[:-qd], 3]
-                slot[ptr[i] + reads[qd:]] = tgt
-                slot_off[ptr[i] + reads[qd:]] = cyc[tgt]
-            if len(reads) > od:
-                outprev[ptr[i] + reads[od:]] = reads[:-od]
-        dep_w = np.where(allr[:, 2] == 1, allr[:, 3], NO)
-        dep_off = np.where(allr[:, 2] == 1, allr[:, 4], 0)
-        return (ptr, allr[:, 0].copy(), allr[:, 1].copy(), allr[:, 2].copy(), dep_w, dep_off, slot, slot_off,
-                outprev, allr[:, 3].copy())
-
     bufs = [design.engines[int(port_eng[p])].buffer_depth for p in range(n_ports)]
-    # (per-class lists are built below; per-port ones only for the cycle-stepped reference)
     outs = [design.engines[int(port_eng[p])].max_outstanding for p in range(n_ports)]
-    g_lists = [port_requests(p) for p in g_port]
-    (g_ptr, r_bytes, r_addr, r_write, r_dep, r_dep_off, r_slot, r_slot_off, r_outprev,
-     r_cons) = csr(g_lists, [bufs[p] for p in g_port], [outs[p] for p in g_port])
-    p_lists = [port_requests(p) for p in range(n_ports)] if per_port else g_lists[:0]
-    (p_ptr, pr_bytes, pr_addr, pr_write, pr_dep, pr_dep_off, pr_slot, pr_slot_off, pr_outprev,
-     pr_cons) = csr(p_lists, bufs if per_port else [], outs if per_port else [])
+    empty = np.zeros((0, 6), np.int64)
 
-    def needs(ptr: np.ndarray, cons: np.ndarray, write: np.ndarray, k: int) -> np.ndarray:
-        need = np.full((n, k), NO, dtype=np.int64)
-        for i in range(k):
-            sl = slice(ptr[i], ptr[i + 1])
-            reads = np.nonzero(write[sl] == 0)[0]
-            blocks = cons[sl][reads]
-            # the latest request each block consumes (its earlier ones land first: lands are in order)
-            if len(blocks):
-                np.maximum.at(need[:, i], blocks, reads)
-        return need
+    def expand(ports: list[int]) -> tuple[np.ndarray, ...]:
+        """Request arrays of ``ports`` (CSR), each port's head + L layer copies + tail, with buffer-slot and
+        outstanding-limit predecessors and the read each block needs."""
+        counts = [len(head.req_array(p)) + L * len(layer.req_array(p)) + len(tail.req_array(p)) for p in ports]
+        ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        tot = int(ptr[-1])
+        out = np.empty((8, tot), dtype=np.int64)
+        need = np.full((n, len(ports)), NO, dtype=np.int64)
+        for i, p in enumerate(ports):
+            ei = int(port_eng[p])
+            worst = _expand_port(head.req_array(p) if len(head.req_array(p)) else empty,
+                                 layer.req_array(p) if len(layer.req_array(p)) else empty,
+                                 tail.req_array(p) if len(tail.req_array(p)) else empty,
+                                 base, tail_base, layer_w[ei], kv_stride, cyc, bufs[p], outs[p],
+                                 out[:, ptr[i]:ptr[i + 1]], need[:, i])
+            e = design.engines[ei]
+            if worst > e.buffer_depth:
+                raise DesignError(f"design '{design.name}': engine '{e.name}' needs {worst} requests of "
+                                  f"{e.burst_bytes} B per port for one block but its port buffer holds "
+                                  f"buffer_depth = {e.buffer_depth}; raise buffer_depth or burst_bytes")
+        return ptr, out, need
 
-    t_need_group = needs(g_ptr, r_cons, r_write, len(g_port))
-    t_need_port = needs(p_ptr, pr_cons, pr_write, len(p_lists))
-    for g, p0 in enumerate(g_port):
-        e = design.engines[int(port_eng[p0])]
-        sl = slice(g_ptr[g], g_ptr[g + 1])
-        per_block = np.bincount(r_cons[sl][r_write[sl] == 0], minlength=n)
-        if per_block.max(initial=0) > e.buffer_depth:
-            raise DesignError(f"design '{design.name}': engine '{e.name}' needs {per_block.max()} requests of "
-                              f"{e.burst_bytes} B per port for one block but its port buffer holds "
-                              f"buffer_depth = {e.buffer_depth}; raise buffer_depth or burst_bytes")
+    g_ptr, r_table, t_need_group = expand(g_port)
+    p_ptr, pr_table, t_need_port = expand(list(range(n_ports)) if per_port else [])
     return Program(
         n_blocks=n, t_eng=eng, t_cyc=cyc, t_drain=drain, t_op=op, t_layer=t_layer, t_dep=dep, t_off=off,
         e_ptr=e_ptr, e_list=order.astype(np.int64), e_lat=lat, final_block=n - 1,
@@ -659,9 +838,6 @@ def _link(design: StreamingDesign, c: _Compiler, head: _Segment, head_x: _Vec, l
         port_bytes=np.array([design.engines[int(e)].port_bytes for e in port_eng], np.int64),
         port_buffer=np.array(bufs, np.int64), port_outstanding=np.array(outs, np.int64),
         g_ptr=g_ptr, g_port=np.array(g_port, np.int64), g_mult=g_mult,
-        r_bytes=r_bytes, r_addr=r_addr, r_write=r_write, r_dep=r_dep, r_dep_off=r_dep_off, r_slot=r_slot,
-        r_slot_off=r_slot_off, r_outprev=r_outprev, t_need_group=t_need_group,
-        p_ptr=p_ptr, pr_bytes=pr_bytes, pr_addr=pr_addr, pr_write=pr_write, pr_dep=pr_dep, pr_dep_off=pr_dep_off,
-        pr_slot=pr_slot, pr_slot_off=pr_slot_off, pr_outprev=pr_outprev, t_need_port=t_need_port,
+        r_table=r_table, t_need_group=t_need_group, p_ptr=p_ptr, pr_table=pr_table, t_need_port=t_need_port,
         macs=macs,
     )

@@ -32,7 +32,8 @@ from numba import njit
 
 from fpga import hbm
 from fpga.design import (ALL_OPS, DesignError, StreamingDesign, check_structure, design_names, load_design)
-from fpga.program import Program, compile_token
+from fpga.program import (R_ADDR, R_BYTES, R_DEP, R_DEP_OFF, R_OUTPREV, R_SLOT, R_SLOT_OFF, R_WRITE, Program,
+                          compile_token)
 from hwmodel.engine import Phase
 from hwmodel.specs import BoardSpec, LlmSpec, library
 
@@ -45,127 +46,155 @@ EC_BUSY, EC_DRAIN, EC_IN, EC_MEM, EC_OUT, EC_DONE = range(6)
 
 
 # ============================================================================================== the kernel
+# per port class state (rows of gs) and per request times (rows of rt)
+GS_POS, GS_LAST_ISSUE, GS_PREV_LAND, GS_PORT_BYTES, GS_ENG = range(5)
+RT_ISSUE, RT_LAND, RT_FIRST, RT_END = range(4)
+
+
+@njit(cache=True, inline="always")
+def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray,
+           rq: np.ndarray, rt: np.ndarray, st: np.ndarray) -> bool:
+    """Issue port class g's requests in order, up to index ``limit`` (exclusive), while their conditions are
+    known: a buffer slot (the consuming block of an earlier read has issued), the data of a write, and fewer
+    than max_outstanding reads in flight. Each is served by the channel and lands. True if any was issued."""
+    moved = False
+    while gs[GS_POS, g] < limit:
+        r = gs[GS_POS, g]
+        ti = gs[GS_LAST_ISSUE, g] + 1
+        b = rq[R_SLOT, r]
+        if b >= 0:
+            if start[b] < 0:
+                break
+            ti = max(ti, start[b] + rq[R_SLOT_OFF, r])
+        b = rq[R_DEP, r]
+        if b >= 0:
+            if start[b] < 0:
+                break
+            ti = max(ti, start[b] + rq[R_DEP_OFF, r])
+        o = rq[R_OUTPREV, r]
+        if o >= 0:
+            ti = max(ti, rt[RT_LAND, g_ptr[g] + o])
+        rt[RT_ISSUE, r] = ti
+        gs[GS_LAST_ISSUE, g] = ti
+        arrival = hbm.kernel_to_axi(p, ti)
+        w = rq[R_WRITE, r]
+        f, en = hbm.channel_request_at(p, st, g, arrival, rq[R_ADDR, r], rq[R_BYTES, r], w)
+        rt[RT_FIRST, r] = f
+        rt[RT_END, r] = en
+        if w:
+            rt[RT_LAND, r] = hbm.axi_to_kernel(p, en)
+        else:
+            land = hbm.read_landing(p, f, en, rq[R_BYTES, r], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g])
+            rt[RT_LAND, r] = land
+            gs[GS_PREV_LAND, g] = land
+        gs[GS_POS, g] += 1
+        moved = True
+    return moved
+
+
 @njit(cache=True)
 def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.ndarray, t_dep: np.ndarray,
               t_off: np.ndarray, e_ptr: np.ndarray, e_list: np.ndarray, e_lat: np.ndarray, t_need: np.ndarray,
-              g_ptr: np.ndarray, g_port_bytes: np.ndarray, r_bytes: np.ndarray, r_addr: np.ndarray,
-              r_write: np.ndarray, r_dep: np.ndarray, r_dep_off: np.ndarray, r_slot: np.ndarray,
-              r_slot_off: np.ndarray, r_outprev: np.ndarray, final_block: int):  # type: ignore[no-untyped-def]
+              g_ptr: np.ndarray, g_eng: np.ndarray, g_port_bytes: np.ndarray, rq: np.ndarray,
+              final_block: int):  # type: ignore[no-untyped-def]
     n = len(t_eng)
     n_e = len(e_lat)
     n_g = len(g_ptr) - 1
-    n_r = len(r_bytes)
+    n_r = rq.shape[1]
     start = np.full(n, -1, dtype=np.int64)
     cnt = np.zeros((n_e, 6), dtype=np.int64)
     e_pos = e_ptr[:-1].copy()
     e_issue_end = np.zeros(n_e, dtype=np.int64)
     e_done_at = np.zeros(n_e, dtype=np.int64)
-    g_pos = g_ptr[:-1].copy()
-    g_last_issue = np.full(n_g, -1, dtype=np.int64)
-    g_prev_land = np.zeros(n_g, dtype=np.int64)
+    gs = np.zeros((5, n_g), dtype=np.int64)
+    for g in range(n_g):
+        gs[GS_POS, g] = g_ptr[g]
+        gs[GS_LAST_ISSUE, g] = -1
+        gs[GS_PORT_BYTES, g] = g_port_bytes[g]
+        gs[GS_ENG, g] = g_eng[g]
     st = np.zeros((n_g, hbm.CS_N), dtype=np.int64)
     for g in range(n_g):
         st[g] = hbm.new_channel_state()
-    issue = np.full(n_r, -1, dtype=np.int64)
-    land = np.full(n_r, -1, dtype=np.int64)
-    first = np.full(n_r, -1, dtype=np.int64)
-    end = np.full(n_r, -1, dtype=np.int64)
+    rt = np.full((4, n_r), -1, dtype=np.int64)
     progress = True
+    sweeps = 0
     while progress:
         progress = False
+        sweeps += 1
         for e in range(n_e):
-            while e_pos[e] < e_ptr[e + 1]:
-                t = e_list[e_pos[e]]
-                ok = True
-                t_in = 0
-                t_out = 0
-                for s in range(3):
-                    d = t_dep[t, s]
-                    if d >= 0:
-                        if start[d] < 0:
-                            ok = False
-                            break
-                        v = start[d] + t_off[t, s]
-                        if s < 2:
-                            t_in = max(t_in, v)
-                        else:
-                            t_out = max(t_out, v)
-                if not ok:
-                    break
-                t_mem = 0
+            local = True
+            while local:  # the engine and its own ports until neither can move without another engine
+                local = False
+                while e_pos[e] < e_ptr[e + 1]:
+                    t = e_list[e_pos[e]]
+                    ok = True
+                    t_in = 0
+                    t_out = 0
+                    for s in range(3):
+                        d = t_dep[t, s]
+                        if d >= 0:
+                            if start[d] < 0:
+                                ok = False
+                                break
+                            v = start[d] + t_off[t, s]
+                            if s < 2:
+                                t_in = max(t_in, v)
+                            else:
+                                t_out = max(t_out, v)
+                    if not ok:
+                        break
+                    t_mem = 0
+                    for g in range(n_g):
+                        r = t_need[t, g]
+                        if r >= 0:
+                            rr = g_ptr[g] + r
+                            if rr >= gs[GS_POS, g]:  # not issued yet
+                                ok = False
+                                break
+                            t_mem = max(t_mem, rt[RT_LAND, rr])
+                    if not ok:
+                        break
+                    cur = e_issue_end[e]
+                    t_dr = e_done_at[e] if t_drain[t] else 0
+                    s0 = max(cur, t_dr, t_in, t_mem, t_out)
+                    if t_dr > cur:
+                        cnt[e, EC_DRAIN] += t_dr - cur
+                        cur = t_dr
+                    if t_in > cur:
+                        cnt[e, EC_IN] += t_in - cur
+                        cur = t_in
+                    if t_mem > cur:
+                        cnt[e, EC_MEM] += t_mem - cur
+                        cur = t_mem
+                    if t_out > cur:
+                        cnt[e, EC_OUT] += t_out - cur
+                        cur = t_out
+                    cnt[e, EC_BUSY] += t_cyc[t]
+                    start[t] = s0
+                    e_issue_end[e] = s0 + t_cyc[t]
+                    e_done_at[e] = s0 + t_cyc[t] + e_lat[e]
+                    e_pos[e] += 1
+                    progress = True
                 for g in range(n_g):
-                    r = t_need[t, g]
-                    if r >= 0:
-                        rr = g_ptr[g] + r
-                        if rr >= g_pos[g]:
-                            ok = False
-                            break
-                        t_mem = max(t_mem, land[rr])
-                if not ok:
-                    break
-                cur = e_issue_end[e]
-                t_dr = e_done_at[e] if t_drain[t] else 0
-                s0 = max(cur, t_dr, t_in, t_mem, t_out)
-                if t_dr > cur:
-                    cnt[e, EC_DRAIN] += t_dr - cur
-                    cur = t_dr
-                if t_in > cur:
-                    cnt[e, EC_IN] += t_in - cur
-                    cur = t_in
-                if t_mem > cur:
-                    cnt[e, EC_MEM] += t_mem - cur
-                    cur = t_mem
-                if t_out > cur:
-                    cnt[e, EC_OUT] += t_out - cur
-                    cur = t_out
-                cnt[e, EC_BUSY] += t_cyc[t]
-                start[t] = s0
-                e_issue_end[e] = s0 + t_cyc[t]
-                e_done_at[e] = s0 + t_cyc[t] + e_lat[e]
-                e_pos[e] += 1
-                progress = True
+                    if gs[GS_ENG, g] == e and _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st):
+                        local = True
+                        progress = True
         for g in range(n_g):
-            while g_pos[g] < g_ptr[g + 1]:
-                r = g_pos[g]
-                ti = g_last_issue[g] + 1
-                b = r_slot[r]
-                if b >= 0:
-                    if start[b] < 0:
-                        break
-                    ti = max(ti, start[b] + r_slot_off[r])
-                b = r_dep[r]
-                if b >= 0:
-                    if start[b] < 0:
-                        break
-                    ti = max(ti, start[b] + r_dep_off[r])
-                if r_outprev[r] >= 0:
-                    ti = max(ti, land[g_ptr[g] + r_outprev[r]])
-                issue[r] = ti
-                g_last_issue[g] = ti
-                arrival = hbm.kernel_to_axi(p, ti)
-                f, en = hbm.channel_request(p, st[g], arrival, r_addr[r], r_bytes[r], r_write[r])
-                first[r] = f
-                end[r] = en
-                if r_write[r]:
-                    land[r] = hbm.axi_to_kernel(p, en)
-                else:
-                    land[r] = hbm.read_landing(p, f, en, r_bytes[r], g_port_bytes[g], g_prev_land[g])
-                    g_prev_land[g] = land[r]
-                g_pos[g] += 1
+            if _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st):
                 progress = True
     status = 0
     for e in range(n_e):
         if e_pos[e] < e_ptr[e + 1]:
             status = 1
     for g in range(n_g):
-        if g_pos[g] < g_ptr[g + 1]:
+        if gs[GS_POS, g] < g_ptr[g + 1]:
             status = 1
     total = 0
     if status == 0:
         total = start[final_block] + t_cyc[final_block] + e_lat[t_eng[final_block]]
         for e in range(n_e):
             cnt[e, EC_DONE] = total - e_issue_end[e]
-    return status, total, start, cnt, issue, land, first, end, st
+    return status, total, start, cnt, rt[RT_ISSUE], rt[RT_LAND], rt[RT_FIRST], rt[RT_END], st, sweeps
 
 
 # ============================================================================================== results
@@ -240,16 +269,16 @@ def _engine_table(design: StreamingDesign, cnt: np.ndarray) -> dict[str, dict[st
 
 
 def _op_tables(prog: Program, start: np.ndarray) -> tuple[dict[str, int], dict[str, int]]:
+    """Per operator: engine issue cycles, and the sum over its instances (one per layer) of first start to last
+    result. An instance's blocks are contiguous in the program."""
     busy = np.bincount(prog.t_op, weights=prog.t_cyc, minlength=len(ALL_OPS))
     done = start + prog.t_cyc + prog.e_lat[prog.t_eng]
-    key = prog.t_op * (prog.t_layer.max() + 3) + (prog.t_layer + 1)
-    uniq, inv = np.unique(key, return_inverse=True)
-    lo = np.full(len(uniq), np.iinfo(np.int64).max)
-    hi = np.zeros(len(uniq), np.int64)
-    np.minimum.at(lo, inv, start)
-    np.maximum.at(hi, inv, done)
-    span = np.bincount(uniq // (prog.t_layer.max() + 3), weights=hi - lo, minlength=len(ALL_OPS))
-    ops = [op for op in ALL_OPS if busy[ALL_OPS.index(op)] > 0]
+    cut = np.ones(prog.n_blocks, dtype=bool)
+    cut[1:] = (prog.t_op[1:] != prog.t_op[:-1]) | (prog.t_layer[1:] != prog.t_layer[:-1])
+    firsts = np.nonzero(cut)[0]
+    spans = np.maximum.reduceat(done, firsts) - np.minimum.reduceat(start, firsts)
+    span = np.bincount(prog.t_op[firsts], weights=spans, minlength=len(ALL_OPS))
+    ops = [op for i, op in enumerate(ALL_OPS) if busy[i] > 0]
     return ({op: int(busy[ALL_OPS.index(op)]) for op in ops}, {op: int(span[ALL_OPS.index(op)]) for op in ops})
 
 
@@ -333,8 +362,7 @@ def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) 
     pseudo-channels those ports use."""
     from fpga.program import _static_parts, kv_region_bytes
 
-    parts = _static_parts(design, board, llm, True)
-    total_w = parts[7]
+    total_w = _static_parts(design, board, llm, True).total_w
     pc_bytes = board.hbm.pc_capacity_bytes // board.hbm.ports_per_pc
     a = design.engines.index(design.engine_of("attention"))
     kv = kv_region_bytes(design, llm, board) * 2 * llm.kv_heads * llm.layers
@@ -372,7 +400,7 @@ def run_program(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: P
                 with_lm_head: bool) -> TokenResult:
     p = hbm.hbm_params(board, design.clock_hz)
     out = run_kernel(p, prog)
-    status, total, start, cnt, _i, _l, _f, _e, st = out
+    status, total, start, cnt, _i, _l, _f, _e, st, _sweeps = out
     if status:
         raise _deadlock(design, ctx, prog, start)
     seconds = total / design.clock_hz
@@ -382,12 +410,11 @@ def run_program(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: P
 
 def run_kernel(p: np.ndarray, prog: Program) -> tuple[Any, ...]:
     """The fast engine on a compiled program: (status, cycles, block starts, engine counters, request issue,
-    landing, first-data and end cycles, channel states) — per port class."""
+    landing, first-data and end cycles, channel states — per port class —, scheduling sweeps)."""
     g_port_bytes = prog.port_bytes[prog.g_port] if prog.n_groups else np.zeros(0, np.int64)
     return _simulate(p, prog.t_eng, prog.t_cyc, prog.t_drain, prog.t_dep, prog.t_off, prog.e_ptr, prog.e_list,
-                     prog.e_lat, prog.t_need_group, prog.g_ptr, g_port_bytes, prog.r_bytes, prog.r_addr,
-                     prog.r_write, prog.r_dep, prog.r_dep_off, prog.r_slot, prog.r_slot_off, prog.r_outprev,
-                     prog.final_block)
+                     prog.e_lat, prog.t_need_group, prog.g_ptr, prog.port_eng[prog.g_port], g_port_bytes,
+                     prog.r_table, prog.final_block)
 
 
 class StreamingEngine:

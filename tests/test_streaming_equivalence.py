@@ -21,7 +21,7 @@ CHANNEL_SLOTS = [i for i in range(hbm.CS_N) if i not in (hbm.CS_OPEN_ROW, hbm.CS
 def assert_equivalent(design, board, llm, ctx: int, with_lm_head: bool = True) -> int:  # type: ignore[no-untyped-def]
     prog = compile_token(design, board, llm, ctx, with_lm_head, per_port=True)
     p = hbm.hbm_params(board, design.clock_hz)
-    status, total, start, cnt, issue, land, first, end, st_g = run_kernel(p, prog)
+    status, total, start, cnt, issue, land, first, end, st_g, _sweeps = run_kernel(p, prog)
     ref = run_reference([int(x) for x in p], prog)
     assert status == ref.status  # both finish, or both find the design deadlocks
     event("deadlock (both agree)" if status else "finished")
