@@ -57,7 +57,10 @@ HP_RFC = 11  # refresh duration, AXI cycles
 HP_ROW_BYTES = 12
 HP_GRANULE = 13
 HP_BURST_BEATS = 14
-HP_N = 15
+HP_G_SHIFT = 15  # log2(granule) when a power of two, else -1 (divisions are the hot spot of a request)
+HP_ROW_SHIFT = 16  # log2(row_bytes / granule) when a power of two, else -1
+HP_BB_SHIFT = 17  # log2(burst beats) when a power of two, else -1
+HP_N = 18
 
 # ------------------------------------------------------------------------------------------ channel state
 CS_BUS_FREE = 0  # first AXI cycle the data bus is free
@@ -73,7 +76,8 @@ CS_BURSTS = 9
 CS_ROW_MISSES = 10  # bursts that found another row open
 CS_REFRESH_DEFERS = 11  # bursts pushed behind a refresh window
 CS_LAST_END = 12  # AXI cycle the last burst ended
-CS_N = 13
+CS_NEXT_WS = 13  # start of the first refresh window ending after the bus-free cycle (a cache; 0 = unknown)
+CS_N = 14
 
 CHANNEL_COUNTERS = ("busy_axi_cycles", "bus_bytes", "read_bytes", "write_bytes", "requests", "bursts",
                     "row_misses", "refresh_defers")
@@ -110,7 +114,14 @@ def hbm_params(board: BoardSpec, kernel_clock_hz: float) -> np.ndarray:
     p[HP_ROW_BYTES] = h.row_bytes
     p[HP_GRANULE] = h.granule_bytes
     p[HP_BURST_BEATS] = h.axi3_burst_beats
+    p[HP_G_SHIFT] = _log2(h.granule_bytes)
+    p[HP_ROW_SHIFT] = _log2(h.row_bytes // h.granule_bytes) if h.row_bytes % h.granule_bytes == 0 else -1
+    p[HP_BB_SHIFT] = _log2(h.axi3_burst_beats)
     return p
+
+
+def _log2(v: int) -> int:
+    return v.bit_length() - 1 if v > 0 and v & (v - 1) == 0 else -1
 
 
 def channel_peak_bytes_per_s(board: BoardSpec) -> float:
@@ -132,6 +143,12 @@ def new_channel_state() -> np.ndarray:
 @njit(cache=True, inline="always")
 def ceil_div(a: int, b: int) -> int:
     return -((-a) // b)
+
+
+@njit(cache=True, inline="always")
+def div_by(a: int, b: int, shift: int) -> int:
+    """a // b for a >= 0, by a shift when b == 2**shift."""
+    return a >> shift if shift >= 0 else a // b
 
 
 @njit(cache=True, inline="always")
@@ -199,8 +216,10 @@ def burst_start(p: np.ndarray, st: np.ndarray, arrival: int, row: int, dur: int,
 def burst_shape(p: np.ndarray, addr: int, nbytes: int, i: int) -> tuple[int, int, int]:
     """(first granule address, beats, commands) of AXI3 burst ``i`` of a request; beats == 0 past its end."""
     g = p[HP_GRANULE]
-    g0 = addr // g
-    g1 = ceil_div(addr + nbytes, g)
+    gsh = p[HP_G_SHIFT]
+    g0 = div_by(addr, g, gsh)
+    g1 = div_by(addr + nbytes + g - 1, g, gsh)
+    rpg = p[HP_ROW_BYTES] // g if p[HP_ROW_SHIFT] >= 0 else 0  # granules per row
     b0 = g0 + i * p[HP_BURST_BEATS]
     b1 = min(g1, b0 + p[HP_BURST_BEATS])
     beats = b1 - b0 if b1 > b0 else 0
@@ -225,18 +244,23 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
     """
     g = p[HP_GRANULE]
     bb = p[HP_BURST_BEATS]
-    g0 = addr // g
-    g1 = ceil_div(addr + nbytes, g)
+    gsh = p[HP_G_SHIFT]
+    g0 = div_by(addr, g, gsh)
+    g1 = div_by(addr + nbytes + g - 1, g, gsh)
+    rpg = p[HP_ROW_BYTES] // g if p[HP_ROW_SHIFT] >= 0 else 0  # granules per row
     cmd_cycles = (2 if addr % g != 0 else 1) * p[HP_CMD]
     lat = arrival + p[HP_LAT_HIT]
     first = -1
     end = 0
-    ws, we = refresh_window(p, st[c, CS_BUS_FREE])
+    ws = st[c, CS_NEXT_WS]
+    if ws == 0 or st[c, CS_BUS_FREE] >= ws:
+        ws, _we = refresh_window(p, st[c, CS_BUS_FREE])
+        st[c, CS_NEXT_WS] = ws
     b0 = g0
     while b0 < g1:
         beats = min(g1 - b0, bb)
         dur = max(beats, cmd_cycles)
-        row = b0 * g // p[HP_ROW_BYTES]
+        row = div_by(b0, rpg, p[HP_ROW_SHIFT]) if rpg else b0 * g // p[HP_ROW_BYTES]
         bus_free = st[c, CS_BUS_FREE]
         m = -1
         if bus_free < ws:  # the cached window is still the next one
@@ -253,7 +277,8 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
                 m = -1
         if m < 0:
             m = burst_start_at(p, st, c, arrival, row, dur, is_write)
-            ws, we = refresh_window(p, m + dur)
+            ws, _we = refresh_window(p, m + dur)
+            st[c, CS_NEXT_WS] = ws
         if st[c, CS_OPEN_ROW] != -1 and st[c, CS_OPEN_ROW] != row:
             st[c, CS_ROW_MISSES] += 1
         if first < 0:
@@ -269,10 +294,11 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
         if b0 < g1 and b0 == g0 + bb and lat + p[HP_PREACT] <= end and end < ws:
             # streaming: the rest of the request follows back to back, in order, paying only the exposed row
             # bubbles, if it ends before the next refresh window (what the burst-by-burst rules give then)
-            k = ceil_div(g1 - b0, bb)
+            k = div_by(g1 - b0 + bb - 1, bb, p[HP_BB_SHIFT])
             last_beats = g1 - (b0 + (k - 1) * bb)
             durs = (k - 1) * max(bb, cmd_cycles) + max(last_beats, cmd_cycles)
-            row_last = (b0 + (k - 1) * bb) * g // p[HP_ROW_BYTES]
+            lb = b0 + (k - 1) * bb
+            row_last = div_by(lb, rpg, p[HP_ROW_SHIFT]) if rpg else lb * g // p[HP_ROW_BYTES]
             if bb * g >= p[HP_ROW_BYTES]:
                 changes = k
             else:
@@ -304,11 +330,13 @@ def channel_request(p: np.ndarray, st: np.ndarray, arrival: int, addr: int, nbyt
 
 
 @njit(cache=True, inline="always")
-def read_landing(p: np.ndarray, first: int, end: int, nbytes: int, port_bytes: int, prev_land: int) -> int:
+def read_landing(p: np.ndarray, first: int, end: int, nbytes: int, port_bytes: int, prev_land: int,
+                 port_shift: int = -1) -> int:
     """Kernel cycle from which a read's data is usable: the port copies ``port_bytes`` per kernel cycle once the
-    first beat has crossed and the previous request has landed, and cannot finish before the last beat crossed."""
+    first beat has crossed and the previous request has landed, and cannot finish before the last beat crossed.
+    (``port_shift`` = log2(port_bytes) when known, to avoid a division.)"""
     copy_start = max(axi_to_kernel(p, first + 1), prev_land)
-    return max(axi_to_kernel(p, end), copy_start + ceil_div(nbytes, port_bytes))
+    return max(axi_to_kernel(p, end), copy_start + div_by(nbytes + port_bytes - 1, port_bytes, port_shift))
 
 
 # ------------------------------------------------------------------------------------------ profiling

@@ -30,7 +30,7 @@ from hwmodel.specs import BoardSpec, LlmSpec
 
 OP_ID = {op: i for i, op in enumerate(ALL_OPS)}
 KIND_WEIGHT, KIND_KV = 0, 1
-R_BYTES, R_ADDR, R_WRITE, R_DEP, R_DEP_OFF, R_SLOT, R_SLOT_OFF, R_OUTPREV = range(8)  # rows of r_table
+R_BYTES, R_ADDR, R_WRITE, R_DEP, R_DEP_OFF, R_SLOT, R_SLOT_OFF, R_OUTPREV = range(8)  # columns of r_table
 DEP_NONE, DEP_LOCAL, DEP_XIN, DEP_ATT = 0, 1, 2, 3  # ATT: output block of attention head idx
 NO = -1
 
@@ -116,32 +116,32 @@ class Program:
     g_ptr: np.ndarray
     g_port: np.ndarray  # representative port of each class
     g_mult: np.ndarray  # ports in each class
-    r_table: np.ndarray  # (8, n) rows R_BYTES .. R_OUTPREV, per class
+    r_table: np.ndarray  # (n, 8) columns R_BYTES .. R_OUTPREV, per class (one cache line per request)
     t_need_group: np.ndarray  # (n_blocks, n_groups): class-local read request a block needs, or -1
     p_ptr: np.ndarray
-    pr_table: np.ndarray  # (8, n) per port
+    pr_table: np.ndarray  # (n, 8) per port
     t_need_port: np.ndarray  # (n_blocks, n_ports)
     macs: int
     ops_names: tuple[str, ...] = ALL_OPS
 
     # request rows (write: r_dep is the block whose result it stores; read: r_slot is the block whose issue end
     # frees the buffer slot it needs, r_outprev the port-local read max_outstanding before it; -1 when none)
-    r_bytes = property(lambda self: self.r_table[R_BYTES])
-    r_addr = property(lambda self: self.r_table[R_ADDR])
-    r_write = property(lambda self: self.r_table[R_WRITE])
-    r_dep = property(lambda self: self.r_table[R_DEP])
-    r_dep_off = property(lambda self: self.r_table[R_DEP_OFF])
-    r_slot = property(lambda self: self.r_table[R_SLOT])
-    r_slot_off = property(lambda self: self.r_table[R_SLOT_OFF])
-    r_outprev = property(lambda self: self.r_table[R_OUTPREV])
-    pr_bytes = property(lambda self: self.pr_table[R_BYTES])
-    pr_addr = property(lambda self: self.pr_table[R_ADDR])
-    pr_write = property(lambda self: self.pr_table[R_WRITE])
-    pr_dep = property(lambda self: self.pr_table[R_DEP])
-    pr_dep_off = property(lambda self: self.pr_table[R_DEP_OFF])
-    pr_slot = property(lambda self: self.pr_table[R_SLOT])
-    pr_slot_off = property(lambda self: self.pr_table[R_SLOT_OFF])
-    pr_outprev = property(lambda self: self.pr_table[R_OUTPREV])
+    r_bytes = property(lambda self: self.r_table[:, R_BYTES])
+    r_addr = property(lambda self: self.r_table[:, R_ADDR])
+    r_write = property(lambda self: self.r_table[:, R_WRITE])
+    r_dep = property(lambda self: self.r_table[:, R_DEP])
+    r_dep_off = property(lambda self: self.r_table[:, R_DEP_OFF])
+    r_slot = property(lambda self: self.r_table[:, R_SLOT])
+    r_slot_off = property(lambda self: self.r_table[:, R_SLOT_OFF])
+    r_outprev = property(lambda self: self.r_table[:, R_OUTPREV])
+    pr_bytes = property(lambda self: self.pr_table[:, R_BYTES])
+    pr_addr = property(lambda self: self.pr_table[:, R_ADDR])
+    pr_write = property(lambda self: self.pr_table[:, R_WRITE])
+    pr_dep = property(lambda self: self.pr_table[:, R_DEP])
+    pr_dep_off = property(lambda self: self.pr_table[:, R_DEP_OFF])
+    pr_slot = property(lambda self: self.pr_table[:, R_SLOT])
+    pr_slot_off = property(lambda self: self.pr_table[:, R_SLOT_OFF])
+    pr_outprev = property(lambda self: self.pr_table[:, R_OUTPREV])
 
     @property
     def n_ports(self) -> int:
@@ -485,8 +485,8 @@ def _expand_port(head: np.ndarray, layer: np.ndarray, tail: np.ndarray, base: np
     consumes. Returns the most reads one block consumes (must fit the port buffer)."""
     n_layers = len(base)
     k = 0
-    reads = np.empty(out.shape[1], dtype=np.int64)  # request index of each read, in order
-    cons = np.empty(out.shape[1], dtype=np.int64)  # consumer block of each read
+    reads = np.empty(out.shape[0], dtype=np.int64)  # request index of each read, in order
+    cons = np.empty(out.shape[0], dtype=np.int64)  # consumer block of each read
     nr = 0
     worst = 0
     run_block = -1
@@ -500,27 +500,27 @@ def _expand_port(head: np.ndarray, layer: np.ndarray, tail: np.ndarray, base: np
                 addr = src[i, 1]
                 if part == 1:
                     addr += j * (w_stride if src[i, 5] == 0 else kv_stride)
-                out[0, k] = src[i, 0]
-                out[1, k] = addr
-                out[2, k] = src[i, 2]
+                out[k, 0] = src[i, 0]
+                out[k, 1] = addr
+                out[k, 2] = src[i, 2]
                 blk = src[i, 3] + shift
                 if src[i, 2] == 1:  # write: stores the result of block blk
-                    out[3, k] = blk
-                    out[4, k] = src[i, 4]
-                    out[5, k] = -1
-                    out[6, k] = 0
-                    out[7, k] = -1
+                    out[k, 3] = blk
+                    out[k, 4] = src[i, 4]
+                    out[k, 5] = -1
+                    out[k, 6] = 0
+                    out[k, 7] = -1
                 else:
-                    out[3, k] = -1
-                    out[4, k] = 0
+                    out[k, 3] = -1
+                    out[k, 4] = 0
                     if nr >= buffer_depth:
                         b = cons[nr - buffer_depth]
-                        out[5, k] = b
-                        out[6, k] = cyc[b]
+                        out[k, 5] = b
+                        out[k, 6] = cyc[b]
                     else:
-                        out[5, k] = -1
-                        out[6, k] = 0
-                    out[7, k] = reads[nr - outstanding] - 0 if nr >= outstanding else -1
+                        out[k, 5] = -1
+                        out[k, 6] = 0
+                    out[k, 7] = reads[nr - outstanding] - 0 if nr >= outstanding else -1
                     reads[nr] = k
                     cons[nr] = blk
                     nr += 1
@@ -813,7 +813,7 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
         counts = [len(head.req_array(p)) + L * len(layer.req_array(p)) + len(tail.req_array(p)) for p in ports]
         ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         tot = int(ptr[-1])
-        out = np.empty((8, tot), dtype=np.int64)
+        out = np.empty((tot, 8), dtype=np.int64)
         need = np.full((n, len(ports)), NO, dtype=np.int64)
         for i, p in enumerate(ports):
             ei = int(port_eng[p])
@@ -821,7 +821,7 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
                                  layer.req_array(p) if len(layer.req_array(p)) else empty,
                                  tail.req_array(p) if len(tail.req_array(p)) else empty,
                                  base, tail_base, layer_w[ei], kv_stride, cyc, bufs[p], outs[p],
-                                 out[:, ptr[i]:ptr[i + 1]], need[:, i])
+                                 out[ptr[i]:ptr[i + 1]], need[:, i])
             e = design.engines[ei]
             if worst > e.buffer_depth:
                 raise DesignError(f"design '{design.name}': engine '{e.name}' needs {worst} requests of "

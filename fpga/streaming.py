@@ -47,11 +47,11 @@ EC_BUSY, EC_DRAIN, EC_IN, EC_MEM, EC_OUT, EC_DONE = range(6)
 
 # ============================================================================================== the kernel
 # per port class state (rows of gs) and per request times (rows of rt)
-GS_POS, GS_LAST_ISSUE, GS_PREV_LAND, GS_PORT_BYTES, GS_ENG = range(5)
+GS_POS, GS_LAST_ISSUE, GS_PREV_LAND, GS_PORT_BYTES, GS_ENG, GS_PORT_SHIFT = range(6)
 RT_ISSUE, RT_LAND, RT_FIRST, RT_END = range(4)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray,
            rq: np.ndarray, rt: np.ndarray, st: np.ndarray) -> bool:
     """Issue port class g's requests in order, up to index ``limit`` (exclusive), while their conditions are
@@ -61,31 +61,32 @@ def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray,
     while gs[GS_POS, g] < limit:
         r = gs[GS_POS, g]
         ti = gs[GS_LAST_ISSUE, g] + 1
-        b = rq[R_SLOT, r]
+        b = rq[r, R_SLOT]
         if b >= 0:
             if start[b] < 0:
                 break
-            ti = max(ti, start[b] + rq[R_SLOT_OFF, r])
-        b = rq[R_DEP, r]
+            ti = max(ti, start[b] + rq[r, R_SLOT_OFF])
+        b = rq[r, R_DEP]
         if b >= 0:
             if start[b] < 0:
                 break
-            ti = max(ti, start[b] + rq[R_DEP_OFF, r])
-        o = rq[R_OUTPREV, r]
+            ti = max(ti, start[b] + rq[r, R_DEP_OFF])
+        o = rq[r, R_OUTPREV]
         if o >= 0:
-            ti = max(ti, rt[RT_LAND, g_ptr[g] + o])
-        rt[RT_ISSUE, r] = ti
+            ti = max(ti, rt[g_ptr[g] + o, RT_LAND])
+        rt[r, RT_ISSUE] = ti
         gs[GS_LAST_ISSUE, g] = ti
         arrival = hbm.kernel_to_axi(p, ti)
-        w = rq[R_WRITE, r]
-        f, en = hbm.channel_request_at(p, st, g, arrival, rq[R_ADDR, r], rq[R_BYTES, r], w)
-        rt[RT_FIRST, r] = f
-        rt[RT_END, r] = en
+        w = rq[r, R_WRITE]
+        f, en = hbm.channel_request_at(p, st, g, arrival, rq[r, R_ADDR], rq[r, R_BYTES], w)
+        rt[r, RT_FIRST] = f
+        rt[r, RT_END] = en
         if w:
-            rt[RT_LAND, r] = hbm.axi_to_kernel(p, en)
+            rt[r, RT_LAND] = hbm.axi_to_kernel(p, en)
         else:
-            land = hbm.read_landing(p, f, en, rq[R_BYTES, r], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g])
-            rt[RT_LAND, r] = land
+            land = hbm.read_landing(p, f, en, rq[r, R_BYTES], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g],
+                                    gs[GS_PORT_SHIFT, g])
+            rt[r, RT_LAND] = land
             gs[GS_PREV_LAND, g] = land
         gs[GS_POS, g] += 1
         moved = True
@@ -100,22 +101,29 @@ def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.n
     n = len(t_eng)
     n_e = len(e_lat)
     n_g = len(g_ptr) - 1
-    n_r = rq.shape[1]
+    n_r = rq.shape[0]
     start = np.full(n, -1, dtype=np.int64)
     cnt = np.zeros((n_e, 6), dtype=np.int64)
     e_pos = e_ptr[:-1].copy()
     e_issue_end = np.zeros(n_e, dtype=np.int64)
     e_done_at = np.zeros(n_e, dtype=np.int64)
-    gs = np.zeros((5, n_g), dtype=np.int64)
+    gs = np.zeros((6, n_g), dtype=np.int64)
     for g in range(n_g):
         gs[GS_POS, g] = g_ptr[g]
         gs[GS_LAST_ISSUE, g] = -1
         gs[GS_PORT_BYTES, g] = g_port_bytes[g]
         gs[GS_ENG, g] = g_eng[g]
+        pb = g_port_bytes[g]
+        gs[GS_PORT_SHIFT, g] = -1
+        if pb > 0 and pb & (pb - 1) == 0:
+            k = 0
+            while (1 << k) < pb:
+                k += 1
+            gs[GS_PORT_SHIFT, g] = k
     st = np.zeros((n_g, hbm.CS_N), dtype=np.int64)
     for g in range(n_g):
         st[g] = hbm.new_channel_state()
-    rt = np.full((4, n_r), -1, dtype=np.int64)
+    rt = np.full((n_r, 4), -1, dtype=np.int64)
     progress = True
     sweeps = 0
     while progress:
@@ -151,7 +159,7 @@ def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.n
                             if rr >= gs[GS_POS, g]:  # not issued yet
                                 ok = False
                                 break
-                            t_mem = max(t_mem, rt[RT_LAND, rr])
+                            t_mem = max(t_mem, rt[rr, RT_LAND])
                     if not ok:
                         break
                     cur = e_issue_end[e]
@@ -194,7 +202,8 @@ def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.n
         total = start[final_block] + t_cyc[final_block] + e_lat[t_eng[final_block]]
         for e in range(n_e):
             cnt[e, EC_DONE] = total - e_issue_end[e]
-    return status, total, start, cnt, rt[RT_ISSUE], rt[RT_LAND], rt[RT_FIRST], rt[RT_END], st, sweeps
+    return (status, total, start, cnt, rt[:, RT_ISSUE].copy(), rt[:, RT_LAND].copy(), rt[:, RT_FIRST].copy(),
+            rt[:, RT_END].copy(), st, sweeps)
 
 
 # ============================================================================================== results

@@ -15,7 +15,9 @@ from fpga.streaming import run_kernel
 from fpga.streaming_ref import run_reference
 from tests.streaming_gen import small_board, small_design, small_llm
 
-CHANNEL_SLOTS = [i for i in range(hbm.CS_N) if i not in (hbm.CS_OPEN_ROW, hbm.CS_CLOSED_AT)]
+# the open row, the closed-at cycle and the refresh-window cache describe the channel after its last burst; the
+# reference keeps stepping past it, so only the traffic counters, bus and direction are compared
+CHANNEL_SLOTS = [i for i in range(hbm.CS_N) if i not in (hbm.CS_OPEN_ROW, hbm.CS_CLOSED_AT, hbm.CS_NEXT_WS)]
 
 
 def assert_equivalent(design, board, llm, ctx: int, with_lm_head: bool = True) -> int:  # type: ignore[no-untyped-def]
