@@ -212,26 +212,6 @@ def burst_start(p: np.ndarray, st: np.ndarray, arrival: int, row: int, dur: int,
     return burst_start_at(p, st.reshape(1, CS_N), 0, arrival, row, dur, is_write)
 
 
-@njit(cache=True)
-def burst_shape(p: np.ndarray, addr: int, nbytes: int, i: int) -> tuple[int, int, int]:
-    """(first granule address, beats, commands) of AXI3 burst ``i`` of a request; beats == 0 past its end."""
-    g = p[HP_GRANULE]
-    gsh = p[HP_G_SHIFT]
-    g0 = div_by(addr, g, gsh)
-    g1 = div_by(addr + nbytes + g - 1, g, gsh)
-    rpg = p[HP_ROW_BYTES] // g if p[HP_ROW_SHIFT] >= 0 else 0  # granules per row
-    b0 = g0 + i * p[HP_BURST_BEATS]
-    b1 = min(g1, b0 + p[HP_BURST_BEATS])
-    beats = b1 - b0 if b1 > b0 else 0
-    cmds = 2 if addr % g != 0 else 1
-    return b0 * g, beats, cmds
-
-
-@njit(cache=True)
-def burst_duration(p: np.ndarray, beats: int, cmds: int) -> int:
-    return max(beats, cmds * p[HP_CMD])
-
-
 @njit(cache=True, inline="always")
 def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr: int, nbytes: int,
                        is_write: int) -> tuple[int, int]:

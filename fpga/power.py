@@ -3,7 +3,7 @@
 ``P = P_static(board) + k_fabric x f_MHz x sum_engines activity_e x (c . resources_e) + e_bit x 8 x HBM bytes/s``
 
 * ``P_static``: the card with its bitstream loaded and idle (HBM refreshed, PHYs up, fans). U280: 37.3 W, the
-  floor of the on-board power log of FlexLLM (calibration/measurements/flexllm_u280_llama32_1b_power_log.csv,
+  floor of the on-board power log of FlexLLM (fpga/data/flexllm_u280_llama32_1b_power_log.csv,
   xbutil electrical report; 37.3-59.8 W over 51 samples). V80: no measurement; 45 W [estimate: larger card, two
   HBM2e stacks, more transceivers].
 * Fabric dynamic power per MHz at full activity, per resource (``COEFF_UW_PER_MHZ``): DSP 3.0, LUT 0.03, FF 0.006,
@@ -27,8 +27,7 @@ from fpga.design import StreamingDesign
 from fpga.resources import estimate
 from hwmodel.engine import Phase
 
-POWER_LOG = Path(__file__).resolve().parent.parent / "calibration" / "measurements" / \
-    "flexllm_u280_llama32_1b_power_log.csv"
+POWER_LOG = Path(__file__).resolve().parent / "data" / "flexllm_u280_llama32_1b_power_log.csv"
 STATIC_W = {"u280": 37.3, "v80": 45.0}
 STATIC_SOURCE = {"u280": "floor of the FlexLLM U280 power log (xbutil, 51 samples) [measured]",
                  "v80": "no measurement; larger card with two HBM2e stacks [estimate]"}

@@ -22,7 +22,6 @@ give identical block start cycles, request times and counters.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from fpga.design import (ALL_OPS, DesignError, StreamingDesign, check_structure,
 from fpga.program import (R_ADDR, R_BYTES, R_DEP, R_DEP_OFF, R_OUTPREV, R_SLOT, R_SLOT_OFF, R_WRITE, Program,
                           compile_token)
 from hwmodel.engine import Phase
-from hwmodel.specs import BoardSpec, LlmSpec, library
+from hwmodel.specs import BoardSpec, LlmSpec
 
 __all__ = ["StreamingDesign", "TokenResult", "StreamingEngine", "load_design", "simulate_token", "validate_design",
            "design_names", "ENGINE_COUNTERS"]
@@ -387,11 +386,6 @@ def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) 
                 f"'{board.name}'")
 
 
-@functools.lru_cache(maxsize=4096)
-def _compiled(design: StreamingDesign, ctx: int, with_lm_head: bool) -> Program:
-    return compile_token(design, design.board_spec(), design.llm_spec(), ctx, with_lm_head)
-
-
 def simulate_token(design: StreamingDesign | str | Path, ctx: int, clock_hz: float | None = None,
                    with_lm_head: bool = True) -> TokenResult:
     """Simulate decoding one token after ``ctx`` cached tokens (fast engine). ``clock_hz`` overrides the design's
@@ -488,11 +482,3 @@ class StreamingEngine:
     @property
     def memo_size(self) -> int:
         return len(self._memo)
-
-
-def builtin_engine(name: str) -> StreamingEngine:
-    return StreamingEngine(load_design(name))
-
-
-def board_of(design: StreamingDesign) -> BoardSpec:
-    return library().board(design.board)
