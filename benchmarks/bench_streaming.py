@@ -90,18 +90,19 @@ def bench_cover(quick: bool) -> None:
 
 
 def bench_llama(quick: bool) -> None:
-    d = load_design("flexllm-u280")
-    d = dataclasses.replace(d, name="llama2-7b-w4-u280", llm="llama2-7b", max_ctx=2048).with_engine("linear",
-                                                                                                  ports=32)
-    eng = StreamingEngine(d)
-    eng.token(1)
+    base = load_design("flexllm-u280")
+    base = dataclasses.replace(base, name="llama2-7b-w4-u280", llm="llama2-7b", max_ctx=2048)
     print("[4] LLaMA2-7B-sized token (W4A4, int8 KV, 32 x 512-bit ports on U280, 300 MHz), fresh:")
-    for ctx in ((1024,) if quick else (0, 1024, 2047)):
-        t = time.perf_counter()
-        res = eng.token(ctx)
-        host = time.perf_counter() - t
-        print(f"    ctx {ctx:5d}: modelled {res.seconds * 1e3:6.2f} ms, host {host * 1e3:6.2f} ms "
-              f"(host / modelled = {host / res.seconds:.2f})")
+    for burst in (4096, 16384):
+        d = base.with_engine("linear", ports=32, burst_bytes=burst)
+        eng = StreamingEngine(d)
+        eng.token(1)
+        for ctx in ((1024,) if quick else (0, 1024, 2047)):
+            t = time.perf_counter()
+            res = eng.token(ctx)
+            host = time.perf_counter() - t
+            print(f"    {burst // 1024:2d} KB requests, ctx {ctx:5d}: modelled {res.seconds * 1e3:6.2f} ms, "
+                  f"host {host * 1e3:6.2f} ms (host / modelled = {host / res.seconds:.2f})")
 
 
 def main() -> None:

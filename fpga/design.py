@@ -56,7 +56,9 @@ class EngineSpec:
     lanes: int = plain(doc="MACs per cycle (matrix-vector, attention) or elements per cycle (vector operators)")
     ports: int = plain(default=0, doc="HBM ports, each bound to its own pseudo-channel")
     port_width_bits: int = plain(default=512, check=_width, unit="bit", doc="kernel-side AXI data width")
-    burst_bytes: int = plain(default=4096, unit="B", doc="bytes of one read request (an AXI4 burst, <= 4 KB)")
+    burst_bytes: int = plain(default=4096, unit="B",
+                             doc="bytes of one read request: an HLS m_axi burst (<= 64 KB), which the adapter and "
+                                 "the controller split into AXI4 (4 KB) and AXI3 (16-beat) bursts")
     buffer_depth: int = plain(default=4, doc="read buffer of each port, in requests (prefetch depth)")
     max_outstanding: int = plain(default=4, doc="read requests in flight per port")
     pipeline_latency_cycles: int = plain(default=16, check=_non_negative, unit="cycles",
@@ -169,8 +171,8 @@ def _problems(d: StreamingDesign) -> Iterator[str]:
                 yield f"engine '{e.name}': buffer_depth (port FIFO depth) must be >= 1, got {e.buffer_depth}"
             if e.max_outstanding < 1:
                 yield f"engine '{e.name}': max_outstanding must be >= 1, got {e.max_outstanding}"
-            if not 32 <= e.burst_bytes <= 4096 or e.burst_bytes % 32:
-                yield f"engine '{e.name}': burst_bytes must be a multiple of 32 in [32, 4096], got {e.burst_bytes}"
+            if not 32 <= e.burst_bytes <= 65536 or e.burst_bytes % 32:
+                yield f"engine '{e.name}': burst_bytes must be a multiple of 32 in [32, 65536], got {e.burst_bytes}"
     missing = [op for op in ALL_OPS if op not in seen]
     if missing:
         yield f"operators not mapped to any engine: {', '.join(missing)}"

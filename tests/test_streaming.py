@@ -163,3 +163,29 @@ def test_design_toml_errors_name_file_and_field(tmp_path: Path) -> None:
         load_design(bad)
     with pytest.raises(HwmodelError, match="unknown streaming design 'nope'"):
         load_design("nope")
+
+
+def test_cli_decode_profile_and_errors(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from hwmodel.cli import main
+
+    run = CliRunner().invoke
+    r = run(main, ["fpga", "decode", "--design", "draft-u280", "--ctx", "64", "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["ctx"] == 64 and data["seconds"] == pytest.approx(data["cycles"] / 300e6)
+    assert 0 < data["hbm_utilization"] < 1
+    r = run(main, ["fpga", "decode", "--design", "draft-u280", "--ctx-range", "0:256:128", "--freq-mhz", "200",
+                   "--json"])
+    rows = json.loads(r.output)
+    assert [row["ctx"] for row in rows] == [0, 128, 256] and all(row["clock_mhz"] == 200 for row in rows)
+    r = run(main, ["fpga", "profile-hbm", "--fit", "--json"])
+    assert abs(json.loads(r.output)["relative_error"]) < 0.005
+    r = run(main, ["fpga", "decode", "--design", "draft-u280", "--ctx", "9999"])
+    assert r.exit_code == 2 and "Error: design 'draft-u280': ctx 9999 exceeds" in r.output
+    r = run(main, ["reproduce", "--out", str(tmp_path), "streaming"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "streaming" / "clock_sweep.csv").exists()
