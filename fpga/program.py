@@ -608,10 +608,11 @@ def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_
 class _Layer:
     """One decoder layer as arrays (pre + attention + post), with the same interface the linker uses."""
 
-    def __init__(self, arrs: dict[str, np.ndarray], reqs: list[np.ndarray], x_in: _Vec, x_out: np.ndarray,
+    def __init__(self, arrs: dict[str, np.ndarray], reqs: Any, x_in: _Vec, x_out: np.ndarray,
                  att_key: list[bytes]) -> None:
         self._arrs = arrs
-        self._reqs = reqs
+        self._make_reqs = reqs  # port -> request array, built on demand (only class representatives need one)
+        self._reqs: dict[int, np.ndarray] = {}
         self.x_in = x_in
         self.x_out = x_out
         self.att_key = att_key
@@ -620,10 +621,9 @@ class _Layer:
         return self._arrs
 
     def req_array(self, port: int) -> np.ndarray:
+        if port not in self._reqs:
+            self._reqs[port] = self._make_reqs(port)
         return self._reqs[port]
-
-    def has_reqs(self, port: int) -> bool:
-        return len(self._reqs[port]) > 0
 
 
 def kv_region_bytes(design: StreamingDesign, llm: LlmSpec, board: BoardSpec) -> int:
@@ -716,9 +716,7 @@ def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base
     arrs = {key: np.concatenate([pr[key], att[key], po[key]]) for key in ("eng", "cyc", "drain", "op")}
     for key, post_val in (("dkind", dkind), ("didx", didx), ("doff", doff)):
         arrs[key] = np.concatenate([pr[key], att[key], post_val])
-    reqs = []
-    att_key = []
-    for p in range(c.n_ports):
+    def port_reqs(p: int) -> np.ndarray:
         parts = []
         if pre.reqs[p]:
             parts.append(pre.req_array(p))
@@ -728,10 +726,11 @@ def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base
             q = st.post.req_array(p).copy()
             q[:, 3] += shift
             parts.append(q)
-        reqs.append(np.concatenate(parts) if parts else np.zeros((0, 6), np.int64))
-        att_key.append(att_reqs[p].tobytes())
+        return np.concatenate(parts) if parts else np.zeros((0, 6), np.int64)
+
+    att_key = [a.tobytes() for a in att_reqs]
     x_out = np.array([idx for _k, idx, _c in st.post_x.entries], dtype=np.int64) + shift
-    return _Layer(arrs, reqs, pre.x_in, x_out, att_key), macs  # type: ignore[attr-defined]
+    return _Layer(arrs, port_reqs, pre.x_in, x_out, att_key), macs  # type: ignore[attr-defined]
 
 
 def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: int, kv_stride: int, macs: int,

@@ -293,10 +293,16 @@ def _op_tables(prog: Program, start: np.ndarray) -> tuple[dict[str, int], dict[s
 def _channels(design: StreamingDesign, board: BoardSpec, prog: Program, st: np.ndarray, seconds: float,
               per_port_states: np.ndarray | None = None) -> tuple[dict[str, Any], ...]:
     peak = hbm.channel_peak_bytes_per_s(board)
+    per_class: dict[int, dict[str, Any]] = {}
     rows = []
     for port in range(prog.n_ports):
-        s = per_port_states[port] if per_port_states is not None else st[prog.port_group[port]]
-        c = hbm.channel_counters(s)
+        if per_port_states is not None:
+            s = per_port_states[port]
+        else:
+            g = int(prog.port_group[port])
+            if g not in per_class:
+                per_class[g] = hbm.channel_counters(st[g])
+        c = hbm.channel_counters(s) if per_port_states is not None else per_class[g]
         moved = c["read_bytes"] + c["write_bytes"]
         rows.append({"port": port, "engine": design.engines[int(prog.port_eng[port])].name, **c,
                      "bw_bytes_per_s": moved / seconds, "utilization": moved / seconds / peak})
