@@ -376,14 +376,19 @@ def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) 
     pseudo-channels those ports use."""
     from fpga.program import _static_parts, kv_region_bytes
 
-    total_w = _static_parts(design, board, llm, True).total_w
+    total_w = list(_static_parts(design, board, llm, True).total_w)
     pc_bytes = board.hbm.pc_capacity_bytes // board.hbm.ports_per_pc
     a = design.engines.index(design.engine_of("attention"))
     kv = kv_region_bytes(design, llm, board) * 2 * llm.kv_heads * llm.layers
+    if not llm.tied_embeddings:  # an untied embedding table is stored too (one row is read per token)
+        emb = design.engines.index(design.engine_of("embed"))
+        total_w[emb] += -(-llm.embedding_params * design.weight_bits // 8 // design.engines[emb].ports)
     for i, e in enumerate(design.engines):
         if not e.ports:
             continue
-        need = total_w[i] + (((-(-total_w[i] // (1 << 20))) << 20) - total_w[i] + kv if i == a else 0)
+        need = total_w[i]
+        if i == a:  # the KV cache starts at the next MiB after the weights
+            need = (-(-need // (1 << 20)) << 20) + kv
         if need > pc_bytes:
             raise DesignError(
                 f"design '{design.name}': {llm.name} does not fit HBM: engine '{e.name}' needs {need / 2**20:.0f} MiB "
