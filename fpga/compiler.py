@@ -102,9 +102,9 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
     llm = llm or design.llm_spec
     board = design.board_spec
     C = design.datamover.channels
-    if C > board.hbm.pseudo_channels:
-        raise HwmodelError(f"design '{design.name}': datamover.channels {C} exceeds the {board.hbm.pseudo_channels} "
-                           f"pseudo-channels of {board.name}")
+    if C > board.hbm.axi_ports:
+        raise HwmodelError(f"design '{design.name}': datamover.channels {C} exceeds the {board.hbm.axi_ports} "
+                           f"HBM ports of {board.name}")
     cursor = 0
     quantized = design.weight_bits < 16
 
@@ -150,11 +150,11 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
         cursor = _align(cursor + kv_rows_ch * kv_row, _ALIGN_BYTES)
     stride = _align(cursor, _LAYER_ALIGN_BYTES)
     used = layer_base + llm.layers * stride
-    cap = board.hbm.pc_capacity_bytes
+    cap = board.hbm.capacity_bytes // C  # each channel's share of the HBM (ports sharing a PC split it)
     if used > cap:
         raise HwmodelError(f"design '{design.name}': {llm.name} at W{design.weight_bits}/KV{design.kv_bits} with a "
-                           f"{llm.max_position}-token KV cache needs {used / 2**20:.0f} MiB per pseudo-channel; "
-                           f"{board.name} has {cap / 2**20:.0f} MiB")
+                           f"{llm.max_position}-token KV cache needs {used / 2**20:.0f} MiB per channel; "
+                           f"{board.name} gives each of its {C} channels {cap / 2**20:.0f} MiB")
 
     def data_bytes(m: MatrixRegion) -> int:
         return m.out_features * (m.weight_row_bytes + m.meta_row_bytes_scale + m.meta_row_bytes_zero)
@@ -173,7 +173,7 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
 class _Ins:
     """One instruction before the dependency pass: its fields plus the resources it reads and writes."""
 
-    row: np.ndarray
+    row: list[int]
     reads: tuple[int, ...] = ()
     writes: tuple[int, ...] = ()
     partial: bool = False  # writes a disjoint part of its destination (MV tiles of one output)
@@ -186,7 +186,7 @@ class _Load:
 
     buf: int
     nbytes: int
-    row: np.ndarray
+    row: list[int]
     reads: tuple[int, ...] = ()
     res: int = -1  # resource id of its allocation once emitted
     note: tuple = ()
@@ -208,8 +208,10 @@ class _Ring:
         self.head = 0
         self.live: list[tuple[int, int, int, int]] = []  # (start, end, res, consumer step)
 
-    def reset(self) -> None:
-        self.head = 0
+    def new_run(self) -> None:
+        """A new run of steps (next layer): allocation continues where it stopped; everything already allocated
+        has had its consumer emitted."""
+        self.live = [(a[0], a[1], a[2], -1) for a in self.live]
 
     def place(self, nbytes: int) -> tuple[int, int]:
         if nbytes > self.capacity:
@@ -248,13 +250,13 @@ class _Emitter:
     def run_steps(self, steps: Sequence[_Step]) -> None:
         """Emit ``steps`` in order, hoisting each later load as early as its ring allows (prefetch)."""
         for ring in self.rings.values():
-            ring.reset()
+            ring.new_run()
         flat = [(j, ld) for j, st in enumerate(steps) for ld in st.loads]
         nxt = 0
         for j, step in enumerate(steps):
             while nxt < len(flat):
                 sj, ld = flat[nxt]
-                if sj > j and any(r in steps[i].fences for i in range(j, sj) for r in ld.reads):
+                if ld.reads and sj > j and any(r in steps[i].fences for i in range(j, sj) for r in ld.reads):
                     break  # a store between here and its consumer writes what this load reads
                 ring = self.rings[ld.buf]
                 start, end = ring.place(ld.nbytes)
@@ -271,18 +273,25 @@ class _Emitter:
                 self.emit(ins)
 
 
-def _row(op: int, tag: int = 0, **fields: int) -> np.ndarray:
-    r = isa.empty(1)[0]
+_FIELD_INDEX = {name: i for i, name in enumerate(isa.FIELD_NAMES)}
+_BLANK = [0] * isa.N_FIELDS
+for _f in isa.WAIT_FIELDS:
+    _BLANK[_f] = -1
+
+
+def _row(op: int, tag: int = 0, **fields: int) -> list[int]:
+    """One instruction as a list of its fields (rows are stacked into an array after the dependency pass)."""
+    r = list(_BLANK)
     r[isa.F_OP] = op
     r[isa.F_UNIT] = isa.OP_UNIT[op]
     r[isa.F_TAG] = tag
     for k, v in fields.items():
-        r[getattr(isa, "F_" + k.upper())] = v
+        r[_FIELD_INDEX[k]] = int(v)
     return r
 
 
 def _dm_row(op: int, buf: int, addr: int, rows: int, row_bytes: int, *, stride: int | None = None, ch0: int = 0,
-            nch: int, astride: int = 0, group: int = 0) -> np.ndarray:
+            nch: int, astride: int = 0, group: int = 0) -> list[int]:
     return _row(op, buf, addr=addr, astride=astride, rows=rows, row_bytes=row_bytes,
                 stride=row_bytes if stride is None else stride, ch0=ch0, nch=nch, group=group)
 
@@ -551,38 +560,40 @@ class Compiler:
 
     # ------------------------------------------------------------------ passes
     def _compile_pass(self, prior: int, new: int, logits: bool) -> tuple[list[Segment], list[list[tuple]]]:
-        """One pass (a decode step or a prefill block): prologue, the layers as repeated segments, epilogue.
+        """One pass (a decode step or a prefill block): prologue, every decoder layer, epilogue.
 
+        The buffer rings run on from one layer into the next (the next layer's first loads are placed after the
+        last ones of this layer), so consecutive layers may differ in their dependency fields; runs of layers whose
+        programs are identical up to the layer shift of their addresses become one repeated segment.
         Returns the segments and, per segment, the annotations of its context-dependent instructions."""
-        L = self.llm.layers
         stride = self.layout.layer_stride_bytes
-        n_body = min(L, 4)
         em = _Emitter(self.design)
         marks = []
         em.run_steps(self._prologue_steps(em, new))
         marks.append(len(em.out))
-        for layer in range(n_body):
+        for layer in range(self.llm.layers):
             em.run_steps(self._layer_steps(em, layer, stride, prior, new))
             marks.append(len(em.out))
         em.run_steps(self._epilogue_steps(em, logits))
         prog = _dependencies(em.out)
-        notes = [i.note for i in em.out]
         cuts = [0, *marks, len(prog)]
-        parts = [(prog[cuts[i]:cuts[i + 1]], notes[cuts[i]:cuts[i + 1]]) for i in range(len(cuts) - 1)]
-        prologue, bodies, epilogue = parts[0], parts[1:-1], parts[-1]
-        chosen = [(prologue, 1)]
-        if L <= 3:
-            chosen += [(b, 1) for b in bodies]
-        else:
-            # bodies[2] and bodies[3] must be identical up to the layer shift of their addresses
-            b2, b3 = bodies[2][0].copy(), bodies[3][0].copy()
-            b3[:, isa.F_ADDR] -= b3[:, isa.F_ASTRIDE]
-            if not np.array_equal(b2, b3):
-                raise AssertionError("compiler: decoder-layer program is not periodic")  # a compiler bug
-            _check_reach(epilogue[0], bodies[3][0])
-            chosen += [(bodies[0], 1), (bodies[1], 1), (bodies[2], L - 2)]
-        chosen.append((epilogue, 1))
-        return [Segment(a, r) for (a, _n), r in chosen], [n for (_a, n), _r in chosen]
+        parts = [(prog[cuts[i]:cuts[i + 1]], [(j - cuts[i], em.out[j].note) for j in range(cuts[i], cuts[i + 1])
+                                                if em.out[j].note]) for i in range(len(cuts) - 1)]
+        segs: list[Segment] = [Segment(parts[0][0], 1)]
+        seg_notes = [parts[0][1]]
+        for body, note in parts[1:-1]:
+            last = segs[-1]
+            if len(segs) > 1 and last.instrs.shape == body.shape:
+                shifted = body.copy()
+                shifted[:, isa.F_ADDR] -= last.reps * shifted[:, isa.F_ASTRIDE]
+                if np.array_equal(shifted, last.instrs):
+                    segs[-1] = Segment(last.instrs, last.reps + 1)
+                    continue
+            segs.append(Segment(body, 1))
+            seg_notes.append(note)
+        segs.append(Segment(parts[-1][0], 1))
+        seg_notes.append(parts[-1][1])
+        return segs, seg_notes
 
     def _pass(self, prior: int, new: int, logits: bool) -> list[Segment]:
         """The segments of one pass at ``prior`` cached tokens: a cached template with its context fields patched."""
@@ -595,12 +606,13 @@ class Compiler:
     _FIELD = {"addr": isa.F_ADDR, "rows": isa.F_ROWS, "row_bytes": isa.F_ROW_BYTES, "ch0": isa.F_CH0,
               "nch": isa.F_NCH}
 
-    def _patch(self, instrs: np.ndarray, notes: list[tuple], prior: int, new: int) -> np.ndarray:
+    def _patch(self, instrs: np.ndarray, notes: list[tuple[int, tuple]], prior: int, new: int) -> np.ndarray:
+        if not notes:
+            return instrs
         out = instrs.copy()
-        for i, note in enumerate(notes):
-            if note:
-                for name, value in self._ctx_fields(note, prior, new).items():
-                    out[i, self._FIELD[name]] = value
+        for i, note in notes:
+            for name, value in self._ctx_fields(note, prior, new).items():
+                out[i, self._FIELD[name]] = value
         return out
 
     def decode_program(self, ctx: int) -> Program:
@@ -634,47 +646,56 @@ class Compiler:
                                f"{self.llm.max_position}")
 
 
-def _check_reach(epilogue: np.ndarray, last_body: np.ndarray) -> None:
-    """The epilogue's dependencies must stay within the last (periodic) layer, whatever the layer count."""
-    for u, f in enumerate(isa.WAIT_FIELDS):
-        n_last = int(np.sum(last_body[:, isa.F_UNIT] == u))
-        pos = 0  # unit-u instructions of the epilogue before this one
-        for row in epilogue:
-            lag = int(row[f])
-            if lag >= 0 and lag + 1 > pos + n_last:
-                raise AssertionError("compiler: epilogue depends on more than the last layer")  # a compiler bug
-            pos += int(row[isa.F_UNIT] == u)
-
-
 def _dependencies(ins: list[_Ins]) -> np.ndarray:
-    """Scoreboard fields from resource reads/writes (RAW, WAR, WAW), as relative per-unit lags (see fpga.isa)."""
-    prog = np.stack([i.row for i in ins]) if ins else isa.empty(0)
-    pos = [0] * isa.N_UNITS
-    last_writer: dict[int, tuple[int, int, bool]] = {}
-    readers: dict[int, dict[int, int]] = {}
-    for i, it in enumerate(ins):
-        u = int(it.row[isa.F_UNIT])
-        need = [0] * isa.N_UNITS
+    """Scoreboard fields from resource reads/writes (RAW, WAR, WAW), as relative per-unit lags (see fpga.isa).
+
+    For each resource: its last writer (unit, unit position, partial) and, per unit, the last reader since that
+    write. A reader waits for the last writer (RAW); a writer waits for the readers since the last write (WAR) and
+    for the last writer (WAW) unless both write disjoint parts from the same in-order unit."""
+    n_res = 1 + max((r for it in ins for r in (*it.reads, *it.writes)), default=0)
+    w_unit = [-1] * n_res
+    w_pos = [0] * n_res
+    w_part = [False] * n_res
+    rd = [[-1, -1, -1] for _ in range(n_res)]  # last reader position per unit since the last write
+    pos = [0, 0, 0]
+    wait_fields = isa.WAIT_FIELDS
+    for it in ins:
+        u = it.row[isa.F_UNIT]
+        n0 = n1 = n2 = 0
         for r in it.reads:
-            w = last_writer.get(r)
-            if w is not None:
-                need[w[0]] = max(need[w[0]], w[1] + 1)
+            wu = w_unit[r]
+            if wu == 0:
+                n0 = max(n0, w_pos[r] + 1)
+            elif wu == 1:
+                n1 = max(n1, w_pos[r] + 1)
+            elif wu == 2:
+                n2 = max(n2, w_pos[r] + 1)
         for r in it.writes:
-            for v, j in readers.get(r, {}).items():
-                need[v] = max(need[v], j + 1)
-            w = last_writer.get(r)
-            if w is not None and not (it.partial and w[2] and w[0] == u):
-                need[w[0]] = max(need[w[0]], w[1] + 1)
+            a = rd[r]
+            n0, n1, n2 = max(n0, a[0] + 1), max(n1, a[1] + 1), max(n2, a[2] + 1)
+            wu = w_unit[r]
+            if wu >= 0 and not (it.partial and w_part[r] and wu == u):
+                if wu == 0:
+                    n0 = max(n0, w_pos[r] + 1)
+                elif wu == 1:
+                    n1 = max(n1, w_pos[r] + 1)
+                else:
+                    n2 = max(n2, w_pos[r] + 1)
         if u < isa.N_UNITS:
-            for v in range(isa.N_UNITS):
-                prog[i, isa.WAIT_FIELDS[v]] = pos[v] - need[v] if need[v] > 0 else -1
+            row = it.row
+            row[wait_fields[0]] = pos[0] - n0 if n0 > 0 else -1
+            row[wait_fields[1]] = pos[1] - n1 if n1 > 0 else -1
+            row[wait_fields[2]] = pos[2] - n2 if n2 > 0 else -1
+            p = pos[u]
             for r in it.reads:
-                readers.setdefault(r, {})[u] = pos[u]
+                rd[r][u] = p
             for r in it.writes:
-                last_writer[r] = (u, pos[u], it.partial)
-                readers[r] = {}
-            pos[u] += 1
-    return prog
+                w_unit[r] = u
+                w_pos[r] = p
+                w_part[r] = it.partial
+                rd[r] = [-1, -1, -1]
+            pos[u] = p + 1
+    return np.array([it.row for it in ins], dtype=np.int64) if ins else isa.empty(0)
 
 
 # ================================================================================================ queries
@@ -723,3 +744,14 @@ def _cached_compiler(design: InstructionDesign, k: int) -> Compiler:
 def compiler_for(design: InstructionDesign, k: int | None = None) -> Compiler:
     """A (cached) compiler for ``design`` at prefetch ratio ``k`` (default: the design's)."""
     return _cached_compiler(design, design.prefetch_ratio if k is None else int(k))
+
+
+def load_stream_program(design: InstructionDesign, access_bytes: int, n_loads: int) -> Program:
+    """``n_loads`` independent LD instructions that each read ``access_bytes`` from every channel, sequential
+    addresses, then SYNC: the datamover path alone, for the access-size profile (`hwmodel fpga profile-hbm`)."""
+    if access_bytes < 1 or n_loads < 1:
+        raise HwmodelError(f"access size and load count must be positive, got {access_bytes} B x {n_loads}")
+    C = design.datamover.channels
+    rows = [_dm_row(isa.OP_LD, isa.BUF_WEIGHT, i * access_bytes, C, access_bytes, nch=C) for i in range(n_loads)]
+    prog = np.array([*rows, _row(isa.OP_SYNC)], dtype=np.int64)
+    return Program((Segment(prog, 1),))

@@ -85,7 +85,8 @@ class DatamoverSpec:
 class SchedulerSpec:
     """In-order instruction scheduler: fetch/decode/issue cost, per-unit instruction queues."""
 
-    issue_cycles: int = sourced(check=positive, unit="cycles", doc="scheduler occupancy per instruction")
+    issue_cycles: int = sourced(check=non_negative, unit="cycles",
+                                doc="scheduler occupancy per instruction (0: no issue limit)")
     unit_queue_depth: int = sourced(check=positive, doc="instructions waiting per unit (DM, MPE, SFU)")
 
 

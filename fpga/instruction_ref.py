@@ -155,8 +155,8 @@ class ReferenceMachine:
                         self.counters["sfu_busy_cycles"] += dur
                     u.free_at = now + dur
                     u.in_flight.append(rec)
-            # 6. scheduler
-            if pc < len(prog) and sched_ready <= now:
+            # 6. scheduler (any number of instructions per cycle when issue_cycles is 0)
+            while pc < len(prog) and sched_ready <= now:
                 row = prog[pc]
                 go = False
                 if row[isa.F_OP] == isa.OP_SYNC:
@@ -171,10 +171,11 @@ class ReferenceMachine:
                         unit.issued += 1
                         self.counters[("dm_instructions", "mpe_instructions", "sfu_instructions")[ui]] += 1
                         go = True
-                if go:
-                    self.counters["instructions"] += 1
-                    sched_ready = now + d.scheduler.issue_cycles
-                    pc += 1
+                if not go:
+                    break
+                self.counters["instructions"] += 1
+                sched_ready = now + d.scheduler.issue_cycles
+                pc += 1
             if pc == len(prog) and all(u.retired == u.issued for u in self.units):
                 break
             now += 1

@@ -2,7 +2,8 @@
 
 The machine (kernel clock; the HBM pseudo-channels run in their own AXI clock domain, :mod:`fpga.hbm`):
 
-* **Scheduler.** Fetches, decodes and issues instructions in program order, one every ``issue_cycles``. An
+* **Scheduler.** Fetches, decodes and issues instructions in program order, one every ``issue_cycles`` (any
+  number per cycle when it is 0). An
   instruction is dispatched into its unit's queue (``unit_queue_depth`` entries); a full queue stalls issue.
   ``SYNC`` stalls issue until every issued instruction has retired.
 * **Scoreboard.** Each unit retires its instructions in order. An instruction starts only when every unit ``u`` has
@@ -94,15 +95,17 @@ def _needs_met(need: np.ndarray, retired: np.ndarray) -> bool:
 @njit(cache=True)
 def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, ep: np.ndarray, hp: np.ndarray,
                 ch_cls: np.ndarray, cls_rep: np.ndarray, cls_size: np.ndarray, hst: np.ndarray,
-                counters: np.ndarray) -> int:
+                counters: np.ndarray, trace: np.ndarray) -> int:
     """Execute a program (segments of instructions, each repeated ``seg_reps`` times) to completion.
 
     Channels are simulated per *class*: channels that receive identical request streams (``ch_cls[c]``, see
     :func:`channel_classes`) follow identical trajectories, so only the representative ``cls_rep[k]`` of each class
     is simulated and its traffic counted ``cls_size[k]`` times. ``hst`` holds one HBM channel state row per class
     (:func:`fpga.hbm.new_channel_state`), updated in place; ``counters`` (``CT_N`` int64) receives the totals.
-    Returns 0, or -1 on a deadlock (a program bug).
+    ``trace`` (int64, shape (3, n, 4)) receives, for the first ``n`` instructions of each unit, (flat row, repetition,
+    start cycle, end cycle); pass shape (3, 0, 4) for no trace. Returns 0, or -1 on a deadlock (a program bug).
     """
+    n_trace = trace.shape[1]
     NCH_ALL = ep[EP_CH]
     C = cls_rep.shape[0]
     RQ = ep[EP_RQ_DEPTH]
@@ -153,7 +156,10 @@ def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, e
             k = 0
             while k < fl_count[c]:
                 if fl_land[c, k] <= now:
-                    dm_pend[fl_seq[c, k] & _MASK] -= 1
+                    q = fl_seq[c, k]
+                    dm_pend[q & _MASK] -= 1
+                    if q < n_trace and dm_pend[q & _MASK] == 0:
+                        trace[0, q, 3] = now
                     last = fl_count[c] - 1
                     fl_seq[c, k] = fl_seq[c, last]
                     fl_land[c, k] = fl_land[c, last]
@@ -238,6 +244,11 @@ def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, e
                         rq_count[c] += 1
                         npend += 1
                     dm_pend[sl] = npend
+                    if started[0] < n_trace:
+                        trace[0, started[0], 0] = r
+                        trace[0, started[0], 1] = u_rep[0, sl]
+                        trace[0, started[0], 2] = now
+                        trace[0, started[0], 3] = now
                     started[0] += 1
                     progress = True
 
@@ -252,6 +263,11 @@ def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, e
                 u_done[1, sl] = now + dur + ep[EP_MPE_PIPE]
                 counters[CT_MPE_BUSY] += dur
                 counters[CT_MACS] += prog[r, isa.F_ROWS] * prog[r, isa.F_COLS] * prog[r, isa.F_TOKENS]
+                if started[1] < n_trace:
+                    trace[1, started[1], 0] = r
+                    trace[1, started[1], 1] = u_rep[1, sl]
+                    trace[1, started[1], 2] = now
+                    trace[1, started[1], 3] = now + dur
                 started[1] += 1
                 progress = True
 
@@ -264,11 +280,16 @@ def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, e
                 sfu_free = now + dur
                 u_done[2, sl] = now + dur + ep[EP_SFU_PIPE]
                 counters[CT_SFU_BUSY] += dur
+                if started[2] < n_trace:
+                    trace[2, started[2], 0] = r
+                    trace[2, started[2], 1] = u_rep[2, sl]
+                    trace[2, started[2], 2] = now
+                    trace[2, started[2], 3] = now + dur
                 started[2] += 1
                 progress = True
 
-        # ---- 6. scheduler: fetch / decode / issue one instruction
-        if not done_issuing and sched_ready <= now:
+        # ---- 6. scheduler: fetch / decode / issue (one instruction per issue_cycles; any number when it is 0)
+        while not done_issuing and sched_ready <= now:
             r = seg_start[seg] + idx
             op = prog[r, isa.F_OP]
             go = False
@@ -286,20 +307,21 @@ def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, e
                     issued[u] += 1
                     counters[CT_DM_INSTR + u] += 1
                     go = True
-            if go:
-                counters[CT_INSTR] += 1
-                sched_ready = now + ep[EP_ISSUE]
-                progress = True
-                idx += 1
-                if idx == seg_start[seg + 1] - seg_start[seg]:
-                    idx = 0
-                    rep += 1
-                    if rep == seg_reps[seg]:
-                        rep = 0
+            if not go:
+                break
+            counters[CT_INSTR] += 1
+            sched_ready = now + ep[EP_ISSUE]
+            progress = True
+            idx += 1
+            if idx == seg_start[seg + 1] - seg_start[seg]:
+                idx = 0
+                rep += 1
+                if rep == seg_reps[seg]:
+                    rep = 0
+                    seg += 1
+                    while seg < n_seg and seg_reps[seg] == 0:
                         seg += 1
-                        while seg < n_seg and seg_reps[seg] == 0:
-                            seg += 1
-                        done_issuing = seg >= n_seg
+                    done_issuing = seg >= n_seg
 
         counters[CT_STEPS] += 1
         if done_issuing and retired[0] == issued[0] and retired[1] == issued[1] and retired[2] == issued[2]:
@@ -382,19 +404,23 @@ def channel_classes(prog: np.ndarray, channels: int) -> tuple[np.ndarray, np.nda
     return cls, rep, size
 
 
-def simulate_program(design, program) -> dict[str, int]:  # noqa: ANN001 (InstructionDesign, Program)
-    """Run ``program`` on ``design`` from an idle machine; the counters of :data:`COUNTER_NAMES` plus HBM totals."""
+def simulate_program(design, program, trace_instructions: int = 0):  # noqa: ANN001, ANN201
+    """Run ``program`` on ``design`` from an idle machine; the counters of :data:`COUNTER_NAMES` plus HBM totals.
+
+    With ``trace_instructions`` > 0, also returns the trace array of :func:`run_program` (``(counters, trace)``).
+    """
     flat, starts, reps = program.flat()
     C = design.datamover.channels
     cls, rep, size = channel_classes(flat, C)
     hp = hbm.hbm_params(design.board_spec, design.clock_hz)
     hst = new_hbm_state(rep.size)
     ct = np.zeros(CT_N, dtype=np.int64)
-    status = run_program(flat, starts, reps, engine_params(design), hp, cls, rep, size, hst, ct)
+    trace = np.full((3, trace_instructions, 4), -1, dtype=np.int64)
+    status = run_program(flat, starts, reps, engine_params(design), hp, cls, rep, size, hst, ct, trace)
     if status != 0:
         raise RuntimeError("instruction engine deadlocked: the program waits on an instruction that never runs")
     out = dict(zip(COUNTER_NAMES, (int(x) for x in ct)))
     out["channel_classes"] = int(rep.size)
     for name, slot in zip(hbm.CHANNEL_COUNTERS, hbm._COUNTER_SLOTS):  # noqa: SLF001
         out["hbm_" + name] = int(np.sum(hst[:, slot] * size))
-    return out
+    return (out, trace) if trace_instructions else out
