@@ -12,6 +12,7 @@ Built-in designs live in ``fpga/designs/*.toml``; :func:`load_design` takes a bu
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,6 +23,11 @@ from hwmodel.specs import BoardSpec, LlmSpec, library
 
 DESIGN_DIR = Path(__file__).resolve().parent / "designs"
 KIND = "instruction-design"
+#: The calibration family whose parameter file supplies the fields a design omits (see :func:`load_design`).
+CALIBRATION_FAMILY = "fpga-instruction"
+#: Design fields that come from the calibration when a design TOML omits them (dotted paths).
+CALIBRATED_FIELDS = ("datamover.request_latency_cycles", "datamover.outstanding", "scheduler.issue_cycles",
+                     "mpe.mv_overhead_cycles", "mpe.mm_efficiency")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -42,10 +48,11 @@ class MpeSpec:
     col_lanes: int = sourced(check=positive, doc="input columns (dot-product length) per cycle")
     pipeline_cycles: int = sourced(check=non_negative, unit="cycles",
                                    doc="latency from the last MAC to the result in the output buffer")
-    mv_overhead_cycles: int = sourced(check=non_negative, unit="cycles",
+    mv_overhead_cycles: int = sourced(check=non_negative, unit="cycles", default=None,
                                       doc="occupancy per MV/MM instruction beyond its MAC cycles (setup, "
-                                          "dequantization epilogue)")
-    mm_efficiency: float = sourced(check=fraction, doc="fraction of the MAC peak reached in MM (prefill) mode")
+                                          "dequantization epilogue); omitted: the calibrated value")
+    mm_efficiency: float = sourced(check=fraction, default=None,
+                                   doc="fraction of the MAC peak reached in MM (prefill) mode; omitted: calibrated")
 
     @property
     def mv_lanes(self) -> int:
@@ -72,9 +79,11 @@ class DatamoverSpec:
     port_width_bits: int = sourced(check=one_of(64, 128, 256, 512, 1024), unit="bit",
                                    doc="kernel-side data width per port (bytes per kernel cycle x 8)")
     request_queue_depth: int = sourced(check=positive, doc="requests waiting per channel")
-    outstanding: int = sourced(check=positive, doc="requests in flight per channel")
-    request_latency_cycles: int = sourced(check=non_negative, unit="cycles",
-                                          doc="datamover overhead per request before its first burst")
+    outstanding: int = sourced(check=positive, default=None,
+                               doc="requests in flight per channel; omitted: the calibrated value")
+    request_latency_cycles: int = sourced(check=non_negative, unit="cycles", default=None,
+                                          doc="datamover overhead per request before it reaches the HBM switch; "
+                                              "omitted: the calibrated value")
 
     @property
     def port_bytes_per_cycle(self) -> int:
@@ -85,8 +94,8 @@ class DatamoverSpec:
 class SchedulerSpec:
     """In-order instruction scheduler: fetch/decode/issue cost, per-unit instruction queues."""
 
-    issue_cycles: int = sourced(check=non_negative, unit="cycles",
-                                doc="scheduler occupancy per instruction (0: no issue limit)")
+    issue_cycles: int = sourced(check=non_negative, unit="cycles", default=None,
+                                doc="scheduler occupancy per instruction (0: no issue limit); omitted: calibrated")
     unit_queue_depth: int = sourced(check=positive, doc="instructions waiting per unit (DM, MPE, SFU)")
 
 
@@ -177,14 +186,42 @@ def _replace_dotted(obj: Any, parts: list[str], value: Any, dotted: str) -> Any:
         if not dataclasses.is_dataclass(current):
             raise HwmodelError(f"design field '{dotted}' is not a table")
         return dataclasses.replace(obj, **{parts[0]: _replace_dotted(current, parts[1:], value, dotted)})
-    if isinstance(current, bool) or not isinstance(current, (int, float)):
+    hint = typing.get_type_hints(type(obj))[parts[0]]
+    numeric = {int, float} & ({hint} | set(typing.get_args(hint)))
+    if not numeric or hint is bool:
         raise HwmodelError(f"design field '{dotted}' is not numeric")
-    new = int(round(value)) if isinstance(current, int) else float(value)
+    new = int(round(value)) if int in numeric else float(value)
     check = names[parts[0]].metadata.get("check")
     problem = check(new) if check else None
     if problem:
         raise HwmodelError(f"design field '{dotted}': expected {problem}, got {new!r}")
     return dataclasses.replace(obj, **{parts[0]: new})
+
+
+def _get_dotted(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def calibrated_values() -> dict[str, float]:
+    """The committed fitted and fixed values of the instruction-design calibration family."""
+    from calibration.params import load_values, params_path
+
+    return load_values(params_path(CALIBRATION_FAMILY))
+
+
+def _fill_calibrated(design: InstructionDesign, fields: list[str],
+                     values: Mapping[str, float] | None = None) -> InstructionDesign:
+    from calibration.params import params_path
+
+    values = calibrated_values() if values is None else values
+    absent = [f for f in fields if f not in values]
+    if absent:
+        raise SpecError(design.origin, absent[0], f"a value, or one in {params_path(CALIBRATION_FAMILY)}")
+    filled = design.with_params({f: values[f] for f in fields})
+    src = f"calibrated: {params_path(CALIBRATION_FAMILY).name} (`hwmodel calibrate --family {CALIBRATION_FAMILY}`)"
+    return dataclasses.replace(filled, sources={**design.sources, **{f: src for f in fields}})
 
 
 def _is_instruction_design(path: Path) -> bool:
@@ -199,14 +236,20 @@ def design_names() -> list[str]:
     return sorted(p.stem for p in DESIGN_DIR.glob("*.toml") if _is_instruction_design(p))
 
 
-def load_design(name_or_path: str | Path) -> InstructionDesign:
-    """A built-in design by name (``glitches-u280``) or a design TOML file by path; board and LLM must exist."""
+def load_design(name_or_path: str | Path, calibrated: Mapping[str, float] | None = None) -> InstructionDesign:
+    """A built-in design by name (``glitches-u280``) or a design TOML file by path; board and LLM must exist.
+
+    Fields a design omits among :data:`CALIBRATED_FIELDS` take the committed calibration
+    (``calibration/params/fpga-instruction.json``), or ``calibrated`` when given (the fit's trial values)."""
     path = Path(name_or_path)
     if not (path.suffix == ".toml" or path.exists()):
         path = DESIGN_DIR / f"{name_or_path}.toml"
         if not _is_instruction_design(path):
             raise UnknownNameError("instruction design", str(name_or_path), design_names())
     design = load_toml_as(InstructionDesign, path)
+    missing = [f for f in CALIBRATED_FIELDS if _get_dotted(design, f) is None]
+    if missing:
+        design = _fill_calibrated(design, missing, calibrated)
     lib = library()
     if design.board not in lib.names("fpga-board"):
         raise SpecError(path, "board", "an FPGA board spec name (" + ", ".join(lib.names("fpga-board")) + ")",

@@ -16,6 +16,7 @@ import numpy as np
 from fpga import hbm, isa
 from fpga.compiler import Program
 from fpga.instruction_design import InstructionDesign
+from fpga.instruction_sim import EFF_SCALE, mm_efficiency_ppb
 
 
 @dataclasses.dataclass
@@ -60,18 +61,21 @@ class ReferenceMachine:
         self.rq: list[deque[_Request]] = [deque() for _ in range(C)]
         self.flight: list[list[tuple[_Record, int]]] = [[] for _ in range(C)]
         self.last_land = [0] * C
+        self.mm_carry = 0
         self.counters = {name: 0 for name in ("cycles", "instructions", "dm_instructions", "mpe_instructions",
                                               "sfu_instructions", "mpe_busy_cycles", "sfu_busy_cycles",
                                               "read_bytes", "write_bytes", "requests", "macs")}
 
     # ---- durations
     def _mpe_cycles(self, row: np.ndarray) -> int:
+        """MAC cycles at full rate; MM at the sustained efficiency, fractions carried to the next MM."""
         m = self.d.mpe
         mac = (math.ceil(row[isa.F_TOKENS] / m.token_lanes) * math.ceil(row[isa.F_ROWS] / m.row_lanes)
                * math.ceil(row[isa.F_COLS] / m.col_lanes))
         if row[isa.F_OP] == isa.OP_MM:
-            ppm = max(1, int(round(m.mm_efficiency * 1_000_000)))
-            mac = -((-mac * 1_000_000) // ppm)
+            eff = mm_efficiency_ppb(m.mm_efficiency)
+            cycles, self.mm_carry = divmod(int(mac) * EFF_SCALE + self.mm_carry, eff)
+            mac = cycles
         return int(mac) + m.mv_overhead_cycles
 
     def _ready(self, rec: _Record) -> bool:

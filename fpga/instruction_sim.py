@@ -14,8 +14,10 @@ The machine (kernel clock; the HBM pseudo-channels run in their own AXI clock do
   request reaches the controller ``request_latency_cycles`` after it starts, is served by the HBM channel model,
   and a read has landed when the port has copied its last byte (``port_width_bits / 8`` bytes per kernel cycle).
   An LD/ST completes when all its requests have landed.
-* **MPE.** One MV/MM at a time, in order: ``ceil(tokens/T) * ceil(rows/R) * ceil(cols/C)`` MAC cycles (MM divided by
-  ``mm_efficiency``) plus ``mv_overhead_cycles`` of occupancy; the result is ready ``pipeline_cycles`` later.
+* **MPE.** One MV/MM at a time, in order: ``ceil(tokens/T) * ceil(rows/R) * ceil(cols/C)`` MAC cycles plus
+  ``mv_overhead_cycles`` of occupancy; the result is ready ``pipeline_cycles`` later. In MM mode the MAC cycles are
+  divided by ``mm_efficiency``, a sustained rate: the fractional cycles carry over to the next MM instruction
+  (Bresenham), so time is continuous in the efficiency.
 * **SFU.** One operation at a time: ``passes * ceil(elements / lanes)`` cycles, result ``pipeline_cycles`` later.
 
 Every cycle is resolved in the same order (land requests, retire, start channel requests, DM, MPE, SFU, issue).
@@ -42,7 +44,7 @@ from fpga import isa
 
 # ---------------------------------------------------------------------------------------------- engine parameters
 EP_T, EP_R, EP_C = 0, 1, 2  # MPE token / row / column lanes
-EP_MPE_PIPE, EP_MV_OVH, EP_MM_EFF_PPM = 3, 4, 5
+EP_MPE_PIPE, EP_MV_OVH, EP_MM_EFF_PPB = 3, 4, 5
 EP_SFU_LANES, EP_SFU_PIPE = 6, 7
 EP_CH, EP_PORT_BYTES, EP_RQ_DEPTH, EP_OUTSTANDING, EP_REQ_LAT = 8, 9, 10, 11, 12
 EP_ISSUE, EP_UQ_DEPTH = 13, 14
@@ -70,13 +72,13 @@ def _cdiv(a: int, b: int) -> int:
     return -((-a) // b)
 
 
+EFF_SCALE = 1_000_000_000  # MM efficiency in parts per billion
+
+
 @njit(cache=True)
-def mpe_cycles(ep: np.ndarray, op: int, rows: int, cols: int, tokens: int) -> int:
-    """Occupancy of one MV/MM instruction on the MPE."""
-    mac = _cdiv(tokens, ep[EP_T]) * _cdiv(rows, ep[EP_R]) * _cdiv(cols, ep[EP_C])
-    if op == isa.OP_MM:
-        mac = _cdiv(mac * 1000000, ep[EP_MM_EFF_PPM])
-    return mac + ep[EP_MV_OVH]
+def mac_cycles(ep: np.ndarray, rows: int, cols: int, tokens: int) -> int:
+    """MAC cycles of one MV/MM instruction at full rate."""
+    return _cdiv(tokens, ep[EP_T]) * _cdiv(rows, ep[EP_R]) * _cdiv(cols, ep[EP_C])
 
 
 @njit(cache=True)
@@ -138,6 +140,7 @@ def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, e
     last_land = np.zeros(C, dtype=np.int64)
 
     mpe_free = 0
+    mm_carry = 0  # fractional MM cycles (x EFF_SCALE) carried to the next MM instruction
     sfu_free = 0
     sched_ready = 0
     seg = 0
@@ -257,8 +260,12 @@ def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, e
             sl = started[1] & _MASK
             if _needs_met(u_need[1, sl], retired):
                 r = u_row[1, sl]
-                dur = mpe_cycles(ep, prog[r, isa.F_OP], prog[r, isa.F_ROWS], prog[r, isa.F_COLS],
-                                 prog[r, isa.F_TOKENS])
+                dur = mac_cycles(ep, prog[r, isa.F_ROWS], prog[r, isa.F_COLS], prog[r, isa.F_TOKENS])
+                if prog[r, isa.F_OP] == isa.OP_MM:
+                    num = dur * EFF_SCALE + mm_carry
+                    dur = num // ep[EP_MM_EFF_PPB]
+                    mm_carry = num - dur * ep[EP_MM_EFF_PPB]
+                dur += ep[EP_MV_OVH]
                 mpe_free = now + dur
                 u_done[1, sl] = now + dur + ep[EP_MPE_PIPE]
                 counters[CT_MPE_BUSY] += dur
@@ -361,7 +368,7 @@ def engine_params(design) -> np.ndarray:  # noqa: ANN001 (InstructionDesign)
     ep = np.zeros(EP_N, dtype=np.int64)
     ep[EP_T], ep[EP_R], ep[EP_C] = d.mpe.token_lanes, d.mpe.row_lanes, d.mpe.col_lanes
     ep[EP_MPE_PIPE], ep[EP_MV_OVH] = d.mpe.pipeline_cycles, d.mpe.mv_overhead_cycles
-    ep[EP_MM_EFF_PPM] = max(1, int(round(d.mpe.mm_efficiency * 1_000_000)))
+    ep[EP_MM_EFF_PPB] = mm_efficiency_ppb(d.mpe.mm_efficiency)
     ep[EP_SFU_LANES], ep[EP_SFU_PIPE] = d.sfu.lanes, d.sfu.pipeline_cycles
     dm = d.datamover
     ep[EP_CH], ep[EP_PORT_BYTES] = dm.channels, dm.port_width_bits // 8
@@ -369,6 +376,10 @@ def engine_params(design) -> np.ndarray:  # noqa: ANN001 (InstructionDesign)
         dm.request_latency_cycles
     ep[EP_ISSUE], ep[EP_UQ_DEPTH] = d.scheduler.issue_cycles, d.scheduler.unit_queue_depth
     return ep
+
+
+def mm_efficiency_ppb(efficiency: float) -> int:
+    return max(1, int(round(efficiency * EFF_SCALE)))
 
 
 def new_hbm_state(n_classes: int) -> np.ndarray:
