@@ -746,12 +746,29 @@ def compiler_for(design: InstructionDesign, k: int | None = None) -> Compiler:
     return _cached_compiler(design, design.prefetch_ratio if k is None else int(k))
 
 
-def load_stream_program(design: InstructionDesign, access_bytes: int, n_loads: int) -> Program:
+def metadata_fraction(design: InstructionDesign) -> float:
+    """Bytes of one metadata buffer (scales, or zero points) per weight byte: ``(scale_bits / 8 / group) /
+    (weight_bits / 8)`` (1/32 for W4 with fp16 per-128 groups)."""
+    q = design.quant
+    return (q.scale_bits / 8 / q.group_size) / (design.weight_bits / 8)
+
+
+def load_stream_program(design: InstructionDesign, access_bytes: int, n_loads: int,
+                        with_metadata: bool = False) -> Program:
     """``n_loads`` independent LD instructions that each read ``access_bytes`` from every channel, sequential
-    addresses, then SYNC: the datamover path alone, for the access-size profile (`hwmodel fpga profile-hbm`)."""
+    addresses, then SYNC: the datamover path alone, for the access-size profile (`hwmodel fpga profile-hbm`).
+    ``with_metadata``: each weight LD is followed by the scale and zero-point LDs the lowering pairs with it
+    (:func:`metadata_fraction` of its size, from their own regions)."""
     if access_bytes < 1 or n_loads < 1:
         raise HwmodelError(f"access size and load count must be positive, got {access_bytes} B x {n_loads}")
     C = design.datamover.channels
-    rows = [_dm_row(isa.OP_LD, isa.BUF_WEIGHT, i * access_bytes, C, access_bytes, nch=C) for i in range(n_loads)]
+    meta = max(1, round(access_bytes * metadata_fraction(design))) if with_metadata else 0
+    region = _align(n_loads * access_bytes, _LAYER_ALIGN_BYTES)
+    rows = []
+    for i in range(n_loads):
+        rows.append(_dm_row(isa.OP_LD, isa.BUF_WEIGHT, i * access_bytes, C, access_bytes, nch=C))
+        if meta:
+            rows.append(_dm_row(isa.OP_LD, isa.BUF_SCALE, region + i * meta, C, meta, nch=C))
+            rows.append(_dm_row(isa.OP_LD, isa.BUF_ZERO, 2 * region + i * meta, C, meta, nch=C))
     prog = np.array([*rows, _row(isa.OP_SYNC)], dtype=np.int64)
     return Program((Segment(prog, 1),))

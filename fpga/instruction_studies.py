@@ -124,6 +124,8 @@ class ProfileRow:
     raw_efficiency: float
     scheduler_bw_bytes_per_s: float
     scheduler_efficiency: float
+    with_metadata_bw_bytes_per_s: float
+    with_metadata_efficiency: float
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -137,18 +139,22 @@ def raw_bandwidth(board: BoardSpec, access_bytes: int, total_bytes_per_channel: 
     return float(r["bw_bytes_per_s"]) * board.hbm.axi_ports
 
 
-def scheduler_bandwidth(design: InstructionDesign, access_bytes: int, total_bytes_per_channel: int) -> float:
+def scheduler_bandwidth(design: InstructionDesign, access_bytes: int, total_bytes_per_channel: int,
+                        with_metadata: bool = False) -> float:
     """Independent LD instructions of ``access_bytes`` per channel through the scheduler and datamover of
-    ``design`` (issue cost, request queue, requests in flight, request latency, port width)."""
+    ``design`` (issue cost, request queue, requests in flight, request latency, port width); ``with_metadata``
+    adds the scale and zero-point loads the lowering pairs with each weight load (all bytes counted)."""
     n = max(4, total_bytes_per_channel // access_bytes)
-    prog = load_stream_program(design, access_bytes, n)
+    prog = load_stream_program(design, access_bytes, n, with_metadata)
     c = instruction_sim.simulate_program(design, prog)
     return (c["read_bytes"] + c["write_bytes"]) / (c["cycles"] / design.clock_hz)
 
 
 def profile_hbm(board: BoardSpec, design: InstructionDesign, sizes: Iterable[int],
                 total_bytes_per_channel: int = 2 << 20, progress: Progress | None = None) -> list[ProfileRow]:
-    """Effective bandwidth versus access size, raw (HBM model) and through the instruction scheduler."""
+    """Effective bandwidth versus access size: raw (HBM model), through the instruction scheduler, and through the
+    scheduler with each weight access followed by its scale and zero-point accesses (the decode lowering's
+    pattern)."""
     if design.board != board.name:
         raise HwmodelError(f"design '{design.name}' is for board '{design.board}', not '{board.name}'")
     peak = board.hbm.peak_bw_bytes_per_s
@@ -156,7 +162,8 @@ def profile_hbm(board: BoardSpec, design: InstructionDesign, sizes: Iterable[int
     for b in sizes:
         raw = raw_bandwidth(board, b, total_bytes_per_channel)
         via = scheduler_bandwidth(design, b, total_bytes_per_channel)
-        rows.append(ProfileRow(b, raw, raw / peak, via, via / peak))
+        meta = scheduler_bandwidth(design, b, total_bytes_per_channel, with_metadata=True)
+        rows.append(ProfileRow(b, raw, raw / peak, via, via / peak, meta, meta / peak))
         if progress:
             progress()
     return rows

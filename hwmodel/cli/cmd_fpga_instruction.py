@@ -33,6 +33,8 @@ class DesignName(click.ParamType):
 
 
 def _size(n: int) -> str:
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20} MB"
     return f"{n // 1024} KB" if n >= 1024 and n % 1024 == 0 else f"{n} B"
 
 
@@ -86,12 +88,13 @@ def profile_hbm_cmd(board: Any, design: Any, sizes: str, csv_out: Path | None, p
         return
     from rich.table import Table
 
-    t = Table("access / channel", "raw HBM", "% of peak", "via scheduler", "% of peak",
-              title=f"{board.display_name}: effective bandwidth vs access size "
-                    f"(peak {board.hbm.peak_bw_bytes_per_s / 1e9:.0f} GB/s; scheduler of {design.name})")
+    t = Table("access / channel", "raw HBM", "% of peak", "via scheduler", "% of peak", "+ scale/zero loads",
+              "% of peak", title=f"{board.display_name}: effective bandwidth vs access size "
+                                 f"(peak {board.hbm.peak_bw_bytes_per_s / 1e9:.0f} GB/s; scheduler of {design.name})")
     for r in rows:
         t.add_row(_size(r.access_bytes), f"{r.raw_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.raw_efficiency:.0f} %",
-                  f"{r.scheduler_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.scheduler_efficiency:.0f} %")
+                  f"{r.scheduler_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.scheduler_efficiency:.0f} %",
+                  f"{r.with_metadata_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.with_metadata_efficiency:.0f} %")
     console().print(t)
 
 
@@ -106,6 +109,8 @@ def _plot_profile(rows: Any, board: Any, design: Any, path: Path) -> None:
     ax.semilogx(x, [r.raw_bw_bytes_per_s / 1e9 for r in rows], "o-", base=2, label="raw HBM (channel model)")
     ax.semilogx(x, [r.scheduler_bw_bytes_per_s / 1e9 for r in rows], "s-", base=2,
                 label=f"through the scheduler ({design.name})")
+    ax.semilogx(x, [r.with_metadata_bw_bytes_per_s / 1e9 for r in rows], "^-", base=2,
+                label="through the scheduler, + scale/zero-point loads")
     ax.axhline(board.hbm.peak_bw_bytes_per_s / 1e9, color="grey", ls="--", lw=0.8, label="peak")
     ax.set_xlabel("access size per channel (bytes)")
     ax.set_ylabel("effective bandwidth (GB/s)")
