@@ -29,7 +29,6 @@ What the compiler decides (FlightLLM-style, as GLITCHES uses it):
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -734,16 +733,6 @@ def max_prefetch_ratio(design: InstructionDesign, llm: LlmSpec | None = None, do
             break
         best = k
     return best
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_compiler(design: InstructionDesign, k: int) -> Compiler:
-    return Compiler(design, k)
-
-
-def compiler_for(design: InstructionDesign, k: int | None = None) -> Compiler:
-    """A (cached) compiler for ``design`` at prefetch ratio ``k`` (default: the design's)."""
-    return _cached_compiler(design, design.prefetch_ratio if k is None else int(k))
 
 
 def metadata_fraction(design: InstructionDesign) -> float:

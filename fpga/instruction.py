@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fpga import instruction_sim
-from fpga.compiler import Compiler, Program, build_layout, max_prefetch_ratio, prefetch_fits
+from fpga.compiler import Compiler, Program, build_layout, max_prefetch_ratio
 from fpga.instruction_design import InstructionDesign, design_names, load_design
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
@@ -176,9 +176,4 @@ def structure_of(design: InstructionDesign) -> InstructionDesign:
         scheduler=dataclasses.replace(design.scheduler, issue_cycles=1, unit_queue_depth=1))
 
 
-def feasible_ratios(design: InstructionDesign, ratios: list[int]) -> dict[int, bool]:
-    """Which prefetch ratios fit the design's buffers (a coalesced group must fit each buffer)."""
-    return {k: prefetch_fits(design, design.llm_spec, k) for k in ratios}
-
-
-__all__ += ["feasible_ratios", "max_prefetch_ratio", "build_layout", "structure_of"]
+__all__ += ["max_prefetch_ratio", "build_layout", "structure_of"]

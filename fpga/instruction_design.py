@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
-from hwmodel.schema import fraction, internal, load_toml_as, non_negative, one_of, plain, positive, read_toml, sourced
+from hwmodel.schema import (fraction, in_range, internal, load_toml_as, non_negative, one_of, plain, positive,
+                            read_toml, sourced)
 from hwmodel.specs import BoardSpec, LlmSpec, library
 
 DESIGN_DIR = Path(__file__).resolve().parent / "designs"
@@ -78,8 +79,8 @@ class DatamoverSpec:
     channels: int = sourced(check=positive, doc="HBM pseudo-channels (ports) the datamover uses")
     port_width_bits: int = sourced(check=one_of(64, 128, 256, 512, 1024), unit="bit",
                                    doc="kernel-side data width per port (bytes per kernel cycle x 8)")
-    request_queue_depth: int = sourced(check=positive, doc="requests waiting per channel")
-    outstanding: int = sourced(check=positive, default=None,
+    request_queue_depth: int = sourced(check=in_range(1, 1024), doc="requests waiting per channel")
+    outstanding: int = sourced(check=in_range(1, 1024), default=None,
                                doc="requests in flight per channel; omitted: the calibrated value")
     request_latency_cycles: int = sourced(check=non_negative, unit="cycles", default=None,
                                           doc="datamover overhead per request before it reaches the HBM switch; "
@@ -96,7 +97,7 @@ class SchedulerSpec:
 
     issue_cycles: int = sourced(check=non_negative, unit="cycles", default=None,
                                 doc="scheduler occupancy per instruction (0: no issue limit); omitted: calibrated")
-    unit_queue_depth: int = sourced(check=positive, doc="instructions waiting per unit (DM, MPE, SFU)")
+    unit_queue_depth: int = sourced(check=in_range(1, 4096), doc="instructions waiting per unit (DM, MPE, SFU)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -41,6 +41,7 @@ from numba import njit
 
 from fpga import hbm
 from fpga import isa
+from hwmodel.errors import HwmodelError
 
 # ---------------------------------------------------------------------------------------------- engine parameters
 EP_T, EP_R, EP_C = 0, 1, 2  # MPE token / row / column lanes
@@ -429,7 +430,8 @@ def simulate_program(design, program, trace_instructions: int = 0):  # noqa: ANN
     trace = np.full((3, trace_instructions, 4), -1, dtype=np.int64)
     status = run_program(flat, starts, reps, engine_params(design), hp, cls, rep, size, hst, ct, trace)
     if status != 0:
-        raise RuntimeError("instruction engine deadlocked: the program waits on an instruction that never runs")
+        raise HwmodelError(f"instruction engine deadlock at cycle {int(ct[CT_CYCLES])}: an instruction waits on "
+                           "one that can never run (a compiler bug; please report the design and context)")
     out = dict(zip(COUNTER_NAMES, (int(x) for x in ct)))
     out["channel_classes"] = int(rep.size)
     for name, slot in zip(hbm.CHANNEL_COUNTERS, hbm._COUNTER_SLOTS):  # noqa: SLF001

@@ -24,8 +24,10 @@ at least ``pos_u(i) - L`` instructions. The encoding is relative, so a program s
 layer carries the same fields in every repetition (what lets the engine fast-forward identical layers).
 
 A datamover instruction is split by the hardware into one *request* (access) per pseudo-channel it touches:
-channel ``CH0 + j`` gets rows ``j, j + NCH, ...`` of the instruction, i.e. ``ceil((ROWS - j) / NCH)`` rows, stored
-contiguously from ``ADDR`` when ``STRIDE == ROW_BYTES`` (one burst train) or as separate rows otherwise.
+request ``j`` (``0 <= j < NCH``) goes to channel ``(CH0 + j) mod C`` (``C``: the datamover's channels) and carries
+rows ``j, j + NCH, ...`` of the instruction, i.e. ``ceil((ROWS - j) / NCH)`` rows, from per-channel address
+``ADDR + ((CH0 + j) div C) * STRIDE``; they are contiguous when ``STRIDE == ROW_BYTES`` (one burst train) and
+separate rows otherwise.
 """
 from __future__ import annotations
 
