@@ -170,3 +170,18 @@ def test_disassembled_stream_of_a_run_names_units() -> None:
     c = Compiler(load_design("glitches-u280"), 1)
     units = {isa.UNIT_NAMES[int(u)] for u in c.decode_program(64).unrolled()[:, isa.F_UNIT]}
     assert units == {"DM", "MPE", "SFU", "CTRL"}
+
+
+def test_resources_fit_and_oversized_designs_are_refused() -> None:
+    from fpga.instruction_power import check_fits, run_power_breakdown_w
+
+    for name in ("glitches-u280", "glitches-v80"):
+        d = load_design(name)
+        use = check_fits(d)
+        assert 0.5 < use["dsp"] / d.board_spec.resources.dsp < 1.0  # the MPE is most of the DSPs
+    huge = load_design("glitches-u280").with_params({"mpe.token_lanes": 64})
+    with pytest.raises(HwmodelError, match=r"does not fit board 'u280': DSP"):
+        check_fits(huge)
+    eng = InstructionEngine("glitches-u280")
+    parts = run_power_breakdown_w(eng.design, eng.decode(1024))
+    assert parts["static_w"] > parts["hbm_w"] > 0 and parts["fabric_w"] > 0
