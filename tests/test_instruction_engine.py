@@ -180,7 +180,7 @@ def test_resources_fit_and_oversized_designs_are_refused() -> None:
         use = check_fits(d)
         assert 0.5 < use["dsp"] / d.board_spec.resources.dsp < 1.0  # the MPE is most of the DSPs
     huge = load_design("glitches-u280").with_params({"mpe.token_lanes": 64})
-    with pytest.raises(HwmodelError, match=r"does not fit board 'u280': DSP"):
+    with pytest.raises(HwmodelError, match=r"does not fit board .u280.: .*DSP"):
         check_fits(huge)
     eng = InstructionEngine("glitches-u280")
     parts = run_power_breakdown_w(eng.design, eng.decode(1024))
