@@ -7,7 +7,8 @@ per-request latency), the instruction scheduler (issue cost, unit queues), on-ch
 Every numeric value carries its source (``{ value = ..., source = "..." }``): a paper, a datasheet, an estimate
 with its reasoning, or "fitted" with the calibration that produced it.
 
-Built-in designs live in ``fpga/designs/*.toml``; :func:`load_design` takes a built-in name or a path.
+Built-in designs live in ``fpga/designs/instruction/*.toml`` (``fpga/designs/*.toml`` are the streaming
+accelerator's); :func:`load_design` takes a built-in name or a path.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from hwmodel.schema import (fraction, in_range, internal, load_toml_as, non_nega
                             read_toml, sourced)
 from hwmodel.specs import BoardSpec, LlmSpec, library
 
-DESIGN_DIR = Path(__file__).resolve().parent / "designs"
+DESIGN_DIR = Path(__file__).resolve().parent / "designs" / "instruction"
 KIND = "instruction-design"
 #: The calibration family whose parameter file supplies the fields a design omits (see :func:`load_design`).
 CALIBRATION_FAMILY = "fpga-instruction"
@@ -233,7 +234,7 @@ def _is_instruction_design(path: Path) -> bool:
 
 
 def design_names() -> list[str]:
-    """Built-in instruction designs (``fpga/designs`` also holds other accelerators' designs)."""
+    """Built-in instruction designs."""
     return sorted(p.stem for p in DESIGN_DIR.glob("*.toml") if _is_instruction_design(p))
 
 

@@ -1,4 +1,7 @@
-"""`hwmodel fpga profile-hbm | prefetch-sweep | instruction ...`: the instruction-driven FPGA accelerator."""
+"""`hwmodel fpga prefetch-sweep | instruction ...`: the instruction-driven FPGA accelerator.
+
+(`hwmodel fpga profile-hbm` belongs to the streaming model's module and profiles one port; the instruction-side
+profile, raw and through the scheduler, is `hwmodel fpga instruction profile-hbm`.)"""
 from __future__ import annotations
 
 import csv
@@ -13,6 +16,10 @@ from hwmodel.cli.cmd_reproduce import reproduce
 from hwmodel.units import fmt_bytes, fmt_s
 
 fpga = group("fpga")
+
+instruction = click.Group("instruction", help="The instruction-driven accelerator: designs, runs, instruction streams, timelines, HBM access-size profile.",
+                          context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+fpga.add_command(instruction)
 
 
 class DesignName(click.ParamType):
@@ -43,82 +50,6 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-
-
-# ============================================================================================== profile-hbm
-@fpga.command("profile-hbm")
-@click.option("--board", "board", type=SpecName("fpga-board"), default="u280", show_default=True,
-              help="FPGA board spec name.")
-@click.option("--design", "design", type=DesignName(), default=None,
-              help="Instruction design whose scheduler/datamover to profile [default: the built-in one for the board].")
-@click.option("--sizes", default="256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M", show_default=True,
-              help="Access sizes per channel (K/M = 1024/1024^2).")
-@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write CSV.")
-@click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write a PNG/SVG plot of bandwidth versus access size.")
-@json_option
-def profile_hbm_cmd(board: Any, design: Any, sizes: str, csv_out: Path | None, plot_out: Path | None,
-                    as_json: bool) -> None:
-    """Effective HBM bandwidth versus access size (256 B ... 1 MB): raw (the HBM channel model, every port, many
-    requests in flight) and through the instruction scheduler and datamover (the curve that explains why small
-    loads waste HBM)."""
-    from fpga.instruction_design import design_names, load_design
-    from fpga.instruction_studies import parse_sizes, profile_hbm
-    from hwmodel.errors import HwmodelError
-
-    if design is None:
-        candidates = [n for n in design_names() if load_design(n).board == board.name]
-        if not candidates:
-            raise HwmodelError(f"no built-in instruction design for board '{board.name}'; pass --design")
-        design = load_design(candidates[0])
-    size_list = parse_sizes(sizes)
-    from rich.progress import Progress
-
-    with Progress(transient=True, console=console()) as prog:
-        task = prog.add_task("profiling", total=len(size_list))
-        rows = profile_hbm(board, design, size_list, progress=lambda: prog.advance(task))
-    data = [r.as_dict() for r in rows]
-    if csv_out:
-        _write_csv(csv_out, data)
-    if plot_out:
-        _plot_profile(rows, board, design, plot_out)
-    if as_json:
-        echo_json({"board": board.name, "design": design.name, "peak_bw_bytes_per_s": board.hbm.peak_bw_bytes_per_s,
-                   "rows": data})
-        return
-    from rich.table import Table
-
-    t = Table("access / channel", "raw HBM", "% of peak", "via scheduler", "% of peak", "+ scale/zero loads",
-              "% of peak", title=f"{board.display_name}: effective bandwidth vs access size "
-                                 f"(peak {board.hbm.peak_bw_bytes_per_s / 1e9:.0f} GB/s; scheduler of {design.name})")
-    for r in rows:
-        t.add_row(_size(r.access_bytes), f"{r.raw_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.raw_efficiency:.0f} %",
-                  f"{r.scheduler_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.scheduler_efficiency:.0f} %",
-                  f"{r.with_metadata_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.with_metadata_efficiency:.0f} %")
-    console().print(t)
-
-
-def _plot_profile(rows: Any, board: Any, design: Any, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    x = [r.access_bytes for r in rows]
-    ax.semilogx(x, [r.raw_bw_bytes_per_s / 1e9 for r in rows], "o-", base=2, label="raw HBM (channel model)")
-    ax.semilogx(x, [r.scheduler_bw_bytes_per_s / 1e9 for r in rows], "s-", base=2,
-                label=f"through the scheduler ({design.name})")
-    ax.semilogx(x, [r.with_metadata_bw_bytes_per_s / 1e9 for r in rows], "^-", base=2,
-                label="through the scheduler, + scale/zero-point loads")
-    ax.axhline(board.hbm.peak_bw_bytes_per_s / 1e9, color="grey", ls="--", lw=0.8, label="peak")
-    ax.set_xlabel("access size per channel (bytes)")
-    ax.set_ylabel("effective bandwidth (GB/s)")
-    ax.set_title(f"{board.display_name}: bandwidth vs access size")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 # ============================================================================================== prefetch-sweep
@@ -199,10 +130,80 @@ def _plot_sweep(rows: Any, design: Any, path: Path) -> None:
     plt.close(fig)
 
 
-# ============================================================================================== instruction ...
-instruction = click.Group("instruction", help="The instruction-driven accelerator: designs, runs, streams, traces.",
-                          context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-fpga.add_command(instruction)
+# ============================================================================================== profile-hbm
+@instruction.command("profile-hbm")
+@click.option("--board", "board", type=SpecName("fpga-board"), default="u280", show_default=True,
+              help="FPGA board spec name.")
+@click.option("--design", "design", type=DesignName(), default=None,
+              help="Instruction design whose scheduler/datamover to profile [default: the built-in one for the board].")
+@click.option("--sizes", default="256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M", show_default=True,
+              help="Access sizes per channel (K/M = 1024/1024^2).")
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write CSV.")
+@click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write a PNG/SVG plot of bandwidth versus access size.")
+@json_option
+def profile_hbm_cmd(board: Any, design: Any, sizes: str, csv_out: Path | None, plot_out: Path | None,
+                    as_json: bool) -> None:
+    """Effective HBM bandwidth versus access size (256 B ... 1 MB): raw (the HBM channel model, every port, many
+    requests in flight), through the instruction scheduler and datamover, and with each weight load's scale and
+    zero-point loads (the decode's pattern): the curve that explains why small loads waste HBM."""
+    from fpga.instruction_design import design_names, load_design
+    from fpga.instruction_studies import parse_sizes, profile_hbm
+    from hwmodel.errors import HwmodelError
+
+    if design is None:
+        candidates = [n for n in design_names() if load_design(n).board == board.name]
+        if not candidates:
+            raise HwmodelError(f"no built-in instruction design for board '{board.name}'; pass --design")
+        design = load_design(candidates[0])
+    size_list = parse_sizes(sizes)
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=console()) as prog:
+        task = prog.add_task("profiling", total=len(size_list))
+        rows = profile_hbm(board, design, size_list, progress=lambda: prog.advance(task))
+    data = [r.as_dict() for r in rows]
+    if csv_out:
+        _write_csv(csv_out, data)
+    if plot_out:
+        _plot_profile(rows, board, design, plot_out)
+    if as_json:
+        echo_json({"board": board.name, "design": design.name, "peak_bw_bytes_per_s": board.hbm.peak_bw_bytes_per_s,
+                   "rows": data})
+        return
+    from rich.table import Table
+
+    t = Table("access / channel", "raw HBM", "% of peak", "via scheduler", "% of peak", "+ scale/zero loads",
+              "% of peak", title=f"{board.display_name}: effective bandwidth vs access size "
+                                 f"(peak {board.hbm.peak_bw_bytes_per_s / 1e9:.0f} GB/s; scheduler of {design.name})")
+    for r in rows:
+        t.add_row(_size(r.access_bytes), f"{r.raw_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.raw_efficiency:.0f} %",
+                  f"{r.scheduler_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.scheduler_efficiency:.0f} %",
+                  f"{r.with_metadata_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.with_metadata_efficiency:.0f} %")
+    console().print(t)
+
+
+def _plot_profile(rows: Any, board: Any, design: Any, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    x = [r.access_bytes for r in rows]
+    ax.semilogx(x, [r.raw_bw_bytes_per_s / 1e9 for r in rows], "o-", base=2, label="raw HBM (channel model)")
+    ax.semilogx(x, [r.scheduler_bw_bytes_per_s / 1e9 for r in rows], "s-", base=2,
+                label=f"through the scheduler ({design.name})")
+    ax.semilogx(x, [r.with_metadata_bw_bytes_per_s / 1e9 for r in rows], "^-", base=2,
+                label="through the scheduler, + scale/zero-point loads")
+    ax.axhline(board.hbm.peak_bw_bytes_per_s / 1e9, color="grey", ls="--", lw=0.8, label="peak")
+    ax.set_xlabel("access size per channel (bytes)")
+    ax.set_ylabel("effective bandwidth (GB/s)")
+    ax.set_title(f"{board.display_name}: bandwidth vs access size")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 @instruction.command("designs")
