@@ -12,13 +12,17 @@ Prints, on this machine (timings are noisy on a shared one):
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
+from pathlib import Path
 
-from fpga.compiler import Compiler
-from fpga.instruction_design import load_design
-from fpga.instruction_ref import ReferenceMachine
-from fpga.instruction_sim import simulate_program
-from hwmodel.specs import library
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from fpga.compiler import Compiler  # noqa: E402
+from fpga.instruction_design import load_design  # noqa: E402
+from fpga.instruction_ref import ReferenceMachine  # noqa: E402
+from fpga.instruction_sim import simulate_program  # noqa: E402
+from hwmodel.specs import library  # noqa: E402
 
 
 def _best(fn, repeat: int = 3) -> tuple[float, object]:  # noqa: ANN001

@@ -6,8 +6,8 @@ What the compiler decides (FlightLLM-style, as GLITCHES uses it):
   ``r`` lives in channel ``r mod C`` at per-channel row index ``r // C``. Group-wise scales and zero points live in
   their *own* regions (and on-chip buffers), with the same interleave. Each decoder layer owns one per-channel block
   of ``layer_stride_bytes`` (weights, metadata and its K/V cache, heads major, tokens dealt round-robin over
-  channels), so layer ``l + 1`` is layer ``l`` shifted by a constant: the program of one layer is a segment that the
-  engine repeats.
+  channels), so layer ``l + 1`` is layer ``l`` shifted by a constant: consecutive layers that compile to the same
+  instructions become one segment the engine repeats with shifted addresses.
 * **Tiles.** One MV (decode) or MM (prefill) instruction produces ``mv_tile_rows`` output rows over the full input
   width (activations stay on chip). A tile therefore spans all ``C`` channels with ``mv_tile_rows / C`` rows each.
 * **Prefetch / coalescing ratio k.** The weights, scales and zero points of ``k`` consecutive tiles of one matrix
@@ -83,7 +83,7 @@ class Layout:
     kv_rows_per_channel: int
     embed_addr: int
     embed_row_bytes: int
-    head: MatrixRegion | None  # LM head / value head
+    head: MatrixRegion  # LM head / value head
     logits_addr: int
     channel_bytes_used: int
     weights_bytes: int  # data bytes (all channels) of weights, metadata, embedding, head
@@ -123,7 +123,6 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
     embed_row = llm.hidden * design.weight_bits // 8
     embed_addr = cursor
     cursor = _align(cursor + math.ceil(llm.vocab / C) * embed_row, _ALIGN_BYTES)
-    head = None
     if llm.output_head == "lm" and llm.tied_embeddings:
         wrow, srow, zrow = _matrix_bytes(design, llm.hidden, llm.vocab)
         s = cursor
