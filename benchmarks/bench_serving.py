@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
-from hwmodel.serving.cluster import load_cluster, resolve_cluster
-from hwmodel.serving.devices import EngineFactory
-from hwmodel.serving.simulator import simulate
-from hwmodel.workload.requests import Fixed, poisson_stream
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from hwmodel.serving.cluster import load_cluster, resolve_cluster  # noqa: E402
+from hwmodel.serving.devices import EngineFactory  # noqa: E402
+from hwmodel.serving.simulator import simulate  # noqa: E402
+from hwmodel.workload.requests import Fixed, poisson_stream  # noqa: E402
 
 CLUSTERS = ("a100+7xu280", "8xa100", "8xu280", "2x-a100+7xu280", "a100-node+8xu280-node")
 
