@@ -250,7 +250,7 @@ def ref_attention_head(q_h, p, kq, km, ke, vq, vm, ve, T):
     r_S = 2**30 // S_m
     M1, E1 = (int(v) for v in norm15(np.array(a_w * r_S), np.array(e_w - 30 - S_e)))
     M2, E2 = (int(v) for v in norm15(np.array(M1 * T["cpv"][0]), np.array(E1 + T["cpv"][1])))
-    out = requant32(acc_o * M2, -(E2 + E_ref - 15 + F_A))
+    out = requant32(acc_o * M2, -(E2 + E_ref + F_A))
     return out, {"acc_s": acc_s, "acc_pv": acc_o, "q_q": q_q, "w_q": w_q}
 
 

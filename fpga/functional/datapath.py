@@ -205,7 +205,7 @@ def attention(q: jax.Array, pos: jax.Array, k_q: jax.Array, k_m: jax.Array, k_e:
     r_s = jnp.floor_divide(jnp.int64(1 << 30), jnp.maximum(s_m, 1))
     m1, e1 = norm15(a_w * r_s, e_w - 30 - s_e)
     m2, e2 = norm15(m1 * d.cpv_m, e1 + d.cpv_e)
-    out = requant32(acc_o.astype(I64) * m2[..., None], -(e2 + e_ref - 15 + fmt.F_A)[..., None])
+    out = requant32(acc_o.astype(I64) * m2[..., None], -(e2 + e_ref + fmt.F_A)[..., None])
     internals = {"acc_s": acc_s.reshape(B, d.heads, W), "acc_pv": acc_o.reshape(B, d.heads, hd),
                  "q_q": q_q.reshape(B, d.heads, hd), "w_q": w_q.reshape(B, d.heads, W)}
     return out.reshape(B, d.heads * hd), internals
