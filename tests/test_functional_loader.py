@@ -114,7 +114,7 @@ def test_synthetic_weights_are_deterministic_and_have_outliers() -> None:
     w = a(name).astype(np.float64)
     assert np.abs(w).max() > 6 * w.std()  # heavy tail: the row max sets a coarse int8 step
     g = a("model.layers.0.input_layernorm.weight")
-    assert g.max() > 5 * np.median(g)  # activation-outlier channels after the norm
+    assert g.max() > 3 * np.median(g)  # activation-outlier channels after the norm
     with pytest.raises(CheckpointError, match="seed"):
         SyntheticWeights(LLM, -1)
 

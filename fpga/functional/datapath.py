@@ -277,13 +277,16 @@ def _final(top: Params, stash: Cache, h: jax.Array, pos: jax.Array, valid: jax.A
 final = jax.jit(_final, static_argnames=("d",), donate_argnames=("stash",))
 
 
-def forward(params: DeviceParams, kv: list[Cache], stash: Cache, tokens: np.ndarray, pos: np.ndarray,
-            valid: np.ndarray, d: Dims, window: int, collect: bool = False
+def forward(params: DeviceParams, kv: list[Cache], stash: Cache, tokens: Any, pos: Any, valid: Any, d: Dims,
+            window: int, collect: bool = False, h0: jax.Array | None = None
             ) -> tuple[list[Cache], Cache, dict[str, Any]]:
     """Feed token rows ``tokens`` at positions ``pos`` (rows with ``valid`` False are padding and write nothing)
     through every layer; returns the new per-layer caches, the new stash and, with ``collect``, every layer's
-    internals (stacked on a leading layer axis) plus the LM-head inputs. The input caches are donated."""
-    h = embed(params.top, tokens)
+    internals (stacked on a leading layer axis) plus the LM-head inputs. The input caches are donated. ``h0``, if
+    given, is the already embedded block (see :func:`head_and_embed`)."""
+    pos = jnp.asarray(pos)
+    valid = jnp.asarray(valid)
+    h = embed(params.top, tokens) if h0 is None else h0
     new_kv = []
     internals = []
     for lp, c in zip(params.layers, kv):
@@ -310,6 +313,27 @@ lm_head = jax.jit(_lm_head)
 def greedy(logits: jax.Array) -> jax.Array:
     """argmax over the last axis, the lowest index winning ties (``jnp.argmax`` returns the first maximum)."""
     return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+
+
+def _greedy_at(top: Params, stash: Cache, prev: jax.Array, rows: int) -> jax.Array:
+    """The greedy token predicted at position ``prev`` from its stored LM-head input. The single row is repeated to
+    ``rows`` rows: XLA's int8 matmul is several times faster for a few rows than for one vector."""
+    idx = jnp.full((rows,), prev)
+    logits, _ = _lm_head(top, *(stash[k][idx] for k in STASH_KEYS))
+    return greedy(logits[0])
+
+
+greedy_at = jax.jit(_greedy_at, static_argnames=("rows",))
+
+
+def _head_and_embed(top: Params, stash: Cache, prev: jax.Array, rows: int) -> tuple[jax.Array, jax.Array]:
+    """One decode's first stage: the greedy token at ``prev`` and its embedding as row 0 of a ``rows``-row block
+    (the other rows are padding)."""
+    tok = _greedy_at(top, stash, prev, rows)
+    return tok, _embed(top, jnp.zeros((rows,), jnp.int32).at[0].set(tok))
+
+
+head_and_embed = jax.jit(_head_and_embed, static_argnames=("rows",))
 
 
 def window_for(end: int, capacity: int, minimum: int = 64) -> int:

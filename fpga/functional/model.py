@@ -131,20 +131,27 @@ class DraftModel:
         """Draft one token greedily from the position below ``ahead`` and feed it (KVMU ``speculate 1``)."""
         if self.ahead < 1:
             raise DraftModelError("decode needs at least one token in the KV cache (prefill first)")
-        tok = self.next_token()
+        prev = self.ahead - 1
         positions = self.kvmu.speculate(1)
-        self._run(np.asarray([tok], np.int64), np.asarray(positions, np.int64), self.decode_rows)
+        pos = int(positions[0])
+        rows = self.decode_rows
+        with jax.enable_x64(True):
+            token, h0 = dp.head_and_embed(self._params.top, self._stash, np.int64(prev), rows=rows)
+            p = np.full(rows, self.capacity, np.int64)
+            p[0] = pos
+            window = dp.window_for(pos + 1, self.capacity, self.min_window)
+            self._kv, self._stash, _ = dp.forward(self._params, self._kv, self._stash, None, p, np.arange(rows) == 0,
+                                                  d=self.dims, window=window, h0=h0)
+            tok = int(token)
+        self._tokens[pos] = tok
         return tok
 
     def next_token(self) -> int:
         """The greedy token the next :meth:`decode` will produce, without feeding it (nothing changes)."""
         if self.ahead < 1:
             raise DraftModelError("there is no token in the KV cache to predict from (prefill first)")
-        rows = self.decode_rows
-        idx = np.full(rows, self.ahead - 1, np.int64)
         with jax.enable_x64(True):
-            logits, _ = dp.lm_head(self._params.top, *(self._stash[k][idx] for k in dp.STASH_KEYS))
-            return int(dp.greedy(logits[0]))
+            return int(dp.greedy_at(self._params.top, self._stash, np.int64(self.ahead - 1), rows=self.decode_rows))
 
     def logits(self, position: int | Sequence[int]) -> np.ndarray:
         """Integer logits (F_L = 12 fractional bits) predicted at cached position(s) ``position < ahead``."""

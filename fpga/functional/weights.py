@@ -4,17 +4,22 @@ Both are :data:`~fpga.functional.quantize.TensorSource` callables (name -> float
 the quantizer never holds a whole float model in memory.
 
 Synthetic weights (:class:`SyntheticWeights`) are meant to make quantization matter the way it does in trained
-LLMs, not to produce sensible text:
+LLMs, not to produce sensible text. The statistics are those of a checkpoint after SmoothQuant-style smoothing
+(Xiao et al. 2023; the project's W8A8 convention, research/hardware.md section 6.2), where activation outliers
+have been partly migrated into the weights:
 
-* linear weights are Gaussian with std ``gain / sqrt(fan_in)`` plus heavy-tailed outliers (0.1 % of entries
-  scaled x6) and a few outlier input channels per matrix (x4), so each row's max sets a coarse int8 step for the
-  rest of the row, as in trained checkpoints (SmoothQuant, Xiao et al. 2023, section 3);
-* RMSNorm gains are ``|N(1, 0.25)|`` with 1 % of channels scaled x10: after the norm a few activation channels are
-  an order of magnitude larger than the rest and set every per-token int8 scale (the activation-outlier effect
-  that motivates per-token scales and SmoothQuant);
-* q and k biases are ``N(0, 0.1)`` with a few large entries (+-4..12; Qwen2's k_proj biases are large);
-* embeddings are ``N(0, 0.04)`` with two "massive activation" dims (x20) that dominate the residual RMS;
-* the final norm gain is ``|N(3, 0.3)|`` so logits have a spread of a few units (peaked next-token distributions).
+* linear weights are Gaussian with std ``0.8 gain / sqrt(fan_in)`` plus heavy-tailed outliers (0.1 % of entries
+  x6) and outlier input channels (1 in 256, x4), so each row's max sets a coarse int8 step for the rest of the
+  row; ``gain`` is 1.5 for q/k (sharper attention) and o/down (layer updates comparable to the residual);
+* RMSNorm gains are ``|N(1, 0.25)|`` with 1 % of channels x4: after each norm a few activation channels are several
+  times larger than the rest and set every per-token int8 scale;
+* two "massive activation" residual dims: down_proj writes them x30 in every layer (they dominate the residual's
+  RMS, as in trained LLMs, Sun et al. 2024), and every norm gain damps them (x0.05);
+* q and k biases are ``N(0, 0.1)`` with 1 in 64 entries of +-2..6 (Qwen2's k_proj biases are large), which set the
+  per-head int8 scales of Q and of the KV cache;
+* embeddings are ``N(0, 0.04)``; the final norm gain is ``|N(3, 0.3)|`` so logits spread over a few units.
+
+The class attributes hold these factors, so a study can make the model harder or easier to quantize.
 
 Every tensor is drawn from its own generator seeded by ``(seed, crc32(name))``: a tensor does not depend on the
 order tensors are asked for, and the same seed gives the same weights on every platform (numpy PCG64).
@@ -37,8 +42,12 @@ _FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
 class SyntheticWeights:
     """Deterministic float32 weights with realistic outliers for ``llm`` (see the module docstring)."""
 
-    residual_gain = 2.5
-    qk_gain = 2.0
+    residual_gain = 1.5  # o_proj and down_proj: layer updates comparable to the residual stream
+    qk_gain = 1.5  # q_proj and k_proj: attention sharper than uniform
+    gamma_outlier_scale = 4.0  # activation-outlier channels after each RMSNorm
+    bias_outlier_range = (2.0, 6.0)  # large q/k bias entries
+    weight_outlier_scale = 6.0  # 0.1 % heavy-tail entries
+    column_outlier_scale = 4.0  # outlier input channels per matrix
 
     def __init__(self, llm: LlmSpec, seed: int = 0) -> None:
         if not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -67,7 +76,7 @@ class SyntheticWeights:
             return w
         if name.endswith("layernorm.weight"):
             g = np.abs(1.0 + 0.25 * rng.standard_normal(shape)).astype(np.float32)
-            g[self.gamma_outlier_dims] *= np.float32(10.0)
+            g[self.gamma_outlier_dims] *= np.float32(self.gamma_outlier_scale)
             g[self.massive_dims] *= np.float32(0.05)
             return g
         if name == "model.norm.weight":
@@ -79,7 +88,7 @@ class SyntheticWeights:
             if ".q_proj." in name or ".k_proj." in name:
                 k = max(1, shape[0] // 64)
                 idx = rng.choice(shape[0], size=k, replace=False)
-                b[idx] = (rng.choice([-1.0, 1.0], size=k) * rng.uniform(4.0, 12.0, size=k)).astype(np.float32)
+                b[idx] = (rng.choice([-1.0, 1.0], size=k) * rng.uniform(*self.bias_outlier_range, size=k)).astype(np.float32)
             return b
         # linear weight (out, in)
         fan_in = shape[1]
@@ -88,9 +97,9 @@ class SyntheticWeights:
         flat = w.reshape(-1)
         n_out = max(1, flat.size // 1000)
         idx = rng.integers(0, flat.size, size=n_out)
-        flat[idx] *= np.float32(6.0)
+        flat[idx] *= np.float32(self.weight_outlier_scale)
         cols = rng.choice(fan_in, size=max(1, fan_in // 256), replace=False)
-        w[:, cols] *= np.float32(4.0)
+        w[:, cols] *= np.float32(self.column_outlier_scale)
         if name.endswith(("o_proj.weight", "down_proj.weight")):
             w *= np.float32(self.residual_gain)
         elif name.endswith(("q_proj.weight", "k_proj.weight")):
