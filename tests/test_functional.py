@@ -38,10 +38,12 @@ TRACE_KEYS = ("x", "x_m", "x_e", "acc_qkv", "qkv", "k_q", "k_m", "k_e", "v_q", "
 
 
 def llm_from(dims: dict) -> object:
+    """A built-in LLM (``{"base": name}``) or the Qwen2.5-0.5B spec with some shapes replaced."""
     from hwmodel.specs import library
 
-    return dataclasses.replace(library().llm("qwen2.5-0.5b"), **{k: v for k, v in dims.items() if k != "base"}) \
-        if dims.get("base", "qwen2.5-0.5b") == "qwen2.5-0.5b" else library().llm(dims["base"])
+    if "base" in dims:
+        return library().llm(dims["base"])
+    return dataclasses.replace(library().llm("qwen2.5-0.5b"), **dims)
 
 
 def sha(a: np.ndarray) -> str:
