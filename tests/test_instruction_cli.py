@@ -34,7 +34,7 @@ def test_prefetch_sweep_json_and_csv(tmp_path: Path) -> None:
 
 
 def test_profile_hbm_json(tmp_path: Path) -> None:
-    data = json.loads(_ok(["fpga", "instruction", "profile-hbm", "--board", "u280", "--sizes", "256,32K", "--json",
+    data = json.loads(_ok(["fpga", "profile-hbm", "--board", "u280", "--sizes", "256,32K", "--json",
                            "--plot", str(tmp_path / "p.png")]))
     small, big = data["rows"]
     assert small["access_bytes"] == 256 and big["access_bytes"] == 32768
@@ -62,5 +62,5 @@ def test_errors_are_one_line() -> None:
     assert "ratios" in _err(["fpga", "prefetch-sweep", "--ratios", "a:b"])
     assert "--seq" in _err(["fpga", "prefetch-sweep", "--seq", "x"])
     assert "layers 0..31" in _err(["fpga", "instruction", "dump", "--layer", "40"])
-    assert "not 'v80'" in _err(["fpga", "instruction", "profile-hbm", "--board", "v80", "--design", "glitches-u280"])
-    assert "sizes" in _err(["fpga", "instruction", "profile-hbm", "--sizes", "12Q"])
+    assert "not 'v80'" in _err(["fpga", "profile-hbm", "--board", "v80", "--design", "glitches-u280"])
+    assert "sizes" in _err(["fpga", "profile-hbm", "--sizes", "12Q"])

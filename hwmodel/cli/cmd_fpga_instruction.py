@@ -1,7 +1,7 @@
 """`hwmodel fpga prefetch-sweep | instruction ...`: the instruction-driven FPGA accelerator.
 
-(`hwmodel fpga profile-hbm` belongs to the streaming model's module and profiles one port; the instruction-side
-profile, raw and through the scheduler, is `hwmodel fpga instruction profile-hbm`.)"""
+(`hwmodel fpga profile-hbm` is the board-level profile, raw and through the scheduler; the streaming module's
+`hwmodel fpga profile-port` profiles one port against request size and outstanding requests.)"""
 from __future__ import annotations
 
 import csv
@@ -17,7 +17,7 @@ from hwmodel.units import fmt_bytes, fmt_s
 
 fpga = group("fpga")
 
-instruction = click.Group("instruction", help="The instruction-driven accelerator: designs, runs, instruction streams, timelines, HBM access-size profile.",
+instruction = click.Group("instruction", help="The instruction-driven accelerator: designs, runs, instruction streams, timelines.",
                           context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 fpga.add_command(instruction)
 
@@ -131,7 +131,7 @@ def _plot_sweep(rows: Any, design: Any, path: Path) -> None:
 
 
 # ============================================================================================== profile-hbm
-@instruction.command("profile-hbm")
+@fpga.command("profile-hbm")
 @click.option("--board", "board", type=SpecName("fpga-board"), default="u280", show_default=True,
               help="FPGA board spec name.")
 @click.option("--design", "design", type=DesignName(), default=None,
