@@ -101,7 +101,8 @@ def serve_run(cluster_name: str, llm: str | None, kv_path: str | None, gpu_batch
 
     cluster = _cluster(cluster_name, llm, kv_path, gpu_batch)
     reqs = _load_stream(requests_file, n_requests, rate, prompt, output, seed, cluster.llm.max_position)
-    res = simulate(cluster, reqs, scheduler, slo=Slo(slo_ttft, slo_tpot), record_segments=out_dir is not None)
+    with console().status(f"simulating {len(reqs)} requests on {cluster.spec.name} (device models first)"):
+        res = simulate(cluster, reqs, scheduler, slo=Slo(slo_ttft, slo_tpot), record_segments=out_dir is not None)
     m = compute_metrics(res)
     if out_dir is not None:
         write_json(out_dir / "metrics.json", m)

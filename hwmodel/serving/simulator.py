@@ -9,10 +9,11 @@ What happens to a request (MISSION.md section B):
    front, as a server without paging reserves ``max_tokens``). If every FPGA is busy (or none fits) and the
    request can be placed nowhere else, a GPU with room in its decode batch and memory takes it and decodes it
    itself. A cluster without GPUs prefills on the FPGA that will decode. Requests wait when memory is short.
-3. The GPU prefills the prompt (the engine's ``prefill_s``) and quantizes each layer's KV cache for the FPGA (a
-   memory-bound pass: read FP16, write the FPGA's precision, at the GPU's measured bandwidth). Layer i's KV leaves
-   as soon as layer i is done, over the cluster's path (host-staged or peer-to-peer, across the network when the
-   FPGA is on another node), through link calendars shared with other migrations (see :mod:`.transfer`).
+3. The GPU prefills the prompt (the engine's prefill timeline) and quantizes each layer's KV cache for the FPGA
+   (one memory-bound kernel per layer: read FP16, write the FPGA's precision; the convention of
+   :func:`interconnect.pcie.kv_migration`). Layer i's KV leaves as soon as layer i is done, over the cluster's path
+   (host-staged or peer-to-peer, across the network when the FPGA is on another node), through link calendars
+   shared with other migrations (see :mod:`.transfer`).
 4. The first token comes from the prefill's logits, sent to the host and sampled there (GPU -> host logits, host
    sampling); its id goes to the FPGA. The FPGA decodes once the whole KV cache has arrived and it has that id.
 5. Each decode step on an FPGA is the engine's ``decode_s(ctx)`` at the step's context, then logits -> host over
