@@ -1,0 +1,533 @@
+"""Discrete-event replay of one problem of a reasoning trace under a policy (SimPy; docs/reasoning.md).
+
+The controller walks the trace's attempts in order; the trace fixes *what* happens (which steps are accepted,
+rejected or backtracked, and their lengths), the policy and the device models fix *when*. Each device operation
+is a SimPy process that records its activity on the device (:class:`~hwmodel.reasoning.timeline.Device`, which
+refuses overlaps). Speculative work is interrupted with ``simpy.Interrupt`` when a verdict makes it useless, and
+what it had produced by then is computed from the engine's per-token times.
+
+Operations (``ctx`` = tokens before the step, ``n`` = the step's tokens, delimiter included):
+
+* a GPU model request (vLLM server, prefix caching): API overhead, the context ids over the link, a prefill of the
+  tokens not in the device's prefix cache (the first new token), then ``n - 1`` decode steps;
+* an FPGA draft step: ``n`` decode passes at ``ctx .. ctx + n - 1`` (memoized per context by the engine);
+* a PRM verification: the step to the PRM, one prefill-only scoring pass (whole context unless the platform's PRM
+  uses prefix caching), the verdict back;
+* FPGA synchronization after a target step: shadow (ingest each token as it arrives, while the target still
+  generates) or re-prefill (wait for the whole step, then prefill it).
+
+Step-ahead (T2): after submitting a draft step the draft speculates the next one (depth one: it waits at the end of
+that step for the verdict -- the *speculation stall*), and the target starts regenerating the submitted step at once
+(*prefetch*). Accept: the speculation goes on and becomes the next step; the prefetch is interrupted and its partial
+tokens are cached for the same context. Reject: the speculation is discarded, the prefetch is the refinement. A
+target step from a context whose first target run was cut short reuses the cached tokens (re-prefilled, since no KV
+is kept), if it is the first target step from that context (later ones are different samples).
+
+Lengths of speculative work that never commits (a step drafted after a step that is then rejected; a prefetch from
+a context where the trace never has a target step) are not in the trace; the model takes the length of the next
+draft step at that position, or the rejected step's own length (docs/reasoning.md).
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from typing import Any
+
+import simpy
+
+from hwmodel.engine import Phase
+from hwmodel.errors import HwmodelError
+from hwmodel.reasoning.costs import TimedEngine
+from hwmodel.reasoning.platform import Platform
+from hwmodel.reasoning.policies import PolicySpec
+from hwmodel.reasoning.timeline import Activity, Device, Transfer
+from hwmodel.workload.trace import ACCEPT, DRAFT, Problem, TraceHeader, replay_of
+
+_EPS = 1e-12
+
+
+class SimulationError(HwmodelError):
+    """The simulation found an inconsistency (e.g. the KVMU registers disagree with the committed tokens)."""
+
+
+@dataclasses.dataclass
+class _Op:
+    """One generation on a device (draft step, speculative step, target refinement, prefetch)."""
+
+    role: str
+    ctx_key: tuple[int, ...]
+    ctx_tokens: int
+    n: int
+    attempt: int | None  # the trace attempt this generation is, None for speculative work with no trace attempt
+    label: str
+    reuse: int = 0
+    proc: Any = None
+    start_s: float = 0.0
+    end_s: float | None = None
+    produced: int = 0
+    token_times: list[float] = dataclasses.field(default_factory=list)
+    energy_j: float = 0.0
+    done: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.done and self.produced >= self.n
+
+
+class _PrefixCache:
+    """Contexts whose KV a GPU model server holds (vLLM automatic prefix caching, without eviction)."""
+
+    def __init__(self, ctx_tokens_of: Any) -> None:
+        self.keys: set[tuple[int, ...]] = set()
+        self._tokens_of = ctx_tokens_of
+
+    def add(self, key: tuple[int, ...]) -> None:
+        self.keys.add(key)
+
+    def cached_tokens(self, key: tuple[int, ...]) -> int:
+        for m in range(len(key), -1, -1):
+            if key[:m] in self.keys:
+                return self._tokens_of(key[:m])
+        return 0
+
+
+@dataclasses.dataclass
+class ProblemOutcome:
+    """Raw results of one simulated problem (metrics are derived in :mod:`hwmodel.reasoning.metrics`)."""
+
+    latency_s: float
+    committed: tuple[tuple[int, int], ...]  # (attempt index, tokens) in answer order, as the policy committed them
+    committed_tokens: int
+    devices: dict[str, Device]
+    transfers: list[Transfer]
+    stall_s: float
+    comm_s: float
+    discarded_draft_tokens: int
+    discarded_target_tokens: int
+    discarded_energy_j: float
+    reused_target_tokens: int
+    kvmu_commands: int
+
+
+class ProblemSimulation:
+    """Replays one problem under one policy on one platform (module docstring)."""
+
+    def __init__(self, problem: Problem, header: TraceHeader, policy: PolicySpec, platform: Platform,
+                 keep_log: bool = False) -> None:
+        self.problem = problem
+        self.header = header
+        self.policy = policy
+        self.pf = platform
+        self.rp = replay_of(problem, header)
+        self.attempts = problem.attempts
+        self.keep_log = keep_log
+        self.env = simpy.Environment()
+        idle = {"draft": platform.draft.power_w(Phase.IDLE), "prm": platform.prm.power_w(Phase.IDLE),
+                "target": platform.target.power_w(Phase.IDLE)}
+        self.dev = {r: Device(platform.device_names[r], r, idle[r], keep_log) for r in ("draft", "prm", "target")}
+        self.engine = {"draft": platform.draft, "prm": platform.prm, "target": platform.target}
+        self.transfers: list[Transfer] = []
+        self.comm_s = 0.0
+        self.committed: list[int] = []
+        self.target_cache = _PrefixCache(self._tokens_of)
+        self.draft_cache = _PrefixCache(self._tokens_of)
+        self.partial: dict[tuple[int, ...], int] = {}  # context -> target tokens cached from an interrupted prefetch
+        self.partial_ops: dict[tuple[int, ...], _Op] = {}
+        self.stall_s = 0.0
+        self.discarded_draft_tokens = 0
+        self.discarded_target_tokens = 0
+        self.discarded_energy_j = 0.0
+        self.reused_target_tokens = 0
+        self.draft_ready_s = 0.0  # when the draft has the committed context in its KV and may draft
+        self.kvmu = platform.kvmu_factory() if (platform.kvmu_factory and policy.draft_on == "fpga") else None
+        self.kvmu_commands = 0
+        self._pending_accept = False  # FPGA: an accepted step whose KVMU accept waits for the next step boundary
+        self._next_draft_len = self._next_draft_lengths()
+        self._first_target_len = self._first_target_lengths()
+
+    # ------------------------------------------------------------------------------------------------ helpers
+    def _tokens_of(self, key: tuple[int, ...]) -> int:
+        return self.problem.prompt_tokens + sum(self.attempts[j].tokens for j in key)
+
+    def _next_draft_lengths(self) -> dict[int, int]:
+        """For each step index, the first draft attempt's length at that step (speculated-step lengths)."""
+        out: dict[int, int] = {}
+        for a in self.attempts:
+            if a.by == DRAFT and a.step not in out:
+                out[a.step] = a.tokens
+        return out
+
+    def _first_target_lengths(self) -> dict[tuple[int, ...], int]:
+        out: dict[tuple[int, ...], int] = {}
+        for j, a in enumerate(self.attempts):
+            if self.rp.first_target_at_context[j]:
+                out[self.rp.context[j]] = j
+        return out
+
+    def _xfer(self, src: str, dst: str, n_bytes: int, label: str, start_s: float | None = None) -> float:
+        """Time of a transfer, recorded (for the communication share) as starting at ``start_s`` (default now)."""
+        t = self.pf.links.transfer_s(src, dst, n_bytes)
+        s = self.env.now if start_s is None else start_s
+        self.comm_s += t
+        if self.keep_log:
+            self.transfers.append(Transfer(s, s + t, f"{src}->{dst}", n_bytes, label))
+        return t
+
+    def _record(self, role: str, start: float, end: float, phase: Phase, label: str) -> float:
+        p = self.engine[role].power_w(phase)
+        self.dev[role].record(start, end, phase, label, p)
+        return p * max(0.0, end - start)
+
+    def _kv(self, cmd: str, *args: int) -> None:
+        if self.kvmu is None:
+            return
+        getattr(self.kvmu, cmd)(*args)
+        self.kvmu_commands += 1
+
+    def _kv_check(self, what: str, valid: int, curr: int | None = None) -> None:
+        if self.kvmu is None:
+            return
+        if self.kvmu.valid != valid or (curr is not None and self.kvmu.curr != curr):
+            raise SimulationError(f"problem {self.problem.id}: KVMU after {what}: valid={self.kvmu.valid} "
+                                  f"curr={self.kvmu.curr}, expected valid={valid}"
+                                  + (f" curr={curr}" if curr is not None else ""))
+
+    # ------------------------------------------------------------------------------------------------ operations
+    def _gpu_request(self, op: _Op, eng: TimedEngine, cache: _PrefixCache | None, overhead_s: float,
+                     wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
+        """A request to a GPU model server (module docstring); interruptible."""
+        env = self.env
+        try:
+            if wait_until_s > env.now:
+                yield env.timeout(wait_until_s - env.now)
+        except simpy.Interrupt:
+            op.start_s = op.end_s = env.now
+            op.done = True
+            return
+        start = op.start_s = env.now
+        x_in = self._xfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, f"{op.label}: context")
+        t0 = start + overhead_s + x_in
+        if op.reuse >= op.n:
+            op.token_times = [start] * op.n
+            op.produced, op.end_s, op.done = op.n, start, True
+            return
+        cached = cache.cached_tokens(op.ctx_key) if cache is not None else 0
+        total_ctx = op.ctx_tokens + op.reuse
+        n_pref = max(1, total_ctx - min(cached, op.ctx_tokens))
+        t_pref = eng.prefill_s(n_pref, total_ctx - n_pref)
+        n_dec = op.n - op.reuse - 1
+        offsets = eng.decode_finish_times(total_ctx, n_dec)
+        first = t0 + t_pref
+        op.token_times = [start] * op.reuse + [first] + [first + d for d in offsets]
+        try:
+            yield env.timeout(op.token_times[-1] - start)
+        except simpy.Interrupt:
+            pass
+        end = op.end_s = env.now
+        op.produced = bisect.bisect_right(op.token_times, end + _EPS)
+        if end > t0:
+            op.energy_j += self._record(op.role, t0, min(end, first), Phase.PREFILL, f"{op.label} (prefill)")
+        if end > first:
+            op.energy_j += self._record(op.role, first, end, Phase.DECODE, op.label)
+        if cache is not None and end >= first - _EPS:
+            cache.add(op.ctx_key)
+            if op.produced >= op.n and op.attempt is not None:
+                cache.add(op.ctx_key + (op.attempt,))
+        op.done = True
+
+    def _fpga_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
+        """``n`` decode passes on the FPGA from context ``ctx``; interruptible."""
+        env = self.env
+        try:
+            if wait_until_s > env.now:
+                yield env.timeout(wait_until_s - env.now)
+        except simpy.Interrupt:
+            op.start_s = op.end_s = env.now
+            op.done = True
+            return
+        start = op.start_s = env.now
+        offsets = self.pf.draft.decode_finish_times(op.ctx_tokens, op.n)
+        op.token_times = [start + d for d in offsets]
+        try:
+            yield env.timeout(offsets[-1])
+        except simpy.Interrupt:
+            pass
+        end = op.end_s = env.now
+        op.produced = bisect.bisect_right(op.token_times, end + _EPS)
+        op.energy_j += self._record("draft", start, end, Phase.DECODE, op.label)
+        if op.produced:
+            self._kv("speculate", op.produced)
+        op.done = True
+
+    def _start_draft(self, op: _Op, wait_until_s: float = 0.0) -> _Op:
+        if self.policy.draft_on == "fpga":
+            op.proc = self.env.process(self._fpga_step(op, wait_until_s))
+        else:
+            cache = self.draft_cache
+            op.proc = self.env.process(self._gpu_request(op, self.pf.draft, cache, self.pf.draft_api_call_overhead_s,
+                                                         wait_until_s))
+        return op
+
+    def _start_target(self, op: _Op) -> _Op:
+        op.proc = self.env.process(self._gpu_request(op, self.pf.target, self.target_cache,
+                                                     self.pf.api_call_overhead_s))
+        return op
+
+    def _interrupt(self, op: _Op | None) -> None:
+        if op is not None and op.proc is not None and op.proc.is_alive:
+            op.proc.interrupt()
+
+    def _verify(self, i: int, ctx_tokens: int):  # noqa: ANN202 - SimPy sub-process
+        """Send attempt ``i`` to the PRM, score it, bring the verdict back."""
+        env = self.env
+        a = self.attempts[i]
+        tb = self.pf.token_bytes
+        src = "draft" if a.by == DRAFT else "target"
+        t = self._xfer(src, "host", a.tokens * tb, f"step {i} to host")
+        t += self._xfer("host", "prm", (ctx_tokens + a.tokens) * tb, f"step {i} to PRM", env.now + t)
+        yield env.timeout(t + self.pf.api_call_overhead_s)
+        start = env.now
+        if self.pf.prm_prefix_cache:
+            score = self.pf.prm.score_s(a.tokens, ctx_tokens, True)
+        else:
+            score = self.pf.prm.score_s(a.tokens, ctx_tokens, False)
+        yield env.timeout(score)
+        self._record("prm", start, env.now, Phase.SCORE, f"score step {i} ({a.by})")
+        t = self._xfer("prm", "host", tb, f"verdict {i}")
+        if self.policy.draft_on != "gpu":  # the host tells the draft device (KVMU command / abort)
+            t += self._xfer("host", "draft", tb, f"verdict {i} to draft", env.now + t)
+        yield env.timeout(t)
+
+    def _spec_length(self, i: int) -> tuple[int | None, int]:
+        """(trace attempt, tokens) of the step the draft speculates after attempt ``i``."""
+        a = self.attempts[i]
+        if a.verdict == ACCEPT and i + 1 < len(self.attempts):
+            return i + 1, self.attempts[i + 1].tokens
+        return None, self._next_draft_len.get(a.step + 1, a.tokens)
+
+    # ------------------------------------------------------------------------------------------------ draft sync
+    def _sync_draft(self, op: _Op, ctx_tokens: int) -> None:
+        """The draft catches up with target step ``op`` (whose tokens are all emitted by now)."""
+        tb = self.pf.token_bytes
+        n = op.n
+        if self.policy.draft_on != "fpga":
+            # a GPU/edge draft server gets the step with its next request (prefix cache: prefill what is new)
+            self._xfer("target", "host", n * tb, f"{op.label}: tokens")
+            return
+        eng = self.pf.draft
+        free = max(self.dev["draft"].free_at_s, self.draft_ready_s)
+        if self.policy.sync == "shadow":
+            arrivals = []
+            for j, t_emit in enumerate(op.token_times):
+                t_arr = t_emit + self._xfer("target", "draft", tb, f"{op.label}: token {j}", t_emit)
+                arrivals.append(t_arr)
+            t = free
+            seg_start = None
+            for j, t_arr in enumerate(arrivals):
+                begin = max(t, t_arr)
+                if seg_start is not None and begin > t + _EPS:
+                    self._record("draft", seg_start, t, Phase.INGEST, f"shadow ingest ({op.label})")
+                    seg_start = None
+                if seg_start is None:
+                    seg_start = begin
+                t = begin + eng.ingest_s(1, ctx_tokens + j)
+            if seg_start is not None:
+                self._record("draft", seg_start, t, Phase.INGEST, f"shadow ingest ({op.label})")
+            self.draft_ready_s = t
+        else:
+            arrive = op.token_times[-1] + self._xfer("target", "draft", n * tb, f"{op.label}: tokens",
+                                                     op.token_times[-1])
+            begin = max(free, arrive)
+            end = begin + eng.prefill_s(n, ctx_tokens)
+            self._record("draft", begin, end, Phase.PREFILL, f"re-prefill ({op.label})")
+            self.draft_ready_s = end
+        self._kv("ingest", n)
+
+    # ------------------------------------------------------------------------------------------------ controller
+    def _setup(self):  # noqa: ANN202 - SimPy sub-process
+        """FPGA draft: the GPU prefills the prompt with the draft model and the KV cache migrates once."""
+        if self.policy.draft_on != "fpga":
+            return
+        env = self.env
+        eng = self.pf.draft_prompt_prefill
+        if eng is None:
+            raise SimulationError("an FPGA draft needs the draft model on a GPU to prefill the prompt")
+        p = self.problem.prompt_tokens
+        x = self._xfer("host", "target", p * self.pf.token_bytes, "prompt to GPU")
+        yield env.timeout(x + self.pf.api_call_overhead_s)
+        start = env.now
+        dur = eng.prefill_s(p, 0)
+        yield env.timeout(dur)
+        self.dev["target"].record(start, env.now, Phase.PREFILL, "draft prompt prefill (for KV migration)",
+                                  eng.power_w(Phase.PREFILL))
+        t = self.pf.links.kv_migration_s(p)
+        self.comm_s += t
+        if self.keep_log:
+            self.transfers.append(Transfer(env.now, env.now + t, "target->host->draft", 0, "draft KV migration"))
+        yield env.timeout(t)
+        self._kv("init", p)
+        self.draft_ready_s = env.now
+
+    def _commit(self, i: int) -> None:
+        self.committed.append(i)
+
+    def _main(self):  # noqa: ANN202 - SimPy process
+        env = self.env
+        pol = self.policy
+        bt = self.header.backtracking
+        attempts = self.attempts
+        rp = self.rp
+        spec: _Op | None = None
+        prefetch: _Op | None = None
+        yield from self._setup()
+        i = 0
+        while i < len(attempts):
+            a = attempts[i]
+            ctx_key, ctx_tokens = rp.context[i], rp.context_tokens[i]
+            if a.by == DRAFT:
+                if spec is not None and spec.attempt == i:
+                    op = spec
+                else:
+                    if spec is not None:
+                        raise SimulationError(f"problem {self.problem.id}: speculation for attempt {spec.attempt} "
+                                              f"still pending at attempt {i}")
+                    op = self._start_draft(_Op("draft", ctx_key, ctx_tokens, a.tokens, i, f"draft step {i}"),
+                                           self.draft_ready_s)
+                spec = None
+                if not op.done:
+                    yield op.proc
+                if op.produced != a.tokens:
+                    raise SimulationError(f"problem {self.problem.id}: draft step {i} produced {op.produced} of "
+                                          f"{a.tokens} tokens")
+                # submit step i: KVMU closes it (accept carries a held accept of the previous step)
+                if self.kvmu is not None:
+                    if self._pending_accept:
+                        self._kv("accept")
+                        self._pending_accept = False
+                    else:
+                        self._kv("mark")
+                    self._kv_check(f"submitting step {i}", ctx_tokens, ctx_tokens + a.tokens)
+                submit = env.now
+                if pol.step_ahead:
+                    j = self._first_target_len.get(ctx_key)
+                    n_pf = attempts[j].tokens if j is not None else a.tokens
+                    prefetch = self._start_target(_Op("target", ctx_key, ctx_tokens, n_pf, j,
+                                                      f"prefetch target @step {a.step}"))
+                    if not a.final:
+                        nxt, n_spec = self._spec_length(i)
+                        spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
+                                                     f"speculate step {a.step + 1}"))
+                yield from self._verify(i, ctx_tokens)
+                self.stall_s += self._stall(spec, submit)
+                if a.verdict == ACCEPT:
+                    self._commit(i)
+                    if prefetch is not None:
+                        self._interrupt(prefetch)
+                        if not prefetch.done:
+                            yield prefetch.proc
+                        if prefetch.attempt is not None and prefetch.produced > 0:
+                            self.partial[ctx_key] = prefetch.produced
+                            self.partial_ops[ctx_key] = prefetch
+                        else:
+                            self.discarded_target_tokens += prefetch.produced
+                            self.discarded_energy_j += prefetch.energy_j
+                        prefetch = None
+                    if self.kvmu is not None:
+                        self._pending_accept = True
+                        if a.final:
+                            self._kv("accept")
+                            self._pending_accept = False
+                else:
+                    if spec is not None:
+                        self._interrupt(spec)
+                        if not spec.done:
+                            yield spec.proc
+                        self.discarded_draft_tokens += spec.produced
+                        self.discarded_energy_j += spec.energy_j
+                        spec = None
+                    if self.kvmu is not None:
+                        self._kv("rollback")
+                        self._kv_check(f"rejecting step {i}", ctx_tokens, ctx_tokens)
+                    # FPGA: free (and rolled back) once the verdict is in
+                    self.draft_ready_s = max(self.draft_ready_s, env.now)
+                i += 1
+                continue
+
+            # ---- a target step: the refinement of a rejected draft step, or an alternative after a backtrack
+            if prefetch is not None and prefetch.attempt == i:
+                op = prefetch
+            else:
+                if prefetch is not None:
+                    raise SimulationError(f"problem {self.problem.id}: prefetch for attempt {prefetch.attempt} "
+                                          f"pending at attempt {i}")
+                reuse = 0
+                if rp.first_target_at_context[i] and ctx_key in self.partial:
+                    reuse = min(self.partial.pop(ctx_key), a.tokens)
+                    self.partial_ops.pop(ctx_key, None)
+                    self.reused_target_tokens += reuse
+                label = "refine" if self.attempts[i - 1].by == DRAFT else "alternative"
+                op = self._start_target(_Op("target", ctx_key, ctx_tokens, a.tokens, i,
+                                            f"target {label} @step {a.step}", reuse=reuse))
+            prefetch = None
+            if not op.done:
+                yield op.proc
+            if op.produced != a.tokens:
+                raise SimulationError(f"problem {self.problem.id}: target step {i} produced {op.produced} of "
+                                      f"{a.tokens} tokens")
+            self._sync_draft(op, ctx_tokens)
+            if self.kvmu is not None:
+                self._kv_check(f"ingesting target step {i}", ctx_tokens + a.tokens)
+            if not bt:
+                self._commit(i)
+                i += 1
+                continue
+            submit = env.now
+            if pol.step_ahead and not a.final:
+                nxt, n_spec = self._spec_length(i)
+                spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
+                                             f"speculate step {a.step + 1}"), self.draft_ready_s)
+            yield from self._verify(i, ctx_tokens)
+            self.stall_s += self._stall(spec, max(submit, self.draft_ready_s))
+            if a.verdict == ACCEPT:
+                self._commit(i)
+            else:  # backtrack: drop this step and the previous committed one
+                if spec is not None:
+                    self._interrupt(spec)
+                    if not spec.done:
+                        yield spec.proc
+                    self.discarded_draft_tokens += spec.produced
+                    self.discarded_energy_j += spec.energy_j
+                    spec = None
+                popped = self.committed.pop()
+                pos = ctx_tokens - attempts[popped].tokens
+                if self.kvmu is not None:
+                    self._kv("init", pos)
+                self.draft_ready_s = max(self.draft_ready_s, env.now)
+            i += 1
+        self.end_s = env.now
+
+    def _stall(self, spec: _Op | None, idle_from_s: float) -> float:
+        """Draft idle time waiting for the verdict that just arrived (now)."""
+        now = self.env.now
+        if spec is None:
+            return max(0.0, now - max(idle_from_s, self.dev["draft"].free_at_s))
+        if spec.done and spec.end_s is not None and spec.produced >= spec.n:
+            return max(0.0, now - spec.end_s)
+        return 0.0
+
+    # ------------------------------------------------------------------------------------------------ run
+    def run(self) -> ProblemOutcome:
+        self.env.process(self._main())
+        self.env.run()
+        latency = self.end_s
+        discarded_target = self.discarded_target_tokens + sum(self.partial.values())
+        self.discarded_energy_j += sum(op.energy_j for op in self.partial_ops.values())
+        seq = tuple((j, self.attempts[j].tokens) for j in self.committed)
+        return ProblemOutcome(latency_s=latency, committed=seq, committed_tokens=sum(t for _j, t in seq),
+                              devices=self.dev, transfers=self.transfers, stall_s=self.stall_s, comm_s=self.comm_s,
+                              discarded_draft_tokens=self.discarded_draft_tokens,
+                              discarded_target_tokens=discarded_target, discarded_energy_j=self.discarded_energy_j,
+                              reused_target_tokens=self.reused_target_tokens, kvmu_commands=self.kvmu_commands)
+
+    def activities(self) -> dict[str, list[Activity]]:
+        return {r: d.log for r, d in self.dev.items()}

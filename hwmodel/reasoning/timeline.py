@@ -1,0 +1,94 @@
+"""Device activity during a simulated problem: what each device did when, at what power (for energy, utilization
+and the Perfetto timeline).
+
+A :class:`Device` refuses an activity that overlaps one already recorded: no device ever runs two things at once
+(the policies are written so that it never happens; the check makes a violation an error, not a wrong number).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from hwmodel.engine import Phase
+from hwmodel.errors import HwmodelError
+
+_EPS_S = 1e-12
+
+
+class OverlapError(HwmodelError):
+    """A policy asked a device to run two things at once (a bug in the policy, reported with both activities)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Activity:
+    start_s: float
+    end_s: float
+    phase: Phase
+    label: str
+    power_w: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def energy_j(self) -> float:
+        return self.power_w * (self.end_s - self.start_s)
+
+
+class Device:
+    """One device (GPU, FPGA board, edge board) of the simulated system, with its activity log."""
+
+    def __init__(self, name: str, role: str, idle_power_w: float, keep_log: bool = True) -> None:
+        self.name = name
+        self.role = role
+        self.idle_power_w = idle_power_w
+        self.keep_log = keep_log
+        self.log: list[Activity] = []
+        self.busy_s = 0.0
+        self.busy_energy_j = 0.0
+        self._last_end_s = 0.0
+        self._last_label = ""
+
+    def record(self, start_s: float, end_s: float, phase: Phase, label: str, power_w: float) -> None:
+        """Log an activity; refuse it if it starts before the previous one ended."""
+        if end_s < start_s - _EPS_S:
+            raise OverlapError(f"{self.name}: activity '{label}' ends at {end_s:.9f} s before it starts at "
+                               f"{start_s:.9f} s")
+        if start_s < self._last_end_s - _EPS_S:
+            raise OverlapError(f"{self.name} would run two things at once: '{label}' starts at {start_s:.9f} s while "
+                               f"'{self._last_label}' runs until {self._last_end_s:.9f} s")
+        if end_s <= start_s:
+            return
+        self.busy_s += end_s - start_s
+        self.busy_energy_j += power_w * (end_s - start_s)
+        self._last_end_s = end_s
+        self._last_label = label
+        if self.keep_log:
+            self.log.append(Activity(start_s, end_s, phase, label, power_w))
+
+    @property
+    def free_at_s(self) -> float:
+        """When the last recorded activity ends."""
+        return self._last_end_s
+
+    def energy_j(self, span_s: float) -> float:
+        """Energy over ``[0, span_s]``: each activity at its power, the rest of the span idle."""
+        return self.busy_energy_j + self.idle_power_w * max(0.0, span_s - self.busy_s)
+
+    def utilization(self, span_s: float) -> float:
+        return self.busy_s / span_s if span_s > 0 else 0.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Transfer:
+    """One transfer over a link (tokens, a verdict, a KV cache)."""
+
+    start_s: float
+    end_s: float
+    path: str  # e.g. "fpga->host->prm"
+    n_bytes: int
+    label: str
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
