@@ -1,6 +1,7 @@
 """Metrics of system A per problem and per dataset (MISSION.md section A, "Metrics"; docs/reasoning.md).
 
-* latency: from the first operation of a problem to its last commit (s);
+* latency: from the first operation of a problem to its last commit (s); the problem occupies the system a little
+  longer when a stopped forward pass ends after the commit (its *span*, the window energy is integrated over);
 * goodput: committed tokens (the final answer's steps) / latency;
 * energy: every device's power over the whole problem, idle included; energy per committed token;
 * speculation-stall ratio: time the draft device sits idle waiting for a verdict / latency;
@@ -8,7 +9,7 @@
   counted, on the critical path or not, so it is an upper bound of what communication costs);
 * discarded step-ahead work: tokens the draft speculated and the target prefetched that were never used, and the
   energy of the device activity that produced them;
-* per-device utilization: busy time / latency;
+* per-device utilization: busy time / span;
 * accuracy: carried by the trace.
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ class ProblemMetrics:
     policy: str
     backtracking: bool
     latency_s: float
+    span_s: float
     committed_tokens: int
     goodput_tokens_per_s: float
     energy_j: float
@@ -56,15 +58,15 @@ class ProblemMetrics:
 
     @property
     def util_draft(self) -> float:
-        return self.busy_draft_s / self.latency_s
+        return self.busy_draft_s / self.span_s
 
     @property
     def util_prm(self) -> float:
-        return self.busy_prm_s / self.latency_s
+        return self.busy_prm_s / self.span_s
 
     @property
     def util_target(self) -> float:
-        return self.busy_target_s / self.latency_s
+        return self.busy_target_s / self.span_s
 
     def as_row(self) -> dict[str, object]:
         row = dataclasses.asdict(self)
@@ -79,12 +81,12 @@ def problem_metrics(problem: Problem, outcome: ProblemOutcome, *, config: str, p
                     backtracking: bool, rejects: int, backtracks: int) -> ProblemMetrics:
     lat = outcome.latency_s
     comm_s = outcome.comm_s
-    e = {r: outcome.devices[r].energy_j(lat) for r in ROLE_ORDER}
+    e = {r: outcome.devices[r].energy_j(outcome.span_s) for r in ROLE_ORDER}
     total = math.fsum(e.values())
     tokens = outcome.committed_tokens
     return ProblemMetrics(
         dataset=problem.dataset, problem=problem.id, config=config, policy=policy, backtracking=backtracking,
-        latency_s=lat, committed_tokens=tokens, goodput_tokens_per_s=tokens / lat, energy_j=total,
+        latency_s=lat, span_s=outcome.span_s, committed_tokens=tokens, goodput_tokens_per_s=tokens / lat, energy_j=total,
         energy_per_token_j=total / tokens, stall_s=outcome.stall_s, stall_ratio=outcome.stall_s / lat,
         comm_s=comm_s, comm_share=comm_s / lat, discarded_draft_tokens=outcome.discarded_draft_tokens,
         discarded_target_tokens=outcome.discarded_target_tokens, discarded_energy_j=outcome.discarded_energy_j,
@@ -129,6 +131,7 @@ def summarize(rows: Sequence[ProblemMetrics]) -> Summary:
         raise ValueError("no rows to summarize")
     r0 = rows[0]
     lat = math.fsum(r.latency_s for r in rows)
+    span = math.fsum(r.span_s for r in rows)
     tok = sum(r.committed_tokens for r in rows)
     en = math.fsum(r.energy_j for r in rows)
     return Summary(
@@ -140,9 +143,9 @@ def summarize(rows: Sequence[ProblemMetrics]) -> Summary:
         discarded_draft_tokens=sum(r.discarded_draft_tokens for r in rows),
         discarded_target_tokens=sum(r.discarded_target_tokens for r in rows),
         reused_target_tokens=sum(r.reused_target_tokens for r in rows),
-        util_draft=math.fsum(r.busy_draft_s for r in rows) / lat,
-        util_prm=math.fsum(r.busy_prm_s for r in rows) / lat,
-        util_target=math.fsum(r.busy_target_s for r in rows) / lat,
+        util_draft=math.fsum(r.busy_draft_s for r in rows) / span,
+        util_prm=math.fsum(r.busy_prm_s for r in rows) / span,
+        util_target=math.fsum(r.busy_target_s for r in rows) / span,
         accuracy=sum(r.correct for r in rows) / len(rows))
 
 

@@ -63,6 +63,7 @@ class _Op:
     reuse: int = 0
     proc: Any = None
     start_s: float = 0.0
+    compute_start_s: float | None = None  # when the device starts computing (after API overhead and transfer)
     end_s: float | None = None
     produced: int = 0
     token_times: list[float] = dataclasses.field(default_factory=list)
@@ -72,6 +73,14 @@ class _Op:
     @property
     def complete(self) -> bool:
         return self.done and self.produced >= self.n
+
+    def stop_time(self, now: float) -> float:
+        """When the device stops if told to stop at ``now``: a forward pass in flight runs to its end (a GPU or
+        FPGA pass cannot be cut short); nothing started yet stops at once."""
+        if self.compute_start_s is None or now <= self.compute_start_s or not self.token_times:
+            return now
+        k = bisect.bisect_left(self.token_times, now - _EPS)
+        return self.token_times[k] if k < len(self.token_times) else self.token_times[-1]
 
 
 class _PrefixCache:
@@ -95,7 +104,8 @@ class _PrefixCache:
 class ProblemOutcome:
     """Raw results of one simulated problem (metrics are derived in :mod:`hwmodel.reasoning.metrics`)."""
 
-    latency_s: float
+    latency_s: float  # until the final answer is committed
+    span_s: float  # until every device is quiet again (a stopped forward pass may end after the commit)
     committed: tuple[tuple[int, int], ...]  # (attempt index, tokens) in answer order, as the policy committed them
     committed_tokens: int
     devices: dict[str, Device]
@@ -139,9 +149,12 @@ class ProblemSimulation:
         self.discarded_energy_j = 0.0
         self.reused_target_tokens = 0
         self.draft_ready_s = 0.0  # when the draft has the committed context in its KV and may draft
+        self.target_free_s = 0.0  # when the target GPU has finished a stopped generation's last forward pass
+        self._discarded_ops: list[_Op] = []  # generations whose work was thrown away (energy counted at the end)
         self.kvmu = platform.kvmu_factory() if (platform.kvmu_factory and policy.draft_on == "fpga") else None
         self.kvmu_commands = 0
         self._pending_accept = False  # FPGA: an accepted step whose KVMU accept waits for the next step boundary
+        self.end_s = 0.0
         self._next_draft_len = self._next_draft_lengths()
         self._first_target_len = self._first_target_lengths()
 
@@ -195,7 +208,7 @@ class ProblemSimulation:
     # ------------------------------------------------------------------------------------------------ operations
     def _gpu_request(self, op: _Op, eng: TimedEngine, cache: _PrefixCache | None, overhead_s: float,
                      wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
-        """A request to a GPU model server (module docstring); interruptible."""
+        """A request to a GPU model server (module docstring); interruptible at forward-pass boundaries."""
         env = self.env
         try:
             if wait_until_s > env.now:
@@ -218,13 +231,10 @@ class ProblemSimulation:
         n_dec = op.n - op.reuse - 1
         offsets = eng.decode_finish_times(total_ctx, n_dec)
         first = t0 + t_pref
+        op.compute_start_s = t0
         op.token_times = [start] * op.reuse + [first] + [first + d for d in offsets]
-        try:
-            yield env.timeout(op.token_times[-1] - start)
-        except simpy.Interrupt:
-            pass
-        end = op.end_s = env.now
-        op.produced = bisect.bisect_right(op.token_times, end + _EPS)
+        yield from self._run_until_done_or_stopped(op)
+        end = op.end_s
         if end > t0:
             op.energy_j += self._record(op.role, t0, min(end, first), Phase.PREFILL, f"{op.label} (prefill)")
         if end > first:
@@ -235,8 +245,20 @@ class ProblemSimulation:
                 cache.add(op.ctx_key + (op.attempt,))
         op.done = True
 
+    def _run_until_done_or_stopped(self, op: _Op):  # noqa: ANN202 - SimPy sub-process
+        """Wait for the last token; on an interrupt, run to the end of the forward pass in flight."""
+        env = self.env
+        try:
+            yield env.timeout(op.token_times[-1] - env.now)
+        except simpy.Interrupt:
+            stop = op.stop_time(env.now)
+            if stop > env.now:
+                yield env.timeout(stop - env.now)
+        op.end_s = env.now
+        op.produced = bisect.bisect_right(op.token_times, op.end_s + _EPS)
+
     def _fpga_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
-        """``n`` decode passes on the FPGA from context ``ctx``; interruptible."""
+        """``n`` decode passes on the FPGA from context ``ctx``; interruptible at pass boundaries."""
         env = self.env
         try:
             if wait_until_s > env.now:
@@ -245,18 +267,11 @@ class ProblemSimulation:
             op.start_s = op.end_s = env.now
             op.done = True
             return
-        start = op.start_s = env.now
+        start = op.start_s = op.compute_start_s = env.now
         offsets = self.pf.draft.decode_finish_times(op.ctx_tokens, op.n)
         op.token_times = [start + d for d in offsets]
-        try:
-            yield env.timeout(offsets[-1])
-        except simpy.Interrupt:
-            pass
-        end = op.end_s = env.now
-        op.produced = bisect.bisect_right(op.token_times, end + _EPS)
-        op.energy_j += self._record("draft", start, end, Phase.DECODE, op.label)
-        if op.produced:
-            self._kv("speculate", op.produced)
+        yield from self._run_until_done_or_stopped(op)
+        op.energy_j += self._record("draft", start, op.end_s, Phase.DECODE, op.label)
         op.done = True
 
     def _start_draft(self, op: _Op, wait_until_s: float = 0.0) -> _Op:
@@ -270,12 +285,27 @@ class ProblemSimulation:
 
     def _start_target(self, op: _Op) -> _Op:
         op.proc = self.env.process(self._gpu_request(op, self.pf.target, self.target_cache,
-                                                     self.pf.api_call_overhead_s))
+                                                     self.pf.api_call_overhead_s, self.target_free_s))
         return op
 
-    def _interrupt(self, op: _Op | None) -> None:
-        if op is not None and op.proc is not None and op.proc.is_alive:
-            op.proc.interrupt()
+    def _discard_spec(self, spec: _Op) -> None:
+        """A speculated draft step became useless (its parent was rejected or backtracked): stop the draft."""
+        stop, produced = self._halt(spec)
+        self.draft_ready_s = max(self.draft_ready_s, stop, self.env.now)
+        self.discarded_draft_tokens += produced
+        self._discarded_ops.append(spec)
+        if produced:
+            self._kv("speculate", produced)
+
+    def _halt(self, op: _Op) -> tuple[float, int]:
+        """Tell a running generation to stop now: (when its device is free, tokens it will have produced)."""
+        now = self.env.now
+        if op.done:
+            return (op.end_s if op.end_s is not None else now), op.produced
+        stop = op.stop_time(now)
+        produced = bisect.bisect_right(op.token_times, stop + _EPS) if op.compute_start_s is not None else 0
+        op.proc.interrupt()
+        return stop, produced
 
     def _verify(self, i: int, ctx_tokens: int):  # noqa: ANN202 - SimPy sub-process
         """Send attempt ``i`` to the PRM, score it, bring the verdict back."""
@@ -399,8 +429,9 @@ class ProblemSimulation:
                 if op.produced != a.tokens:
                     raise SimulationError(f"problem {self.problem.id}: draft step {i} produced {op.produced} of "
                                           f"{a.tokens} tokens")
-                # submit step i: KVMU closes it (accept carries a held accept of the previous step)
+                # submit step i: the KVMU closes it (an accept held for the previous step carries the boundary)
                 if self.kvmu is not None:
+                    self._kv("speculate", a.tokens)
                     if self._pending_accept:
                         self._kv("accept")
                         self._pending_accept = False
@@ -421,16 +452,15 @@ class ProblemSimulation:
                 self.stall_s += self._stall(spec, submit)
                 if a.verdict == ACCEPT:
                     self._commit(i)
-                    if prefetch is not None:
-                        self._interrupt(prefetch)
-                        if not prefetch.done:
-                            yield prefetch.proc
-                        if prefetch.attempt is not None and prefetch.produced > 0:
-                            self.partial[ctx_key] = prefetch.produced
+                    if prefetch is not None:  # the refinement is not needed: stop it, keep its tokens
+                        stop, produced = self._halt(prefetch)
+                        self.target_free_s = max(self.target_free_s, stop)
+                        if prefetch.attempt is not None and produced > 0:
+                            self.partial[ctx_key] = produced
                             self.partial_ops[ctx_key] = prefetch
                         else:
-                            self.discarded_target_tokens += prefetch.produced
-                            self.discarded_energy_j += prefetch.energy_j
+                            self.discarded_target_tokens += produced
+                            self._discarded_ops.append(prefetch)
                         prefetch = None
                     if self.kvmu is not None:
                         self._pending_accept = True
@@ -439,16 +469,11 @@ class ProblemSimulation:
                             self._pending_accept = False
                 else:
                     if spec is not None:
-                        self._interrupt(spec)
-                        if not spec.done:
-                            yield spec.proc
-                        self.discarded_draft_tokens += spec.produced
-                        self.discarded_energy_j += spec.energy_j
+                        self._discard_spec(spec)
                         spec = None
                     if self.kvmu is not None:
                         self._kv("rollback")
                         self._kv_check(f"rejecting step {i}", ctx_tokens, ctx_tokens)
-                    # FPGA: free (and rolled back) once the verdict is in
                     self.draft_ready_s = max(self.draft_ready_s, env.now)
                 i += 1
                 continue
@@ -474,9 +499,11 @@ class ProblemSimulation:
             if op.produced != a.tokens:
                 raise SimulationError(f"problem {self.problem.id}: target step {i} produced {op.produced} of "
                                       f"{a.tokens} tokens")
-            self._sync_draft(op, ctx_tokens)
-            if self.kvmu is not None:
+            if not a.final:  # the answer's last step is never built upon: the draft need not catch up
+                self._sync_draft(op, ctx_tokens)
                 self._kv_check(f"ingesting target step {i}", ctx_tokens + a.tokens)
+            else:
+                self._xfer("target", "host", a.tokens * self.pf.token_bytes, f"{op.label}: tokens")
             if not bt:
                 self._commit(i)
                 i += 1
@@ -492,11 +519,7 @@ class ProblemSimulation:
                 self._commit(i)
             else:  # backtrack: drop this step and the previous committed one
                 if spec is not None:
-                    self._interrupt(spec)
-                    if not spec.done:
-                        yield spec.proc
-                    self.discarded_draft_tokens += spec.produced
-                    self.discarded_energy_j += spec.energy_j
+                    self._discard_spec(spec)
                     spec = None
                 popped = self.committed.pop()
                 pos = ctx_tokens - attempts[popped].tokens
@@ -521,9 +544,11 @@ class ProblemSimulation:
         self.env.run()
         latency = self.end_s
         discarded_target = self.discarded_target_tokens + sum(self.partial.values())
+        self.discarded_energy_j += sum(op.energy_j for op in self._discarded_ops)
         self.discarded_energy_j += sum(op.energy_j for op in self.partial_ops.values())
         seq = tuple((j, self.attempts[j].tokens) for j in self.committed)
-        return ProblemOutcome(latency_s=latency, committed=seq, committed_tokens=sum(t for _j, t in seq),
+        span = max([latency] + [d.free_at_s for d in self.dev.values()])
+        return ProblemOutcome(latency_s=latency, span_s=span, committed=seq, committed_tokens=sum(t for _j, t in seq),
                               devices=self.dev, transfers=self.transfers, stall_s=self.stall_s, comm_s=self.comm_s,
                               discarded_draft_tokens=self.discarded_draft_tokens,
                               discarded_target_tokens=discarded_target, discarded_energy_j=self.discarded_energy_j,

@@ -1,0 +1,280 @@
+"""System A policies replayed on traces: same commits under every policy, one activity per device at a time,
+energy conservation, and the orderings the design implies. Engines here are small test engines with fixed
+per-token times (defined in this file only); the real device models are exercised by the reproduction."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hwmodel.engine import Phase
+from hwmodel.reasoning.costs import TimedEngine
+from hwmodel.reasoning.metrics import summarize
+from hwmodel.reasoning.platform import Platform
+from hwmodel.reasoning.policies import POLICIES
+from hwmodel.reasoning.runner import run_trace, simulate_problem
+from hwmodel.reasoning.timeline import Device, OverlapError
+from hwmodel.workload.generator import generate
+from hwmodel.workload.trace import (
+    ACCEPT,
+    BACKTRACK,
+    DRAFT,
+    REJECT,
+    TARGET,
+    Attempt,
+    Problem,
+    Trace,
+    TraceHeader,
+    replay_of,
+)
+
+
+# ------------------------------------------------------------------------------------------------ test doubles
+@dataclasses.dataclass
+class FixedEngine:
+    """Test engine: affine per-token times, two power levels."""
+
+    name: str
+    decode_base_s: float
+    prefill_per_token_s: float
+    ingest_per_token_s: float = 1e-3
+    busy_w: float = 200.0
+    idle_w: float = 25.0
+
+    def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
+        return 0.004 + n_tokens * self.prefill_per_token_s + ctx * 1e-7
+
+    def decode_s(self, ctx: int) -> float:
+        return self.decode_base_s + ctx * 2e-7
+
+    def ingest_s(self, n_tokens: int, ctx: int) -> float:
+        return n_tokens * self.ingest_per_token_s
+
+    def score_s(self, n_tokens: int, ctx: int, prefix_cache: bool = False) -> float:
+        return self.prefill_s(n_tokens if prefix_cache else n_tokens + ctx)
+
+    def power_w(self, phase: Phase) -> float:
+        return self.idle_w if phase is Phase.IDLE else self.busy_w
+
+
+class FixedLinks:
+    def transfer_s(self, src: str, dst: str, n_bytes: int) -> float:
+        hops = 1 if "host" in (src, dst) else 2
+        return hops * 2e-6 + n_bytes / 12e9
+
+    def kv_migration_s(self, n_tokens: int) -> float:
+        return 4e-6 + n_tokens * 6144 / 12e9
+
+
+class SpecKvmu:
+    """The KVMU transition table (MISSION.md section A, plus 'mark' to close a first step), refusing illegal
+    commands -- a test double that checks the simulator's command stream."""
+
+    def __init__(self, capacity: int = 1 << 16) -> None:
+        self.valid = self.curr = self.ahead = 0
+        self.mode = "init"
+        self.capacity = capacity
+
+    def init(self, p: int) -> None:
+        assert 0 <= p <= self.capacity
+        self.valid = self.curr = self.ahead = p
+        self.mode = "init"
+
+    def speculate(self, n: int) -> None:
+        assert n >= 1 and self.ahead + n <= self.capacity
+        self.ahead += n
+        self.mode = "speculate"
+
+    def mark(self) -> None:
+        assert self.curr == self.valid and self.ahead > self.curr
+        self.curr = self.ahead
+
+    def accept(self) -> None:
+        assert self.curr > self.valid
+        self.valid, self.curr = self.curr, self.ahead
+        self.mode = "accept"
+
+    def rollback(self) -> None:
+        assert self.curr > self.valid
+        self.curr = self.ahead = self.valid
+        self.mode = "rollback"
+
+    def ingest(self, n: int) -> None:
+        assert n >= 1 and self.mode in ("init", "rollback")
+        self.valid += n
+        self.curr += n
+        self.ahead += n
+
+
+def make_platform(draft_on: str = "gpu", draft_speed: float = 1.0, prm_speed: float = 1.0,
+                  kvmu: bool = True) -> Platform:
+    if draft_on == "fpga":
+        draft = FixedEngine("fpga", 0.0015 / draft_speed, 1e-4 / draft_speed, 1.5e-3 / draft_speed, 45.0, 30.0)
+    else:
+        draft = FixedEngine("gpu-draft", 0.010 / draft_speed, 2e-5 / draft_speed, busy_w=150.0)
+    prm = FixedEngine("prm", 0.025 / prm_speed, 2.5e-4 / prm_speed, busy_w=300.0)
+    target = FixedEngine("target", 0.025, 2.5e-4, busy_w=300.0)
+    return Platform(draft=TimedEngine(draft), prm=TimedEngine(prm), target=TimedEngine(target), links=FixedLinks(),
+                    device_names={"draft": draft.name, "prm": "gpu-prm", "target": "gpu-target"},
+                    draft_prompt_prefill=TimedEngine(FixedEngine("gpu-draft", 0.010, 2e-5)),
+                    api_call_overhead_s=0.002, draft_api_call_overhead_s=0.002 if draft_on != "fpga" else 0.0,
+                    kvmu_factory=SpecKvmu if kvmu else None)
+
+
+def platform_for(policy: str, **kw) -> Platform:  # noqa: ANN003
+    return make_platform(POLICIES[policy].draft_on, **kw)
+
+
+def build_problem(decisions: list[tuple[bool, bool]], lengths: list[int], backtracking: bool) -> Problem:
+    """A valid problem from (draft rejected?, target fails?) decisions (as in test_workload)."""
+    attempts: list[Attempt] = []
+    committed, backtracks, n_steps = 0, 0, len(lengths)
+    it = iter(decisions)
+    while committed < n_steps:
+        rej, fail = next(it, (False, False))
+        k = committed
+        if not rej:
+            attempts.append(Attempt(k, DRAFT, lengths[k], 0.9, ACCEPT, k == n_steps - 1))
+            committed += 1
+            continue
+        attempts.append(Attempt(k, DRAFT, lengths[k], 0.3, REJECT, k == n_steps - 1))
+        step = k
+        while True:
+            final = step == n_steps - 1
+            if not backtracking:
+                attempts.append(Attempt(step, TARGET, lengths[step] + 3, None, ACCEPT, final))
+                committed += 1
+                break
+            if fail and committed > 0 and backtracks < 5:
+                attempts.append(Attempt(step, TARGET, lengths[step] + 3, 0.2, BACKTRACK, final))
+                backtracks, committed, step = backtracks + 1, committed - 1, step - 1
+                rej, fail = next(it, (False, False))
+                continue
+            attempts.append(Attempt(step, TARGET, lengths[step] + 3, 0.2 if fail else 0.8, ACCEPT, final))
+            committed += 1
+            break
+    return Problem("math500", "x", 60, True, tuple(attempts))
+
+
+problems_st = st.tuples(st.lists(st.tuples(st.booleans(), st.booleans()), max_size=25),
+                        st.lists(st.integers(min_value=2, max_value=150), min_size=1, max_size=10), st.booleans())
+
+
+@pytest.fixture(scope="module")
+def traces() -> dict[tuple[str, bool], Trace]:
+    return {(d, bt): generate(d, "qwen2.5-math-7b", bt, limit=60) for d in ("math500", "olympiadbench")
+            for bt in (False, True)}
+
+
+# ------------------------------------------------------------------------------------------------ commits
+@settings(max_examples=60)
+@given(problems_st)
+def test_every_policy_commits_the_traces_token_sequence(args: tuple) -> None:
+    decisions, lengths, backtracking = args
+    problem = build_problem(decisions, lengths, backtracking)
+    header = TraceHeader(backtracking=backtracking)
+    expected = replay_of(problem, header).committed_sequence(problem)
+    for name in POLICIES:
+        outcome, _sim = simulate_problem(problem, header, name, platform_for(name), keep_log=True)
+        assert outcome.committed == expected, name
+        assert outcome.committed_tokens == sum(t for _i, t in expected)
+
+
+def test_generated_traces_commit_the_same_under_every_policy(traces: dict) -> None:
+    for trace in traces.values():
+        for name in POLICIES:
+            pf = platform_for(name)
+            for p in trace.problems:
+                outcome, _ = simulate_problem(p, trace.header, name, pf)
+                assert outcome.committed == replay_of(p, trace.header).committed_sequence(p), (name, p.id)
+
+
+# ------------------------------------------------------------------------------------------------ devices
+@settings(max_examples=40)
+@given(problems_st)
+def test_no_device_runs_two_things_at_once(args: tuple) -> None:
+    decisions, lengths, backtracking = args
+    problem = build_problem(decisions, lengths, backtracking)
+    for name in POLICIES:
+        outcome, sim = simulate_problem(problem, TraceHeader(backtracking=backtracking), name, platform_for(name),
+                                        keep_log=True)
+        for role, acts in sim.activities().items():
+            for a, b in zip(acts, acts[1:]):
+                assert a.end_s <= b.start_s + 1e-12, (name, role, a, b)
+            assert all(0.0 <= a.start_s <= a.end_s <= outcome.span_s + 1e-12 for a in acts), (name, role)
+            assert outcome.latency_s <= outcome.span_s
+
+
+def test_device_refuses_overlapping_activities() -> None:
+    dev = Device("gpu0", "prm", 25.0)
+    dev.record(0.0, 1.0, Phase.SCORE, "a", 300.0)
+    with pytest.raises(OverlapError, match="two things at once"):
+        dev.record(0.5, 2.0, Phase.SCORE, "b", 300.0)
+    assert dev.energy_j(3.0) == pytest.approx(300.0 + 2 * 25.0)
+
+
+def test_energy_is_every_device_over_the_whole_run(traces: dict) -> None:
+    trace = traces[("math500", True)]
+    for name in POLICIES:
+        pf = platform_for(name)
+        for p in trace.problems[:20]:
+            outcome, sim = simulate_problem(p, trace.header, name, pf, keep_log=True)
+            lat = outcome.span_s
+            for role, dev in outcome.devices.items():
+                busy = sum(a.duration_s for a in dev.log)
+                active = sum(a.energy_j for a in dev.log)
+                assert dev.energy_j(lat) == pytest.approx(active + dev.idle_power_w * (lat - busy), rel=1e-12)
+                assert dev.energy_j(lat) >= dev.idle_power_w * lat * (1 - 1e-12)
+
+
+# ------------------------------------------------------------------------------------------------ orderings
+def test_step_ahead_is_never_slower_than_the_baseline(traces: dict) -> None:
+    for trace in traces.values():
+        base = run_trace(trace, "baseline", platform_for("baseline"))
+        t2 = run_trace(trace, "step-ahead", platform_for("step-ahead"))
+        for b, s in zip(base, t2):
+            assert s.latency_s <= b.latency_s + 1e-9, b.problem
+        assert summarize(t2).stall_ratio < summarize(base).stall_ratio
+        assert summarize(base).discarded_draft_tokens == summarize(base).discarded_target_tokens == 0
+
+
+@pytest.mark.parametrize("policy", ["baseline", "step-ahead", "heteroreason", "heteroreason-reprefill"])
+def test_faster_devices_never_make_a_problem_slower(policy: str, traces: dict) -> None:
+    trace = traces[("olympiadbench", True)]
+    slow = run_trace(trace, policy, platform_for(policy))
+    fast_draft = run_trace(trace, policy, platform_for(policy, draft_speed=2.0))
+    fast_prm = run_trace(trace, policy, platform_for(policy, prm_speed=2.0))
+    for s, d, p in zip(slow, fast_draft, fast_prm):
+        assert d.latency_s <= s.latency_s + 1e-9
+        assert p.latency_s <= s.latency_s + 1e-9
+
+
+def test_prefetched_tokens_are_reused_only_after_backtracks(traces: dict) -> None:
+    for (ds, bt), trace in traces.items():
+        rows = run_trace(trace, "step-ahead", platform_for("step-ahead"))
+        reused = sum(r.reused_target_tokens for r in rows)
+        if bt:
+            assert reused > 0, ds
+            assert all(r.reused_target_tokens == 0 for r in rows if r.backtracks == 0)
+        else:
+            assert reused == 0
+
+
+def test_shadow_sync_keeps_the_fpga_in_step_with_the_kvmu(traces: dict) -> None:
+    # the simulator checks the KVMU registers against the committed tokens after every command; a wrong command
+    # stream raises (SpecKvmu asserts each command's legality)
+    for trace in traces.values():
+        for name in ("heteroreason", "heteroreason-reprefill"):
+            pf = platform_for(name)
+            for p in trace.problems:
+                outcome, _ = simulate_problem(p, trace.header, name, pf)
+                assert outcome.kvmu_commands >= 2
+
+
+def test_replay_is_deterministic(traces: dict) -> None:
+    trace = traces[("math500", True)]
+    a = run_trace(trace, "heteroreason", platform_for("heteroreason"))
+    b = run_trace(trace, "heteroreason", platform_for("heteroreason"))
+    assert a == b
