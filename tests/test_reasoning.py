@@ -278,3 +278,41 @@ def test_replay_is_deterministic(traces: dict) -> None:
     a = run_trace(trace, "heteroreason", platform_for("heteroreason"))
     b = run_trace(trace, "heteroreason", platform_for("heteroreason"))
     assert a == b
+
+
+# ------------------------------------------------------------------------------------------------ reproduction
+def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """The `reproduce heteroreason` pipeline on test platforms (the real device models run in the reproduction)."""
+    import json
+
+    import hwmodel.reasoning.reproduce as reproduce_mod
+    import hwmodel.reasoning.study as study_mod
+    from hwmodel.reasoning.reproduce import reproduce_heteroreason
+    from hwmodel.report.tables import read_csv
+
+    def test_builder(system: str, policy: str, **_kw) -> Platform:  # noqa: ANN003
+        pf = platform_for(policy)
+        pf.description = {"draft": pf.device_names["draft"], "prm": "gpu-prm", "target": "gpu-target"}
+        return pf
+
+    monkeypatch.setattr(study_mod, "build_platform", test_builder)
+    monkeypatch.setattr(reproduce_mod, "build_platform", test_builder)
+    datasets = ("math500", "gsm8k")
+    result, report = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1)
+    n_policies = len(study_mod.STUDY_POLICIES)
+    assert len(result.rows) == len(datasets) * 2 * n_policies * 2 * 6
+    rows = read_csv(tmp_path / "problems.csv")
+    assert len(rows) == len(result.rows)
+    text = report.read_text()
+    assert "1.25–1.33x" in text and "0.0123 %" in text
+    assert any(w in text for w in ("| inside |", "| below |", "| above |"))
+    assert (tmp_path / "ablation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    timelines = sorted(tmp_path.glob("timeline_*.json"))
+    assert len(timelines) == 3
+    events = json.loads(timelines[-1].read_text())["traceEvents"]
+    tracks = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert sum(t.startswith(("draft", "prm", "target")) for t in tracks) == 3
+    assert len(list((tmp_path / "traces").glob("*.jsonl.gz"))) == len(datasets) * 2 * 2
+    again, _ = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1, resume=True)
+    assert again.resumed_units == len(datasets) * 2 * n_policies
+    assert again.rows == result.rows
