@@ -17,11 +17,14 @@ Operations (``ctx`` = tokens before the step, ``n`` = the step's tokens, delimit
   generates) or re-prefill (wait for the whole step, then prefill it).
 
 Step-ahead (T2): after submitting a draft step the draft speculates the next one (depth one: it waits at the end of
-that step for the verdict -- the *speculation stall*), and the target starts regenerating the submitted step at once
-(*prefetch*). Accept: the speculation goes on and becomes the next step; the prefetch is interrupted and its partial
-tokens are cached for the same context. Reject: the speculation is discarded, the prefetch is the refinement. A
-target step from a context whose first target run was cut short reuses the cached tokens (re-prefilled, since no KV
-is kept), if it is the first target step from that context (later ones are different samples).
+that step for the verdict -- the *speculation stall*). The target, idle in the baseline except on rejections, works
+on the step the draft is drafting: as soon as a step is committed (or, with backtracking, as soon as the target's
+own step is written, without waiting for its verdict) it starts generating the next step from that context
+(*asynchronous prefetch*). If the draft's version of that step is accepted the target's run is stopped and its
+partial tokens are cached for the context; if it is rejected the run simply continues as the refinement, with a
+head start. A later target step from a context whose run was stopped (a backtrack's alternative) reuses the cached
+tokens (re-prefilled, since no KV is kept) if it is the first target step from that context (later ones are
+different samples).
 
 Lengths of speculative work that never commits (a step drafted after a step that is then rejected; a prefetch from
 a context where the trace never has a target step) are not in the trace; the model takes the length of the next
@@ -41,7 +44,8 @@ from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.platform import Platform
 from hwmodel.reasoning.policies import PolicySpec
 from hwmodel.reasoning.timeline import Activity, Device, Transfer
-from hwmodel.workload.trace import ACCEPT, DRAFT, Problem, TraceHeader, replay_of
+from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
+from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, TraceHeader, replay_of
 
 _EPS = 1e-12
 
@@ -156,7 +160,9 @@ class ProblemSimulation:
         self._pending_accept = False  # FPGA: an accepted step whose KVMU accept waits for the next step boundary
         self.end_s = 0.0
         self._next_draft_len = self._next_draft_lengths()
-        self._first_target_len = self._first_target_lengths()
+        self._first_target_at = self._first_at(TARGET)
+        self._first_draft_at = self._first_at(DRAFT)
+        self._mean_step = max(1, round(sum(a.tokens for a in self.attempts) / len(self.attempts)))
 
     # ------------------------------------------------------------------------------------------------ helpers
     def _tokens_of(self, key: tuple[int, ...]) -> int:
@@ -170,11 +176,12 @@ class ProblemSimulation:
                 out[a.step] = a.tokens
         return out
 
-    def _first_target_lengths(self) -> dict[tuple[int, ...], int]:
+    def _first_at(self, by: str) -> dict[tuple[int, ...], int]:
+        """Context -> index of the first attempt by ``by`` from that context."""
         out: dict[tuple[int, ...], int] = {}
         for j, a in enumerate(self.attempts):
-            if self.rp.first_target_at_context[j]:
-                out[self.rp.context[j]] = j
+            if a.by == by:
+                out.setdefault(self.rp.context[j], j)
         return out
 
     def _xfer(self, src: str, dst: str, n_bytes: int, label: str, start_s: float | None = None) -> float:
@@ -328,12 +335,27 @@ class ProblemSimulation:
             t += self._xfer("host", "draft", tb, f"verdict {i} to draft", env.now + t)
         yield env.timeout(t)
 
+    def _cap(self, ctx_tokens: int, n: int) -> int:
+        """A speculative length that stays inside the context cap (generation stops there)."""
+        return max(1, min(n, MAX_CONTEXT_TOKENS - ctx_tokens))
+
     def _spec_length(self, i: int) -> tuple[int | None, int]:
         """(trace attempt, tokens) of the step the draft speculates after attempt ``i``."""
         a = self.attempts[i]
         if a.verdict == ACCEPT and i + 1 < len(self.attempts):
             return i + 1, self.attempts[i + 1].tokens
-        return None, self._next_draft_len.get(a.step + 1, a.tokens)
+        ctx = self.rp.context_tokens[i] + a.tokens
+        return None, self._cap(ctx, self._next_draft_len.get(a.step + 1, a.tokens))
+
+    def _prefetch_length(self, key: tuple[int, ...], ctx_tokens: int) -> tuple[int | None, int]:
+        """(trace attempt, tokens) of the target's step from context ``key``: the first target attempt from it
+        in the trace, else (never needed) the draft's step from it or the next draft step at that position."""
+        j = self._first_target_at.get(key)
+        if j is not None:
+            return j, self.attempts[j].tokens
+        d = self._first_draft_at.get(key)
+        n = self.attempts[d].tokens if d is not None else self._next_draft_len.get(len(key), self._mean_step)
+        return None, self._cap(ctx_tokens, n)
 
     # ------------------------------------------------------------------------------------------------ draft sync
     def _sync_draft(self, op: _Op, ctx_tokens: int) -> None:
@@ -401,6 +423,33 @@ class ProblemSimulation:
     def _commit(self, i: int) -> None:
         self.committed.append(i)
 
+    def _start_prefetch(self, key: tuple[int, ...]) -> _Op | None:
+        """T2: the target starts the step after committed context ``key`` (module docstring)."""
+        if not self.policy.step_ahead or self._answer_complete(key):
+            return None
+        ctx_tokens = self._tokens_of(key)
+        j, n = self._prefetch_length(key, ctx_tokens)
+        reuse = 0
+        if j is not None and key in self.partial:  # a previous run from this context was stopped: reuse it
+            reuse = min(self.partial.pop(key), n)
+            self.partial_ops.pop(key, None)
+            self.reused_target_tokens += reuse
+        return self._start_target(_Op("target", key, ctx_tokens, n, j, f"target @step {len(key)}", reuse=reuse))
+
+    def _answer_complete(self, key: tuple[int, ...]) -> bool:
+        return bool(key) and self.attempts[key[-1]].final
+
+    def _stop_prefetch(self, op: _Op, keep: bool) -> None:
+        """Stop the target's run; ``keep``: its context is still valid, so cache its tokens for that context."""
+        stop, produced = self._halt(op)
+        self.target_free_s = max(self.target_free_s, stop)
+        if keep and op.attempt is not None and produced > 0:
+            self.partial[op.ctx_key] = produced
+            self.partial_ops[op.ctx_key] = op
+        else:
+            self.discarded_target_tokens += produced
+            self._discarded_ops.append(op)
+
     def _main(self):  # noqa: ANN202 - SimPy process
         env = self.env
         pol = self.policy
@@ -408,8 +457,8 @@ class ProblemSimulation:
         attempts = self.attempts
         rp = self.rp
         spec: _Op | None = None
-        prefetch: _Op | None = None
         yield from self._setup()
+        prefetch: _Op | None = self._start_prefetch(())
         i = 0
         while i < len(attempts):
             a = attempts[i]
@@ -439,29 +488,17 @@ class ProblemSimulation:
                         self._kv("mark")
                     self._kv_check(f"submitting step {i}", ctx_tokens, ctx_tokens + a.tokens)
                 submit = env.now
-                if pol.step_ahead:
-                    j = self._first_target_len.get(ctx_key)
-                    n_pf = attempts[j].tokens if j is not None else a.tokens
-                    prefetch = self._start_target(_Op("target", ctx_key, ctx_tokens, n_pf, j,
-                                                      f"prefetch target @step {a.step}"))
-                    if not a.final:
-                        nxt, n_spec = self._spec_length(i)
-                        spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
-                                                     f"speculate step {a.step + 1}"))
+                if pol.step_ahead and not a.final:
+                    nxt, n_spec = self._spec_length(i)
+                    spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
+                                                 f"speculate step {a.step + 1}"))
                 yield from self._verify(i, ctx_tokens)
                 self.stall_s += self._stall(spec, submit)
                 if a.verdict == ACCEPT:
                     self._commit(i)
-                    if prefetch is not None:  # the refinement is not needed: stop it, keep its tokens
-                        stop, produced = self._halt(prefetch)
-                        self.target_free_s = max(self.target_free_s, stop)
-                        if prefetch.attempt is not None and produced > 0:
-                            self.partial[ctx_key] = produced
-                            self.partial_ops[ctx_key] = prefetch
-                        else:
-                            self.discarded_target_tokens += produced
-                            self._discarded_ops.append(prefetch)
-                        prefetch = None
+                    if prefetch is not None:  # the target's version of this step is not needed now
+                        self._stop_prefetch(prefetch, keep=True)
+                    prefetch = self._start_prefetch(ctx_key + (i,))
                     if self.kvmu is not None:
                         self._pending_accept = True
                         if a.final:
@@ -483,8 +520,7 @@ class ProblemSimulation:
                 op = prefetch
             else:
                 if prefetch is not None:
-                    raise SimulationError(f"problem {self.problem.id}: prefetch for attempt {prefetch.attempt} "
-                                          f"pending at attempt {i}")
+                    self._stop_prefetch(prefetch, keep=prefetch.ctx_key == ctx_key)
                 reuse = 0
                 if rp.first_target_at_context[i] and ctx_key in self.partial:
                     reuse = min(self.partial.pop(ctx_key), a.tokens)
@@ -506,6 +542,7 @@ class ProblemSimulation:
                 self._xfer("target", "host", a.tokens * self.pf.token_bytes, f"{op.label}: tokens")
             if not bt:
                 self._commit(i)
+                prefetch = self._start_prefetch(ctx_key + (i,))
                 i += 1
                 continue
             submit = env.now
@@ -513,6 +550,7 @@ class ProblemSimulation:
                 nxt, n_spec = self._spec_length(i)
                 spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
                                              f"speculate step {a.step + 1}"), self.draft_ready_s)
+            prefetch = self._start_prefetch(ctx_key + (i,))  # without waiting for the verdict
             yield from self._verify(i, ctx_tokens)
             self.stall_s += self._stall(spec, max(submit, self.draft_ready_s))
             if a.verdict == ACCEPT:
@@ -521,12 +559,17 @@ class ProblemSimulation:
                 if spec is not None:
                     self._discard_spec(spec)
                     spec = None
+                if prefetch is not None:
+                    self._stop_prefetch(prefetch, keep=False)
+                    prefetch = None
                 popped = self.committed.pop()
                 pos = ctx_tokens - attempts[popped].tokens
                 if self.kvmu is not None:
                     self._kv("init", pos)
                 self.draft_ready_s = max(self.draft_ready_s, env.now)
             i += 1
+        if prefetch is not None:
+            self._stop_prefetch(prefetch, keep=False)
         self.end_s = env.now
 
     def _stall(self, spec: _Op | None, idle_from_s: float) -> float:

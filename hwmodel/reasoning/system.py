@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
-from hwmodel.reasoning.costs import TimedEngine
+from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine
 from hwmodel.reasoning.platform import Platform
 from hwmodel.reasoning.policies import PolicySpec, policy as get_policy
 from hwmodel.schema import internal, load_toml_as, non_negative, one_of, plain, positive, sourced
@@ -104,11 +104,16 @@ def gpu_engine(gpu: str, llm: str, framework: str, weight_bits: int | None = Non
     return TimedEngine(latency.GpuEngine(gpu, llm, **kwargs))
 
 
+FPGA_CTX_GRID = 64  # contexts between exact FPGA token simulations (costs.ContextSampledEngine; 1 = every one)
+
+
 @functools.cache
-def fpga_engine(design: str, clock_hz: float) -> TimedEngine:
-    """A memoized FPGA streaming draft engine (``fpga.streaming.StreamingEngine``)."""
+def fpga_engine(design: str, clock_hz: float, ctx_grid: int = FPGA_CTX_GRID) -> TimedEngine:
+    """A memoized FPGA streaming draft engine (``fpga.streaming.StreamingEngine``), its per-token times
+    simulated every ``ctx_grid`` contexts (see :class:`~hwmodel.reasoning.costs.ContextSampledEngine`)."""
     streaming = _module("fpga.streaming", "FPGA streaming accelerator model")
-    return TimedEngine(streaming.StreamingEngine(streaming.load_design(design), clock_hz=clock_hz))
+    engine = streaming.StreamingEngine(streaming.load_design(design), clock_hz=clock_hz)
+    return TimedEngine(ContextSampledEngine(engine, ctx_grid), initial_ctx=0)
 
 
 class SystemLinks:
@@ -163,11 +168,11 @@ def build_platform(system: ReasoningSystem | str, policy: PolicySpec | str, *, w
         kv_bits = 16
     elif pol.draft_on == "fpga":
         draft = fpga_engine(sys_.fpga_design, sys_.fpga_clock_hz)
-        design = getattr(draft.engine, "design", None)
-        board = lib.board(getattr(design, "board", "u280")) if design is not None else lib.board("u280")
+        design = draft.engine.engine.design  # TimedEngine -> ContextSampledEngine -> StreamingEngine
+        board = lib.board(design.board)
         names["draft"] = f"{board.display_name} ({sys_.fpga_design} @ {sys_.fpga_clock_hz / 1e6:.0f} MHz)"
         draft_link = board.host_link
-        kv_bits = int(getattr(design, "kv_bits", 8))
+        kv_bits = int(design.kv_bits)
         prompt_prefill = gpu_engine(sys_.gpu, sys_.draft_llm, sys_.gpu_framework)
         draft_overhead = 0.0  # the host drives the FPGA directly (XRT/DMA), not through a model server
         if with_kvmu:

@@ -128,9 +128,9 @@ def _accept_score(u: float, thr: float) -> float:
 
 
 def play_problem(plan: PlannedProblem, hazard: float, difficulty: float, target: str, backtracking: bool,
-                 model: AcceptanceModel, sigma: float) -> tuple[tuple[Attempt, ...], int]:
-    """Play the baseline run of one planned problem (module docstring, step 3): its attempts, and how many flawed
-    steps (failed target steps) the committed answer keeps."""
+                 model: AcceptanceModel, sigma: float) -> tuple[tuple[Attempt, ...], int, bool]:
+    """Play the baseline run of one planned problem (module docstring, step 3): its attempts, how many flawed
+    steps (failed target steps) the committed answer keeps, and whether it hit the context cap."""
     thr = model.prm_threshold
     rho = model.hazard_ratio(target)
     steps = plan.steps
@@ -140,45 +140,60 @@ def play_problem(plan: PlannedProblem, hazard: float, difficulty: float, target:
     t_occ = [0] * n_steps
     attempts: list[Attempt] = []
     committed_flawed: list[bool] = []
+    committed_tokens: list[int] = []
     backtracks = 0
-    while len(committed_flawed) < n_steps:
+    truncated = False
+
+    def fit(n: int) -> tuple[int, bool]:
+        """RSD stops generating at the context cap: a step that would cross it is cut there and ends the answer."""
+        room = MAX_CONTEXT_TOKENS - plan.prompt_tokens - sum(committed_tokens)
+        return (n, False) if n < room else (max(1, room), True)
+
+    while len(committed_flawed) < n_steps and not truncated:
         k = len(committed_flawed)
         o = d_occ[k]
         d_occ[k] += 1
-        n_d = steps[k] if o == 0 else regenerated_tokens(steps[k], float(z[_Z_DRAFT_LEN, k, o]), sigma)
+        n_d, cut = fit(steps[k] if o == 0 else regenerated_tokens(steps[k], float(z[_Z_DRAFT_LEN, k, o]), sigma))
         lam = hazard * difficulty * model.position_weight(k, n_steps)
         rejected = bool(u[_U_DRAFT_REJECT, k, o] < p_fail(lam, n_d))
         us = float(u[_U_DRAFT_SCORE, k, o])
-        final = k == n_steps - 1
+        final = k == n_steps - 1 or cut
         if not rejected:
             attempts.append(Attempt(k, DRAFT, n_d, _accept_score(us, thr), ACCEPT, final))
             committed_flawed.append(False)
+            committed_tokens.append(n_d)
+            truncated = cut
             continue
         attempts.append(Attempt(k, DRAFT, n_d, _reject_score(us, thr), REJECT, final))
         step = k
         while True:  # the target regenerates `step` (refinement, then alternatives after backtracks)
             ot = t_occ[step]
             t_occ[step] += 1
-            n_t = regenerated_tokens(steps[step], float(z[_Z_TARGET_LEN, step, ot]), sigma)
+            n_t, cut = fit(regenerated_tokens(steps[step], float(z[_Z_TARGET_LEN, step, ot]), sigma))
             lam_t = rho * hazard * difficulty * model.position_weight(step, n_steps)
             fails = bool(u[_U_TARGET_FAIL, step, ot] < p_fail(lam_t, n_t))
-            final_t = step == n_steps - 1
+            final_t = step == n_steps - 1 or cut
             if not backtracking:
                 attempts.append(Attempt(step, TARGET, n_t, None, ACCEPT, final_t))
                 committed_flawed.append(fails)
+                committed_tokens.append(n_t)
+                truncated = cut
                 break
             ut = float(u[_U_TARGET_SCORE, step, ot])
             if fails and committed_flawed and backtracks < model.max_backtracks:
                 attempts.append(Attempt(step, TARGET, n_t, _reject_score(ut, thr), BACKTRACK, final_t))
                 backtracks += 1
                 committed_flawed.pop()
+                committed_tokens.pop()
                 step -= 1
                 continue
             score = _reject_score(ut, thr) if fails else _accept_score(ut, thr)
             attempts.append(Attempt(step, TARGET, n_t, score, ACCEPT, final_t))
             committed_flawed.append(fails)
+            committed_tokens.append(n_t)
+            truncated = cut
             break
-    return tuple(attempts), sum(committed_flawed)
+    return tuple(attempts), sum(committed_flawed), truncated or plan.truncated
 
 
 @functools.cache
@@ -194,9 +209,8 @@ def base_accuracy(dataset: str, target: str, seed: int = DEFAULT_SEED, model: Ac
     diff = difficulty_weights(plans, model)
     hazard = dataset_hazard(dataset, seed, model)
     keep = 1.0 - model.flawed_step_penalty
-    factors = np.array([0.0 if p.truncated else keep ** play_problem(p, hazard, float(d), target, False, model,
-                                                                       lengths.regen_sigma)[1]
-                        for p, d in zip(plans, diff)])
+    played = [play_problem(p, hazard, float(d), target, False, model, lengths.regen_sigma) for p, d in zip(plans, diff)]
+    factors = np.array([0.0 if cut else keep ** flawed for _a, flawed, cut in played])
     goal = model.accuracy(dataset, target)
     if goal >= float(np.mean(factors > 0)):
         return float(1.0 / factors[factors > 0].min())  # even every untruncated answer right is not enough
@@ -227,13 +241,13 @@ def generate(dataset: str, target: str, backtracking: bool, *, seed: int = DEFAU
     a0 = base_accuracy(dataset, target, seed, model)
     keep = 1.0 - model.flawed_step_penalty
     problems = tuple(Problem(dataset, str(p.idx), p.prompt_tokens,
-                             (not p.truncated) and p.u_correct < a0 * keep ** flawed, attempts)
-                     for p, (attempts, flawed) in zip(plans, played))
+                             (not cut) and p.u_correct < a0 * keep ** flawed, attempts)
+                     for p, (attempts, flawed, cut) in zip(plans, played))
     meta = {"generator": GENERATOR_NAME, "generator_version": GENERATOR_VERSION, "seed": seed, "target": target,
             "hazard_per_token": round(hazard, 9), "base_accuracy_a0": round(a0, 6),
             "acceptance_model": model.as_dict(),
             "length_model": lengths.as_dict(), "max_context_tokens": MAX_CONTEXT_TOKENS,
-            "truncated_problems": sum(p.truncated for p in plans)}
+            "truncated_problems": sum(cut for _a, _f, cut in played)}
     header = TraceHeader(backtracking=backtracking, prm_threshold=model.prm_threshold,
                          max_backtracks=model.max_backtracks, source="generator", dataset=dataset, config=config,
                          meta=meta)
