@@ -212,7 +212,12 @@ def test_device_refuses_overlapping_activities() -> None:
     dev.record(0.0, 1.0, Phase.SCORE, "a", 300.0)
     with pytest.raises(OverlapError, match="two things at once"):
         dev.record(0.5, 2.0, Phase.SCORE, "b", 300.0)
-    assert dev.energy_j(3.0) == pytest.approx(300.0 + 2 * 25.0)
+    dev.record(2.0, 2.5, Phase.SCORE, "c", 300.0)
+    dev.record(1.5, 2.0, Phase.SCORE, "d (logged late, runs earlier)", 300.0)
+    with pytest.raises(OverlapError, match="two things at once"):
+        dev.record(1.2, 1.6, Phase.SCORE, "e", 300.0)
+    assert [a.label[0] for a in dev.activities()] == ["a", "d", "c"]
+    assert dev.energy_j(3.0) == pytest.approx(300.0 * 2.0 + 1.0 * 25.0)
 
 
 def test_energy_is_every_device_over_the_whole_run(traces: dict) -> None:

@@ -90,7 +90,7 @@ def write_timeline(path: Path, problem: Problem, trace: Trace, policy: str, plat
     for role, dev in outcome.devices.items():
         tracks[f"{role}: {dev.name}"] = [Slice(a.start_s, a.end_s, a.label, a.phase.value,
                                                {"power_w": round(a.power_w, 3), "energy_j": round(a.energy_j, 6)})
-                                         for a in dev.log]
+                                         for a in dev.activities()]
     tracks["links (through the host)"] = [Slice(t.start_s, t.end_s, t.label, "transfer",
                                                 {"path": t.path, "bytes": t.n_bytes}) for t in outcome.transfers]
     meta = {"dataset": problem.dataset, "problem": problem.id, "policy": policy, "latency_s": outcome.latency_s,

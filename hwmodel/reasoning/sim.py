@@ -598,4 +598,4 @@ class ProblemSimulation:
                               reused_target_tokens=self.reused_target_tokens, kvmu_commands=self.kvmu_commands)
 
     def activities(self) -> dict[str, list[Activity]]:
-        return {r: d.log for r, d in self.dev.items()}
+        return {r: d.activities() for r, d in self.dev.items()}

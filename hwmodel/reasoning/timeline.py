@@ -6,6 +6,7 @@ A :class:`Device` refuses an activity that overlaps one already recorded: no dev
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 
 from hwmodel.engine import Phase
@@ -46,23 +47,32 @@ class Device:
         self.log: list[Activity] = []
         self.busy_s = 0.0
         self.busy_energy_j = 0.0
+        self._starts: list[float] = []  # every activity's interval, sorted by start (recorded in any order)
+        self._spans: list[tuple[float, float, str]] = []
         self._last_end_s = 0.0
-        self._last_label = ""
 
     def record(self, start_s: float, end_s: float, phase: Phase, label: str, power_w: float) -> None:
-        """Log an activity; refuse it if it starts before the previous one ended."""
+        """Log an activity; refuse it if it overlaps one already logged (activities may be logged out of order:
+        a policy may schedule work that starts after another activity it has not logged yet)."""
         if end_s < start_s - _EPS_S:
             raise OverlapError(f"{self.name}: activity '{label}' ends at {end_s:.9f} s before it starts at "
                                f"{start_s:.9f} s")
-        if start_s < self._last_end_s - _EPS_S:
-            raise OverlapError(f"{self.name} would run two things at once: '{label}' starts at {start_s:.9f} s while "
-                               f"'{self._last_label}' runs until {self._last_end_s:.9f} s")
         if end_s <= start_s:
             return
+        k = bisect.bisect_right(self._starts, start_s)
+        if k > 0 and self._spans[k - 1][1] > start_s + _EPS_S:
+            other = self._spans[k - 1]
+            raise OverlapError(f"{self.name} would run two things at once: '{label}' starts at {start_s:.9f} s "
+                               f"while '{other[2]}' runs from {other[0]:.9f} s until {other[1]:.9f} s")
+        if k < len(self._spans) and self._spans[k][0] < end_s - _EPS_S:
+            other = self._spans[k]
+            raise OverlapError(f"{self.name} would run two things at once: '{label}' runs until {end_s:.9f} s "
+                               f"while '{other[2]}' starts at {other[0]:.9f} s")
+        self._starts.insert(k, start_s)
+        self._spans.insert(k, (start_s, end_s, label))
         self.busy_s += end_s - start_s
         self.busy_energy_j += power_w * (end_s - start_s)
-        self._last_end_s = end_s
-        self._last_label = label
+        self._last_end_s = max(self._last_end_s, end_s)
         if self.keep_log:
             self.log.append(Activity(start_s, end_s, phase, label, power_w))
 
@@ -70,6 +80,10 @@ class Device:
     def free_at_s(self) -> float:
         """When the last recorded activity ends."""
         return self._last_end_s
+
+    def activities(self) -> list[Activity]:
+        """The log in time order."""
+        return sorted(self.log, key=lambda a: a.start_s)
 
     def energy_j(self, span_s: float) -> float:
         """Energy over ``[0, span_s]``: each activity at its power, the rest of the span idle."""
