@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fpga.kvmu import Kvmu
 from hwmodel.engine import Phase
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.metrics import summarize
-from hwmodel.reasoning.platform import Platform
+from hwmodel.reasoning.platform import Platform, PromptMigration
 from hwmodel.reasoning.policies import POLICIES
 from hwmodel.reasoning.runner import run_trace, simulate_problem
 from hwmodel.reasoning.timeline import Device, OverlapError
@@ -64,48 +65,13 @@ class FixedLinks:
         hops = 1 if "host" in (src, dst) else 2
         return hops * 2e-6 + n_bytes / 12e9
 
-    def kv_migration_s(self, n_tokens: int) -> float:
-        return 4e-6 + n_tokens * 6144 / 12e9
 
 
-class SpecKvmu:
-    """The KVMU transition table (MISSION.md section A, plus 'mark' to close a first step), refusing illegal
-    commands -- a test double that checks the simulator's command stream."""
-
-    def __init__(self, capacity: int = 1 << 16) -> None:
-        self.valid = self.curr = self.ahead = 0
-        self.mode = "init"
-        self.capacity = capacity
-
-    def init(self, p: int) -> None:
-        assert 0 <= p <= self.capacity
-        self.valid = self.curr = self.ahead = p
-        self.mode = "init"
-
-    def speculate(self, n: int) -> None:
-        assert n >= 1 and self.ahead + n <= self.capacity
-        self.ahead += n
-        self.mode = "speculate"
-
-    def mark(self) -> None:
-        assert self.curr == self.valid and self.ahead > self.curr
-        self.curr = self.ahead
-
-    def accept(self) -> None:
-        assert self.curr > self.valid
-        self.valid, self.curr = self.curr, self.ahead
-        self.mode = "accept"
-
-    def rollback(self) -> None:
-        assert self.curr > self.valid
-        self.curr = self.ahead = self.valid
-        self.mode = "rollback"
-
-    def ingest(self, n: int) -> None:
-        assert n >= 1 and self.mode in ("init", "rollback")
-        self.valid += n
-        self.curr += n
-        self.ahead += n
+def fixed_migration(n_tokens: int) -> PromptMigration:
+    prefill = 0.004 + n_tokens * 2e-5
+    transfer = 4e-6 + n_tokens * 6144 / 12e9
+    return PromptMigration(prefill_s=prefill, prefill_power_w=150.0, ready_s=prefill + transfer / 4,
+                           transfer_s=transfer, kv_bytes=n_tokens * 6144)
 
 
 def make_platform(draft_on: str = "gpu", draft_speed: float = 1.0, prm_speed: float = 1.0,
@@ -118,9 +84,9 @@ def make_platform(draft_on: str = "gpu", draft_speed: float = 1.0, prm_speed: fl
     target = FixedEngine("target", 0.025, 2.5e-4, busy_w=300.0)
     return Platform(draft=TimedEngine(draft), prm=TimedEngine(prm), target=TimedEngine(target), links=FixedLinks(),
                     device_names={"draft": draft.name, "prm": "gpu-prm", "target": "gpu-target"},
-                    draft_prompt_prefill=TimedEngine(FixedEngine("gpu-draft", 0.010, 2e-5)),
+                    prompt_migration=fixed_migration,
                     api_call_overhead_s=0.002, draft_api_call_overhead_s=0.002 if draft_on != "fpga" else 0.0,
-                    kvmu_factory=SpecKvmu if kvmu else None)
+                    kvmu_factory=(lambda: Kvmu(1 << 16)) if kvmu else None)
 
 
 def platform_for(policy: str, **kw) -> Platform:  # noqa: ANN003
@@ -268,8 +234,8 @@ def test_prefetched_tokens_are_reused_only_after_backtracks(traces: dict) -> Non
 
 
 def test_shadow_sync_keeps_the_fpga_in_step_with_the_kvmu(traces: dict) -> None:
-    # the simulator checks the KVMU registers against the committed tokens after every command; a wrong command
-    # stream raises (SpecKvmu asserts each command's legality)
+    # the simulator checks the KVMU registers against the committed tokens after every command; the KVMU refuses
+    # an illegal command (fpga.kvmu.CommandRefused), so a wrong command stream raises
     for trace in traces.values():
         for name in ("heteroreason", "heteroreason-reprefill"):
             pf = platform_for(name)

@@ -1,10 +1,18 @@
-"""Per-operation times of an engine, memoized for replaying thousands of problems (ARCHITECTURE.md: "FPGA engines
-memoize per-token results by context length ... replaying 500 problems costs a few thousand cycle simulations").
+"""Per-operation times and energies of an engine, memoized for replaying thousands of problems (ARCHITECTURE.md:
+"FPGA engines memoize per-token results by context length ... replaying 500 problems costs a few thousand cycle
+simulations").
 
-:class:`TimedEngine` wraps any :class:`hwmodel.engine.Engine`. Decode times are kept as a cumulative table over
-context lengths, so the time of ``n`` consecutive decode steps, and how many of them finish within a given time
-(what an interrupted generation has produced), are O(1) and O(log n) lookups. Other operations are memoized by
-their arguments. The wrapper never changes a number: every value is the engine's own.
+:class:`TimedEngine` wraps any :class:`hwmodel.engine.Engine`:
+
+* decode times (and energies) are cumulative tables over context lengths, so ``n`` consecutive decode steps, and
+  how many of them finish within a given time (what a stopped generation has produced), are O(1) / O(log n);
+* per-token ingest times likewise (shadow synchronization ingests one token at a time);
+* prefill and PRM-scoring times are memoized by their arguments. For a GPU engine a miss computes a whole block of
+  contexts in one vectorized pass (:func:`gpu_prefill_block`, exactly the engine's own ``prefill_cost``: the tests
+  compare them point by point), because a replay asks for tens of thousands of distinct (tokens, context) pairs.
+
+Power: an engine that reports per-operation power (``prefill_cost(...).power_w``, ``decode_power_w(ctx)``: the GPU
+model) is charged per operation; otherwise at its per-phase ``power_w``. The wrapper never changes a time.
 """
 from __future__ import annotations
 
@@ -15,55 +23,112 @@ import numpy as np
 
 from hwmodel.engine import Engine, Phase
 
+_PREFILL_BLOCK = 256  # contexts per vectorized GPU prefill block
+
+
+def gpu_prefill_block(engine: Any, n_tokens: np.ndarray, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(time_s, power_w)`` of ``engine.prefill_cost(n, ctx)`` for many points in one vectorized pass.
+
+    Composed from the public pieces :meth:`gpu.latency.GpuEngine.prefill_cost` itself uses (the kernel program of a
+    single-sequence pass, the roofline per kernel, the eager launch queue, the utilisation-based board power);
+    ``tests/test_reasoning_engines.py`` proves it equal to ``prefill_cost`` point by point.
+    """
+    from gpu import launch
+    from gpu.kernels import Pass, build_program
+    from gpu.power import board_power_w, utilisation
+
+    n = np.asarray(n_tokens, dtype=np.float64)
+    c = np.asarray(ctx, dtype=np.float64)
+    head = n if engine.llm.output_head == "value" else np.ones_like(n)
+    prog = build_program(engine.llm, engine.framework.program, Pass.single(n, c, head), engine.weight_bits,
+                         engine.kv_bits, "auto")
+    times = launch.PassTimes.of(prog, engine.roofline)
+    tl = launch.eager(engine.c_op_s, times, start_s=engine.t_step_s)
+    u = utilisation(engine.gpu, prog.total_bytes(), prog.total_ops(), tl.total_s, engine.weight_bits)
+    return np.asarray(tl.total_s, dtype=float), np.asarray(board_power_w(engine.gpu, u, engine.power_gamma),
+                                                           dtype=float)
+
+
+def _is_gpu_engine(engine: Any) -> bool:
+    return all(hasattr(engine, a) for a in ("prefill_cost", "roofline", "framework", "c_op_s", "t_step_s",
+                                             "power_gamma", "decode_power_w", "weights_bytes", "gpu", "llm"))
+
 
 class TimedEngine:
-    """An engine with memoized operation times (module docstring)."""
+    """An engine with memoized operation times and energies (module docstring)."""
 
     def __init__(self, engine: Engine, initial_ctx: int = 1024) -> None:
         self.engine = engine
         self.name = engine.name
         self.max_ctx: int | None = getattr(engine, "max_ctx", None)  # contexts the engine can hold, if bounded
-        self._cum = np.zeros(1)  # _cum[c] = sum of decode_s(x) for x < c
-        self._cum_list: list[float] = [0.0]
-        self._prefill: dict[tuple[int, int], float] = {}
-        self._ingest: dict[tuple[int, int], float] = {}
-        self._score: dict[tuple[int, int, bool], float] = {}
+        self._gpu = _is_gpu_engine(engine)
+        self._per_ctx_power = hasattr(engine, "decode_power_w")
+        self._cum: list[float] = [0.0]  # _cum[c] = sum of decode_s(x) for x < c
+        self._cum_e: list[float] = [0.0]  # the same for decode energy
+        self._cum_ing: list[float] = [0.0]  # the same for one-token ingests
+        self._prefill: dict[tuple[int, int], tuple[float, float]] = {}
+        self._score: dict[tuple[int, int, bool], tuple[float, float]] = {}
         self._power: dict[Phase, float] = {}
         self._grow(initial_ctx)
 
+    # ------------------------------------------------------------------------------------------------ tables
+    def _top(self, have: int, ctx: int) -> int:
+        top = max(ctx, 2 * have)
+        if self.max_ctx is not None:
+            top = max(ctx, min(top, self.max_ctx))
+        return top
+
     def _grow(self, ctx: int) -> None:
-        """Extend the cumulative decode table to cover contexts [0, ctx]."""
+        """Extend the cumulative decode tables to cover contexts [0, ctx]."""
         have = len(self._cum) - 1
         if ctx <= have:
             return
-        new_top = max(ctx, 2 * have)
-        if self.max_ctx is not None:
-            new_top = max(ctx, min(new_top, self.max_ctx))
+        top = self._top(have, ctx)
         steps = getattr(self.engine, "decode_steps_s", None)
         if steps is not None:
-            times = np.asarray(steps(have, new_top - have), dtype=float)
+            times = np.asarray(steps(have, top - have), dtype=float)
         else:
-            times = np.array([self.engine.decode_s(c) for c in range(have, new_top)], dtype=float)
-        self._cum = np.concatenate([self._cum, self._cum[-1] + np.cumsum(times)])
-        self._cum_list = self._cum.tolist()
+            times = np.array([self.engine.decode_s(c) for c in range(have, top)], dtype=float)
+        if self._per_ctx_power:
+            power = np.array([self.engine.decode_power_w(c) for c in range(have, top)], dtype=float)
+        else:
+            power = np.full(len(times), self.power_w(Phase.DECODE))
+        self._cum.extend((self._cum[-1] + np.cumsum(times)).tolist())
+        self._cum_e.extend((self._cum_e[-1] + np.cumsum(times * power)).tolist())
+
+    def _grow_ingest(self, ctx: int) -> None:
+        have = len(self._cum_ing) - 1
+        if ctx <= have:
+            return
+        top = self._top(have, ctx)
+        times = np.array([self.engine.ingest_s(1, c) for c in range(have, top)], dtype=float)
+        self._cum_ing.extend((self._cum_ing[-1] + np.cumsum(times)).tolist())
 
     # ------------------------------------------------------------------------------------------------ decode
     def decode_span_s(self, ctx: int, n: int) -> float:
         """Time of ``n`` decode steps at contexts ``ctx, ctx + 1, ..., ctx + n - 1``."""
         if n <= 0:
             return 0.0
-        if ctx + n >= len(self._cum_list):
+        if ctx + n >= len(self._cum):
             self._grow(ctx + n)
-        return self._cum_list[ctx + n] - self._cum_list[ctx]
+        return self._cum[ctx + n] - self._cum[ctx]
+
+    def decode_energy_j(self, ctx: int, n: int) -> float:
+        """Energy of the same ``n`` decode steps."""
+        if n <= 0:
+            return 0.0
+        if ctx + n >= len(self._cum):
+            self._grow(ctx + n)
+        return self._cum_e[ctx + n] - self._cum_e[ctx]
 
     def decode_done(self, ctx: int, elapsed_s: float, n_max: int) -> int:
         """How many of the decode steps starting at ``ctx`` have finished ``elapsed_s`` seconds in (at most n_max)."""
         if elapsed_s <= 0.0 or n_max <= 0:
             return 0
-        if ctx + n_max >= len(self._cum_list):
+        if ctx + n_max >= len(self._cum):
             self._grow(ctx + n_max)
-        goal = self._cum_list[ctx] + elapsed_s
-        done = bisect.bisect_right(self._cum_list, goal * (1 + 1e-12), ctx, ctx + n_max + 1) - 1 - ctx
+        goal = self._cum[ctx] + elapsed_s
+        done = bisect.bisect_right(self._cum, goal * (1 + 1e-12), ctx, ctx + n_max + 1) - 1 - ctx
         return max(0, min(n_max, done))
 
     def decode_finish_times(self, ctx: int, n: int) -> list[float]:
@@ -71,34 +136,76 @@ class TimedEngine:
         if n <= 0:
             return []
         self.decode_span_s(ctx, n)
-        base = self._cum_list[ctx]
-        return [x - base for x in self._cum_list[ctx + 1: ctx + n + 1]]
+        base = self._cum[ctx]
+        return [x - base for x in self._cum[ctx + 1: ctx + n + 1]]
 
-    # ------------------------------------------------------------------------------------------------ others
+    # ------------------------------------------------------------------------------------------------ ingest
+    def ingest_one_s(self, ctx: int) -> float:
+        """One token ingested (logits discarded) at context ``ctx``."""
+        if ctx + 1 >= len(self._cum_ing):
+            self._grow_ingest(ctx + 1)
+        return self._cum_ing[ctx + 1] - self._cum_ing[ctx]
+
+    # ------------------------------------------------------------------------------------------------ prefill
+    def _prefill_block(self, n: int, ctx: int) -> tuple[float, float]:
+        """The engine's own ``prefill_cost(n, ctx)`` (its fit check included), and the rest of the context block
+        around it in one vectorized pass, checked equal to it at the requested point."""
+        cost = self.engine.prefill_cost(n, ctx)
+        v = (float(cost.time_s), float(cost.power_w))
+        c0 = (ctx // _PREFILL_BLOCK) * _PREFILL_BLOCK
+        c1 = c0 + _PREFILL_BLOCK
+        if self.max_ctx is not None:
+            c1 = min(c1, self.max_ctx - n + 1)
+        eng = self.engine  # only contexts whose weights + KV fit the GPU (prefill_cost refuses the others)
+        per_token = eng.llm.kv_bytes(1, eng.kv_bits)
+        c1 = min(c1, int((eng.gpu.memory_bytes - eng.weights_bytes) // per_token) - n + 1)
+        if c1 <= ctx + 1:
+            self._prefill[(n, ctx)] = v
+            return v
+        cs = np.arange(c0, c1)
+        times, power = gpu_prefill_block(self.engine, np.full(len(cs), n), cs)
+        k = ctx - c0
+        if abs(times[k] - v[0]) > 1e-12 * v[0] or abs(power[k] - v[1]) > 1e-9 * v[1]:
+            raise TypeError(f"{self.name}: the vectorized prefill no longer matches prefill_cost at ({n}, {ctx}); "
+                            "update gpu_prefill_block")
+        for c, t, p in zip(cs.tolist(), times.tolist(), power.tolist()):
+            self._prefill[(n, c)] = (t, p)
+        self._prefill[(n, ctx)] = v
+        return v
+
+    def prefill(self, n_tokens: int, ctx: int = 0) -> tuple[float, float]:
+        """``(time_s, power_w)`` of prefilling ``n_tokens`` new tokens on top of ``ctx`` cached ones."""
+        key = (n_tokens, ctx)
+        v = self._prefill.get(key)
+        if v is None:
+            if self._gpu:
+                v = self._prefill_block(n_tokens, ctx)
+            else:
+                v = self._prefill[key] = (float(self.engine.prefill_s(n_tokens, ctx)), self.power_w(Phase.PREFILL))
+        return v
+
     def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
-        key = (n_tokens, ctx)
-        t = self._prefill.get(key)
-        if t is None:
-            t = self._prefill[key] = float(self.engine.prefill_s(n_tokens, ctx))
-        return t
+        return self.prefill(n_tokens, ctx)[0]
 
-    def ingest_s(self, n_tokens: int, ctx: int) -> float:
-        key = (n_tokens, ctx)
-        t = self._ingest.get(key)
-        if t is None:
-            t = self._ingest[key] = float(self.engine.ingest_s(n_tokens, ctx))
-        return t
+    def score(self, n_tokens: int, ctx: int, prefix_cache: bool) -> tuple[float, float]:
+        """``(time_s, power_w)`` of a PRM pass scoring ``n_tokens`` after ``ctx`` (GPU engines with ``score_s``).
 
-    def score_s(self, n_tokens: int, ctx: int, prefix_cache: bool) -> float:
-        """A PRM pass (engines that score, i.e. GPU engines with ``score_s``)."""
-        key = (n_tokens, ctx, prefix_cache)
-        t = self._score.get(key)
-        if t is None:
-            fn: Any = getattr(self.engine, "score_s", None)
-            if fn is None:
+        Without prefix caching the engine recomputes the whole ``ctx + n_tokens`` (``GpuEngine.score_s``), so the
+        memo is keyed by the total.
+        """
+        key = (n_tokens, ctx, True) if prefix_cache else (n_tokens + ctx, 0, False)
+        v = self._score.get(key)
+        if v is None:
+            if not hasattr(self.engine, "score_s"):
                 raise TypeError(f"engine {self.name} cannot score (no score_s)")
-            t = self._score[key] = float(fn(n_tokens, ctx, prefix_cache=prefix_cache))
-        return t
+            if self._gpu:
+                v = self.prefill(n_tokens, ctx) if prefix_cache else self.prefill(n_tokens + ctx, 0)
+                if abs(v[0] - self.engine.score_s(n_tokens, ctx, prefix_cache=prefix_cache)) > 1e-12:
+                    raise TypeError(f"{self.name}: score_s is no longer a prefill pass; update TimedEngine.score")
+            else:
+                v = (float(self.engine.score_s(n_tokens, ctx, prefix_cache=prefix_cache)), self.power_w(Phase.SCORE))
+            self._score[key] = v
+        return v
 
     def power_w(self, phase: Phase) -> float:
         p = self._power.get(phase)
@@ -125,7 +232,9 @@ class ContextSampledEngine:
             raise ValueError(f"grid must be >= 1, got {grid}")
         self.engine = engine
         self.grid = grid
-        self.max_ctx = max_ctx if max_ctx is not None else getattr(getattr(engine, "design", None), "max_ctx", None)
+        if max_ctx is None:
+            max_ctx = getattr(engine, "max_ctx", None) or getattr(getattr(engine, "design", None), "max_ctx", None)
+        self.max_ctx = max_ctx
         self.name = engine.name if grid == 1 else f"{engine.name} (sampled every {grid} contexts)"
         self._decode_pts: dict[int, float] = {}
         self._ingest_pts: dict[int, float] = {}
@@ -152,16 +261,12 @@ class ContextSampledEngine:
         return v
 
     def _interp(self, table: dict[int, float], ctx: int, head: bool) -> float:
-        if self.max_ctx is not None and ctx >= self.max_ctx:
-            return self._point(table, ctx, head)  # the engine reports contexts beyond its capacity itself
         lo = (ctx // self.grid) * self.grid
-        if lo == ctx:
-            return self._point(table, ctx, head)
+        if lo == ctx or (self.max_ctx is not None and ctx >= self.max_ctx):
+            return self._point(table, ctx, head)  # beyond its capacity the engine refuses the context itself
         hi = lo + self.grid
         if self.max_ctx is not None and hi > self.max_ctx - 1:
             hi = self.max_ctx - 1
-            if hi <= lo:
-                return self._point(table, ctx, head)
         a, b = self._point(table, lo, head), self._point(table, hi, head)
         return a + (b - a) * (ctx - lo) / (hi - lo)
 
@@ -178,6 +283,13 @@ class ContextSampledEngine:
 
     def power_w(self, phase: Phase) -> float:
         return float(self.engine.power_w(phase))
+
+    def warm(self, max_ctx: int) -> None:
+        """Simulate every grid point up to ``max_ctx`` now (before worker processes fork, so they share them)."""
+        top = max_ctx if self.max_ctx is None else min(max_ctx, self.max_ctx - 1)
+        for c in list(range(0, top + 1, self.grid)) + [top]:
+            self._point(self._decode_pts, c, True)
+            self._point(self._ingest_pts, c, False)
 
     @property
     def simulated_contexts(self) -> int:

@@ -23,9 +23,18 @@ class LinkModel(Protocol):
         when neither end is the host."""
         ...
 
-    def kv_migration_s(self, n_tokens: int) -> float:
-        """Move the draft's KV cache of ``n_tokens`` prompt tokens from the GPU that prefilled it to the draft."""
-        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class PromptMigration:
+    """A prompt prefilled with the draft model on a GPU and its KV cache moved to the draft device, the transfer
+    overlapped layer by layer with the prefill (``interconnect.pcie.kv_migration``)."""
+
+    prefill_s: float  # GPU busy prefilling (and quantizing the KV)
+    prefill_power_w: float
+    ready_s: float  # from the prefill's start until the last KV byte is on the draft device
+    transfer_s: float  # the transfer on its own (link time, counted as communication)
+    kv_bytes: int
 
 
 @dataclasses.dataclass
@@ -37,7 +46,7 @@ class Platform:
     target: TimedEngine
     links: LinkModel
     device_names: dict[str, str]  # role -> display name of its device
-    draft_prompt_prefill: TimedEngine | None = None  # the draft model on the target GPU (FPGA/edge prompt prefill)
+    prompt_migration: Callable[[int], PromptMigration] | None = None  # FPGA draft: prompt prefill + KV migration
     prm_prefix_cache: bool = False
     api_call_overhead_s: float = 0.0  # per request to a GPU model server (OpenAI API round trip)
     draft_api_call_overhead_s: float = 0.0  # the same for the draft (0 when the host drives the FPGA directly)

@@ -141,6 +141,7 @@ class ProblemSimulation:
         self.dev = {r: Device(platform.device_names[r], r, idle[r], keep_log) for r in ("draft", "prm", "target")}
         self.engine = {"draft": platform.draft, "prm": platform.prm, "target": platform.target}
         self.transfers: list[Transfer] = []
+        self._tokens_memo: dict[tuple[int, ...], int] = {}
         self.comm_s = 0.0
         self.committed: list[int] = []
         self.target_cache = _PrefixCache(self._tokens_of)
@@ -166,7 +167,10 @@ class ProblemSimulation:
 
     # ------------------------------------------------------------------------------------------------ helpers
     def _tokens_of(self, key: tuple[int, ...]) -> int:
-        return self.problem.prompt_tokens + sum(self.attempts[j].tokens for j in key)
+        t = self._tokens_memo.get(key)
+        if t is None:
+            t = self._tokens_memo[key] = self.problem.prompt_tokens + sum(self.attempts[j].tokens for j in key)
+        return t
 
     def _next_draft_lengths(self) -> dict[int, int]:
         """For each step index, the first draft attempt's length at that step (speculated-step lengths)."""
@@ -193,8 +197,10 @@ class ProblemSimulation:
             self.transfers.append(Transfer(s, s + t, f"{src}->{dst}", n_bytes, label))
         return t
 
-    def _record(self, role: str, start: float, end: float, phase: Phase, label: str) -> float:
-        p = self.engine[role].power_w(phase)
+    def _record(self, role: str, start: float, end: float, phase: Phase, label: str,
+                power_w: float | None = None) -> float:
+        """Log an activity at ``power_w`` (default: the engine's power in ``phase``); returns its energy."""
+        p = self.engine[role].power_w(phase) if power_w is None else power_w
         self.dev[role].record(start, end, phase, label, p)
         return p * max(0.0, end - start)
 
@@ -234,7 +240,7 @@ class ProblemSimulation:
         cached = cache.cached_tokens(op.ctx_key) if cache is not None else 0
         total_ctx = op.ctx_tokens + op.reuse
         n_pref = max(1, total_ctx - min(cached, op.ctx_tokens))
-        t_pref = eng.prefill_s(n_pref, total_ctx - n_pref)
+        t_pref, p_pref = eng.prefill(n_pref, total_ctx - n_pref)
         n_dec = op.n - op.reuse - 1
         offsets = eng.decode_finish_times(total_ctx, n_dec)
         first = t0 + t_pref
@@ -243,9 +249,11 @@ class ProblemSimulation:
         yield from self._run_until_done_or_stopped(op)
         end = op.end_s
         if end > t0:
-            op.energy_j += self._record(op.role, t0, min(end, first), Phase.PREFILL, f"{op.label} (prefill)")
+            op.energy_j += self._record(op.role, t0, min(end, first), Phase.PREFILL, f"{op.label} (prefill)", p_pref)
         if end > first:
-            op.energy_j += self._record(op.role, first, end, Phase.DECODE, op.label)
+            steps = op.produced - op.reuse - 1
+            e = eng.decode_energy_j(total_ctx, steps)
+            op.energy_j += self._record(op.role, first, end, Phase.DECODE, op.label, e / (end - first))
         if cache is not None and end >= first - _EPS:
             cache.add(op.ctx_key)
             if op.produced >= op.n and op.attempt is not None:
@@ -278,7 +286,9 @@ class ProblemSimulation:
         offsets = self.pf.draft.decode_finish_times(op.ctx_tokens, op.n)
         op.token_times = [start + d for d in offsets]
         yield from self._run_until_done_or_stopped(op)
-        op.energy_j += self._record("draft", start, op.end_s, Phase.DECODE, op.label)
+        if op.end_s > start:
+            e = self.pf.draft.decode_energy_j(op.ctx_tokens, op.produced)
+            op.energy_j += self._record("draft", start, op.end_s, Phase.DECODE, op.label, e / (op.end_s - start))
         op.done = True
 
     def _start_draft(self, op: _Op, wait_until_s: float = 0.0) -> _Op:
@@ -324,12 +334,9 @@ class ProblemSimulation:
         t += self._xfer("host", "prm", (ctx_tokens + a.tokens) * tb, f"step {i} to PRM", env.now + t)
         yield env.timeout(t + self.pf.api_call_overhead_s)
         start = env.now
-        if self.pf.prm_prefix_cache:
-            score = self.pf.prm.score_s(a.tokens, ctx_tokens, True)
-        else:
-            score = self.pf.prm.score_s(a.tokens, ctx_tokens, False)
-        yield env.timeout(score)
-        self._record("prm", start, env.now, Phase.SCORE, f"score step {i} ({a.by})")
+        score_s, power_w = self.pf.prm.score(a.tokens, ctx_tokens, self.pf.prm_prefix_cache)
+        yield env.timeout(score_s)
+        self._record("prm", start, env.now, Phase.SCORE, f"score step {i} ({a.by})", power_w)
         t = self._xfer("prm", "host", tb, f"verdict {i}")
         if self.policy.draft_on != "gpu":  # the host tells the draft device (KVMU command / abort)
             t += self._xfer("host", "draft", tb, f"verdict {i} to draft", env.now + t)
@@ -369,29 +376,33 @@ class ProblemSimulation:
         eng = self.pf.draft
         free = max(self.dev["draft"].free_at_s, self.draft_ready_s)
         if self.policy.sync == "shadow":
-            arrivals = []
-            for j, t_emit in enumerate(op.token_times):
-                t_arr = t_emit + self._xfer("target", "draft", tb, f"{op.label}: token {j}", t_emit)
-                arrivals.append(t_arr)
+            t_tok = self.pf.links.transfer_s("target", "draft", tb)  # each token as it is emitted
+            self.comm_s += n * t_tok
+            if self.keep_log:
+                self.transfers.extend(Transfer(te, te + t_tok, "target->draft", tb, f"{op.label}: token {j}")
+                                      for j, te in enumerate(op.token_times))
+            p_ing = eng.power_w(Phase.INGEST)
+            label = f"shadow ingest ({op.label})"
             t = free
             seg_start = None
-            for j, t_arr in enumerate(arrivals):
-                begin = max(t, t_arr)
+            for j, t_emit in enumerate(op.token_times):
+                begin = max(t, t_emit + t_tok)
                 if seg_start is not None and begin > t + _EPS:
-                    self._record("draft", seg_start, t, Phase.INGEST, f"shadow ingest ({op.label})")
+                    self._record("draft", seg_start, t, Phase.INGEST, label, p_ing)
                     seg_start = None
                 if seg_start is None:
                     seg_start = begin
-                t = begin + eng.ingest_s(1, ctx_tokens + j)
+                t = begin + eng.ingest_one_s(ctx_tokens + j)
             if seg_start is not None:
-                self._record("draft", seg_start, t, Phase.INGEST, f"shadow ingest ({op.label})")
+                self._record("draft", seg_start, t, Phase.INGEST, label, p_ing)
             self.draft_ready_s = t
         else:
             arrive = op.token_times[-1] + self._xfer("target", "draft", n * tb, f"{op.label}: tokens",
                                                      op.token_times[-1])
             begin = max(free, arrive)
-            end = begin + eng.prefill_s(n, ctx_tokens)
-            self._record("draft", begin, end, Phase.PREFILL, f"re-prefill ({op.label})")
+            t_pre, p_pre = eng.prefill(n, ctx_tokens)
+            end = begin + t_pre
+            self._record("draft", begin, end, Phase.PREFILL, f"re-prefill ({op.label})", p_pre)
             self.draft_ready_s = end
         self._kv("ingest", n)
 
@@ -401,22 +412,20 @@ class ProblemSimulation:
         if self.policy.draft_on != "fpga":
             return
         env = self.env
-        eng = self.pf.draft_prompt_prefill
-        if eng is None:
-            raise SimulationError("an FPGA draft needs the draft model on a GPU to prefill the prompt")
         p = self.problem.prompt_tokens
         x = self._xfer("host", "target", p * self.pf.token_bytes, "prompt to GPU")
         yield env.timeout(x + self.pf.api_call_overhead_s)
         start = env.now
-        dur = eng.prefill_s(p, 0)
-        yield env.timeout(dur)
-        self.dev["target"].record(start, env.now, Phase.PREFILL, "draft prompt prefill (for KV migration)",
-                                  eng.power_w(Phase.PREFILL))
-        t = self.pf.links.kv_migration_s(p)
-        self.comm_s += t
+        mig = self.pf.prompt_migration(p) if self.pf.prompt_migration is not None else None
+        if mig is None:
+            raise SimulationError("an FPGA draft needs a prompt migration model (platform.prompt_migration)")
+        self._record("target", start, start + mig.prefill_s, Phase.PREFILL, "draft prompt prefill (KV migration)",
+                     mig.prefill_power_w)
+        self.comm_s += mig.transfer_s
         if self.keep_log:
-            self.transfers.append(Transfer(env.now, env.now + t, "target->host->draft", 0, "draft KV migration"))
-        yield env.timeout(t)
+            self.transfers.append(Transfer(start, start + mig.ready_s, "target->host->draft", mig.kv_bytes,
+                                           "draft KV migration (overlapped with the prefill)"))
+        yield env.timeout(mig.ready_s)
         self._kv("init", p)
         self.draft_ready_s = env.now
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine
-from hwmodel.reasoning.platform import Platform
+from hwmodel.reasoning.platform import Platform, PromptMigration
 from hwmodel.reasoning.policies import PolicySpec, policy as get_policy
 from hwmodel.schema import internal, load_toml_as, non_negative, one_of, plain, positive, sourced
 from hwmodel.specs import library
@@ -117,30 +117,53 @@ def fpga_engine(design: str, clock_hz: float, ctx_grid: int = FPGA_CTX_GRID) -> 
 
 
 class SystemLinks:
-    """Transfers between the roles' devices through the host, timed by ``interconnect.pcie`` on each device's
-    own host link (a host-staged path: one hop to the host, one hop out)."""
+    """Transfers between the roles' devices and the host, timed by ``interconnect.pcie`` on each device's own host
+    link: one DMA to or from the host, or a host-staged path (device -> host -> device) between two devices."""
 
-    def __init__(self, role_links: Mapping[str, str], kv_bytes_per_token: int) -> None:
+    def __init__(self, role_links: Mapping[str, str]) -> None:
         self.pcie = _module("interconnect.pcie", "PCIe/link transfer model")
         lib = library()
         self.links = MappingProxyType({r: lib.link(n) for r, n in role_links.items()})
-        self.kv_bytes_per_token = kv_bytes_per_token
         self._memo: dict[tuple[str, str, int], float] = {}
 
     def transfer_s(self, src: str, dst: str, n_bytes: int) -> float:
         key = (src, dst, n_bytes)
         t = self._memo.get(key)
         if t is None:
-            t = 0.0
-            for end in (src, dst):
-                if end != "host":
-                    t += float(self.pcie.transfer_s(n_bytes, self.links[end]))
-            self._memo[key] = t
+            if src == "host":
+                t = self.pcie.transfer_s(n_bytes, self.links[dst])
+            elif dst == "host":
+                t = self.pcie.transfer_s(n_bytes, self.links[src])
+            else:
+                t = self.pcie.host_staged_s(n_bytes, self.links[src], self.links[dst])
+            t = self._memo[key] = float(t)
         return t
 
-    def kv_migration_s(self, n_tokens: int) -> float:
-        """The draft's prompt KV cache from the GPU that prefilled it (the target's) to the draft's memory."""
-        return self.transfer_s("target", "draft", n_tokens * self.kv_bytes_per_token)
+
+class _PromptMigrations:
+    """``interconnect.pcie.kv_migration`` of the draft's prompt KV cache, memoized by prompt length."""
+
+    def __init__(self, gpu: str, draft_llm: str, framework: str, board: str, kv_bits: int) -> None:
+        latency = _module("gpu.latency", "GPU latency model")
+        self.pcie = _module("interconnect.pcie", "PCIe/link transfer model")
+        self.engine = latency.GpuEngine(gpu, draft_llm, framework=framework)
+        self.board, self.kv_bits = board, kv_bits
+        self._memo: dict[int, PromptMigration] = {}
+
+    def __call__(self, n_tokens: int) -> PromptMigration:
+        m = self._memo.get(n_tokens)
+        if m is None:
+            km = self.pcie.kv_migration(self.engine, self.board, n_tokens, path="host", kv_bits=self.kv_bits)
+            power = self.engine.prefill_cost(n_tokens).power_w
+            m = self._memo[n_tokens] = PromptMigration(prefill_s=km.prefill_s, prefill_power_w=float(power),
+                                                       ready_s=km.total_s, transfer_s=km.transfer_s,
+                                                       kv_bytes=km.kv_bytes)
+        return m
+
+
+@functools.cache
+def prompt_migrations(gpu: str, draft_llm: str, framework: str, board: str, kv_bits: int) -> _PromptMigrations:
+    return _PromptMigrations(gpu, draft_llm, framework, board, kv_bits)
 
 
 def _kvmu_factory(capacity: int) -> Any:
@@ -157,23 +180,21 @@ def build_platform(system: ReasoningSystem | str, policy: PolicySpec | str, *, w
     prm = gpu_engine(sys_.gpu, sys_.prm_llm, sys_.gpu_framework)
     target = gpu_engine(sys_.gpu, sys_.target_llm, sys_.gpu_framework)
     names = {"prm": f"{gpu.display_name} (PRM)", "target": f"{gpu.display_name} (target)"}
-    draft_llm = lib.llm(sys_.draft_llm)
     kvmu = None
-    prompt_prefill = None
+    migration = None
     draft_overhead = sys_.api_call_overhead_s
     if pol.draft_on == "gpu":
         draft = gpu_engine(sys_.gpu, sys_.draft_llm, sys_.gpu_framework)
         names["draft"] = f"{gpu.display_name} (draft)"
         draft_link = gpu.host_link
-        kv_bits = 16
     elif pol.draft_on == "fpga":
         draft = fpga_engine(sys_.fpga_design, sys_.fpga_clock_hz)
         design = draft.engine.engine.design  # TimedEngine -> ContextSampledEngine -> StreamingEngine
         board = lib.board(design.board)
         names["draft"] = f"{board.display_name} ({sys_.fpga_design} @ {sys_.fpga_clock_hz / 1e6:.0f} MHz)"
         draft_link = board.host_link
-        kv_bits = int(design.kv_bits)
-        prompt_prefill = gpu_engine(sys_.gpu, sys_.draft_llm, sys_.gpu_framework)
+        # the target's GPU prefills the prompt with the draft model; its KV cache migrates once, overlapped
+        migration = prompt_migrations(sys_.gpu, sys_.draft_llm, sys_.gpu_framework, board.name, int(design.kv_bits))
         draft_overhead = 0.0  # the host drives the FPGA directly (XRT/DMA), not through a model server
         if with_kvmu:
             kvmu = _kvmu_factory(sys_.kvmu_capacity_tokens)
@@ -182,11 +203,9 @@ def build_platform(system: ReasoningSystem | str, policy: PolicySpec | str, *, w
         draft = gpu_engine(sys_.edge_gpu, sys_.draft_llm, sys_.edge_framework)
         names["draft"] = f"{edge.display_name} (draft)"
         draft_link = sys_.edge_link
-        kv_bits = 16
-    links = SystemLinks({"draft": draft_link, "prm": gpu.host_link, "target": gpu.host_link},
-                        draft_llm.kv_bytes(1, kv_bits))
+    links = SystemLinks({"draft": draft_link, "prm": gpu.host_link, "target": gpu.host_link})
     return Platform(draft=draft, prm=prm, target=target, links=links, device_names=names,
-                    draft_prompt_prefill=prompt_prefill, prm_prefix_cache=sys_.prm_prefix_cache,
+                    prompt_migration=migration, prm_prefix_cache=sys_.prm_prefix_cache,
                     api_call_overhead_s=sys_.api_call_overhead_s, draft_api_call_overhead_s=draft_overhead,
                     token_bytes=sys_.token_id_bytes, kvmu_factory=kvmu,
                     description={"system": sys_.name, "policy": pol.name, **names})
