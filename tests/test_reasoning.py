@@ -194,10 +194,17 @@ def test_energy_is_every_device_over_the_whole_run(traces: dict) -> None:
             outcome, sim = simulate_problem(p, trace.header, name, pf, keep_log=True)
             lat = outcome.span_s
             for role, dev in outcome.devices.items():
-                busy = sum(a.duration_s for a in dev.log)
+                busy = sum(a.busy_s for a in dev.log)
                 active = sum(a.energy_j for a in dev.log)
                 assert dev.energy_j(lat) == pytest.approx(active + dev.idle_power_w * (lat - busy), rel=1e-12)
                 assert dev.energy_j(lat) >= dev.idle_power_w * lat * (1 - 1e-12)
+            # the fast path (no activity log) accounts exactly the same
+            quiet, _ = simulate_problem(p, trace.header, name, pf, keep_log=False)
+            assert quiet.latency_s == outcome.latency_s and quiet.comm_s == pytest.approx(outcome.comm_s, rel=1e-12)
+            for role in outcome.devices:
+                assert quiet.devices[role].busy_s == pytest.approx(outcome.devices[role].busy_s, rel=1e-12)
+                assert quiet.devices[role].energy_j(lat) == pytest.approx(outcome.devices[role].energy_j(lat),
+                                                                          rel=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------ orderings

@@ -139,6 +139,11 @@ class TimedEngine:
         base = self._cum[ctx]
         return [x - base for x in self._cum[ctx + 1: ctx + n + 1]]
 
+    @property
+    def cum_table(self) -> list[float]:
+        """The cumulative decode-time table (``[c]`` = time of decode steps at contexts 0..c-1); read-only."""
+        return self._cum
+
     # ------------------------------------------------------------------------------------------------ ingest
     def ingest_one_s(self, ctx: int) -> float:
         """One token ingested (logits discarded) at context ``ctx``."""

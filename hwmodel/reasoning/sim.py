@@ -45,7 +45,7 @@ from hwmodel.reasoning.platform import Platform
 from hwmodel.reasoning.policies import PolicySpec
 from hwmodel.reasoning.timeline import Activity, Device, Transfer
 from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
-from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, TraceHeader, replay_of
+from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, Replay, TraceHeader, replay_of
 
 _EPS = 1e-12
 
@@ -70,21 +70,55 @@ class _Op:
     compute_start_s: float | None = None  # when the device starts computing (after API overhead and transfer)
     end_s: float | None = None
     produced: int = 0
-    token_times: list[float] = dataclasses.field(default_factory=list)
     energy_j: float = 0.0
     done: bool = False
+    # token timing, kept lazily: tokens 1..k0 are out by t0 (reused ones at the start, the prefill's token at t0);
+    # token m > k0 comes out at t0 + cum[c0 + m - k0] - cum[c0] (the engine's cumulative decode table)
+    t0: float = 0.0
+    k0: int = 0
+    c0: int = 0
+    cum: list[float] | None = None
 
     @property
     def complete(self) -> bool:
         return self.done and self.produced >= self.n
 
+    def time_of(self, m: int) -> float:
+        """When token ``m`` (1-based) is out."""
+        if m <= self.reuse:
+            return self.start_s
+        if m <= self.k0:
+            return self.t0
+        cum = self.cum
+        return self.t0 + cum[self.c0 + m - self.k0] - cum[self.c0]
+
+    @property
+    def last_s(self) -> float:
+        return self.time_of(self.n)
+
+    def produced_by(self, t: float) -> int:
+        """Tokens out by time ``t``."""
+        if self.compute_start_s is None or t < self.t0 - _EPS:
+            return self.reuse if (self.compute_start_s is not None and t >= self.start_s - _EPS) else 0
+        cum, c0 = self.cum, self.c0
+        hi = c0 + self.n - self.k0
+        j = bisect.bisect_right(cum, cum[c0] + (t - self.t0) + _EPS, c0, hi + 1) - 1 - c0
+        return self.k0 + j
+
     def stop_time(self, now: float) -> float:
         """When the device stops if told to stop at ``now``: a forward pass in flight runs to its end (a GPU or
         FPGA pass cannot be cut short); nothing started yet stops at once."""
-        if self.compute_start_s is None or now <= self.compute_start_s or not self.token_times:
+        if self.compute_start_s is None or now <= self.compute_start_s:
             return now
-        k = bisect.bisect_left(self.token_times, now - _EPS)
-        return self.token_times[k] if k < len(self.token_times) else self.token_times[-1]
+        if now <= self.t0:
+            return self.t0
+        cum, c0 = self.cum, self.c0
+        hi = c0 + self.n - self.k0
+        j = bisect.bisect_left(cum, cum[c0] + (now - self.t0) - _EPS, c0 + 1, hi + 1)
+        return self.t0 + cum[min(j, hi)] - cum[c0]
+
+    def emission_times(self) -> list[float]:
+        return [self.time_of(m) for m in range(1, self.n + 1)]
 
 
 class _PrefixCache:
@@ -127,12 +161,12 @@ class ProblemSimulation:
     """Replays one problem under one policy on one platform (module docstring)."""
 
     def __init__(self, problem: Problem, header: TraceHeader, policy: PolicySpec, platform: Platform,
-                 keep_log: bool = False) -> None:
+                 keep_log: bool = False, replay: Replay | None = None) -> None:
         self.problem = problem
         self.header = header
         self.policy = policy
         self.pf = platform
-        self.rp = replay_of(problem, header)
+        self.rp = replay if replay is not None else replay_of(problem, header)
         self.attempts = problem.attempts
         self.keep_log = keep_log
         self.env = simpy.Environment()
@@ -234,18 +268,17 @@ class ProblemSimulation:
         x_in = self._xfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, f"{op.label}: context")
         t0 = start + overhead_s + x_in
         if op.reuse >= op.n:
-            op.token_times = [start] * op.n
+            op.k0, op.t0, op.compute_start_s = op.n, start, start
             op.produced, op.end_s, op.done = op.n, start, True
             return
         cached = cache.cached_tokens(op.ctx_key) if cache is not None else 0
         total_ctx = op.ctx_tokens + op.reuse
         n_pref = max(1, total_ctx - min(cached, op.ctx_tokens))
         t_pref, p_pref = eng.prefill(n_pref, total_ctx - n_pref)
-        n_dec = op.n - op.reuse - 1
-        offsets = eng.decode_finish_times(total_ctx, n_dec)
+        eng.decode_span_s(total_ctx, op.n - op.reuse - 1)  # make sure the table covers the generation
         first = t0 + t_pref
         op.compute_start_s = t0
-        op.token_times = [start] * op.reuse + [first] + [first + d for d in offsets]
+        op.t0, op.k0, op.c0, op.cum = first, op.reuse + 1, total_ctx, eng.cum_table
         yield from self._run_until_done_or_stopped(op)
         end = op.end_s
         if end > t0:
@@ -264,13 +297,13 @@ class ProblemSimulation:
         """Wait for the last token; on an interrupt, run to the end of the forward pass in flight."""
         env = self.env
         try:
-            yield env.timeout(op.token_times[-1] - env.now)
+            yield env.timeout(op.last_s - env.now)
         except simpy.Interrupt:
             stop = op.stop_time(env.now)
             if stop > env.now:
                 yield env.timeout(stop - env.now)
         op.end_s = env.now
-        op.produced = bisect.bisect_right(op.token_times, op.end_s + _EPS)
+        op.produced = op.produced_by(op.end_s)
 
     def _fpga_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
         """``n`` decode passes on the FPGA from context ``ctx``; interruptible at pass boundaries."""
@@ -283,8 +316,9 @@ class ProblemSimulation:
             op.done = True
             return
         start = op.start_s = op.compute_start_s = env.now
-        offsets = self.pf.draft.decode_finish_times(op.ctx_tokens, op.n)
-        op.token_times = [start + d for d in offsets]
+        eng = self.pf.draft
+        eng.decode_span_s(op.ctx_tokens, op.n)
+        op.t0, op.k0, op.c0, op.cum = start, 0, op.ctx_tokens, eng.cum_table
         yield from self._run_until_done_or_stopped(op)
         if op.end_s > start:
             e = self.pf.draft.decode_energy_j(op.ctx_tokens, op.produced)
@@ -320,27 +354,26 @@ class ProblemSimulation:
         if op.done:
             return (op.end_s if op.end_s is not None else now), op.produced
         stop = op.stop_time(now)
-        produced = bisect.bisect_right(op.token_times, stop + _EPS) if op.compute_start_s is not None else 0
+        produced = op.produced_by(stop)
         op.proc.interrupt()
         return stop, produced
 
     def _verify(self, i: int, ctx_tokens: int):  # noqa: ANN202 - SimPy sub-process
-        """Send attempt ``i`` to the PRM, score it, bring the verdict back."""
+        """Send attempt ``i`` to the PRM, score it, bring the verdict back (one wait: nothing can interrupt it)."""
         env = self.env
         a = self.attempts[i]
         tb = self.pf.token_bytes
+        now = env.now
         src = "draft" if a.by == DRAFT else "target"
-        t = self._xfer(src, "host", a.tokens * tb, f"step {i} to host")
-        t += self._xfer("host", "prm", (ctx_tokens + a.tokens) * tb, f"step {i} to PRM", env.now + t)
-        yield env.timeout(t + self.pf.api_call_overhead_s)
-        start = env.now
+        t_in = self._xfer(src, "host", a.tokens * tb, f"step {i} to host")
+        t_in += self._xfer("host", "prm", (ctx_tokens + a.tokens) * tb, f"step {i} to PRM", now + t_in)
+        t_in += self.pf.api_call_overhead_s
         score_s, power_w = self.pf.prm.score(a.tokens, ctx_tokens, self.pf.prm_prefix_cache)
-        yield env.timeout(score_s)
-        self._record("prm", start, env.now, Phase.SCORE, f"score step {i} ({a.by})", power_w)
-        t = self._xfer("prm", "host", tb, f"verdict {i}")
+        t_out = self._xfer("prm", "host", tb, f"verdict {i}", now + t_in + score_s)
         if self.policy.draft_on != "gpu":  # the host tells the draft device (KVMU command / abort)
-            t += self._xfer("host", "draft", tb, f"verdict {i} to draft", env.now + t)
-        yield env.timeout(t)
+            t_out += self._xfer("host", "draft", tb, f"verdict {i} to draft", now + t_in + score_s + t_out)
+        self._record("prm", now + t_in, now + t_in + score_s, Phase.SCORE, f"score step {i} ({a.by})", power_w)
+        yield env.timeout(t_in + score_s + t_out)
 
     def _cap(self, ctx_tokens: int, n: int) -> int:
         """A speculative length that stays inside the context cap (generation stops there)."""
@@ -378,27 +411,36 @@ class ProblemSimulation:
         if self.policy.sync == "shadow":
             t_tok = self.pf.links.transfer_s("target", "draft", tb)  # each token as it is emitted
             self.comm_s += n * t_tok
+            emitted = op.emission_times()
             if self.keep_log:
                 self.transfers.extend(Transfer(te, te + t_tok, "target->draft", tb, f"{op.label}: token {j}")
-                                      for j, te in enumerate(op.token_times))
+                                      for j, te in enumerate(emitted))
             p_ing = eng.power_w(Phase.INGEST)
             label = f"shadow ingest ({op.label})"
-            t = free
+            t = first = free
+            busy = 0.0
             seg_start = None
-            for j, t_emit in enumerate(op.token_times):
+            for j, t_emit in enumerate(emitted):
                 begin = max(t, t_emit + t_tok)
-                if seg_start is not None and begin > t + _EPS:
+                if j == 0:
+                    first = begin
+                if self.keep_log:
+                    if seg_start is not None and begin > t + _EPS:
+                        self._record("draft", seg_start, t, Phase.INGEST, label, p_ing)
+                        seg_start = None
+                    if seg_start is None:
+                        seg_start = begin
+                dt = eng.ingest_one_s(ctx_tokens + j)
+                busy += dt
+                t = begin + dt
+            if self.keep_log:
+                if seg_start is not None:
                     self._record("draft", seg_start, t, Phase.INGEST, label, p_ing)
-                    seg_start = None
-                if seg_start is None:
-                    seg_start = begin
-                t = begin + eng.ingest_one_s(ctx_tokens + j)
-            if seg_start is not None:
-                self._record("draft", seg_start, t, Phase.INGEST, label, p_ing)
+            else:  # one window reserved on the device, busy only for the tokens' passes
+                self.dev["draft"].record_window(first, t, busy, Phase.INGEST, label, p_ing)
             self.draft_ready_s = t
         else:
-            arrive = op.token_times[-1] + self._xfer("target", "draft", n * tb, f"{op.label}: tokens",
-                                                     op.token_times[-1])
+            arrive = op.last_s + self._xfer("target", "draft", n * tb, f"{op.label}: tokens", op.last_s)
             begin = max(free, arrive)
             t_pre, p_pre = eng.prefill(n, ctx_tokens)
             end = begin + t_pre

@@ -27,7 +27,7 @@ from hwmodel.reasoning.system import SYSTEMS_DIR, build_platform, load_system
 from hwmodel.report.tables import read_csv, write_csv
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, GENERATOR_VERSION, generate_pair
-from hwmodel.workload.trace import Trace
+from hwmodel.workload.trace import Replay, Trace, replay_of
 
 STUDY_VERSION = 1
 CONFIGS = ("config1", "config2")
@@ -59,11 +59,19 @@ def study_traces(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int
     return generate_pair(dataset, system.target_llm, seed=seed, limit=limit, config=config)
 
 
+@functools.cache
+def study_replays(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int | None = None
+                  ) -> tuple[tuple[Replay, ...], ...]:
+    """The step-rule replays of both traces (shared by every policy of a unit, per process)."""
+    return tuple(tuple(replay_of(p, t.header) for p in t.problems) for t in study_traces(dataset, config, seed, limit))
+
+
 def run_unit(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None) -> list[ProblemMetrics]:
     platform = build_platform(unit.config, unit.policy)
     rows: list[ProblemMetrics] = []
-    for trace in study_traces(unit.dataset, unit.config, seed, limit):
-        rows += run_trace(trace, unit.policy, platform, unit.config)
+    traces = study_traces(unit.dataset, unit.config, seed, limit)
+    for trace, replays in zip(traces, study_replays(unit.dataset, unit.config, seed, limit)):
+        rows += run_trace(trace, unit.policy, platform, unit.config, replays=replays)
     return rows
 
 

@@ -26,6 +26,7 @@ class Activity:
     phase: Phase
     label: str
     power_w: float
+    busy_s: float  # of the span, the time the device actually computes (the rest is idle, at idle power)
 
     @property
     def duration_s(self) -> float:
@@ -33,7 +34,8 @@ class Activity:
 
     @property
     def energy_j(self) -> float:
-        return self.power_w * (self.end_s - self.start_s)
+        """Energy above nothing: busy time at ``power_w`` (the idle rest is counted with the device's idle)."""
+        return self.power_w * self.busy_s
 
 
 class Device:
@@ -54,9 +56,15 @@ class Device:
     def record(self, start_s: float, end_s: float, phase: Phase, label: str, power_w: float) -> None:
         """Log an activity; refuse it if it overlaps one already logged (activities may be logged out of order:
         a policy may schedule work that starts after another activity it has not logged yet)."""
-        if end_s < start_s - _EPS_S:
-            raise OverlapError(f"{self.name}: activity '{label}' ends at {end_s:.9f} s before it starts at "
-                               f"{start_s:.9f} s")
+        self.record_window(start_s, end_s, end_s - start_s, phase, label, power_w)
+
+    def record_window(self, start_s: float, end_s: float, busy_s: float, phase: Phase, label: str,
+                      power_w: float) -> None:
+        """Reserve ``[start_s, end_s]`` for one activity that keeps the device busy ``busy_s`` of it (the rest is
+        idle time, e.g. waiting for the next streamed token); same overlap rule as :meth:`record`."""
+        if end_s < start_s - _EPS_S or busy_s > end_s - start_s + _EPS_S:
+            raise OverlapError(f"{self.name}: activity '{label}' from {start_s:.9f} s to {end_s:.9f} s cannot be "
+                               f"busy {busy_s:.9f} s")
         if end_s <= start_s:
             return
         k = bisect.bisect_right(self._starts, start_s)
@@ -70,11 +78,11 @@ class Device:
                                f"while '{other[2]}' starts at {other[0]:.9f} s")
         self._starts.insert(k, start_s)
         self._spans.insert(k, (start_s, end_s, label))
-        self.busy_s += end_s - start_s
-        self.busy_energy_j += power_w * (end_s - start_s)
+        self.busy_s += busy_s
+        self.busy_energy_j += power_w * busy_s
         self._last_end_s = max(self._last_end_s, end_s)
         if self.keep_log:
-            self.log.append(Activity(start_s, end_s, phase, label, power_w))
+            self.log.append(Activity(start_s, end_s, phase, label, power_w, busy_s))
 
     @property
     def free_at_s(self) -> float:
