@@ -24,6 +24,7 @@ import numpy as np
 from hwmodel.engine import Engine, Phase
 
 _PREFILL_BLOCK = 256  # contexts per vectorized GPU prefill block
+_CHECK_EVERY = 16  # every so many blocks, compare the vectorized pass with the engine's own prefill_cost
 
 
 def gpu_prefill_block(engine: Any, n_tokens: np.ndarray, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,6 +68,7 @@ class TimedEngine:
         self._cum_e: list[float] = [0.0]  # the same for decode energy
         self._cum_ing: list[float] = [0.0]  # the same for one-token ingests
         self._prefill: dict[tuple[int, int], tuple[float, float]] = {}
+        self._blocks = 0
         self._score: dict[tuple[int, int, bool], tuple[float, float]] = {}
         self._power: dict[Phase, float] = {}
         self._grow(initial_ctx)
@@ -152,11 +154,10 @@ class TimedEngine:
         return self._cum_ing[ctx + 1] - self._cum_ing[ctx]
 
     # ------------------------------------------------------------------------------------------------ prefill
-    def _prefill_block(self, n: int, ctx: int) -> tuple[float, float]:
-        """The engine's own ``prefill_cost(n, ctx)`` (its fit check included), and the rest of the context block
-        around it in one vectorized pass, checked equal to it at the requested point."""
-        cost = self.engine.prefill_cost(n, ctx)
-        v = (float(cost.time_s), float(cost.power_w))
+    def _prefill_block(self, n: int, ctx: int) -> tuple[float, float] | None:
+        """Fill the memo for ``n`` tokens over the context block around ``ctx`` in one vectorized pass; every
+        ``_CHECK_EVERY``-th block is checked against the engine's own ``prefill_cost`` at the requested point.
+        Returns None when ``ctx`` is outside what the GPU can hold (the engine's own call then refuses it)."""
         c0 = (ctx // _PREFILL_BLOCK) * _PREFILL_BLOCK
         c1 = c0 + _PREFILL_BLOCK
         if self.max_ctx is not None:
@@ -164,19 +165,20 @@ class TimedEngine:
         eng = self.engine  # only contexts whose weights + KV fit the GPU (prefill_cost refuses the others)
         per_token = eng.llm.kv_bytes(1, eng.kv_bits)
         c1 = min(c1, int((eng.gpu.memory_bytes - eng.weights_bytes) // per_token) - n + 1)
-        if c1 <= ctx + 1:
-            self._prefill[(n, ctx)] = v
-            return v
+        if c1 <= ctx:
+            return None
         cs = np.arange(c0, c1)
-        times, power = gpu_prefill_block(self.engine, np.full(len(cs), n), cs)
-        k = ctx - c0
-        if abs(times[k] - v[0]) > 1e-12 * v[0] or abs(power[k] - v[1]) > 1e-9 * v[1]:
-            raise TypeError(f"{self.name}: the vectorized prefill no longer matches prefill_cost at ({n}, {ctx}); "
-                            "update gpu_prefill_block")
+        times, power = gpu_prefill_block(eng, np.full(len(cs), n), cs)
+        if self._blocks % _CHECK_EVERY == 0:
+            cost = eng.prefill_cost(n, ctx)
+            k = ctx - c0
+            if abs(times[k] - cost.time_s) > 1e-12 * cost.time_s or abs(power[k] - cost.power_w) > 1e-9 * cost.power_w:
+                raise TypeError(f"{self.name}: the vectorized prefill no longer matches prefill_cost at ({n}, {ctx}); "
+                                "update gpu_prefill_block")
+        self._blocks += 1
         for c, t, p in zip(cs.tolist(), times.tolist(), power.tolist()):
             self._prefill[(n, c)] = (t, p)
-        self._prefill[(n, ctx)] = v
-        return v
+        return self._prefill[(n, ctx)]
 
     def prefill(self, n_tokens: int, ctx: int = 0) -> tuple[float, float]:
         """``(time_s, power_w)`` of prefilling ``n_tokens`` new tokens on top of ``ctx`` cached ones."""
@@ -185,8 +187,13 @@ class TimedEngine:
         if v is None:
             if self._gpu:
                 v = self._prefill_block(n_tokens, ctx)
-            else:
-                v = self._prefill[key] = (float(self.engine.prefill_s(n_tokens, ctx)), self.power_w(Phase.PREFILL))
+            if v is None:
+                if self._gpu:
+                    cost = self.engine.prefill_cost(n_tokens, ctx)  # refuses what does not fit, else exact
+                    v = (float(cost.time_s), float(cost.power_w))
+                else:
+                    v = (float(self.engine.prefill_s(n_tokens, ctx)), self.power_w(Phase.PREFILL))
+                self._prefill[key] = v
         return v
 
     def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
