@@ -294,3 +294,76 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     again, _ = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1, resume=True)
     assert again.resumed_units == len(datasets) * 2 * n_policies
     assert again.rows == result.rows
+
+
+# ------------------------------------------------------------------------------------------------ co-simulation
+class FakeDraftModel:
+    """The functional draft model's interface (fpga.functional.DraftModel) on a real recording KVMU; a decoded
+    token is a function of its position, so the test can tell which tokens the KV cache should hold."""
+
+    def __init__(self, capacity: int) -> None:
+        from hwmodel.specs import library
+
+        self.kvmu = Kvmu(capacity, record=True)
+        self.capacity = capacity
+        self.llm = library().llm("qwen2.5-0.5b")
+        self._tok: dict[int, int] = {}
+
+    def _put(self, positions, toks) -> None:  # noqa: ANN001
+        for p, t in zip(positions, toks):
+            self._tok[p] = t
+
+    def prefill(self, toks: list[int]) -> None:
+        self.kvmu.init(0)
+        self._put(self.kvmu.ingest(len(toks)), toks)
+
+    def ingest(self, toks: list[int]) -> None:
+        self._put(self.kvmu.ingest(len(toks)), toks)
+
+    def decode(self) -> int:
+        tok = (self.kvmu.ahead * 7919) % self.llm.vocab
+        self._put(self.kvmu.speculate(1), [tok])
+        return tok
+
+    def mark(self) -> None:
+        self.kvmu.mark()
+
+    def accept(self) -> None:
+        self.kvmu.accept()
+
+    def rollback(self) -> None:
+        self.kvmu.rollback()
+
+    def init(self, pos: int) -> None:
+        self.kvmu.init(pos)
+
+    valid = property(lambda self: self.kvmu.valid)
+    curr = property(lambda self: self.kvmu.curr)
+    ahead = property(lambda self: self.kvmu.ahead)
+    tokens = property(lambda self: [self._tok[p] for p in range(self.kvmu.ahead)])
+
+
+def test_cosimulation_drives_the_draft_model_and_writes_the_kvmu_waveform(tmp_path) -> None:  # noqa: ANN001
+    from fpga.kvmu_vcd import read_vcd
+    from hwmodel.reasoning.cosim import cosimulate
+
+    problem = build_problem([(False, False), (True, False), (True, True), (False, False)], [12, 9, 15, 7, 5], True)
+    header = TraceHeader(backtracking=True)
+    model = FakeDraftModel(512)
+    result = cosimulate(problem, header, platform_for("heteroreason"), model, clock_hz=200e6,
+                        vcd_path=tmp_path / "kvmu.vcd")
+    rp = replay_of(problem, header)
+    assert result.outcome.committed == rp.committed_sequence(problem)
+    # the KV cache ends holding the prompt and the committed answer; every drafted token came from the model
+    assert model.valid == problem.prompt_tokens + rp.committed_tokens(problem)
+    speculated = sum(a.tokens for a in problem.attempts if a.by == DRAFT) + result.outcome.discarded_draft_tokens
+    assert len(result.drafted_tokens) == speculated
+    committed_draft = [i for i in rp.committed if problem.attempts[i].by == DRAFT]
+    assert committed_draft
+    for i in committed_draft:  # the committed draft steps sit at their context's positions, as decoded there
+        c = rp.context_tokens[i]
+        for p in range(c, c + problem.attempts[i].tokens):
+            assert result.kv_tokens[p] == (p * 7919) % model.llm.vocab
+    waves = read_vcd(tmp_path / "kvmu.vcd")
+    assert waves  # the waveform parses
+    assert model.kvmu.cycle >= round(result.outcome.latency_s * 200e6) - 1  # commands placed at replay time

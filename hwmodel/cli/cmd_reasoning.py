@@ -104,6 +104,44 @@ def timeline_cmd(trace_path: Path, problem_id: str, policy_name: str, system_nam
     click.echo(f"wrote {out_path}")
 
 
+@reason.command("cosim")
+@click.option("--trace", "trace_path", type=click.Path(path_type=Path), required=True, help="Trace file (JSONL).")
+@click.option("--problem", "problem_id", required=True, help="Problem id in the trace (a short one).")
+@click.option("--system", "system_name", default="config1", show_default=True,
+              help="Built-in configuration name or a system TOML file.")
+@click.option("--capacity", type=click.IntRange(min=16), default=1024, show_default=True,
+              help="KV positions of the functional model (and its KVMU).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the synthetic W8A8 weights and of the prompt/target token ids.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Directory for kvmu.vcd, cosim.json and a Perfetto timeline.")
+def cosim_cmd(trace_path: Path, problem_id: str, system_name: str, capacity: int, seed: int, out_dir: Path) -> None:
+    """Co-simulate one problem under heteroreason: the draft's tokens from the functional W8A8 model (synthetic
+    weights), its KV cache addressed through a recording KVMU; writes the KVMU waveform as VCD."""
+    from hwmodel.reasoning.cosim import cosimulate, write_cosim_summary
+    from hwmodel.reasoning.report import write_timeline
+    from hwmodel.reasoning.system import _module, build_platform, load_system
+    from hwmodel.specs import library
+    from hwmodel.workload.traceio import read_trace
+
+    functional = _module("fpga.functional.model", "functional W8A8 draft model")
+    kvmu_mod = _module("fpga.kvmu", "KVMU model")
+    system = load_system(system_name)
+    trace = read_trace(trace_path)
+    problem = trace.problem(problem_id)
+    platform = build_platform(system, "heteroreason")
+    model = functional.DraftModel.from_synthetic(library().llm(system.draft_llm), seed=seed, capacity=capacity,
+                                                 kvmu=kvmu_mod.Kvmu(capacity, record=True))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = cosimulate(problem, trace.header, platform, model, clock_hz=system.fpga_clock_hz,
+                        vcd_path=out_dir / "kvmu.vcd", seed=seed)
+    write_cosim_summary(out_dir / "cosim.json", result, problem)
+    write_timeline(out_dir / "timeline.json", problem, trace, "heteroreason", platform)
+    click.echo(f"problem {problem.id}: {len(result.drafted_tokens)} tokens drafted by the functional model, "
+               f"{len(result.ingested_tokens)} ingested, {result.kvmu_commands} KVMU commands; wrote "
+               f"{out_dir / 'kvmu.vcd'}, {out_dir / 'cosim.json'}, {out_dir / 'timeline.json'}")
+
+
 @reproduce.command("heteroreason")
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes.")
 @click.option("--limit", type=click.IntRange(min=1), default=None,

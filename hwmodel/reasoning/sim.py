@@ -191,6 +191,8 @@ class ProblemSimulation:
         self.target_free_s = 0.0  # when the target GPU has finished a stopped generation's last forward pass
         self._discarded_ops: list[_Op] = []  # generations whose work was thrown away (energy counted at the end)
         self.kvmu = platform.kvmu_factory() if (platform.kvmu_factory and policy.draft_on == "fpga") else None
+        if self.kvmu is not None and hasattr(self.kvmu, "bind_clock"):  # co-simulation: commands at replay time
+            self.kvmu.bind_clock(lambda: self.env.now)
         self.kvmu_commands = 0
         self._pending_accept = False  # FPGA: an accepted step whose KVMU accept waits for the next step boundary
         self.end_s = 0.0
