@@ -277,8 +277,9 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     monkeypatch.setattr(reproduce_mod, "build_platform", test_builder)
     datasets = ("math500", "gsm8k")
     result, report = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1)
-    n_policies = len(study_mod.STUDY_POLICIES)
-    assert len(result.rows) == len(datasets) * 2 * n_policies * 2 * 6
+    units = study_mod.study_units(datasets, study_mod.CONFIGS, study_mod.STUDY_POLICIES)
+    assert len(units) == len(datasets) * (2 * len(study_mod.STUDY_POLICIES) - len(study_mod.FIRST_CONFIG_ONLY))
+    assert len(result.rows) == len(units) * 2 * 6
     rows = read_csv(tmp_path / "problems.csv")
     assert len(rows) == len(result.rows)
     text = report.read_text()
@@ -292,7 +293,7 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     assert sum(t.startswith(("draft", "prm", "target")) for t in tracks) == 3
     assert len(list((tmp_path / "traces").glob("*.jsonl.gz"))) == len(datasets) * 2 * 2
     again, _ = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1, resume=True)
-    assert again.resumed_units == len(datasets) * 2 * n_policies
+    assert again.resumed_units == len(units)
     assert again.rows == result.rows
 
 

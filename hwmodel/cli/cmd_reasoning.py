@@ -154,11 +154,11 @@ def reproduce_heteroreason_cmd(ctx: click.Context, jobs: int, limit: int | None,
     from rich.progress import Progress
 
     from hwmodel.reasoning.reproduce import reproduce_heteroreason
-    from hwmodel.reasoning.study import CONFIGS, STUDY_POLICIES
+    from hwmodel.reasoning.study import CONFIGS, STUDY_POLICIES, study_units
     from hwmodel.workload.datasets import DATASETS
 
     out_dir: Path = (ctx.obj or {}).get("out_dir", Path("out")) / "heteroreason"
-    n_units = len(DATASETS) * len(CONFIGS) * len(STUDY_POLICIES)
+    n_units = len(study_units(DATASETS, CONFIGS, STUDY_POLICIES))
     with Progress(console=console(), transient=True) as progress:
         task = progress.add_task("system A units", total=n_units)
         result, report = reproduce_heteroreason(out_dir, jobs=jobs, limit=limit, resume=resume,

@@ -11,6 +11,9 @@
 * ``heteroreason-reprefill`` -- the same with the vanilla alternative to shadow synchronization: the FPGA waits for
   the whole target step and prefills it locally.
 * ``edge-draft`` -- T2 with the draft on an edge GPU (Jetson Orin Nano) reached over Ethernet.
+* ``step-ahead-submit`` -- a sensitivity variant of T2 for the other reading of "the target starts the next step
+  as soon as a step completes": the target starts regenerating a step only when the draft submits it for
+  verification (so its head start on a rejected step is the verification time, not the drafting time).
 
 Whether a run backtracks is a property of the trace it replays, not of the policy.
 """
@@ -29,6 +32,7 @@ class PolicySpec:
     sync: str  # how the draft catches up with the target's tokens: "prefix-cache", "shadow" or "reprefill"
     label: str  # for tables and plots
     description: str
+    prefetch_at: str = "commit"  # T2: the target starts a step once the previous one is committed, or "submit"
 
 
 POLICIES: dict[str, PolicySpec] = {p.name: p for p in (
@@ -42,6 +46,8 @@ POLICIES: dict[str, PolicySpec] = {p.name: p for p in (
                "as heteroreason, but the FPGA re-prefills the target's step instead of shadow synchronization"),
     PolicySpec("edge-draft", True, "edge", "prefix-cache", "+T2, edge draft",
                "draft on a Jetson Orin Nano over Ethernet, PRM and target on GPUs, with T2"),
+    PolicySpec("step-ahead-submit", True, "gpu", "prefix-cache", "+T2 (target at submission)",
+               "T2 where the target starts a step only when the draft submits it (sensitivity)", "submit"),
 )}
 
 

@@ -476,9 +476,10 @@ class ProblemSimulation:
     def _commit(self, i: int) -> None:
         self.committed.append(i)
 
-    def _start_prefetch(self, key: tuple[int, ...]) -> _Op | None:
-        """T2: the target starts the step after committed context ``key`` (module docstring)."""
-        if not self.policy.step_ahead or self._answer_complete(key):
+    def _start_prefetch(self, key: tuple[int, ...], at: str = "commit") -> _Op | None:
+        """T2: the target starts the step after context ``key`` (module docstring), when the policy starts it at
+        this moment (``at``: "commit" after a step is committed, "submit" when the draft submits the step)."""
+        if not self.policy.step_ahead or at != self.policy.prefetch_at or self._answer_complete(key):
             return None
         ctx_tokens = self._tokens_of(key)
         j, n = self._prefetch_length(key, ctx_tokens)
@@ -545,6 +546,8 @@ class ProblemSimulation:
                     nxt, n_spec = self._spec_length(i)
                     spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
                                                  f"speculate step {a.step + 1}"))
+                if prefetch is None:
+                    prefetch = self._start_prefetch(ctx_key, at="submit")
                 yield from self._verify(i, ctx_tokens)
                 self.stall_s += self._stall(spec, submit)
                 if a.verdict == ACCEPT:
