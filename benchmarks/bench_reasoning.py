@@ -7,8 +7,8 @@ Figures:
 * per policy, problems replayed per host second on the built-in trace (with backtracking): *cold* (fresh engine
   memos: the device models are evaluated as the replay asks) and *warm* (memos filled: the discrete-event replay
   alone); the ratio to the baseline policy's warm rate;
-* GPU prefill of distinct (tokens, context) pairs: the replay's vectorized blocks vs one ``prefill_cost`` call per
-  pair (the reference);
+* the cold step-ahead replay with GPU prefills computed in vectorized blocks vs one ``prefill_cost`` call per
+  (tokens, context) pair (the reference), and whether both give the same latencies;
 * FPGA draft per-token times: sampled every 64 contexts vs simulating every context (the reference), over
   contexts 0..511, and the largest relative difference.
 Timings on a shared machine are noisy; best of three where it is cheap.
@@ -19,8 +19,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
@@ -65,18 +63,26 @@ def _timed(fn) -> float:  # noqa: ANN001
     return time.perf_counter() - t0
 
 
-def bench_gpu_prefill() -> None:
-    from gpu.latency import GpuEngine
+def bench_gpu_prefill(dataset: str, config: str, limit: int | None) -> None:
+    """The cold step-ahead replay with the GPU prefills in vectorized blocks vs one engine call per pair."""
+    from hwmodel.reasoning.platform import Platform
 
-    rng = np.random.default_rng(0)
-    pairs = list(zip(rng.integers(1, 200, 3000).tolist(), rng.integers(0, 3000, 3000).tolist()))
-    ref = GpuEngine("rtx3090", "qwen2.5-math-7b", framework="vllm-eager")
-    t_ref = _timed(lambda: [ref.prefill_cost(n, c) for n, c in pairs])
-    fast = TimedEngine(GpuEngine("rtx3090", "qwen2.5-math-7b", framework="vllm-eager"))
-    t_fast = _timed(lambda: [fast.prefill(n, c) for n, c in pairs])
-    same = all(fast.prefill_s(n, c) == ref.prefill_s(n, c) for n, c in pairs)
-    print(f"GPU prefill, {len(pairs)} distinct pairs: {len(pairs) / t_ref:.0f}/s one call each (reference), "
-          f"{len(pairs) / t_fast:.0f}/s in vectorized blocks ({t_ref / t_fast:.1f}x), identical values: {same}")
+    trace = study_traces(dataset, config, limit=limit)[1]
+    sysc = system_mod.load_system(config)
+    times = {}
+    for blocks in (False, True):
+        _fresh_engines()
+        pf = build_platform(config, "step-ahead")
+        fresh = {r: TimedEngine(getattr(pf, r).engine, vector_blocks=blocks) for r in ("draft", "prm", "target")}
+        pf = Platform(**{**pf.__dict__, **fresh})
+        t0 = time.perf_counter()
+        rows = run_trace(trace, "step-ahead", pf, sysc.name)
+        times[blocks] = (time.perf_counter() - t0, sum(r.latency_s for r in rows))
+    (t_ref, lat_ref), (t_fast, lat_fast) = times[False], times[True]
+    n = len(trace.problems)
+    print(f"cold step-ahead replay, GPU prefills one call per pair (reference): {n / t_ref:.0f} problems/s; in "
+          f"vectorized blocks: {n / t_fast:.0f} problems/s ({t_ref / t_fast:.1f}x); same latencies: "
+          f"{lat_ref == lat_fast}")
 
 
 def bench_fpga_sampling(config: str) -> None:
@@ -105,7 +111,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N problems only")
     args = ap.parse_args()
     bench_policies(args.dataset, args.config, args.limit)
-    bench_gpu_prefill()
+    bench_gpu_prefill(args.dataset, args.config, args.limit)
     bench_fpga_sampling(args.config)
 
 

@@ -173,6 +173,23 @@ def test_no_device_runs_two_things_at_once(args: tuple) -> None:
             assert outcome.latency_s <= outcome.span_s
 
 
+@settings(max_examples=50)
+@given(st.floats(0, 1), st.lists(st.tuples(st.floats(0, 0.05), st.floats(1e-4, 0.02)), min_size=1, max_size=40))
+def test_shadow_schedule_equals_the_token_by_token_recurrence(free: float, tokens: list) -> None:
+    import numpy as np
+
+    from hwmodel.reasoning.sim import shadow_schedule
+
+    gaps, durs = zip(*tokens)
+    arrive = np.cumsum(gaps)
+    begin, end = shadow_schedule(free, arrive, np.array(durs))
+    t = free
+    for j, (a, d) in enumerate(zip(arrive, durs)):
+        b = max(t, a)
+        assert begin[j] == pytest.approx(b, abs=1e-12) and end[j] == pytest.approx(b + d, abs=1e-12)
+        t = b + d
+
+
 def test_device_refuses_overlapping_activities() -> None:
     dev = Device("gpu0", "prm", 25.0)
     dev.record(0.0, 1.0, Phase.SCORE, "a", 300.0)

@@ -58,8 +58,9 @@ def _is_gpu_engine(engine: Any) -> bool:
 class TimedEngine:
     """An engine with memoized operation times and energies (module docstring)."""
 
-    def __init__(self, engine: Engine, initial_ctx: int = 1024) -> None:
+    def __init__(self, engine: Engine, initial_ctx: int = 1024, vector_blocks: bool = True) -> None:
         self.engine = engine
+        self.vector_blocks = vector_blocks  # False: one engine call per (tokens, context) pair (the reference)
         self.name = engine.name
         self.max_ctx: int | None = getattr(engine, "max_ctx", None)  # contexts the engine can hold, if bounded
         self._gpu = _is_gpu_engine(engine)
@@ -153,6 +154,12 @@ class TimedEngine:
             self._grow_ingest(ctx + 1)
         return self._cum_ing[ctx + 1] - self._cum_ing[ctx]
 
+    def ingest_times(self, ctx: int, n: int) -> np.ndarray:
+        """Per-token ingest times of tokens at contexts ``ctx .. ctx + n - 1``."""
+        if ctx + n >= len(self._cum_ing):
+            self._grow_ingest(ctx + n)
+        return np.diff(np.asarray(self._cum_ing[ctx: ctx + n + 1]))
+
     # ------------------------------------------------------------------------------------------------ prefill
     def _prefill_block(self, n: int, ctx: int) -> tuple[float, float] | None:
         """Fill the memo for ``n`` tokens over the context block around ``ctx`` in one vectorized pass; every
@@ -185,7 +192,7 @@ class TimedEngine:
         key = (n_tokens, ctx)
         v = self._prefill.get(key)
         if v is None:
-            if self._gpu:
+            if self._gpu and self.vector_blocks:
                 v = self._prefill_block(n_tokens, ctx)
             if v is None:
                 if self._gpu:

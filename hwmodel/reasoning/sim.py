@@ -36,6 +36,7 @@ import bisect
 import dataclasses
 from typing import Any
 
+import numpy as np
 import simpy
 
 from hwmodel.engine import Phase
@@ -48,6 +49,18 @@ from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
 from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, Replay, TraceHeader, replay_of
 
 _EPS = 1e-12
+
+
+def shadow_schedule(free_s: float, arrive_s: np.ndarray, dur_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of each token's ingest pass when token j arrives at ``arrive_s[j]``, takes ``dur_s[j]``, and
+    the device is free from ``free_s``: ``end_j = max(end_{j-1}, arrive_j) + dur_j`` (a max-plus scan, solved as
+    ``end_j = D_j + max_{k <= j}(arrive_k - D_{k-1})`` with ``D`` the running sum of durations)."""
+    a = np.asarray(arrive_s, dtype=float).copy()
+    a[0] = max(a[0], free_s)
+    d_cum = np.cumsum(dur_s)
+    d_prev = d_cum - dur_s
+    end = d_cum + np.maximum.accumulate(a - d_prev)
+    return end - dur_s, end
 
 
 class SimulationError(HwmodelError):
@@ -118,7 +131,13 @@ class _Op:
         return self.t0 + cum[min(j, hi)] - cum[c0]
 
     def emission_times(self) -> list[float]:
-        return [self.time_of(m) for m in range(1, self.n + 1)]
+        """When each token is out, tokens 1..n."""
+        head = [self.time_of(m) for m in range(1, min(self.k0, self.n) + 1)]
+        if self.n <= self.k0:
+            return head
+        cum, c0 = self.cum, self.c0
+        base = self.t0 - cum[c0]
+        return head + [base + x for x in cum[c0 + 1: c0 + self.n - self.k0 + 1]]
 
 
 class _PrefixCache:
@@ -413,34 +432,24 @@ class ProblemSimulation:
         if self.policy.sync == "shadow":
             t_tok = self.pf.links.transfer_s("target", "draft", tb)  # each token as it is emitted
             self.comm_s += n * t_tok
-            emitted = op.emission_times()
+            arrive = np.asarray(op.emission_times()) + t_tok
             if self.keep_log:
-                self.transfers.extend(Transfer(te, te + t_tok, "target->draft", tb, f"{op.label}: token {j}")
-                                      for j, te in enumerate(emitted))
+                self.transfers.extend(Transfer(te - t_tok, te, "target->draft", tb, f"{op.label}: token {j}")
+                                      for j, te in enumerate(arrive.tolist()))
+            dur = eng.ingest_times(ctx_tokens, n)
+            begin, end = shadow_schedule(free, arrive, dur)
             p_ing = eng.power_w(Phase.INGEST)
             label = f"shadow ingest ({op.label})"
-            t = first = free
-            busy = 0.0
-            seg_start = None
-            for j, t_emit in enumerate(emitted):
-                begin = max(t, t_emit + t_tok)
-                if j == 0:
-                    first = begin
-                if self.keep_log:
-                    if seg_start is not None and begin > t + _EPS:
-                        self._record("draft", seg_start, t, Phase.INGEST, label, p_ing)
-                        seg_start = None
-                    if seg_start is None:
-                        seg_start = begin
-                dt = eng.ingest_one_s(ctx_tokens + j)
-                busy += dt
-                t = begin + dt
-            if self.keep_log:
-                if seg_start is not None:
-                    self._record("draft", seg_start, t, Phase.INGEST, label, p_ing)
+            if self.keep_log:  # one activity per run of back-to-back tokens
+                gaps = np.nonzero(begin[1:] > end[:-1] + _EPS)[0]
+                starts = np.concatenate([[0], gaps + 1])
+                stops = np.concatenate([gaps, [n - 1]])
+                for a, b in zip(starts.tolist(), stops.tolist()):
+                    self._record("draft", float(begin[a]), float(end[b]), Phase.INGEST, label, p_ing)
             else:  # one window reserved on the device, busy only for the tokens' passes
-                self.dev["draft"].record_window(first, t, busy, Phase.INGEST, label, p_ing)
-            self.draft_ready_s = t
+                self.dev["draft"].record_window(float(begin[0]), float(end[-1]), float(dur.sum()), Phase.INGEST,
+                                                label, p_ing)
+            self.draft_ready_s = float(end[-1])
         else:
             arrive = op.last_s + self._xfer("target", "draft", n * tb, f"{op.label}: tokens", op.last_s)
             begin = max(free, arrive)
