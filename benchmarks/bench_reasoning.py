@@ -1,5 +1,5 @@
 """System-A replay speed: problems simulated per host second, per policy, and the engine shortcuts of the replay
-against their references in the same process.
+against its reference in the same process.
 
     python benchmarks/bench_reasoning.py [--dataset math500] [--config config1] [--limit 500]
 
@@ -7,8 +7,6 @@ Figures:
 * per policy, problems replayed per host second on the built-in trace (with backtracking): *cold* (fresh engine
   memos: the device models are evaluated as the replay asks) and *warm* (memos filled: the discrete-event replay
   alone); the ratio to the baseline policy's warm rate;
-* the cold step-ahead replay with GPU prefills computed in vectorized blocks vs one ``prefill_cost`` call per
-  (tokens, context) pair (the reference), and whether both give the same latencies;
 * FPGA draft per-token times: sampled every 64 contexts vs simulating every context (the reference), over
   contexts 0..511, and the largest relative difference.
 Timings on a shared machine are noisy; best of three where it is cheap.
@@ -23,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from hwmodel.reasoning import system as system_mod  # noqa: E402
-from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine  # noqa: E402
+from hwmodel.reasoning.costs import ContextSampledEngine  # noqa: E402
 from hwmodel.reasoning.policies import POLICIES  # noqa: E402
 from hwmodel.reasoning.runner import run_trace  # noqa: E402
 from hwmodel.reasoning.study import study_traces  # noqa: E402
@@ -63,28 +61,6 @@ def _timed(fn) -> float:  # noqa: ANN001
     return time.perf_counter() - t0
 
 
-def bench_gpu_prefill(dataset: str, config: str, limit: int | None) -> None:
-    """The cold step-ahead replay with the GPU prefills in vectorized blocks vs one engine call per pair."""
-    from hwmodel.reasoning.platform import Platform
-
-    trace = study_traces(dataset, config, limit=limit)[1]
-    sysc = system_mod.load_system(config)
-    times = {}
-    for blocks in (False, True):
-        _fresh_engines()
-        pf = build_platform(config, "step-ahead")
-        fresh = {r: TimedEngine(getattr(pf, r).engine, vector_blocks=blocks) for r in ("draft", "prm", "target")}
-        pf = Platform(**{**pf.__dict__, **fresh})
-        t0 = time.perf_counter()
-        rows = run_trace(trace, "step-ahead", pf, sysc.name)
-        times[blocks] = (time.perf_counter() - t0, sum(r.latency_s for r in rows))
-    (t_ref, lat_ref), (t_fast, lat_fast) = times[False], times[True]
-    n = len(trace.problems)
-    print(f"cold step-ahead replay, GPU prefills one call per pair (reference): {n / t_ref:.0f} problems/s; in "
-          f"vectorized blocks: {n / t_fast:.0f} problems/s ({t_ref / t_fast:.1f}x); same latencies: "
-          f"{lat_ref == lat_fast}")
-
-
 def bench_fpga_sampling(config: str) -> None:
     try:
         streaming = system_mod._module("fpga.streaming", "FPGA streaming accelerator model")
@@ -111,7 +87,6 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N problems only")
     args = ap.parse_args()
     bench_policies(args.dataset, args.config, args.limit)
-    bench_gpu_prefill(args.dataset, args.config, args.limit)
     bench_fpga_sampling(args.config)
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwmodel.engine import Phase
-from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine, gpu_prefill_block
+from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine
 
 
 @pytest.fixture(scope="module")
@@ -19,18 +19,6 @@ def gpu_engines():  # noqa: ANN201
 
     return {name: GpuEngine("rtx3090", name, framework="vllm-eager")
             for name in ("qwen2.5-0.5b", "skywork-prm-7b", "qwen2.5-math-7b")}
-
-
-def test_vectorized_gpu_prefill_equals_prefill_cost(gpu_engines) -> None:  # noqa: ANN001
-    rng = np.random.default_rng(1)
-    for eng in gpu_engines.values():
-        n = rng.integers(1, 600, 40)
-        c = rng.integers(0, 3000, 40)
-        t, p = gpu_prefill_block(eng, n, c)
-        for k in range(len(n)):
-            cost = eng.prefill_cost(int(n[k]), int(c[k]))
-            assert t[k] == cost.time_s
-            assert p[k] == pytest.approx(cost.power_w, rel=1e-12)
 
 
 @settings(max_examples=25)
