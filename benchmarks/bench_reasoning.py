@@ -1,5 +1,5 @@
 """System-A replay speed: problems simulated per host second, per policy, and the engine shortcuts of the replay
-against its reference in the same process.
+against their references in the same process.
 
     python benchmarks/bench_reasoning.py [--dataset math500] [--config config1] [--limit 500]
 
@@ -7,6 +7,8 @@ Figures:
 * per policy, problems replayed per host second on the built-in trace (with backtracking): *cold* (fresh engine
   memos: the device models are evaluated as the replay asks) and *warm* (memos filled: the discrete-event replay
   alone); the ratio to the baseline policy's warm rate;
+* cold replays of every dataset (baseline and step-ahead) with the GPU prefills in vectorized blocks vs one
+  ``prefill_cost`` call per (tokens, context) pair (the reference), and whether both give the same latencies;
 * FPGA draft per-token times: sampled every 64 contexts vs simulating every context (the reference), over
   contexts 0..511, and the largest relative difference.
 Timings on a shared machine are noisy; best of three where it is cheap.
@@ -21,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from hwmodel.reasoning import system as system_mod  # noqa: E402
-from hwmodel.reasoning.costs import ContextSampledEngine  # noqa: E402
+from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine  # noqa: E402
 from hwmodel.reasoning.policies import POLICIES  # noqa: E402
 from hwmodel.reasoning.runner import run_trace  # noqa: E402
 from hwmodel.reasoning.study import study_traces  # noqa: E402
@@ -61,6 +63,31 @@ def _timed(fn) -> float:  # noqa: ANN001
     return time.perf_counter() - t0
 
 
+def bench_gpu_prefill(config: str, limit: int | None) -> None:
+    """Cold replays of every dataset (baseline and step-ahead, both trace variants) with the GPU prefills computed
+    in vectorized blocks vs one ``prefill_cost`` call per (tokens, context) pair (the reference)."""
+    from hwmodel.reasoning.platform import Platform
+    from hwmodel.workload.datasets import DATASETS
+
+    traces = [t for d in DATASETS for t in study_traces(d, config, limit=limit)]
+    n = sum(len(t.problems) for t in traces) * 2
+    out = {}
+    for blocks in (False, True):
+        _fresh_engines()
+        t0 = time.process_time()
+        lat = 0.0
+        for name in ("baseline", "step-ahead"):
+            pf = build_platform(config, name)
+            fresh = {r: TimedEngine(getattr(pf, r).engine, vector_blocks=blocks) for r in ("draft", "prm", "target")}
+            pf = Platform(**{**pf.__dict__, **fresh})
+            lat += sum(r.latency_s for t in traces for r in run_trace(t, name, pf, config))
+        out[blocks] = (time.process_time() - t0, lat)
+    (t_ref, lat_ref), (t_fast, lat_fast) = out[False], out[True]
+    print(f"cold replays of {n} problems, GPU prefills one call per pair (reference): {n / t_ref:.0f} problems per "
+          f"CPU second; in vectorized blocks: {n / t_fast:.0f} ({t_ref / t_fast:.2f}x); same latencies: "
+          f"{lat_ref == lat_fast}")
+
+
 def bench_fpga_sampling(config: str) -> None:
     try:
         streaming = system_mod._module("fpga.streaming", "FPGA streaming accelerator model")
@@ -87,6 +114,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N problems only")
     args = ap.parse_args()
     bench_policies(args.dataset, args.config, args.limit)
+    bench_gpu_prefill(args.config, args.limit)
     bench_fpga_sampling(args.config)
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwmodel.engine import Phase
-from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine
+from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine, gpu_prefill_block
 
 
 @pytest.fixture(scope="module")
@@ -19,6 +19,18 @@ def gpu_engines():  # noqa: ANN201
 
     return {name: GpuEngine("rtx3090", name, framework="vllm-eager")
             for name in ("qwen2.5-0.5b", "skywork-prm-7b", "qwen2.5-math-7b")}
+
+
+def test_vectorized_gpu_prefill_equals_prefill_cost(gpu_engines) -> None:  # noqa: ANN001
+    rng = np.random.default_rng(1)
+    for eng in gpu_engines.values():
+        n = rng.integers(1, 600, 40)
+        c = rng.integers(0, 3000, 40)
+        t, p = gpu_prefill_block(eng, n, c)
+        for k in range(len(n)):
+            cost = eng.prefill_cost(int(n[k]), int(c[k]))
+            assert t[k] == cost.time_s
+            assert p[k] == pytest.approx(cost.power_w, rel=1e-12)
 
 
 @settings(max_examples=25)
@@ -31,8 +43,10 @@ def test_timed_gpu_engine_returns_the_engine_values(gpu_engines, n: int, ctx: in
     assert te.decode_span_s(ctx, n) == pytest.approx(float(np.sum(eng.decode_steps_s(ctx, n))), rel=1e-12)
     assert te.decode_energy_j(ctx, n) == pytest.approx(eng.decode_energy_j(ctx, n), rel=1e-9)
     prm = _timed(gpu_engines["skywork-prm-7b"])
-    assert prm.score(n, ctx, False)[0] == gpu_engines["skywork-prm-7b"].score_s(n, ctx, prefix_cache=False)
-    assert prm.score(n, ctx, True)[0] == gpu_engines["skywork-prm-7b"].score_s(n, ctx, prefix_cache=True)
+    for cache in (False, True):
+        want = gpu_engines["skywork-prm-7b"].score_cost(n, ctx, prefix_cache=cache)
+        got = prm.score(n, ctx, cache)
+        assert got[0] == want.time_s and got[1] == pytest.approx(want.power_w, rel=1e-12)
 
 
 _TIMED: dict[int, TimedEngine] = {}
