@@ -252,7 +252,7 @@ class ContextSampledEngine:
     simulates every context (exact).
     """
 
-    def __init__(self, engine: Any, grid: int = 64, max_ctx: int | None = None) -> None:
+    def __init__(self, engine: Any, grid: int = 16, max_ctx: int | None = None) -> None:
         if grid < 1:
             raise ValueError(f"grid must be >= 1, got {grid}")
         self.engine = engine

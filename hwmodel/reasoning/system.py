@@ -104,7 +104,7 @@ def gpu_engine(gpu: str, llm: str, framework: str, weight_bits: int | None = Non
     return TimedEngine(latency.GpuEngine(gpu, llm, **kwargs))
 
 
-FPGA_CTX_GRID = 64  # contexts between exact FPGA token simulations (costs.ContextSampledEngine; 1 = every one)
+FPGA_CTX_GRID = 16  # contexts between exact FPGA token simulations (costs.ContextSampledEngine; 1 = every one)
 
 
 @functools.cache
