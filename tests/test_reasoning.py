@@ -135,7 +135,7 @@ def traces() -> dict[tuple[str, bool], Trace]:
 
 
 # ------------------------------------------------------------------------------------------------ commits
-@settings(max_examples=60)
+@settings(max_examples=150)
 @given(problems_st)
 def test_every_policy_commits_the_traces_token_sequence(args: tuple) -> None:
     decisions, lengths, backtracking = args
@@ -158,7 +158,7 @@ def test_generated_traces_commit_the_same_under_every_policy(traces: dict) -> No
 
 
 # ------------------------------------------------------------------------------------------------ devices
-@settings(max_examples=40)
+@settings(max_examples=80)
 @given(problems_st)
 def test_no_device_runs_two_things_at_once(args: tuple) -> None:
     decisions, lengths, backtracking = args

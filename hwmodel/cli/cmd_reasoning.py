@@ -163,6 +163,8 @@ def reproduce_heteroreason_cmd(ctx: click.Context, jobs: int, limit: int | None,
         task = progress.add_task("system A units", total=n_units)
         result, report = reproduce_heteroreason(out_dir, jobs=jobs, limit=limit, resume=resume,
                                                 on_unit_done=lambda u, n: progress.advance(task))
+    for pol, why in result.skipped.items():
+        click.echo(f"warning: policy {pol} not run: {why}", err=True)
     click.echo(f"{len(result.rows)} problem replays in {result.wall_s:.1f} s ({jobs} workers); wrote {report}")
 
 

@@ -128,15 +128,19 @@ def render_report(result: StudyResult, datasets: Sequence[str], configs: Sequenc
     n_problems = sum(len(study_traces(d, configs[0], seed, limit)[0].problems) for d in datasets)
     out += [f"Built-in traces (seed {seed}{', first ' + str(limit) + ' problems each' if limit else ''}): "
             f"{n_problems} problems over {len(datasets)} datasets, {len(configs)} configurations, "
-            f"{len({s.policy for s in result.summaries})} policies, each trace with and without backtracking. "
+            f"{len({s.policy for s in result.summaries})} policies (the ablation's with and without backtracking, "
+            f"the others with it); {len(result.rows)} problem replays. "
             f"Run time {result.wall_s:.1f} s on {result.jobs} worker process(es)"
             + (f" ({result.resumed_units} units resumed)" if result.resumed_units else "") + ".", ""]
     out += ["Every number below is an output of the device models replaying the traces; the published values are "
             "shown beside them and are not read by the model.", ""]
+    if result.skipped:
+        out += ["**Not run in this checkout** (a device model is missing; their columns show '-'):", ""]
+        out += [f"- `{p}`: {why}" for p, why in result.skipped.items()] + [""]
 
     # ---- platforms
     out += ["## Platforms", ""]
-    rows = [[pol, ", ".join(f"{r}: {v}" for r, v in desc.items() if r in ("draft", "prm", "target"))]
+    rows = [[pol, ", ".join(f"{r}: {desc[r]}" for r in ("draft", "prm", "target") if r in desc)]
             for pol, desc in platforms.items()]
     out += [markdown_table(["policy", "devices"], rows, "ll"), ""]
     for c in configs:

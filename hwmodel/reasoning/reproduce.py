@@ -37,12 +37,13 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
     trace = study_traces(ds, configs[0], seed, limit)[1]
     problem = pick_timeline_problem(trace)
     timelines = []
+    ran = [p for p in policies if p not in result.skipped]
     for pol in TIMELINE_POLICIES:
-        if pol in policies:
+        if pol in ran:
             name = f"timeline_{ds}_{problem.id}_{pol}.json"
             write_timeline(out_dir / name, problem, trace, pol, build_platform(configs[0], pol))
             timelines.append(name)
-    platforms = {p: build_platform(configs[0], p).description for p in policies}
+    platforms = {p: build_platform(configs[0], p).description for p in ran}
     report = render_report(result, datasets, configs, seed, limit, platforms, timelines)
     path = out_dir / "report.md"
     path.write_text(report, encoding="utf-8")

@@ -25,7 +25,7 @@ from typing import Any
 from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summarize_all
 from hwmodel.reasoning.policies import POLICIES
 from hwmodel.reasoning.runner import run_trace
-from hwmodel.reasoning.system import SYSTEMS_DIR, build_platform, load_system
+from hwmodel.reasoning.system import SYSTEMS_DIR, MissingDeviceModelError, build_platform, load_system
 from hwmodel.report.tables import read_csv, write_csv
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, GENERATOR_VERSION, generate_pair
@@ -120,6 +120,22 @@ class StudyResult:
     wall_s: float
     jobs: int
     resumed_units: int
+    skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # policy -> why it could not run
+
+
+def available_policies(configs: Sequence[str], policies: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """Build every platform once (in this process, before workers fork, so they inherit the engines); a policy
+    whose device model this checkout lacks is skipped, with the reason."""
+    ok, skipped = [], {}
+    for p in policies:
+        try:
+            for c in configs:
+                build_platform(c, p)
+        except MissingDeviceModelError as exc:
+            skipped[p] = str(exc)
+        else:
+            ok.append(p)
+    return ok, skipped
 
 
 def _worker_init() -> None:  # keep each worker to one thread of numeric libraries
@@ -136,6 +152,7 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
     out_dir = Path(out_dir)
     (out_dir / "units").mkdir(parents=True, exist_ok=True)
     fp = fingerprint(seed, limit, configs)
+    policies, skipped = available_policies(configs, policies)
     units = study_units(datasets, configs, policies)
     # biggest first for load balance (problems x relative cost of the policy)
     units.sort(key=lambda u: -len(study_traces(u.dataset, u.config, seed, limit)[0].problems))
@@ -169,7 +186,7 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
             for fut in cf.as_completed(futures):
                 finish(futures[fut], fut.result())
     rows = [r for u in units for r in rows_by_unit[u]]
-    return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, jobs, resumed)
+    return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, jobs, resumed, skipped)
 
 
 # ------------------------------------------------------------------------------------------------ derived results
