@@ -308,14 +308,3 @@ class ContextSampledEngine:
 
     def power_w(self, phase: Phase) -> float:
         return float(self.engine.power_w(phase))
-
-    def warm(self, max_ctx: int) -> None:
-        """Simulate every grid point up to ``max_ctx`` now (before worker processes fork, so they share them)."""
-        top = max_ctx if self.max_ctx is None else min(max_ctx, self.max_ctx - 1)
-        for c in list(range(0, top + 1, self.grid)) + [top]:
-            self._point(self._decode_pts, c, True)
-            self._point(self._ingest_pts, c, False)
-
-    @property
-    def simulated_contexts(self) -> int:
-        return len(self._decode_pts) + len(self._ingest_pts)

@@ -92,10 +92,6 @@ class _Op:
     c0: int = 0
     cum: list[float] | None = None
 
-    @property
-    def complete(self) -> bool:
-        return self.done and self.produced >= self.n
-
     def time_of(self, m: int) -> float:
         """When token ``m`` (1-based) is out."""
         if m <= self.reuse:

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summarize_all
-from hwmodel.reasoning.policies import POLICIES
 from hwmodel.reasoning.runner import run_trace
-from hwmodel.reasoning.system import SYSTEMS_DIR, MissingDeviceModelError, build_platform, load_system
+from hwmodel.reasoning.system import MissingDeviceModelError, build_platform, load_system
 from hwmodel.report.tables import read_csv, write_csv
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, GENERATOR_VERSION, generate_pair
@@ -202,11 +201,3 @@ def speedup(idx: dict, dataset: str, config: str, policy: str, backtracking: boo
     if base is None or pol is None:
         return math.nan
     return base.latency_total_s / pol.latency_total_s
-
-
-def system_files() -> list[Path]:
-    return sorted(SYSTEMS_DIR.glob("*.toml"))
-
-
-def policy_labels() -> dict[str, str]:
-    return {n: p.label for n, p in POLICIES.items()}
