@@ -16,7 +16,7 @@ from hwmodel.reasoning.runner import run_trace
 from hwmodel.reasoning.system import ReasoningSystem, build_platform, load_system
 from hwmodel.schema import build
 from hwmodel.workload.generator import generate
-from hwmodel.workload.trace import replay_of
+from hwmodel.workload.trace import TraceHeader, replay_of
 from hwmodel.workload.traceio import write_trace
 
 HAS_FPGA = importlib.util.find_spec("fpga.streaming") is not None
@@ -79,3 +79,38 @@ def test_workload_and_reason_commands(tmp_path: Path, trace) -> None:  # noqa: A
     assert r.exit_code == 0 and json.loads((tmp_path / "tl.json").read_text())["traceEvents"]
     r = runner.invoke(main, ["reason", "run", "--trace", str(good), "--system", "config9"])
     assert r.exit_code == 2 and "config1" in r.output
+
+
+def test_cosimulation_with_the_functional_draft_model(tmp_path: Path) -> None:
+    """The heteroreason replay drives the real functional W8A8 model (a tiny synthetic Qwen2-shaped LLM, so the
+    test is quick): the committed draft steps' tokens are the model's own greedy tokens, at their positions."""
+    functional = pytest.importorskip("fpga.functional.model")
+    import dataclasses as dc
+
+    from fpga.kvmu import Kvmu
+    from fpga.kvmu_vcd import read_vcd
+    from hwmodel.reasoning.cosim import cosimulate
+    from hwmodel.specs import library
+    try:  # the test doubles of test_reasoning.py (a module of the tests folder, a package or not)
+        from test_reasoning import build_problem, platform_for
+    except ImportError:
+        from tests.test_reasoning import build_problem, platform_for
+
+    tiny = dc.replace(library().llm("qwen2.5-0.5b"), name="tiny-qwen2", layers=1, hidden=64, heads=2, kv_heads=1,
+                      head_dim=32, intermediate=128, vocab=512)
+    problem = build_problem([(False, False), (True, False), (True, True), (False, False)], [6, 5, 7, 4, 3], True)
+    header = TraceHeader(backtracking=True)
+    model = functional.DraftModel.from_synthetic(tiny, seed=3, capacity=256, kvmu=Kvmu(256, record=True))
+    result = cosimulate(problem, header, platform_for("heteroreason"), model, clock_hz=200e6,
+                        vcd_path=tmp_path / "kvmu.vcd")
+    rp = replay_of(problem, header)
+    assert model.valid == problem.prompt_tokens + rp.committed_tokens(problem)
+    # replay the committed context through a fresh model: each committed draft step is what the model drafts
+    check = functional.DraftModel.from_synthetic(tiny, seed=3, capacity=256)
+    kv = result.kv_tokens
+    for i in rp.committed:
+        c, n = rp.context_tokens[i], problem.attempts[i].tokens
+        if problem.attempts[i].by == "draft":
+            check.prefill(kv[:c])
+            assert [check.decode() for _ in range(n)] == kv[c:c + n]
+    assert read_vcd(tmp_path / "kvmu.vcd")
