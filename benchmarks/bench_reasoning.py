@@ -9,8 +9,8 @@ Figures:
   alone); the ratio to the baseline policy's warm rate;
 * cold replays of every dataset (baseline and step-ahead) with the GPU prefills in vectorized blocks vs one
   ``prefill_cost`` call per (tokens, context) pair (the reference), and whether both give the same latencies;
-* FPGA draft per-token times: sampled every 16 contexts (the reproduction's setting) vs simulating every context (the reference), over
-  contexts 0..511, and the largest relative difference.
+* FPGA draft per-token times: sampled every 16 contexts (the reproduction's setting) vs simulating every
+  context (the reference), over contexts 0..511, and the largest relative difference.
 Timings on a shared machine are noisy; best of three where it is cheap.
 """
 from __future__ import annotations
