@@ -100,4 +100,6 @@ def test_reproduce_glitches_quick(tmp_path: Path, fake_engines: None) -> None:
     assert [s["scheduler"] for s in data["schedulers"]] == ["fcfs", "spf", "memory-aware", "slo-aware"]
     assert (out / "throughput_vs_load.png").stat().st_size > 1000
     assert json.loads((out / "hybrid_trace.json").read_text())["traceEvents"]
+    summary = (out / "summary.md").read_text()
+    assert "(1.28x)" in summary and "(2.38x)" in summary and "| slo-aware |" in summary
     assert "published" in r.output and "would need a U280 at" in r.output

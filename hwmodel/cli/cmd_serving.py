@@ -250,8 +250,8 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
     from rich.progress import Progress
 
     from hwmodel.serving.cluster import load_cluster
-    from hwmodel.serving.report import (beyond_table, headline_table, metrics_table, perfetto_trace, plot_load,
-                                        write_json)
+    from hwmodel.serving.report import (beyond_table, glitches_markdown, headline_table, metrics_table,
+                                        perfetto_trace, plot_load, write_json)
     from hwmodel.serving.study import PUBLISHED, GlitchesStudy, StudyConfig
     from hwmodel.specs import library
 
@@ -278,6 +278,7 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
     result = {"published": PUBLISHED, "config": cfg, "headline": heads, "beyond": beyond, "gpu_batch": batches,
               "load": load, "schedulers": scheds}
     write_json(out_dir / "glitches.json", result)
+    (out_dir / "summary.md").write_text(glitches_markdown(result))
     plot_load(load, out_dir / "throughput_vs_load.png", "LLaMA2-7B, 1536/512 tokens, FCFS, Poisson arrivals")
     perfetto_trace(hybrid_run, out_dir / "hybrid_trace.json")
     for h in heads:
@@ -305,7 +306,7 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
     con.print(metrics_table([(r["scheduler"], r["metrics"]) for r in scheds],
                             f"Schedulers on A100 + 7 x U280 (GPU batch <= {cfg.scheduler_gpu_batch}), log-normal "
                             f"lengths, 90% load, SLO TTFT {cfg.slo.ttft_s:g} s / TPOT {cfg.slo.tpot_s * 1e3:g} ms"))
-    click.echo(f"wrote {out_dir / 'glitches.json'}, {out_dir / 'throughput_vs_load.png'}, "
+    click.echo(f"wrote {out_dir / 'glitches.json'}, {out_dir / 'summary.md'}, {out_dir / 'throughput_vs_load.png'}, "
                f"{out_dir / 'hybrid_trace.json'}")
 
 

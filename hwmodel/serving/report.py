@@ -1,11 +1,10 @@
-"""Reports of serving runs and of the GLITCHES study: rich tables, JSON/CSV, a throughput-vs-load PNG and a
-Perfetto (Chrome trace JSON) timeline of device activity.
-
-(Kept here rather than in hwmodel/report/ because that package had not landed when this was written.)
+"""Reports of serving runs and of the GLITCHES study: rich tables, JSON/CSV, a Markdown summary, a
+throughput-vs-load PNG and a Perfetto (Chrome trace JSON) timeline of device activity. CSV, Markdown tables and the
+trace format come from the shared :mod:`hwmodel.report`; what is specific to serving (which columns, which
+tracks, the load plot) lives here.
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -40,15 +39,12 @@ def write_json(path: Path, obj: Any) -> Path:
 
 def write_request_csv(path: Path, result: SimResult) -> Path:
     """One row per request: arrival, lengths, devices, path, milestone times, decode steps per device kind."""
+    from hwmodel.report.tables import write_csv
+
     cols = request_arrays(result)
-    path.parent.mkdir(parents=True, exist_ok=True)
     names = list(cols)
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(names)
-        for i in range(len(cols["id"])):
-            w.writerow([cols[n][i].item() if hasattr(cols[n][i], "item") else cols[n][i] for n in names])
-    return path
+    rows = ({n: cols[n][i].item() for n in names} for i in range(len(cols["id"])))
+    return write_csv(path, rows, names)
 
 
 # ------------------------------------------------------------------------------------------------ tables
@@ -160,33 +156,69 @@ def plot_load(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
 def perfetto_trace(result: SimResult, path: Path, max_requests: int | None = None) -> Path:
     """Chrome trace JSON (opens in ui.perfetto.dev): one track per device with its prefill and decode runs, and
     one track per FPGA for incoming KV caches (prefill start to KV ready). Needs a run with recorded segments."""
+    from hwmodel.report.perfetto import Slice, write_chrome_trace
+
     keep = None
     if max_requests is not None:
         keep = {rs.id for rs in sorted(result.requests, key=lambda r: r.arrival_s)[:max_requests]}
-    events: list[dict[str, Any]] = []
-    nodes = sorted({d.node for d in result.devices})
-    for n in nodes:
-        events.append({"ph": "M", "name": "process_name", "pid": n, "args": {"name": f"node {n}"}})
+    tracks: dict[str, list[Slice]] = {}
+    kv_track: dict[int, str] = {}
     for d in result.devices:
-        events.append({"ph": "M", "name": "thread_name", "pid": d.node, "tid": 2 * d.index,
-                       "args": {"name": f"{d.name} ({d.model.label})"}})
+        name = f"{d.name} ({d.model.label})"
+        tracks[name] = [Slice(start, end, f"{kind} r{ids[0]}" + (f" +{len(ids) - 1}" if len(ids) > 1 else ""),
+                              kind, {"requests": list(ids)})
+                        for start, end, kind, ids in d.segments if keep is None or keep.intersection(ids)]
         if d.kind == "fpga":
-            events.append({"ph": "M", "name": "thread_name", "pid": d.node, "tid": 2 * d.index + 1,
-                           "args": {"name": f"{d.name} KV in"}})
-        for start, end, kind, ids in d.segments:
-            if keep is not None and not keep.intersection(ids):
-                continue
-            events.append({"ph": "X", "pid": d.node, "tid": 2 * d.index, "ts": start * 1e6, "dur": (end - start) * 1e6,
-                           "name": f"{kind} r{ids[0]}" + (f" +{len(ids) - 1}" if len(ids) > 1 else ""),
-                           "cat": kind, "args": {"requests": list(ids)}})
-    by_index = {d.index: d for d in result.devices}
+            kv_track[d.index] = f"{d.name} KV in"
+            tracks[kv_track[d.index]] = []
     for rs in result.requests:
         if rs.path_kind in ("", "local") or (keep is not None and rs.id not in keep):
             continue
-        d = by_index[rs.decode_dev]
-        events.append({"ph": "X", "pid": d.node, "tid": 2 * d.index + 1, "ts": rs.t_prefill_start * 1e6,
-                       "dur": (rs.t_kv_ready - rs.t_prefill_start) * 1e6, "name": f"KV r{rs.id} ({rs.path_kind})",
-                       "cat": "transfer", "args": {"bytes": rs.kv_bytes_moved}})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
-    return path
+        tracks[kv_track[rs.decode_dev]].append(Slice(rs.t_prefill_start, rs.t_kv_ready,
+                                                     f"KV r{rs.id} ({rs.path_kind})", "transfer",
+                                                     {"bytes": rs.kv_bytes_moved}))
+    return write_chrome_trace(path, tracks, process_name=f"serving: {result.cluster} ({result.scheduler})")
+
+
+def glitches_markdown(result: dict[str, Any]) -> str:
+    """The study as Markdown: headline per GPU (with the published ratios), beyond, batching, schedulers."""
+    from hwmodel.report.tables import markdown_table
+
+    out = [f"# GLITCHES study\n\nPublished: {result['published']['source']}.\n"]
+    for h in result["headline"]:
+        rows = []
+        for row in h["rows"].values():
+            m = row["metrics"]
+            pub_t, pub_c = row.get("published_throughput_ratio"), row.get("published_cost_efficiency_ratio")
+            rows.append([m.cluster, f"{m.throughput_tok_per_s:.1f}", f"{m.cost_usd / 1e3:.1f}",
+                         f"{m.tok_per_s_per_usd * 1e3:.2f}", f"{m.energy_per_token_j:.2f}",
+                         f"{row['throughput_ratio']:.2f}x" + (f" ({pub_t:.2f}x)" if pub_t else ""),
+                         f"{row['cost_efficiency_ratio']:.2f}x" + (f" ({pub_c:.2f}x)" if pub_c else "")])
+        out.append(f"## 8-card node, {h['gpu']}\n")
+        out.append(markdown_table(["node", "tok/s", "cost k$", "tok/s per k$", "J/token",
+                                   "throughput vs 8xGPU (published)", "cost eff. vs 8xGPU (published)"], rows))
+        out.append(f"\nA U280 at ${h['implied_fpga_price_usd']:,.0f} would give the published 2.38x cost efficiency at "
+                   "this throughput ratio.\n")
+    rows = []
+    for r in result["beyond"]:
+        m, a = r["metrics"], r["at_load"]
+        rows.append([r["cluster"], r["kv_path"], f"{m.throughput_tok_per_s:.1f}", f"{r['offered_req_per_s']:.3f}",
+                     f"{_ms(a.ttft_s.p50)} / {_ms(a.ttft_s.p90)}",
+                     f"{_ms(a.kv_exposed_s.p50)} / {_ms(a.kv_exposed_s.max)}",
+                     ", ".join(f"{k} {v}" for k, v in a.kv_migrations.items())])
+    out.append("## P2P, a second node, prefill/decode nodes\n")
+    out.append(markdown_table(["cluster", "KV path", "saturation tok/s", "load req/s", "TTFT p50/p90 (ms)",
+                               "KV exposed p50/max (ms)", "migrations at load"], rows, "llrrrrl"))
+    rows = [[r["gpu_batch"], f"{r['8xgpu'].throughput_tok_per_s:.1f}", f"{r['gpu+7xu280'].throughput_tok_per_s:.1f}",
+             f"{r['throughput_ratio']:.2f}x", f"{r['throughput_ratio_vs_batch1']:.2f}x",
+             f"{r['cost_efficiency_ratio_vs_batch1']:.2f}x"] for r in result["gpu_batch"]]
+    out.append("\n## GPU decode batching\n")
+    out.append(markdown_table(["GPU batch", "8xA100 tok/s", "A100+7xU280 tok/s", "ratio (both batched)",
+                               "ratio vs batch-1 baseline", "cost eff. vs batch-1 baseline"], rows, "rrrrrr"))
+    rows = [[r["scheduler"], f"{_ms(r['metrics'].ttft_s.p50)} / {_ms(r['metrics'].ttft_s.p99)}",
+             f"{_ms(r['metrics'].tpot_s.p50)} / {_ms(r['metrics'].tpot_s.p99)}", f"{r['metrics'].slo_attainment:.0%}",
+             f"{r['metrics'].goodput_req_per_s:.3f}"] for r in result["schedulers"]]
+    out.append("\n## Schedulers\n")
+    out.append(markdown_table(["scheduler", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "SLO ok", "goodput req/s"],
+                              rows))
+    return "\n".join(out) + "\n"
