@@ -239,6 +239,16 @@ def requests_validate(path: Path, llm: str | None, as_json: bool) -> None:
 
 
 # ================================================================================================ reproduce
+def _prefetch_note(head: dict) -> str:
+    """The hybrid with prefetching (GLITCHES's optimization) and the U280 price it would need for 2.38x."""
+    if "prefetch_ratio" not in head:
+        return ""
+    k = head["prefetch_ratio"]
+    ratio = head["rows"][f"gpu+7xu280/k{k}"]["throughput_ratio"]
+    return f"; with prefetch k={k}: {ratio:.2f}x, U280 at ${head['implied_fpga_price_usd_prefetch']:,.0f}"
+
+
+
 @reproduce.command("glitches", context_settings=CONTEXT_SETTINGS)
 @click.option("--gpu", "gpus", multiple=True, help="Also run the 8-card study with this GPU (spec name); repeatable.")
 @click.option("--requests", "n_requests", type=click.IntRange(min=10), default=1000, show_default=True,
@@ -265,7 +275,7 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
     out_dir: Path = ctx.obj["out_dir"] / "glitches"
     con = console()
     with Progress(console=con, transient=True) as bar:
-        runs = 3 * (1 + len(gpus)) + 12 + 2 * len(cfg.gpu_batches) + 3 * len(cfg.load_points) + 4 + 1
+        runs = 5 * (1 + len(gpus)) + 12 + 2 * len(cfg.gpu_batches) + 3 * len(cfg.load_points) + 4 + 1
         task = bar.add_task("GLITCHES study", total=runs)
         study = GlitchesStudy(cfg, progress=lambda msg: bar.update(task, advance=1, description=msg))
         heads = [study.headline("a100-40gb")] + [study.headline(g) for g in gpus]
@@ -288,7 +298,7 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
         p = h["prices_usd"]
         click.echo(f"  prices: {h['gpu']} ${p[h['gpu']]:,.0f}, U280 ${p['u280']:,.0f}; the published 2.38x cost "
                    f"efficiency at this throughput ratio ({hyb['throughput_ratio']:.2f}x) would need a U280 at "
-                   f"${h['implied_fpga_price_usd']:,.0f}")
+                   f"${h['implied_fpga_price_usd']:,.0f}" + _prefetch_note(h))
     con.print(beyond_table(beyond, "Beyond the published node: P2P KV path, a second node, prefill/decode nodes"))
     from rich.table import Table
 

@@ -198,7 +198,10 @@ def glitches_markdown(result: dict[str, Any]) -> str:
         out.append(markdown_table(["node", "tok/s", "cost k$", "tok/s per k$", "J/token",
                                    "throughput vs 8xGPU (published)", "cost eff. vs 8xGPU (published)"], rows))
         out.append(f"\nA U280 at ${h['implied_fpga_price_usd']:,.0f} would give the published 2.38x cost efficiency at "
-                   "this throughput ratio.\n")
+                   "the ratio-1 throughput ratio"
+                   + (f" (${h['implied_fpga_price_usd_prefetch']:,.0f} at the prefetch k={h['prefetch_ratio']} one)"
+                      if "prefetch_ratio" in h else "") + ". Rows `/k4` run the U280s with GLITCHES's prefetching "
+                   "(its measured 21.50 ms/token is without it).\n")
     rows = []
     for r in result["beyond"]:
         m, a = r["metrics"], r["at_load"]
