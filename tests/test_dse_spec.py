@@ -123,3 +123,24 @@ def test_dry_run_json_reports_plan(tmp_path: Path) -> None:
     assert info["points"] == 24 and info["to_evaluate"] + info["screened_out"] == 24
     assert info["constraints"] == ["dsp_util <= 1", "lut_util <= 0.15"]
     assert not (tmp_path / "o").exists()
+
+
+def test_parameters_named_after_design_parts(tmp_path: Path) -> None:
+    from test_dse_support import ENGINES_REF
+
+    spec = tmp_path / "e.toml"
+    head = f'[sweep]\nevaluator = "{ENGINES_REF}"\n[objectives]\nlatency_s = "min"\narea = "min"\n'
+    # a nested table and a quoted dotted key are the same thing
+    spec.write_text(head + '[parameters]\ndesign = "a"\n"y.lanes" = [1, 2]\n[parameters.x]\nlanes = [4, 8]\n')
+    plan = load_plan(spec)
+    assert [p.params for p in plan.points][:2] == [{"design": "a", "y.lanes": 1, "x.lanes": 4},
+                                                   {"design": "a", "y.lanes": 1, "x.lanes": 8}]
+    spec.write_text(head + '[parameters]\ndesign = ["a", "b"]\n[parameters.y]\nlanes = [4]\n')
+    with pytest.raises(SpecError, match=r"field 'parameters.y.lanes': expected an engine of design 'b' \(x\)"):
+        load_plan(spec)
+    spec.write_text(head + '[parameters]\n[parameters.x]\nlane = [4]\n')
+    with pytest.raises(SpecError, match=r"field 'parameters.x.lane': expected a parameter of evaluator 'toy-engines'"):
+        load_plan(spec)
+    spec.write_text(head + '[parameters]\n[parameters.x]\nlanes = [0]\n')
+    with pytest.raises(SpecError, match=r"field 'parameters.x.lanes': expected at least 1, got 0"):
+        load_plan(spec)

@@ -69,3 +69,39 @@ TOY = Evaluator(
     evaluate=_evaluate, screen=_screen,
     constraints={"dsp_util": (None, 1.0), "lut_util": (None, 1.0)},
 )
+
+
+# ---- an evaluator with parameters named after the parts of a design (like `<engine>.lanes`)
+ENGINES = {"a": ("x", "y"), "b": ("x",)}
+ENGINES_REF = f"{TOY_FILE}:TOY_ENGINES"
+
+
+def _engine_param(name: str) -> Param | None:
+    engine, _, field = name.partition(".")
+    if field in ("lanes", "ports") and engine:
+        return Param(name, int, low=1)
+    return None
+
+
+def _engine_space(values: dict) -> list[tuple[str, str]]:
+    problems = []
+    for name in values:
+        engine, _, field = name.partition(".")
+        if field:
+            for design in values.get("design", ("a",)):
+                if engine not in ENGINES[design]:
+                    problems.append((name, f"an engine of design '{design}' ({', '.join(ENGINES[design])})"))
+    return problems
+
+
+def _engine_eval(p: dict) -> dict[str, float]:
+    lanes = sum(v for k, v in p.items() if k.endswith(".lanes"))
+    return {"latency_s": 1.0 / max(lanes, 1), "area": float(lanes)}
+
+
+TOY_ENGINES = Evaluator(
+    name="toy-engines", version="1", doc="parameters named after engines",
+    params=(Param("design", str, choices=("a", "b"), default="a"),),
+    metrics=(Metric("latency_s", "s", low=0.0), Metric("area", low=0.0)),
+    evaluate=_engine_eval, extra_param=_engine_param, check_space=_engine_space,
+)

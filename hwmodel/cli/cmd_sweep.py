@@ -85,10 +85,15 @@ def _print_report(rep: Any) -> None:
 @click.option("--dry-run", is_flag=True, help="Validate the spec and print the plan; evaluate nothing.")
 @click.option("--report-only", is_flag=True, help="Write the report from the results so far; evaluate nothing.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--front", "fronts", multiple=True, metavar="OBJ,OBJ[,OBJ]",
+              help="Pareto front over these 2 or 3 objectives (repeatable; replaces the spec's [report] fronts).")
+@click.option("--top-k", type=click.IntRange(min=1), default=None, help="Rows of the top-k table.")
+@click.option("--rank-by", default=None, metavar="OBJ", help="Objective ranking the top-k table.")
 @click.option("--svg", is_flag=True, help="Write SVG plots beside the PNGs.")
 @json_option
 def sweep_cmd(spec: Path, out_dir: Path | None, workers: int | None, scheduler: str | None, chunk_size: int | None,
-              fresh: bool, dry_run: bool, report_only: bool, no_progress: bool, svg: bool, as_json: bool) -> None:
+              fresh: bool, dry_run: bool, report_only: bool, no_progress: bool, fronts: tuple[str, ...],
+              top_k: int | None, rank_by: str | None, svg: bool, as_json: bool) -> None:
     """Evaluate every design point of the sweep SPEC (TOML), streaming results to results.csv as points finish.
 
     Rerunning the same command resumes: finished points are skipped, so Ctrl-C or a killed worker loses nothing
@@ -96,8 +101,12 @@ def sweep_cmd(spec: Path, out_dir: Path | None, workers: int | None, scheduler: 
     format is in docs/dse.md; every problem in it is reported before any work starts.
     """
     from hwmodel.dse import load_plan, read_report, run_sweep, write_report
+    from hwmodel.dse.spec import with_report
 
     plan = load_plan(spec)
+    if fronts or top_k or rank_by:
+        plan = with_report(plan, fronts=[tuple(x.strip() for x in f.split(",")) for f in fronts] or None,
+                           top_k=top_k, rank_by=rank_by)
     out_dir = out_dir or Path("out") / "sweeps" / plan.name
     if dry_run:
         _print_plan(plan, out_dir, as_json)

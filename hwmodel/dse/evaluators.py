@@ -26,7 +26,7 @@ import importlib
 import importlib.util
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,11 @@ class Evaluator:
     evaluate: Callable[[Params], Mapping[str, float]]
     screen: Callable[[Params], Screen] | None = None
     constraints: Mapping[str, Bound] = dataclasses.field(default_factory=dict)
+    extra_param: Callable[[str], Param | None] | None = None
+    """Parameters beyond ``params`` whose names follow a pattern (e.g. ``<engine>.lanes``): name -> Param or None."""
+    check_space: Callable[[Mapping[str, tuple[Scalar, ...]]], Iterable[tuple[str, str]]] | None = None
+    """Checks of the whole space before any work (e.g. every design named has the engines the parameters name):
+    given each parameter's values, yields (parameter, expected) for each problem."""
 
     def __post_init__(self) -> None:
         names = {m.name for m in self.metrics}
@@ -141,6 +146,12 @@ class Evaluator:
     @functools.cached_property
     def metric_map(self) -> dict[str, Metric]:
         return {m.name: m for m in self.metrics}
+
+    def param(self, name: str) -> Param | None:
+        """The declaration of parameter ``name`` (a fixed one or one matched by ``extra_param``), or None."""
+        if name in self.param_map:
+            return self.param_map[name]
+        return self.extra_param(name) if self.extra_param is not None else None
 
     @property
     def metric_names(self) -> tuple[str, ...]:

@@ -36,7 +36,7 @@ from hwmodel.errors import SpecError
 Scalar = int | float | str | bool
 Params = dict[str, Scalar]
 
-_RANGE_KEYS = {"values", "min", "max", "step", "num", "factor", "scale"}
+RANGE_KEYS = {"values", "min", "max", "step", "num", "factor", "scale"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,9 +116,9 @@ def parse_axis(name: str, raw: Any, path: object) -> Axis:
         return parse_axis(name, [raw], path)
     if not isinstance(raw, dict):
         raise SpecError(path, key, "a value, a list of values, or a range table { min, max, step | num | factor }", raw)
-    unknown = sorted(set(raw) - _RANGE_KEYS)
+    unknown = sorted(set(raw) - RANGE_KEYS)
     if unknown:
-        raise SpecError(path, f"{key}.{unknown[0]}", "one of the range keys " + ", ".join(sorted(_RANGE_KEYS)))
+        raise SpecError(path, f"{key}.{unknown[0]}", "one of the range keys " + ", ".join(sorted(RANGE_KEYS)))
     for k in ("min", "max"):
         if k not in raw:
             raise SpecError(path, key, f"a '{k}' in the range table")

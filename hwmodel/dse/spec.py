@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from hwmodel.dse.evaluators import Bound, Evaluator, canonical_ref, resolve
-from hwmodel.dse.space import Axis, Params, grid_points, parse_axis, point_count, point_id, sampled_points
+from hwmodel.dse.space import (RANGE_KEYS, Axis, Params, grid_points, parse_axis, point_count, point_id,
+                               sampled_points)
 from hwmodel.errors import HwmodelError, SpecError
 from hwmodel.schema import build, non_negative, one_of, plain, positive, read_toml
 
@@ -195,16 +196,52 @@ def load_plan(path: Path | str) -> SweepPlan:
                      fronts=fronts, rank_by=rank_by, color_by=color_by, screened_out=screened)
 
 
-def _axes(path: Path, raw: Any, ev: Evaluator) -> Iterator[Axis]:
+def with_report(plan: SweepPlan, *, fronts: list[tuple[str, ...]] | None = None, top_k: int | None = None,
+                rank_by: str | None = None) -> SweepPlan:
+    """``plan`` with other report choices (the CLI's --front, --top-k, --rank-by), validated like the spec's."""
+    report = dataclasses.replace(plan.report, fronts=tuple(fronts) if fronts else plan.report.fronts,
+                                 top_k=top_k or plan.report.top_k, rank_by=rank_by or plan.report.rank_by)
+    if report.top_k < 1:
+        raise HwmodelError(f"top-k must be positive, got {report.top_k}")
+    try:
+        new_fronts, new_rank, color = _report_choices(plan.path, report, plan.objectives, plan.evaluator)
+    except SpecError as exc:
+        raise HwmodelError(f"command line: {exc.field}: expected {exc.expected}") from None
+    return dataclasses.replace(plan, report=report, fronts=new_fronts, rank_by=new_rank, color_by=color)
+
+
+def _flatten(raw: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``[parameters.linear] lanes = [...]`` -> ``{"linear.lanes": [...]}`` (a table without range keys nests)."""
+    out: dict[str, Any] = {}
+    for k, v in raw.items():
+        if isinstance(v, dict) and v and not set(v) & RANGE_KEYS:
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def _axes(path: Path, raw: Any, ev: Evaluator) -> list[Axis]:
     if not isinstance(raw, dict):
         raise SpecError(path, "parameters", "a table of parameter = values", raw)
+    raw = _flatten(raw)
+    axes = list(_each_axis(path, raw, ev))
+    if ev.check_space is not None:
+        values = {a.name: a.values if a.values else (a.low, a.high) for a in axes}
+        for pname, expected in ev.check_space(values):
+            raise SpecError(path, f"parameters.{pname}", expected)
+    return axes
+
+
+def _each_axis(path: Path, raw: dict[str, Any], ev: Evaluator) -> Iterator[Axis]:
     known = list(ev.param_map)
     for pname, value in raw.items():
-        if pname not in ev.param_map:
+        spec = ev.param(pname)
+        if spec is None:
             raise SpecError(path, f"parameters.{pname}", f"a parameter of evaluator '{ev.name}' "
-                            f"({_close(pname, known)}known: {', '.join(known)})")
+                            f"({_close(pname, known)}known: {', '.join(known)}"
+                            f"{'; and the patterns in its docs' if ev.extra_param else ''})")
         axis = parse_axis(pname, value, path)
-        spec = ev.param_map[pname]
         if axis.continuous:
             if spec.kind not in (int, float) or spec.choices is not None:
                 raise SpecError(path, f"parameters.{pname}", f"a list of values (parameter '{pname}' takes "
