@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_dse_runner import spec_file
+from tests.test_dse_support import spec_file
 
 from hwmodel.dse import load_plan, read_report, run_sweep, write_report
 from hwmodel.dse.runner import open_store

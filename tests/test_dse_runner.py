@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_dse_support import TOY_REF
+from tests.test_dse_support import spec_file
 
 from hwmodel.dse import load_plan, read_report, run_sweep, write_report
 from hwmodel.dse.pareto import dominates
@@ -22,14 +22,6 @@ from hwmodel.dse.store import rows_equal
 from hwmodel.errors import HwmodelError
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def spec_file(tmp_path: Path, params: str, constraints: str = "", name: str = "spec.toml", extra: str = "") -> Path:
-    path = tmp_path / name
-    path.write_text(f'[sweep]\nname = "t"\nevaluator = "{TOY_REF}"\n{extra}\n[parameters]\n{params}\n'
-                    '[objectives]\nlatency_s = "min"\nenergy_per_token_j = "min"\ndsp_util = "min"\n'
-                    f'[constraints]\n{constraints}\n')
-    return path
 
 
 GRID = "lanes = [8, 16, 32, 64, 128]\nports = [4, 8, 16, 32]\nclock_mhz = [200, 300, 400]\nbits = [4, 8]\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_dse_support import TOY_REF
+from tests.test_dse_support import TOY_REF
 
 from hwmodel.cli import main
 from hwmodel.dse import load_plan
@@ -126,7 +126,7 @@ def test_dry_run_json_reports_plan(tmp_path: Path) -> None:
 
 
 def test_parameters_named_after_design_parts(tmp_path: Path) -> None:
-    from test_dse_support import ENGINES_REF
+    from tests.test_dse_support import ENGINES_REF
 
     spec = tmp_path / "e.toml"
     head = f'[sweep]\nevaluator = "{ENGINES_REF}"\n[objectives]\nlatency_s = "min"\narea = "min"\n'

@@ -105,3 +105,12 @@ TOY_ENGINES = Evaluator(
     metrics=(Metric("latency_s", "s", low=0.0), Metric("area", low=0.0)),
     evaluate=_engine_eval, extra_param=_engine_param, check_space=_engine_space,
 )
+
+
+def spec_file(tmp_path: Path, params: str, constraints: str = "", name: str = "spec.toml", extra: str = "") -> Path:
+    """A sweep spec over the toy evaluator with three objectives (latency, energy, DSP use)."""
+    path = tmp_path / name
+    path.write_text(f'[sweep]\nname = "t"\nevaluator = "{TOY_REF}"\n{extra}\n[parameters]\n{params}\n'
+                    '[objectives]\nlatency_s = "min"\nenergy_per_token_j = "min"\ndsp_util = "min"\n'
+                    f'[constraints]\n{constraints}\n')
+    return path

@@ -48,6 +48,8 @@ class Param:
     low: float | None = None
     high: float | None = None
     default: Scalar | None = None
+    required: bool = True
+    """With no default: True means a spec must give a value; False means the evaluator decides when absent."""
 
     def coerce(self, value: Any) -> Scalar:
         """The value converted to this parameter's type; raises ValueError(expected ...) if it does not fit."""
@@ -84,7 +86,7 @@ class Param:
             what = "one of " + ", ".join(str(c) for c in self.choices)
         elif self.low is not None or self.high is not None:
             what += f" in [{self.low if self.low is not None else '-inf'}, {self.high if self.high is not None else 'inf'}]"
-        dflt = "required" if self.default is None else f"default {self.default}"
+        dflt = f"default {self.default}" if self.default is not None else ("required" if self.required else "optional")
         return f"{what}; {dflt}"
 
 

@@ -261,7 +261,7 @@ def _each_axis(path: Path, raw: dict[str, Any], ev: Evaluator) -> Iterator[Axis]
                 where = f"parameters.{pname}" + (f"[{i}]" if axis.size > 1 else "")
                 raise SpecError(path, where, str(exc), v) from None
         yield dataclasses.replace(axis, values=tuple(coerced))
-    missing = [p.name for p in ev.params if p.default is None and p.name not in raw]
+    missing = [p.name for p in ev.params if p.default is None and p.required and p.name not in raw]
     if missing:
         raise SpecError(path, f"parameters.{missing[0]}", f"a value for required parameter '{missing[0]}' of evaluator "
                         f"'{ev.name}' ({ev.param_map[missing[0]].describe()})")
