@@ -1,0 +1,104 @@
+"""A *model family* ties the generic machinery (measurements, fit, report, parameter files) to one device model.
+
+A family declares its free parameters (:class:`calibration.fit.Param`), its fixed constants, the measurement file
+it is calibrated on, the condition columns it reads, and ``predict(values, point)``. Everything else is shared:
+
+* :func:`fit_family` -- least squares on the ``fitted`` points; :func:`write_fit` stores the result in
+  ``calibration/params/<family>.json`` (what the device model loads);
+* :func:`report_family` -- every point, fitted and predicted, against the committed parameters.
+
+Families are registered by import path in :data:`FAMILIES` (listing them imports no device model); any other
+family is reachable by its import path, ``hwmodel calibrate --family fpga.calibration:FAMILY``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from calibration.fit import FitResult, Param, fit
+from calibration.measurements import MEASUREMENTS_DIR, Measurement, load_measurements
+from calibration.params import load_values, params_path, write_params_file
+from calibration.report import ReportRow, build_report
+from hwmodel.errors import HwmodelError, UnknownNameError
+
+FAMILIES: dict[str, str] = {"gpu": "calibration.gpu:FAMILY"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A calibrated device model (see the module docstring)."""
+
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    fixed: Mapping[str, float]
+    fixed_docs: Mapping[str, str]
+    conditions: tuple[str, ...]
+    predict: Callable[[Mapping[str, float], Measurement], float]
+    reset: Callable[[], None] = lambda: None  # drop caches after the parameter file changed
+
+    @property
+    def measurements_path(self) -> Path:
+        return MEASUREMENTS_DIR / f"{self.name}.csv"
+
+    @property
+    def params_path(self) -> Path:
+        return params_path(self.name)
+
+
+def get_family(name: str) -> Family:
+    """A registered family by name, or any family by import path ``"package.module:ATTR"``."""
+    target = name if ":" in name else FAMILIES.get(name)
+    if target is None:
+        raise UnknownNameError("calibration family", name, list(FAMILIES))
+    module, attr = target.split(":", 1)
+    try:
+        fam = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise HwmodelError(f"calibration family {name!r}: cannot import {target} ({exc})") from None
+    if not isinstance(fam, Family):
+        raise HwmodelError(f"calibration family {name!r}: {target} is not a calibration.family.Family")
+    return fam
+
+
+def fit_family(fam: Family, points: Sequence[Measurement] | None = None) -> FitResult:
+    """Fit ``fam``'s parameters to its ``fitted`` points."""
+    pts = list(points) if points is not None else load_measurements(fam.measurements_path)
+    return fit(pts, fam.predict, fam.params, fixed=fam.fixed)
+
+
+def write_fit(fam: Family, result: FitResult, path: Path | str | None = None,
+              measurements: Path | str | None = None) -> Path:
+    """Store a fit as ``fam``'s parameter file (values with bounds, units and meaning; the fit record)."""
+    target = Path(path) if path is not None else fam.params_path
+    params = {p.name: {"value": result.values[p.name], "unit": p.unit, "lower": p.lower, "upper": p.upper,
+                       "doc": p.doc} for p in fam.params}
+    fixed = {k: {"value": v, "doc": fam.fixed_docs.get(k, "")} for k, v in fam.fixed.items()}
+    record: dict[str, Any] = {
+        "command": f"hwmodel calibrate --family {fam.name} --fit",
+        "measurements": _relative(Path(measurements) if measurements else fam.measurements_path),
+        "fitted_points": {k: {"rel_error": v} for k, v in result.residuals.items()},
+        "cost": result.cost, "success": result.success, "at_bound": list(result.at_bound),
+    }
+    write_params_file(target, fam.name, params, fixed, record, fam.description)
+    fam.reset()
+    return target
+
+
+def report_family(fam: Family, points: Sequence[Measurement] | None = None,
+                  params_file: Path | str | None = None) -> list[ReportRow]:
+    """Every point against the parameters of ``params_file`` (default: the committed ones)."""
+    pts = list(points) if points is not None else load_measurements(fam.measurements_path)
+    values = load_values(params_file if params_file is not None else fam.params_path)
+    return build_report(pts, lambda pt: fam.predict(values, pt), fam.conditions)
+
+
+def _relative(path: Path) -> str:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)
