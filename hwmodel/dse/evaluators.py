@@ -129,6 +129,9 @@ class Evaluator:
     evaluate: Callable[[Params], Mapping[str, float]]
     screen: Callable[[Params], Screen] | None = None
     constraints: Mapping[str, Bound] = dataclasses.field(default_factory=dict)
+    innermost: tuple[str, ...] = ()
+    """Parameters a grid varies fastest (after all others), because consecutive points that differ only in them
+    share work the evaluator caches (e.g. a token program compiled once, run at several clocks)."""
     extra_param: Callable[[str], Param | None] | None = None
     """Parameters beyond ``params`` whose names follow a pattern (e.g. ``<engine>.lanes``): name -> Param or None."""
     check_space: Callable[[Mapping[str, tuple[Scalar, ...]]], Iterable[tuple[str, str]]] | None = None

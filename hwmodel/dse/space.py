@@ -11,8 +11,8 @@ A sweep spec's ``[parameters]`` table gives one axis per parameter, in one of th
   (``scale = "log"`` samples it log-uniformly).
 
 Points are built by a full Cartesian product (``sampling = "grid"``, parameters varying in the order the spec
-lists them, the last fastest) or by seeded sampling (``"random"``: independent uniform draws; ``"lhs"``: a Latin
-hypercube from scipy.stats.qmc). The same spec and seed always give the same points in the same order.
+lists them, the last fastest, except that the evaluator's ``innermost`` parameters always vary fastest) or by
+seeded sampling (``"random"``: independent uniform draws; ``"lhs"``: a Latin hypercube from scipy.stats.qmc). The same spec and seed always give the same points in the same order.
 
 The identity of a point is a SHA-256 digest of the evaluator's name and version and of the parameter dict in a
 canonical JSON form, so the same point gets the same id in any run, on any machine; a resumed sweep skips exactly

@@ -165,7 +165,8 @@ def load_plan(path: Path | str) -> SweepPlan:
         raise SpecError(path, "sweep.evaluator", f"a usable evaluator ({exc})", sweep.evaluator) from None
     name = sweep.name or path.stem
 
-    axes = tuple(_axes(path, table.get("parameters", {}), ev))
+    axes = _axes(path, table.get("parameters", {}), ev)
+    axes = tuple([a for a in axes if a.name not in ev.innermost] + [a for a in axes if a.name in ev.innermost])
     if sweep.sampling == "grid":
         cont = [a.name for a in axes if a.continuous]
         if cont:
