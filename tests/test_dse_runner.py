@@ -214,3 +214,17 @@ def test_cli_report_only_and_json(tmp_path: Path) -> None:
     assert (out / "front_latency_s__energy_per_token_j.svg").exists()
     r = CliRunner().invoke(main, ["sweep", str(spec), "--out", str(out), "--report-only"])
     assert r.exit_code == 0 and "Top 6 by latency_s" in r.output and "Pareto front over" in r.output, r.output
+
+
+def test_results_read_back_exactly_as_planned(tmp_path: Path) -> None:
+    from tests.test_dse_support import ENGINES_REF
+
+    spec = tmp_path / "e.toml"
+    spec.write_text(f'[sweep]\nevaluator = "{ENGINES_REF}"\n[objectives]\nlatency_s = "min"\narea = "min"\n'
+                    '[parameters]\ndesign = ["a"]\n[parameters.x]\nlanes = [1, 2, 3]\n[parameters.y]\nports = [4]\n')
+    plan = load_plan(spec)
+    run_sweep(plan, tmp_path / "out", workers=1, progress=False)
+    rows = open_store(plan, tmp_path / "out").read()
+    for pt in plan.points:
+        assert rows[pt.id].params == pt.params
+        assert [type(v) for v in rows[pt.id].params.values()] == [type(v) for v in pt.params.values()]

@@ -93,14 +93,17 @@ class ResultStore:
             raise HwmodelError(
                 f"{self.path}: written by a different sweep (columns {', '.join(header)}; this sweep writes "
                 f"{', '.join(self.columns)}); choose another --out directory or rerun with --fresh to discard it")
-        kinds = {p.name: p.kind for p in self.evaluator.params}
+        kinds = {}
+        for n in self.param_names:
+            decl = self.evaluator.param(n)
+            kinds[n] = decl.kind if decl is not None else str
         np_ = len(self.param_names)
         metric_names = self.evaluator.metric_names
         rows: dict[str, Row] = {}
         for lineno, rec in enumerate(reader, start=2):
             if len(rec) != len(self.columns) or rec[1] not in STATUSES:
                 raise HwmodelError(f"{self.path}:{lineno}: malformed results row; rerun with --fresh to discard the file")
-            params = {n: _parse_param(kinds.get(n, str), t) for n, t in zip(self.param_names, rec[2:2 + np_])}
+            params = {n: _parse_param(kinds[n], t) for n, t in zip(self.param_names, rec[2:2 + np_])}
             vals = rec[2 + np_: 2 + np_ + len(metric_names)]
             metrics = {m: float(t) if t else math.nan for m, t in zip(metric_names, vals)}
             rows[rec[0]] = Row(rec[0], rec[1], params, metrics, rec[-1])
