@@ -69,7 +69,7 @@ def main() -> None:
         assert stats.remaining == 0, stats
         n = stats.evaluated
         print(f"sweep: {n} points ({len(plan.screened_out)} screened out) on {args.workers} worker processes in "
-              f"{wall:.1f} s, pool start-up and planning ({wall - stats.elapsed_s:.2f} s) included: "
+              f"{wall:.1f} s (planning {wall - stats.elapsed_s:.2f} s and the pool start-up included): "
               f"{60 * n / wall:,.0f} design points per minute")
 
         sample = plan.points[: args.sample]
