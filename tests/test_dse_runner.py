@@ -67,7 +67,7 @@ def _assert_same_as_reference(plan_spec: Path, out: Path, reference: tuple[dict,
 
 
 def test_sweep_killed_halfway_then_rerun_equals_uninterrupted(tmp_path: Path) -> None:
-    spec = spec_file(tmp_path, GRID + "sleep_s = 0.01\n", "lut_util = { max = 0.35 }\n")
+    spec = spec_file(tmp_path, GRID + "sleep_s = 0.02\n", "lut_util = { max = 0.35 }\n")
     total = len(load_plan(spec).points)
     out = tmp_path / "out"
     proc = _cli(spec, out, "-j", "2", "--chunk-size", "2")
@@ -84,7 +84,7 @@ def test_sweep_killed_halfway_then_rerun_equals_uninterrupted(tmp_path: Path) ->
 
 
 def test_ctrl_c_saves_finished_points_and_rerun_completes(tmp_path: Path) -> None:
-    spec = spec_file(tmp_path, GRID + "sleep_s = 0.01\n")
+    spec = spec_file(tmp_path, GRID + "sleep_s = 0.03\n")
     total = len(load_plan(spec).points)
     out = tmp_path / "out"
     proc = _cli(spec, out, "-j", "2", "--chunk-size", "2")

@@ -100,6 +100,18 @@ def sweep_cmd(spec: Path, out_dir: Path | None, workers: int | None, scheduler: 
     already finished. At the end: a top-k table, Pareto fronts (CSV and PNG plots) and summary.json. The spec
     format is in docs/dse.md; every problem in it is reported before any work starts.
     """
+    try:
+        _sweep(spec, out_dir, workers, scheduler, chunk_size, fresh, dry_run, report_only, no_progress, fronts,
+               top_k, rank_by, svg, as_json)
+    except KeyboardInterrupt:
+        click.echo("interrupted; every finished point is saved in results.csv: rerun the same command to resume",
+                   err=True)
+        sys.exit(130)
+
+
+def _sweep(spec: Path, out_dir: Path | None, workers: int | None, scheduler: str | None, chunk_size: int | None,
+           fresh: bool, dry_run: bool, report_only: bool, no_progress: bool, fronts: tuple[str, ...],
+           top_k: int | None, rank_by: str | None, svg: bool, as_json: bool) -> None:
     from hwmodel.dse import load_plan, read_report, run_sweep, write_report
     from hwmodel.dse.spec import with_report
 
