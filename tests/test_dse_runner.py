@@ -51,7 +51,7 @@ def _reference(tmp_path: Path, spec: Path) -> tuple[dict, str, str]:
     """An uninterrupted run of ``spec`` in this process: rows, points.csv and summary.json."""
     out = tmp_path / "reference"
     plan = load_plan(spec)
-    stats = run_sweep(plan, out, workers=1, progress=False)
+    stats = run_sweep(plan, out, workers=2, progress=False)
     assert stats.remaining == 0 and not stats.interrupted
     write_report(read_report(plan, out), out)
     return open_store(plan, out).read(), (out / "points.csv").read_text(), (out / "summary.json").read_text()
@@ -96,7 +96,7 @@ def test_ctrl_c_saves_finished_points_and_rerun_completes(tmp_path: Path) -> Non
     saved = _rows_on_disk(out)
     assert 0 < saved < total
     plan = load_plan(spec)
-    stats = run_sweep(plan, out, workers=1, progress=False)
+    stats = run_sweep(plan, out, workers=2, progress=False)
     assert stats.already_done == saved and stats.evaluated == total - saved
     write_report(read_report(plan, out), out)
     _assert_same_as_reference(spec, out, _reference(tmp_path, spec))
