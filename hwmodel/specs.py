@@ -187,6 +187,20 @@ class HbmSpec:
     latency_page_miss_cycles: int = sourced(check=positive, unit="axi cycles")
     row_bytes: int = sourced(check=positive, unit="B", doc="DRAM page (row buffer) size per pseudo-channel")
     misaligned_efficiency: float = sourced(check=fraction, doc="efficiency of a non-granule-aligned access")
+    # ---- cycle-level channel timing (fpga/hbm.py)
+    axi3_burst_beats: int = sourced(check=positive, doc="longest AXI3 burst the controller takes (AxLEN + 1)")
+    command_cycles: int = sourced(check=positive, unit="axi cycles",
+                                  doc="fewest data-bus cycles one AXI3 burst occupies (command rate limit)")
+    refresh_interval_s: float = sourced(check=positive, unit="s", doc="tREFI: one refresh every this long")
+    refresh_cycle_s: float = sourced(check=positive, unit="s", doc="tRFC: the channel is blocked this long")
+    row_switch_cycles: int = sourced(check=non_negative, unit="axi cycles",
+                                     doc="data-bus bubble a row change costs in a busy stream (fitted)")
+    rw_turnaround_cycles: int = sourced(check=non_negative, unit="axi cycles", doc="bubble on read<->write switch")
+    switch_latency_cycles: int = sourced(check=non_negative, unit="axi cycles",
+                                         doc="AXI switch / interconnect pipeline from the fabric port to the controller")
+    cdc_sync_cycles: int = sourced(check=non_negative, unit="cycles",
+                                   doc="synchroniser stages of the asynchronous FIFO between kernel and AXI clocks")
+    ports_per_pc: int = sourced(check=positive, doc="fabric ports that share one pseudo-channel's data bus")
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:
         if self.pc_measured_bw_bytes_per_s > self.pc_peak_bw_bytes_per_s:
@@ -197,6 +211,11 @@ class HbmSpec:
                 self.latency_page_closed_cycles
         if self.capacity_bytes % self.pseudo_channels:
             yield "capacity_bytes", f"a multiple of pseudo_channels ({self.pseudo_channels})", self.capacity_bytes
+        if self.refresh_cycle_s >= self.refresh_interval_s:
+            yield "refresh_cycle_s", f"below refresh_interval_s ({self.refresh_interval_s:g})", self.refresh_cycle_s
+        if self.axi_ports % self.ports_per_pc or self.axi_ports // self.ports_per_pc != self.pseudo_channels:
+            yield "ports_per_pc", f"axi_ports / pseudo_channels ({self.axi_ports} / {self.pseudo_channels})", \
+                self.ports_per_pc
         if self.min_efficient_burst_bytes % self.granule_bytes:
             yield "min_efficient_burst_bytes", f"a multiple of granule_bytes ({self.granule_bytes})", \
                 self.min_efficient_burst_bytes

@@ -1,0 +1,121 @@
+"""Speed of the streaming decode simulator (fpga/streaming.py), against its cycle-stepped reference in the same
+process.
+
+    python benchmarks/bench_streaming.py            # all figures (about a minute on a quiet machine)
+    python benchmarks/bench_streaming.py --quick    # smaller reference run, fewer tokens
+
+Prints:
+1. simulated kernel cycles per host second of the fast engine and of the cycle-stepped reference on the same
+   design (draft-u280 with 2 layers and an 8k vocabulary, so the reference finishes), and their ratio;
+2. fresh (unmemoized) draft-u280 tokens per host second;
+3. host time to cover ctx 1..4096 for draft-u280, on one core and on two worker processes;
+4. a LLaMA2-7B-sized token (W4, int8 KV, 32 x 512-bit ports on U280): host time vs the modelled FPGA time.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fpga import hbm  # noqa: E402
+from fpga.design import load_design  # noqa: E402
+from fpga.program import compile_token  # noqa: E402
+from fpga.streaming import StreamingEngine, run_kernel  # noqa: E402
+from fpga.streaming_ref import run_reference  # noqa: E402
+
+
+def _cover(args: tuple[int, int]) -> float:
+    """Decode every ctx in [lo, hi) on draft-u280 (one worker); returns host seconds."""
+    lo, hi = args
+    eng = StreamingEngine("draft-u280")
+    eng.token(0)  # JIT / cache warm-up outside the timed part
+    t = time.perf_counter()
+    for c in range(lo, hi):
+        eng.decode_s(c)
+    return time.perf_counter() - t
+
+
+def bench_reference(quick: bool) -> None:
+    d = load_design("draft-u280")
+    llm = dataclasses.replace(d.llm_spec(), layers=1 if quick else 2, vocab=2048 if quick else 8192)
+    board = d.board_spec()
+    prog = compile_token(d, board, llm, 64, per_port=True)
+    p = hbm.hbm_params(board, d.clock_hz)
+    run_kernel(p, prog)
+    t = time.perf_counter()
+    reps = 20
+    for _ in range(reps):
+        fast = run_kernel(p, prog)
+    t_fast = (time.perf_counter() - t) / reps
+    t = time.perf_counter()
+    ref = run_reference([int(x) for x in p], prog)
+    t_ref = time.perf_counter() - t
+    assert fast[1] == ref.cycles, "fast engine and reference disagree"
+    cyc = ref.cycles
+    print(f"[1] same design (draft-u280, {llm.layers} layer(s), vocab {llm.vocab}, ctx 64; {cyc:,} kernel cycles, "
+          f"{ref.axi_cycles_stepped:,} AXI cycles, {prog.n_ports} ports):")
+    print(f"    cycle-stepped reference: {t_ref:8.3f} s  -> {cyc / t_ref:12,.0f} simulated cycles / host s")
+    print(f"    fast engine            : {t_fast * 1e3:8.3f} ms -> {cyc / t_fast:12,.0f} simulated cycles / host s")
+    print(f"    ratio fast / reference : {t_ref / t_fast:,.0f}x (identical cycles: {cyc:,})")
+
+
+def bench_tokens(quick: bool) -> None:
+    eng = StreamingEngine("draft-u280")
+    eng.token(0)
+    n = 100 if quick else 400
+    ctxs = [(i * 977) % 4097 for i in range(1, n + 1)]
+    t = time.perf_counter()
+    for c in ctxs:
+        eng.token(c)
+    dt = time.perf_counter() - t
+    print(f"[2] fresh draft-u280 tokens (ctx spread over 0..4096): {len(set(ctxs)) / dt:,.0f} tokens / host s "
+          f"({dt / len(set(ctxs)) * 1e3:.2f} ms each)")
+
+
+def bench_cover(quick: bool) -> None:
+    hi = 1024 if quick else 4097
+    one = _cover((1, hi))
+    print(f"[3] ctx 1..{hi - 1} for draft-u280 on one core: {one:.2f} s")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=2) as pool:
+        t = time.perf_counter()
+        list(pool.map(_cover, [(1, hi // 2), (hi // 2, hi)]))
+        wall = time.perf_counter() - t
+    print(f"    ctx 1..{hi - 1} on two worker processes: {wall:.2f} s wall (worker start-up included)")
+
+
+def bench_llama(quick: bool) -> None:
+    base = load_design("flexllm-u280")
+    base = dataclasses.replace(base, name="llama2-7b-w4-u280", llm="llama2-7b", max_ctx=2048)
+    print("[4] LLaMA2-7B-sized token (W4A4, int8 KV, 32 x 512-bit ports on U280, 300 MHz), fresh:")
+    for burst in (4096, 16384):
+        d = base.with_engine("linear", ports=32, burst_bytes=burst)
+        eng = StreamingEngine(d)
+        eng.token(1)
+        for ctx in ((1024,) if quick else (0, 1024, 2047)):
+            t = time.perf_counter()
+            res = eng.token(ctx)
+            host = time.perf_counter() - t
+            print(f"    {burst // 1024:2d} KB requests, ctx {ctx:5d}: modelled {res.seconds * 1e3:6.2f} ms, "
+                  f"host {host * 1e3:6.2f} ms (host / modelled = {host / res.seconds:.2f})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"bench_streaming: {os.cpu_count()} CPUs, load average {load:.1f} (timings are wall clock)")
+    bench_reference(args.quick)
+    bench_tokens(args.quick)
+    bench_cover(args.quick)
+    bench_llama(args.quick)
+
+
+if __name__ == "__main__":
+    main()

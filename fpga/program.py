@@ -1,0 +1,842 @@
+"""Compile one decoded token of a design into the static *program* both simulators execute.
+
+The program is a set of integer arrays (no Python objects), shared by the cycle-stepped reference
+(:mod:`fpga.streaming_ref`) and the event-driven Numba engine (:mod:`fpga.streaming`):
+
+* **blocks** (``t_*``): the unit of work of an engine — a row block of a matrix-vector product, a block of K or V
+  tokens, a chunk of a vector operator. Each has an engine, issue cycles, a *drain* flag (wait for the engine's
+  pipeline to empty first: a barrier such as RMSNorm's sum of squares or a softmax), up to three dependencies on
+  other blocks ``(block, offset)`` meaning ``start >= start(block) + offset`` — input activations, a skip
+  (residual) input, and output-FIFO space — and, per HBM port, the read request whose data it consumes.
+* **requests** per port (``r_*``): bytes, address, read/write; a read names the block that consumes it (its buffer
+  slot frees when that block's issue ends); a write names the block whose result it stores.
+
+Engines run their blocks in program (token) order. A decoder layer is compiled once per context length as a
+template and replicated for every layer by index arithmetic (all layers have the same shapes), so compiling a
+token costs one layer, not all of them.
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import functools
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from fpga.design import ALL_OPS, DesignError, EngineSpec, StreamingDesign, check_structure
+from hwmodel.specs import BoardSpec, LlmSpec
+
+OP_ID = {op: i for i, op in enumerate(ALL_OPS)}
+KIND_WEIGHT, KIND_KV = 0, 1
+R_BYTES, R_ADDR, R_WRITE, R_DEP, R_DEP_OFF, R_SLOT, R_SLOT_OFF, R_OUTPREV = range(8)  # columns of r_table
+DEP_NONE, DEP_LOCAL, DEP_XIN, DEP_ATT = 0, 1, 2, 3  # ATT: output block of attention head idx
+NO = -1
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclasses.dataclass
+class _Vec:
+    """An activation vector as produced: entries (dep kind, index, cumulative elements), its producer engine."""
+
+    entries: list[tuple[int, int, int]]
+    engine: int
+    free_tile: list[int] = dataclasses.field(default_factory=list)  # per entry: first consumer block that reads it
+    consumer_engine: int = NO
+    cum: list[int] = dataclasses.field(default_factory=list)
+    buffered: bool = False  # read into a matrix-vector/attention operand buffer: no FIFO back-pressure
+
+    def __post_init__(self) -> None:
+        self.cum = [c for _k, _i, c in self.entries]
+
+
+class _Segment:
+    """Blocks and requests of one piece of the token (head, one layer, tail), indices local to the segment."""
+
+    def __init__(self, n_ports: int) -> None:
+        self.eng: list[int] = []
+        self.cyc: list[int] = []
+        self.drain: list[int] = []
+        self.op: list[int] = []
+        self.deps: list[list[tuple[int, int, int]]] = []  # per block 3 slots (kind, index, offset)
+        self.reqs: list[list[tuple[int, int, int, int, int, int]]] = [[] for _ in range(n_ports)]
+        # request record: (bytes, address, is_write, block (consumer or data source), offset, kind)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The blocks as arrays (memoized: head and tail segments are shared by every context length)."""
+        if getattr(self, "_arrays", None) is None:
+            deps = np.array(self.deps, dtype=np.int64).reshape(len(self.eng), 3, 3)
+            self._arrays = {"eng": np.array(self.eng, np.int64), "cyc": np.array(self.cyc, np.int64),
+                            "drain": np.array(self.drain, np.int64), "op": np.array(self.op, np.int64),
+                            "dkind": deps[:, :, 0], "didx": deps[:, :, 1], "doff": deps[:, :, 2]}
+        return self._arrays
+
+    def req_array(self, port: int) -> np.ndarray:
+        memo = self.__dict__.setdefault("_req_arrays", {})
+        if port not in memo:
+            memo[port] = np.array(self.reqs[port], dtype=np.int64).reshape(-1, 6)
+        return memo[port]
+
+    def block(self, eng: int, cyc: int, op: str, drain: bool = False) -> int:
+        self.eng.append(eng)
+        self.cyc.append(max(1, int(cyc)))
+        self.drain.append(int(drain))
+        self.op.append(OP_ID[op])
+        self.deps.append([(DEP_NONE, 0, 0), (DEP_NONE, 0, 0), (DEP_NONE, 0, 0)])
+        return len(self.eng) - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """A compiled token (see the module docstring). Block times are kernel cycles; request times AXI cycles."""
+
+    n_blocks: int
+    t_eng: np.ndarray
+    t_cyc: np.ndarray
+    t_drain: np.ndarray
+    t_op: np.ndarray
+    t_layer: np.ndarray
+    t_dep: np.ndarray  # (n, 3) block index or -1
+    t_off: np.ndarray  # (n, 3)
+    e_ptr: np.ndarray  # engine e's blocks are e_list[e_ptr[e]:e_ptr[e+1]] in program order
+    e_list: np.ndarray
+    e_lat: np.ndarray
+    final_block: int
+    # ports: port p belongs to engine port_eng[p] and class port_group[p]
+    port_eng: np.ndarray
+    port_group: np.ndarray
+    port_bytes: np.ndarray  # per port: kernel-side bytes per cycle
+    port_buffer: np.ndarray
+    port_outstanding: np.ndarray
+    # requests per class (fast engine; one representative port each) and per port (reference), CSR
+    g_ptr: np.ndarray
+    g_port: np.ndarray  # representative port of each class
+    g_mult: np.ndarray  # ports in each class
+    r_table: np.ndarray  # (n, 8) columns R_BYTES .. R_OUTPREV, per class (one cache line per request)
+    t_need_group: np.ndarray  # (n_blocks, n_groups): class-local read request a block needs, or -1
+    p_ptr: np.ndarray
+    pr_table: np.ndarray  # (n, 8) per port
+    t_need_port: np.ndarray  # (n_blocks, n_ports)
+    macs: int
+    ops_names: tuple[str, ...] = ALL_OPS
+
+    # request rows (write: r_dep is the block whose result it stores; read: r_slot is the block whose issue end
+    # frees the buffer slot it needs, r_outprev the port-local read max_outstanding before it; -1 when none)
+    r_bytes = property(lambda self: self.r_table[:, R_BYTES])
+    r_addr = property(lambda self: self.r_table[:, R_ADDR])
+    r_write = property(lambda self: self.r_table[:, R_WRITE])
+    r_dep = property(lambda self: self.r_table[:, R_DEP])
+    r_dep_off = property(lambda self: self.r_table[:, R_DEP_OFF])
+    r_slot = property(lambda self: self.r_table[:, R_SLOT])
+    r_slot_off = property(lambda self: self.r_table[:, R_SLOT_OFF])
+    r_outprev = property(lambda self: self.r_table[:, R_OUTPREV])
+    pr_bytes = property(lambda self: self.pr_table[:, R_BYTES])
+    pr_addr = property(lambda self: self.pr_table[:, R_ADDR])
+    pr_write = property(lambda self: self.pr_table[:, R_WRITE])
+    pr_dep = property(lambda self: self.pr_table[:, R_DEP])
+    pr_dep_off = property(lambda self: self.pr_table[:, R_DEP_OFF])
+    pr_slot = property(lambda self: self.pr_table[:, R_SLOT])
+    pr_slot_off = property(lambda self: self.pr_table[:, R_SLOT_OFF])
+    pr_outprev = property(lambda self: self.pr_table[:, R_OUTPREV])
+
+    @property
+    def n_ports(self) -> int:
+        return len(self.port_eng)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.g_port)
+
+
+# ============================================================================================== compiler
+class _Compiler:
+    def __init__(self, design: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> None:
+        self.d, self.b, self.m = design, board, llm
+        self.eng_idx = {op: i for i, e in enumerate(design.engines) for op in e.ops}
+        self.port0: list[int] = []
+        n = 0
+        for e in design.engines:
+            self.port0.append(n)
+            n += e.ports
+        self.n_ports = n
+        self.granule = board.hbm.granule_bytes
+        self.wptr = [0] * len(design.engines)  # weight address pointer per engine (same on all its ports)
+        self.macs = 0
+
+    # ---- helpers
+    def E(self, op: str) -> EngineSpec:
+        return self.d.engines[self.eng_idx[op]]
+
+    def consume(self, seg: _Segment, t: int, slot: int, vec: _Vec, upto_elems: int, main: bool = True) -> None:
+        """Block ``t`` needs the first ``upto_elems`` elements of ``vec`` (dependency slot ``slot``)."""
+        k = bisect.bisect_left(vec.cum, upto_elems) if upto_elems > 0 else 0
+        kind, idx, _c = vec.entries[k]
+        if kind == DEP_LOCAL:
+            same = seg.eng[idx] == seg.eng[t]
+            off = seg.cyc[idx] + self.d.engines[seg.eng[idx]].pipeline_latency_cycles + \
+                (1 if same else self.d.fifo_latency_cycles)
+            seg.deps[t][slot] = (DEP_LOCAL, idx, off)
+        else:
+            seg.deps[t][slot] = (kind, idx, 0)
+        if main:
+            vec.consumer_engine = seg.eng[t]
+            while len(vec.free_tile) <= k:
+                vec.free_tile.append(t)
+
+    def close(self, seg: _Segment, vec: _Vec) -> None:
+        """Back-pressure: a producer block making entry k waits until entry k - depth was read (other engine)."""
+        q = self.d.fifo_depth
+        if vec.buffered:
+            return
+        for k, (kind, idx, _c) in enumerate(vec.entries):
+            if kind != DEP_LOCAL or k < q or k - q >= len(vec.free_tile):
+                continue
+            if seg.eng[idx] == vec.consumer_engine:
+                continue
+            seg.deps[idx][2] = (DEP_LOCAL, vec.free_tile[k - q], 1)
+
+    def weight_reqs(self, seg: _Segment, t: int, eng: int, nbytes: int) -> None:
+        """Block ``t`` streams ``nbytes`` of weights striped evenly over the engine's ports (granule-padded)."""
+        e = self.d.engines[eng]
+        share = _cdiv(_cdiv(nbytes, e.ports), self.granule) * self.granule
+        addr = self.wptr[eng]
+        recs = []
+        left = share
+        while left > 0:
+            n = min(left, e.burst_bytes)
+            recs.append((n, addr, 0, t, 0, KIND_WEIGHT))
+            addr += n
+            left -= n
+        for p in range(self.port0[eng], self.port0[eng] + e.ports):
+            seg.reqs[p].extend(recs)
+        self.wptr[eng] += share
+
+    def vec_chunks(self, n: int) -> list[int]:
+        c = self.d.vector_chunk
+        return [min(n, (i + 1) * c) for i in range(_cdiv(n, c))]
+
+    # ---- operators
+    def stream_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int = 1, out_den: int = 1,
+                  skip: _Vec | None = None, produce: bool = True) -> _Vec:
+        """Element-wise operator: one block per input block; ``out = in * num / den`` elements."""
+        eng = self.eng_idx[op]
+        lanes = self.d.engines[eng].lanes
+        out: list[tuple[int, int, int]] = []
+        prev = 0
+        for _k, _i, cum in vin.entries:
+            t = seg.block(eng, _cdiv(cum - prev, lanes), op)
+            self.consume(seg, t, 0, vin, cum)
+            if skip is not None:
+                self.consume(seg, t, 1, skip, cum, main=False)
+            if produce:
+                out.append((DEP_LOCAL, t, cum * out_num // out_den))
+            prev = cum
+        self.close(seg, vin)
+        return _Vec(out, eng)
+
+    def norm_op(self, seg: _Segment, op: str, vin: _Vec, n: int) -> _Vec:
+        """RMSNorm: sum of squares over the streamed input, then (barrier) scaled output blocks."""
+        eng = self.eng_idx[op]
+        lanes = self.d.engines[eng].lanes
+        prev = 0
+        for _k, _i, cum in vin.entries:
+            t = seg.block(eng, _cdiv(cum - prev, lanes), op)
+            self.consume(seg, t, 0, vin, cum)
+            prev = cum
+        self.close(seg, vin)
+        out = []
+        prev = 0
+        for j, cum in enumerate(self.vec_chunks(n)):
+            t = seg.block(eng, _cdiv(cum - prev, lanes), op, drain=(j == 0))
+            out.append((DEP_LOCAL, t, cum))
+            prev = cum
+        return _Vec(out, eng)
+
+    def load_blocks(self, seg: _Segment, op: str, vin: _Vec) -> None:
+        """The engine's pass over its operand buffer once the whole input vector is in: the per-token activation
+        scale needs every element, then the vector is quantised (vector_chunk elements per cycle). The producer
+        writes that buffer directly, so it never back-pressures."""
+        eng = self.eng_idx[op]
+        vin.buffered = True
+        n = vin.cum[-1]
+        t = seg.block(eng, _cdiv(n, self.d.vector_chunk), op)
+        self.consume(seg, t, 0, vin, n)
+
+    def row_bytes(self, cols: int, bias: bool) -> int:
+        extra = 0 if self.d.weight_bits >= 16 else 2  # fp16 per-output-channel scale
+        return _cdiv(cols * self.d.weight_bits, 8) + extra + (2 if bias else 0)
+
+    def matvec(self, seg: _Segment, op: str, vin: _Vec, rows: int, cols: int, bias: bool = False) -> _Vec:
+        """Matrix-vector product streaming its weights; output- or input-stationary per the engine."""
+        eng = self.eng_idx[op]
+        e = self.d.engines[eng]
+        self.macs += rows * cols
+        out: list[tuple[int, int, int]] = []
+        if e.order == "output" or op == "lm_head":
+            self.load_blocks(seg, op, vin)
+            rb = self.row_bytes(cols, bias)
+            rpt = max(1, (e.ports * e.burst_bytes) // rb)
+            done = 0
+            first = True
+            while done < rows:
+                r = min(rpt, rows - done)
+                t = seg.block(eng, _cdiv(r * cols, e.lanes), op, drain=first)
+                first = False
+                self.weight_reqs(seg, t, eng, r * rb)
+                done += r
+                out.append((DEP_LOCAL, t, done))
+            return _Vec(out, eng)
+        # input-stationary: column blocks accumulate into all outputs; outputs leave at the end
+        dynamic = self.d.act_quant == "dynamic"
+        vin.buffered = True
+        if dynamic:
+            self.load_blocks(seg, op, vin)
+        wb = self.d.weight_bits
+        cpt = max(1, (e.ports * e.burst_bytes * 8) // (rows * wb))
+        done = 0
+        first = dynamic
+        while done < cols:
+            c = min(cpt, cols - done)
+            t = seg.block(eng, _cdiv(rows * c, e.lanes), op, drain=first)
+            first = False
+            if not dynamic:
+                self.consume(seg, t, 0, vin, done + c)
+            self.weight_reqs(seg, t, eng, _cdiv(rows * c * wb, 8))
+            done += c
+        if not dynamic:
+            self.close(seg, vin)
+        extra = self.row_bytes(0, bias)
+        prev = 0
+        for j, cum in enumerate(self.vec_chunks(rows)):
+            t = seg.block(eng, _cdiv(cum - prev, self.d.vector_chunk), op, drain=(j == 0))
+            if j == 0 and extra:
+                self.weight_reqs(seg, t, eng, rows * extra)
+            out.append((DEP_LOCAL, t, cum))
+            prev = cum
+        return _Vec(out, eng)
+
+    def attention(self, seg: _Segment, vin: _Vec, ctx: int, kv_base: list[int], heads: int) -> dict[str, Any]:
+        """GQA attention over ``ctx`` cached tokens (+ the new one, on chip) per KV head: K blocks, softmax,
+        V blocks; the new token's K and V are written to HBM. Compiles the first ``heads`` heads (the others are
+        copies of head 1, made by :func:`compile_token`)."""
+        op = "attention"
+        eng = self.eng_idx[op]
+        e = self.d.engines[eng]
+        m = self.m
+        g = m.heads // m.kv_heads
+        hd = m.head_dim
+        tb = _cdiv(hd * self.d.kv_bits, 8)  # bytes of one token's K (or V) for one head
+        tpu = max(1, _cdiv(self.granule, tb)) if tb < self.granule else 1  # tokens per striping unit
+        tpr = max(1, e.burst_bytes // tb)  # tokens per read request
+        P = e.ports
+        units = _cdiv(ctx, tpu)
+        tokens = []
+        for p in range(P):
+            n_u = units // P + (1 if p < units % P else 0)
+            n_t = n_u * tpu
+            if units and p == (units - 1) % P:
+                n_t -= units * tpu - ctx
+            tokens.append(n_t)
+        n_req = [_cdiv(n, tpr) for n in tokens]
+        n_tiles = max(n_req) if n_req else 0
+        wport = (ctx // tpu) % P
+        vc = self.d.vector_chunk
+        self.load_blocks(seg, op, vin)
+        load_end = len(seg.eng) - 1
+        out = []
+        head_start = []
+        head_reqs = []
+        for h in range(heads):
+            head_start.append(len(seg.eng))
+            head_reqs.append([len(r) for r in seg.reqs])
+            bases = (kv_base[2 * h], kv_base[2 * h + 1])
+
+            def kv_tile(kind: int, i: int, drain: bool = False) -> None:
+                toks = 0
+                t = seg.block(eng, 1, op, drain=drain)
+                for p in range(P):
+                    if i < n_req[p]:
+                        n = min(tpr, tokens[p] - i * tpr)
+                        toks += n
+                        seg.reqs[self.port0[eng] + p].append(
+                            (n * tb, bases[kind] + i * tpr * tb, 0, t, 0, KIND_KV))
+                seg.cyc[t] = max(1, _cdiv(toks * hd * g, e.lanes))
+                self.macs += toks * hd * g
+
+            seg.block(eng, _cdiv(hd * g, e.lanes), op, drain=(h == 0))  # q . k_new (on chip)
+            self.macs += 2 * hd * g
+            if self.d.softmax == "two-pass":
+                for i in range(n_tiles):
+                    kv_tile(0, i)
+                seg.block(eng, _cdiv((ctx + 1) * g, vc), op, drain=True)  # max, exp, sum over all scores
+                seg.block(eng, _cdiv(hd * g, e.lanes), op)  # p_new . v_new
+                for i in range(n_tiles):
+                    kv_tile(1, i)
+            else:
+                seg.block(eng, _cdiv(hd * g, e.lanes), op)
+                for i in range(n_tiles):
+                    kv_tile(0, i)
+                    kv_tile(1, i)
+            t = seg.block(eng, _cdiv(hd * g, vc), op, drain=True)  # normalise and emit the head's output
+            out.append((DEP_LOCAL, t, (h + 1) * g * hd))
+            # the new token's K and V go to the port that owns token ctx
+            p = self.port0[eng] + wport
+            for kind in (0, 1):
+                off = seg.cyc[load_end] + e.pipeline_latency_cycles + 1
+                seg.reqs[p].append((tb, bases[kind] + tokens[wport] * tb, 1, load_end, off, KIND_KV))
+        head_start.append(len(seg.eng))
+        head_reqs.append([len(r) for r in seg.reqs])
+        return {"out": out, "head_start": head_start, "head_reqs": head_reqs, "engine": eng}
+
+    # ---- whole token
+    def down_cum(self) -> list[int]:
+        """Blocks of the residual stream as the down projection (and the residual add after it) emit them."""
+        e = self.E("down")
+        h, i = self.m.hidden, self.m.intermediate
+        if e.order == "output":
+            rpt = max(1, (e.ports * e.burst_bytes) // self.row_bytes(i, False))
+            return [min(h, (k + 1) * rpt) for k in range(_cdiv(h, rpt))]
+        return self.vec_chunks(h)
+
+    def pre(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
+        """Layer part before attention: RMSNorm, QKV projection, RoPE (independent of the context length)."""
+        m = self.m
+        seg = _Segment(self.n_ports)
+        x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
+        xn = self.norm_op(seg, "attn_norm", x_in, m.hidden)
+        qkv = self.matvec(seg, "qkv", xn, m.q_dim + 2 * m.kv_dim, m.hidden, bias=m.qkv_bias)
+        self.close(seg, xn)
+        r = self.stream_op(seg, "rope", qkv)
+        self.close(seg, qkv)
+        seg.x_in = x_in  # type: ignore[attr-defined]
+        return seg, r
+
+    def post(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
+        """Layer part after attention: O projection, residual, RMSNorm, gate/up, SiLU x up, down, residual."""
+        m = self.m
+        seg = _Segment(self.n_ports)
+        g_hd = m.heads // m.kv_heads * m.head_dim
+        a = _Vec([(DEP_ATT, h, (h + 1) * g_hd) for h in range(m.kv_heads)], self.eng_idx["attention"])
+        x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
+        o = self.matvec(seg, "o_proj", a, m.hidden, m.q_dim)
+        x2 = self.stream_op(seg, "attn_add", o, skip=x_in)
+        self.close(seg, o)
+        xn2 = self.norm_op(seg, "ffn_norm", x2, m.hidden)
+        gu = self.matvec(seg, "gate_up", xn2, 2 * m.intermediate, m.hidden)
+        self.close(seg, xn2)
+        s = self.stream_op(seg, "silu_mul", gu, 1, 2)
+        self.close(seg, gu)
+        dn = self.matvec(seg, "down", s, m.hidden, m.intermediate)
+        self.close(seg, s)
+        x3 = self.stream_op(seg, "ffn_add", dn, skip=x2)
+        self.close(seg, dn)
+        self.close(seg, x2)
+        return seg, x3
+
+    def head(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
+        seg = _Segment(self.n_ports)
+        eng = self.eng_idx["embed"]
+        t = seg.block(eng, _cdiv(self.m.hidden, self.d.vector_chunk), "embed")
+        self.weight_reqs(seg, t, eng, self.row_bytes(self.m.hidden, False))
+        x_eng = self.eng_idx["ffn_add"]
+        out = []
+        prev = 0
+        for j, cum in enumerate(x_cum):
+            t = seg.block(x_eng, _cdiv(cum - prev, self.d.vector_chunk), "embed", drain=(j == 0))
+            if x_eng != eng and j == 0:
+                seg.deps[t][0] = (DEP_LOCAL, 0, seg.cyc[0] + self.d.engines[eng].pipeline_latency_cycles +
+                                  self.d.fifo_latency_cycles)
+            out.append((DEP_LOCAL, t, cum))
+            prev = cum
+        return seg, _Vec(out, x_eng)
+
+    def tail(self, x_cum: list[int], with_lm_head: bool) -> tuple[_Segment, _Vec]:
+        m = self.m
+        seg = _Segment(self.n_ports)
+        x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
+        if not with_lm_head:  # ingest: the token ends when the last layer's residual stream is complete
+            eng = self.eng_idx["ffn_add"]
+            t = seg.block(eng, 1, "ffn_add")
+            self.consume(seg, t, 0, x_in, x_cum[-1], main=False)
+            seg.x_in = x_in  # type: ignore[attr-defined]
+            return seg, x_in
+        xn = self.norm_op(seg, "final_norm", x_in, m.hidden)
+        logits = self.matvec(seg, "lm_head", xn, m.head_out_channels, m.hidden)
+        self.close(seg, xn)
+        self.stream_op(seg, "argmax", logits, produce=False)
+        self.close(seg, logits)
+        eng = self.eng_idx["argmax"]
+        seg.block(eng, 1, "argmax", drain=True)  # the sampled token id
+        seg.x_in = x_in  # type: ignore[attr-defined]
+        return seg, x_in
+
+
+# ============================================================================================== linking
+@njit(cache=True)
+def _expand_port(head: np.ndarray, layer: np.ndarray, tail: np.ndarray, base: np.ndarray, tail_base: int,
+                 w_stride: int, kv_stride: int, cyc: np.ndarray, buffer_depth: int, outstanding: int,
+                 out: np.ndarray, need: np.ndarray) -> int:
+    """One port's requests over the whole token into ``out`` rows (bytes, address, write, write-source block,
+    its offset, slot block, slot offset, outstanding predecessor); ``need[block]`` = the last read a block
+    consumes. Returns the most reads one block consumes (must fit the port buffer)."""
+    n_layers = len(base)
+    k = 0
+    reads = np.empty(out.shape[0], dtype=np.int64)  # request index of each read, in order
+    cons = np.empty(out.shape[0], dtype=np.int64)  # consumer block of each read
+    nr = 0
+    worst = 0
+    run_block = -1
+    run = 0
+    for part in range(3):
+        src = head if part == 0 else (layer if part == 1 else tail)
+        copies = n_layers if part == 1 else 1
+        for j in range(copies):
+            shift = 0 if part == 0 else (base[j] if part == 1 else tail_base)
+            for i in range(src.shape[0]):
+                addr = src[i, 1]
+                if part == 1:
+                    addr += j * (w_stride if src[i, 5] == 0 else kv_stride)
+                out[k, 0] = src[i, 0]
+                out[k, 1] = addr
+                out[k, 2] = src[i, 2]
+                blk = src[i, 3] + shift
+                if src[i, 2] == 1:  # write: stores the result of block blk
+                    out[k, 3] = blk
+                    out[k, 4] = src[i, 4]
+                    out[k, 5] = -1
+                    out[k, 6] = 0
+                    out[k, 7] = -1
+                else:
+                    out[k, 3] = -1
+                    out[k, 4] = 0
+                    if nr >= buffer_depth:
+                        b = cons[nr - buffer_depth]
+                        out[k, 5] = b
+                        out[k, 6] = cyc[b]
+                    else:
+                        out[k, 5] = -1
+                        out[k, 6] = 0
+                    out[k, 7] = reads[nr - outstanding] - 0 if nr >= outstanding else -1
+                    reads[nr] = k
+                    cons[nr] = blk
+                    nr += 1
+                    need[blk] = k
+                    if blk == run_block:
+                        run += 1
+                    else:
+                        run_block = blk
+                        run = 1
+                    worst = max(worst, run)
+                k += 1
+    return worst
+
+
+@njit(cache=True)
+def _place(kind: np.ndarray, idx: np.ndarray, o: np.ndarray, first: np.ndarray, xprod: np.ndarray,
+           eng: np.ndarray, cyc: np.ndarray, lat: np.ndarray, fifo_lat: int, dep: np.ndarray,
+           off: np.ndarray) -> None:
+    """Resolve a segment's dependencies for its copies starting at blocks ``first`` (copy j reads the layer
+    input produced by blocks ``xprod[j]``): local indices are shifted, input-vector entries become producers."""
+    m = kind.shape[0]
+    for j in range(len(first)):
+        for i in range(m):
+            row = first[j] + i
+            for s in range(3):
+                k = kind[i, s]
+                dep[row, s] = -1
+                off[row, s] = 0
+                if k == DEP_LOCAL:
+                    dep[row, s] = idx[i, s] + first[j]
+                    off[row, s] = o[i, s]
+                elif k == DEP_XIN:
+                    prod = xprod[j, idx[i, s]]
+                    dep[row, s] = prod
+                    off[row, s] = cyc[prod] + lat[eng[prod]] + (1 if eng[prod] == eng[row] else fifo_lat)
+
+
+@dataclasses.dataclass
+class _Static:
+    """Everything of a token that does not depend on the context length (compiled once per design)."""
+
+    x_cum: list[int]
+    head: _Segment
+    head_x: _Vec
+    pre: _Segment
+    rope: _Vec
+    post: _Segment
+    post_x: _Vec
+    tail: _Segment
+    layer_w: list[int]
+    total_w: list[int]
+    static_macs: int
+    layer_macs: int
+    port_class: list[int]  # ports with equal head, pre, post and tail requests share a class
+
+
+@functools.lru_cache(maxsize=64)
+def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_lm_head: bool) -> _Static:
+    c = _Compiler(design, board, llm)
+    x_cum = c.down_cum()
+    head, head_x = c.head(x_cum)
+    head_w = list(c.wptr)
+    macs0 = c.macs
+    pre, rope = c.pre(x_cum)
+    post, post_x = c.post(x_cum)
+    layer_w = [c.wptr[i] - head_w[i] for i in range(len(design.engines))]
+    layer_macs = c.macs - macs0
+    c.wptr = [head_w[i] + layer_w[i] * llm.layers for i in range(len(design.engines))]
+    tail, _tail_x = c.tail(x_cum, with_lm_head)
+    port_eng = [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
+    reps: list[int] = []
+    port_class = []
+    for p in range(c.n_ports):
+        for k, q in enumerate(reps):
+            if port_eng[q] == port_eng[p] and all(seg.reqs[p] == seg.reqs[q] for seg in (head, pre, post, tail)):
+                port_class.append(k)
+                break
+        else:
+            port_class.append(len(reps))
+            reps.append(p)
+    return _Static(x_cum, head, head_x, pre, rope, post, post_x, tail, layer_w, list(c.wptr),
+                   c.macs - layer_macs, layer_macs, port_class)
+
+
+class _Layer:
+    """One decoder layer as arrays (pre + attention + post), with the same interface the linker uses."""
+
+    def __init__(self, arrs: dict[str, np.ndarray], reqs: Any, x_in: _Vec, x_out: np.ndarray,
+                 att_key: list[bytes]) -> None:
+        self._arrs = arrs
+        self._make_reqs = reqs  # port -> request array, built on demand (only class representatives need one)
+        self._reqs: dict[int, np.ndarray] = {}
+        self.x_in = x_in
+        self.x_out = x_out
+        self.att_key = att_key
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return self._arrs
+
+    def req_array(self, port: int) -> np.ndarray:
+        if port not in self._reqs:
+            self._reqs[port] = self._make_reqs(port)
+        return self._reqs[port]
+
+
+def kv_region_bytes(design: StreamingDesign, llm: LlmSpec, board: BoardSpec) -> int:
+    """Bytes one attention port reserves for one (layer, KV head, K or V) at ``max_ctx`` tokens, 4 KB aligned."""
+    e = design.engine_of("attention")
+    tb = _cdiv(llm.head_dim * design.kv_bits, 8)
+    per_port = _cdiv(design.max_ctx + 1, e.ports) + _cdiv(board.hbm.granule_bytes, tb)
+    return _cdiv(per_port * tb, 4096) * 4096
+
+
+def compile_token(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int,
+                  with_lm_head: bool = True, per_port: bool = False) -> Program:
+    """The program of one token decoded after ``ctx`` cached tokens (``with_lm_head=False``: ingest, logits
+    discarded, the LM head and sampler are skipped). ``per_port`` also builds every port's own request list
+    (for the cycle-stepped reference, which simulates each port instead of one per class)."""
+    if ctx < 0:
+        raise DesignError(f"context length must be >= 0, got {ctx}")
+    if ctx > design.max_ctx:
+        raise DesignError(f"design '{design.name}': ctx {ctx} exceeds its KV-cache reservation max_ctx = "
+                          f"{design.max_ctx}")
+    check_structure(design)
+    st = _static_parts(design, board, llm, with_lm_head)
+    c = _Compiler(design, board, llm)
+    a_eng = c.eng_idx["attention"]
+    kv_base0 = _cdiv(st.total_w[a_eng], 1 << 20) << 20
+    region = kv_region_bytes(design, llm, board)
+    layer, att_macs = _layer(design, c, st, ctx, [kv_base0 + i * region for i in range(2 * llm.kv_heads)], region)
+    L = llm.layers
+    return _link(design, c, st, layer, L, 2 * llm.kv_heads * region, st.static_macs + (st.layer_macs + att_macs) * L,
+                 per_port)
+
+
+def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base: list[int],
+           region: int) -> tuple[_Layer, int]:
+    """Assemble one layer for ``ctx``: the cached pre/post parts around attention compiled for this context
+    (heads 0 and 1 compiled, heads 2.. copied from head 1 with shifted block indices and KV addresses)."""
+    m = c.m
+    pre = st.pre
+    n_pre = len(pre.eng)
+    seg = _Segment(c.n_ports)
+    seg.eng, seg.cyc, seg.drain, seg.op = list(pre.eng), list(pre.cyc), list(pre.drain), list(pre.op)
+    seg.deps = list(pre.deps)
+    rope = _Vec(list(st.rope.entries), st.rope.engine)
+    info = c.attention(seg, rope, ctx, kv_base, heads=min(m.kv_heads, 2))
+    eng_list = seg.eng[n_pre:]
+    att = {"eng": np.array(eng_list, np.int64), "cyc": np.array(seg.cyc[n_pre:], np.int64),
+           "drain": np.array(seg.drain[n_pre:], np.int64), "op": np.array(seg.op[n_pre:], np.int64)}
+    deps = np.array(seg.deps[n_pre:], dtype=np.int64).reshape(len(eng_list), 3, 3)
+    att.update(dkind=deps[:, :, 0], didx=deps[:, :, 1], doff=deps[:, :, 2])
+    att_reqs = [np.array(r, dtype=np.int64).reshape(-1, 6) for r in seg.reqs]
+    emit = [idx for _k, idx, _c in info["out"]]
+    macs = c.macs // min(m.kv_heads, 2) * m.kv_heads  # every head attends over the same tokens
+    extra = m.kv_heads - 2
+    if extra > 0:  # copy head 1
+        h0, h1 = info["head_start"][1] - n_pre, info["head_start"][2] - n_pre
+        hl = h1 - h0
+        for key in ("eng", "cyc", "drain", "op"):
+            att[key] = np.concatenate([att[key], np.tile(att[key][h0:h1], extra)])
+        for key in ("dkind", "didx", "doff"):
+            att[key] = np.concatenate([att[key], np.tile(att[key][h0:h1], (extra, 1))])
+        for p in range(c.n_ports):
+            r0, r1 = info["head_reqs"][1][p], info["head_reqs"][2][p]
+            if r1 == r0:
+                continue
+            one = att_reqs[p][r0:r1]
+            rep = np.tile(one, (extra, 1))
+            kk = np.repeat(np.arange(1, extra + 1), len(one))
+            rep[:, 3] += np.where(rep[:, 2] == 0, kk * hl, 0)  # reads: their consumer moves; writes: same source
+            rep[:, 1] += kk * 2 * region
+            att_reqs[p] = np.concatenate([att_reqs[p], rep])
+        emit += [emit[1] + j * hl for j in range(1, extra + 1)]
+    n_att = len(att["eng"])
+    # post, relocated behind pre + attention; its references to attention outputs become local
+    po = st.post.arrays()
+    shift = n_pre + n_att
+    dkind, didx, doff = po["dkind"].copy(), po["didx"].copy(), po["doff"].copy()
+    loc = dkind == DEP_LOCAL
+    didx[loc] += shift
+    a_ref = dkind == DEP_ATT
+    if a_ref.any():
+        emit_abs = np.array(emit, dtype=np.int64)  # layer-local already (the segment began with pre)
+        tgt = emit_abs[didx[a_ref]]
+        a_eng = info["engine"]
+        same = po["eng"][np.nonzero(a_ref)[0]] == a_eng
+        doff[a_ref] = att["cyc"][tgt - n_pre] + design.engines[a_eng].pipeline_latency_cycles + \
+            np.where(same, 1, design.fifo_latency_cycles)
+        didx[a_ref] = tgt
+        dkind[a_ref] = DEP_LOCAL
+    pr = pre.arrays()
+    arrs = {key: np.concatenate([pr[key], att[key], po[key]]) for key in ("eng", "cyc", "drain", "op")}
+    for key, post_val in (("dkind", dkind), ("didx", didx), ("doff", doff)):
+        arrs[key] = np.concatenate([pr[key], att[key], post_val])
+    def port_reqs(p: int) -> np.ndarray:
+        parts = []
+        if pre.reqs[p]:
+            parts.append(pre.req_array(p))
+        if len(att_reqs[p]):
+            parts.append(att_reqs[p])
+        if st.post.reqs[p]:
+            q = st.post.req_array(p).copy()
+            q[:, 3] += shift
+            parts.append(q)
+        return np.concatenate(parts) if parts else np.zeros((0, 6), np.int64)
+
+    att_key = [a.tobytes() for a in att_reqs]
+    x_out = np.array([idx for _k, idx, _c in st.post_x.entries], dtype=np.int64) + shift
+    return _Layer(arrs, port_reqs, pre.x_in, x_out, att_key), macs  # type: ignore[attr-defined]
+
+
+def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: int, kv_stride: int, macs: int,
+          per_port: bool) -> Program:
+    """Replicate the layer L times between head and tail and resolve every cross-segment reference."""
+    head, head_x, tail, layer_w = st.head, st.head_x, st.tail, st.layer_w
+    H, N, T = len(head.eng), len(layer.arrays()["eng"]), len(tail.eng)
+    n = H + L * N + T
+    hs, ls, ts = head.arrays(), layer.arrays(), tail.arrays()
+    base = H + np.arange(L, dtype=np.int64) * N  # first block of each layer
+    tail_base = H + L * N
+    n_x = len(layer.x_out)
+    # producers of each layer's input vector: head's emitted blocks, then each layer's residual-add blocks
+    x_prod = np.empty((L + 1, n_x), dtype=np.int64)
+    x_prod[0] = [idx for _k, idx, _c in head_x.entries]
+    x_prod[1:] = base[:, None] + layer.x_out[None, :]
+
+    eng = np.concatenate([hs["eng"], np.tile(ls["eng"], L), ts["eng"]])
+    cyc = np.concatenate([hs["cyc"], np.tile(ls["cyc"], L), ts["cyc"]])
+    lat = np.array([e.pipeline_latency_cycles for e in design.engines], dtype=np.int64)
+    dep = np.empty((n, 3), dtype=np.int64)  # every row is written by _place
+    off = np.empty((n, 3), dtype=np.int64)
+
+    def place(arrs: dict[str, np.ndarray], first: np.ndarray, xprod: np.ndarray) -> None:
+        _place(arrs["dkind"], arrs["didx"], arrs["doff"], first, xprod, eng, cyc, lat, design.fifo_latency_cycles,
+               dep, off)
+
+    place(hs, np.array([0], dtype=np.int64), x_prod[:1])
+    place(ls, base, x_prod[:L])
+    place(ts, np.array([tail_base], dtype=np.int64), x_prod[L:L + 1])
+    # back-pressure of each layer input's FIFO: producer of entry k waits for the reader of entry k - depth
+    q = design.fifo_depth
+    for s_arrs, seg, firsts, prods in ((ls, layer, base, x_prod[:L]),
+                                       (ts, tail, np.array([tail_base]), x_prod[L:L + 1])):
+        xin: _Vec = seg.x_in  # type: ignore[attr-defined]
+        if xin.consumer_engine == NO or xin.consumer_engine == xin.engine or n_x <= q:
+            continue
+        free = np.array(xin.free_tile, dtype=np.int64)
+        ks = np.arange(q, min(n_x, len(free) + q))
+        for j, f in enumerate(firsts):
+            dep[prods[j, ks], 2] = f + free[ks - q]
+            off[prods[j, ks], 2] = 1
+
+    drain = np.concatenate([hs["drain"], np.tile(ls["drain"], L), ts["drain"]])
+    op = np.concatenate([hs["op"], np.tile(ls["op"], L), ts["op"]])
+    t_layer = np.concatenate([np.full(H, -1), np.repeat(np.arange(L), N), np.full(T, L)]).astype(np.int64)
+    parts_e = []
+    for e in range(len(design.engines)):
+        parts_e += [np.nonzero(hs["eng"] == e)[0], (base[:, None] + np.nonzero(ls["eng"] == e)[0][None, :]).ravel(),
+                    tail_base + np.nonzero(ts["eng"] == e)[0]]
+    order = np.concatenate(parts_e).astype(np.int64)
+    counts = np.bincount(eng, minlength=len(design.engines))
+    e_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+    # ---- requests per port
+    n_ports = c.n_ports
+    port_eng = np.concatenate([np.full(e.ports, i) for i, e in enumerate(design.engines)]).astype(np.int64) \
+        if n_ports else np.zeros(0, np.int64)
+    # classes of identical ports (same requests, same consumers): the fast engine simulates one of each
+    port_group = np.zeros(n_ports, dtype=np.int64)
+    g_port: list[int] = []
+    for p in range(n_ports):
+        for g, rep in enumerate(g_port):
+            if st.port_class[p] == st.port_class[rep] and layer.att_key[p] == layer.att_key[rep]:
+                port_group[p] = g
+                break
+        else:
+            port_group[p] = len(g_port)
+            g_port.append(p)
+    g_mult = np.bincount(port_group, minlength=len(g_port)).astype(np.int64) if n_ports else np.zeros(0, np.int64)
+
+    bufs = [design.engines[int(port_eng[p])].buffer_depth for p in range(n_ports)]
+    outs = [design.engines[int(port_eng[p])].max_outstanding for p in range(n_ports)]
+    empty = np.zeros((0, 6), np.int64)
+
+    def expand(ports: list[int]) -> tuple[np.ndarray, ...]:
+        """Request arrays of ``ports`` (CSR), each port's head + L layer copies + tail, with buffer-slot and
+        outstanding-limit predecessors and the read each block needs."""
+        counts = [len(head.req_array(p)) + L * len(layer.req_array(p)) + len(tail.req_array(p)) for p in ports]
+        ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        tot = int(ptr[-1])
+        out = np.empty((tot, 8), dtype=np.int64)
+        need = np.full((n, len(ports)), NO, dtype=np.int64)
+        for i, p in enumerate(ports):
+            ei = int(port_eng[p])
+            worst = _expand_port(head.req_array(p) if len(head.req_array(p)) else empty,
+                                 layer.req_array(p) if len(layer.req_array(p)) else empty,
+                                 tail.req_array(p) if len(tail.req_array(p)) else empty,
+                                 base, tail_base, layer_w[ei], kv_stride, cyc, bufs[p], outs[p],
+                                 out[ptr[i]:ptr[i + 1]], need[:, i])
+            e = design.engines[ei]
+            if worst > e.buffer_depth:
+                raise DesignError(f"design '{design.name}': engine '{e.name}' needs {worst} requests of "
+                                  f"{e.burst_bytes} B per port for one block but its port buffer holds "
+                                  f"buffer_depth = {e.buffer_depth}; raise buffer_depth or burst_bytes")
+        return ptr, out, need
+
+    g_ptr, r_table, t_need_group = expand(g_port)
+    p_ptr, pr_table, t_need_port = expand(list(range(n_ports)) if per_port else [])
+    return Program(
+        n_blocks=n, t_eng=eng, t_cyc=cyc, t_drain=drain, t_op=op, t_layer=t_layer, t_dep=dep, t_off=off,
+        e_ptr=e_ptr, e_list=order.astype(np.int64), e_lat=lat, final_block=n - 1,
+        port_eng=port_eng, port_group=port_group,
+        port_bytes=np.array([design.engines[int(e)].port_bytes for e in port_eng], np.int64),
+        port_buffer=np.array(bufs, np.int64), port_outstanding=np.array(outs, np.int64),
+        g_ptr=g_ptr, g_port=np.array(g_port, np.int64), g_mult=g_mult,
+        r_table=r_table, t_need_group=t_need_group, p_ptr=p_ptr, pr_table=pr_table, t_need_port=t_need_port,
+        macs=macs,
+    )

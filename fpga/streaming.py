@@ -1,0 +1,495 @@
+"""Fully-streaming batch-1 decode accelerator: cycle-level simulation of one token (fast, event-driven Numba).
+
+The model (docs/streaming.md): a design's engines run the blocks of the token program (:mod:`fpga.program`) in
+order. A block starts at the first kernel cycle at which
+
+* the engine has finished issuing its previous block (and, for a *drain* block, that block left the pipeline);
+* its input activations are visible: the producing block finished ``pipeline latency`` cycles after its issue,
+  plus the FIFO latency (inter-engine) or one cycle (same engine);
+* every HBM read it consumes has landed in its port's buffer;
+* its output FIFO has room: the block ``fifo_depth`` entries earlier has been read by the consumer.
+
+Ports issue their requests in program order, one per kernel cycle at most, as soon as a buffer slot is free (slots
+free when the consuming block's issue ends), fewer than ``max_outstanding`` reads are in flight, and (writes) the
+data exists. Requests cross to the AXI clock domain, are served by their channel (:mod:`fpga.hbm`), and cross back.
+
+This engine computes those start/issue times as max-plus recurrences, visiting each block and each request once
+(AXI3 bursts, row changes and refresh windows inside a request are computed in closed form), and simulates one
+port per class of identical ports (same requests, same consumers, hence the same trajectory). The cycle-stepped
+reference (:mod:`fpga.streaming_ref`) steps every kernel and AXI cycle of every port; the test suite proves both
+give identical block start cycles, request times and counters.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from fpga import hbm
+from fpga.design import (ALL_OPS, DesignError, StreamingDesign, check_structure, design_names, load_design)
+from fpga.program import (R_ADDR, R_BYTES, R_DEP, R_DEP_OFF, R_OUTPREV, R_SLOT, R_SLOT_OFF, R_WRITE, Program,
+                          compile_token)
+from hwmodel.engine import Phase
+from hwmodel.specs import BoardSpec, LlmSpec
+
+__all__ = ["StreamingDesign", "TokenResult", "StreamingEngine", "load_design", "simulate_token", "validate_design",
+           "design_names", "ENGINE_COUNTERS"]
+
+#: Per-engine cycle classes; they add up to the token's cycles.
+ENGINE_COUNTERS = ("busy", "drain", "stall_in", "stall_mem", "stall_out", "done")
+EC_BUSY, EC_DRAIN, EC_IN, EC_MEM, EC_OUT, EC_DONE = range(6)
+
+
+# ============================================================================================== the kernel
+# per port class state (rows of gs) and per request times (rows of rt)
+GS_POS, GS_LAST_ISSUE, GS_PREV_LAND, GS_PORT_BYTES, GS_ENG, GS_PORT_SHIFT = range(6)
+RT_ISSUE, RT_LAND, RT_FIRST, RT_END = range(4)
+
+
+@njit(cache=True)
+def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray,
+           rq: np.ndarray, rt: np.ndarray, st: np.ndarray) -> bool:
+    """Issue port class g's requests in order, up to index ``limit`` (exclusive), while their conditions are
+    known: a buffer slot (the consuming block of an earlier read has issued), the data of a write, and fewer
+    than max_outstanding reads in flight. Each is served by the channel and lands. True if any was issued."""
+    moved = False
+    while gs[GS_POS, g] < limit:
+        r = gs[GS_POS, g]
+        ti = gs[GS_LAST_ISSUE, g] + 1
+        b = rq[r, R_SLOT]
+        if b >= 0:
+            if start[b] < 0:
+                break
+            ti = max(ti, start[b] + rq[r, R_SLOT_OFF])
+        b = rq[r, R_DEP]
+        if b >= 0:
+            if start[b] < 0:
+                break
+            ti = max(ti, start[b] + rq[r, R_DEP_OFF])
+        o = rq[r, R_OUTPREV]
+        if o >= 0:
+            ti = max(ti, rt[g_ptr[g] + o, RT_LAND])
+        rt[r, RT_ISSUE] = ti
+        gs[GS_LAST_ISSUE, g] = ti
+        arrival = hbm.kernel_to_axi(p, ti)
+        w = rq[r, R_WRITE]
+        f, en = hbm.channel_request_at(p, st, g, arrival, rq[r, R_ADDR], rq[r, R_BYTES], w)
+        rt[r, RT_FIRST] = f
+        rt[r, RT_END] = en
+        if w:
+            rt[r, RT_LAND] = hbm.axi_to_kernel(p, en)
+        else:
+            land = hbm.read_landing(p, f, en, rq[r, R_BYTES], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g],
+                                    gs[GS_PORT_SHIFT, g])
+            rt[r, RT_LAND] = land
+            gs[GS_PREV_LAND, g] = land
+        gs[GS_POS, g] += 1
+        moved = True
+    return moved
+
+
+@njit(cache=True)
+def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.ndarray, t_dep: np.ndarray,
+              t_off: np.ndarray, e_ptr: np.ndarray, e_list: np.ndarray, e_lat: np.ndarray, t_need: np.ndarray,
+              g_ptr: np.ndarray, g_eng: np.ndarray, g_port_bytes: np.ndarray, rq: np.ndarray,
+              final_block: int):  # type: ignore[no-untyped-def]
+    n = len(t_eng)
+    n_e = len(e_lat)
+    n_g = len(g_ptr) - 1
+    n_r = rq.shape[0]
+    start = np.full(n, -1, dtype=np.int64)
+    cnt = np.zeros((n_e, 6), dtype=np.int64)
+    e_pos = e_ptr[:-1].copy()
+    e_issue_end = np.zeros(n_e, dtype=np.int64)
+    e_done_at = np.zeros(n_e, dtype=np.int64)
+    gs = np.zeros((6, n_g), dtype=np.int64)
+    for g in range(n_g):
+        gs[GS_POS, g] = g_ptr[g]
+        gs[GS_LAST_ISSUE, g] = -1
+        gs[GS_PORT_BYTES, g] = g_port_bytes[g]
+        gs[GS_ENG, g] = g_eng[g]
+        pb = g_port_bytes[g]
+        gs[GS_PORT_SHIFT, g] = -1
+        if pb > 0 and pb & (pb - 1) == 0:
+            k = 0
+            while (1 << k) < pb:
+                k += 1
+            gs[GS_PORT_SHIFT, g] = k
+    st = np.zeros((n_g, hbm.CS_N), dtype=np.int64)
+    for g in range(n_g):
+        st[g] = hbm.new_channel_state()
+    rt = np.full((n_r, 4), -1, dtype=np.int64)
+    progress = True
+    sweeps = 0
+    while progress:
+        progress = False
+        sweeps += 1
+        for e in range(n_e):
+            local = True
+            while local:  # the engine and its own ports until neither can move without another engine
+                local = False
+                while e_pos[e] < e_ptr[e + 1]:
+                    t = e_list[e_pos[e]]
+                    ok = True
+                    t_in = 0
+                    t_out = 0
+                    for s in range(3):
+                        d = t_dep[t, s]
+                        if d >= 0:
+                            if start[d] < 0:
+                                ok = False
+                                break
+                            v = start[d] + t_off[t, s]
+                            if s < 2:
+                                t_in = max(t_in, v)
+                            else:
+                                t_out = max(t_out, v)
+                    if not ok:
+                        break
+                    t_mem = 0
+                    for g in range(n_g):
+                        r = t_need[t, g]
+                        if r >= 0:
+                            rr = g_ptr[g] + r
+                            if rr >= gs[GS_POS, g]:  # not issued yet
+                                ok = False
+                                break
+                            t_mem = max(t_mem, rt[rr, RT_LAND])
+                    if not ok:
+                        break
+                    cur = e_issue_end[e]
+                    t_dr = e_done_at[e] if t_drain[t] else 0
+                    s0 = max(cur, t_dr, t_in, t_mem, t_out)
+                    if t_dr > cur:
+                        cnt[e, EC_DRAIN] += t_dr - cur
+                        cur = t_dr
+                    if t_in > cur:
+                        cnt[e, EC_IN] += t_in - cur
+                        cur = t_in
+                    if t_mem > cur:
+                        cnt[e, EC_MEM] += t_mem - cur
+                        cur = t_mem
+                    if t_out > cur:
+                        cnt[e, EC_OUT] += t_out - cur
+                        cur = t_out
+                    cnt[e, EC_BUSY] += t_cyc[t]
+                    start[t] = s0
+                    e_issue_end[e] = s0 + t_cyc[t]
+                    e_done_at[e] = s0 + t_cyc[t] + e_lat[e]
+                    e_pos[e] += 1
+                    progress = True
+                for g in range(n_g):
+                    if gs[GS_ENG, g] == e and _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st):
+                        local = True
+                        progress = True
+        for g in range(n_g):
+            if _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st):
+                progress = True
+    status = 0
+    for e in range(n_e):
+        if e_pos[e] < e_ptr[e + 1]:
+            status = 1
+    for g in range(n_g):
+        if gs[GS_POS, g] < g_ptr[g + 1]:
+            status = 1
+    total = 0
+    if status == 0:
+        total = start[final_block] + t_cyc[final_block] + e_lat[t_eng[final_block]]
+        for e in range(n_e):
+            cnt[e, EC_DONE] = total - e_issue_end[e]
+    return (status, total, start, cnt, rt[:, RT_ISSUE].copy(), rt[:, RT_LAND].copy(), rt[:, RT_FIRST].copy(),
+            rt[:, RT_END].copy(), st, sweeps)
+
+
+# ============================================================================================== results
+@dataclasses.dataclass(frozen=True)
+class TokenResult:
+    """One simulated token: cycles and seconds at the kernel clock, where the cycles went, HBM traffic."""
+
+    design: str
+    llm: str
+    board: str
+    ctx: int
+    with_lm_head: bool
+    clock_hz: float
+    cycles: int
+    engine_cycles: Mapping[str, Mapping[str, int]]  # engine -> ENGINE_COUNTERS (+ stalled, idle)
+    op_busy_cycles: Mapping[str, int]  # operator -> engine issue cycles
+    op_span_cycles: Mapping[str, int]  # operator -> sum over its instances of first start .. last result
+    channels: tuple[Mapping[str, Any], ...]  # per port: engine, counters, bandwidth
+    hbm_read_bytes: int
+    hbm_write_bytes: int
+    macs: int
+    peak_bw_bytes_per_s: float  # board HBM peak (all pseudo-channels)
+    ports_peak_bw_bytes_per_s: float  # peak of the channels the design's ports use
+    lanes_macs_per_cycle: int  # MAC lanes of the engines that run matrix-vector products and attention
+
+    @property
+    def seconds(self) -> float:
+        return self.cycles / self.clock_hz
+
+    @property
+    def tokens_per_s(self) -> float:
+        return 1.0 / self.seconds
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.hbm_read_bytes + self.hbm_write_bytes
+
+    @property
+    def achieved_bw_bytes_per_s(self) -> float:
+        return self.hbm_bytes / self.seconds
+
+    @property
+    def hbm_utilization(self) -> float:
+        """Achieved HBM bandwidth over the board's peak (all pseudo-channels)."""
+        return self.achieved_bw_bytes_per_s / self.peak_bw_bytes_per_s
+
+    @property
+    def ports_utilization(self) -> float:
+        """Achieved bandwidth over the peak of the channels the design uses."""
+        return self.achieved_bw_bytes_per_s / self.ports_peak_bw_bytes_per_s
+
+    @property
+    def bandwidth_floor_s(self) -> float:
+        return self.hbm_bytes / self.peak_bw_bytes_per_s
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.update(seconds=self.seconds, tokens_per_s=self.tokens_per_s, hbm_bytes=self.hbm_bytes,
+                 achieved_bw_bytes_per_s=self.achieved_bw_bytes_per_s, hbm_utilization=self.hbm_utilization,
+                 ports_utilization=self.ports_utilization, bandwidth_floor_s=self.bandwidth_floor_s)
+        return d
+
+
+def _engine_table(design: StreamingDesign, cnt: np.ndarray) -> dict[str, dict[str, int]]:
+    out = {}
+    for i, e in enumerate(design.engines):
+        row = {name: int(cnt[i, k]) for k, name in enumerate(ENGINE_COUNTERS)}
+        row["stalled"] = row["stall_mem"] + row["stall_out"]
+        row["idle"] = row["drain"] + row["stall_in"] + row["done"]
+        out[e.name] = row
+    return out
+
+
+def _op_tables(prog: Program, start: np.ndarray) -> tuple[dict[str, int], dict[str, int]]:
+    """Per operator: engine issue cycles, and the sum over its instances (one per layer) of first start to last
+    result. An instance's blocks are contiguous in the program."""
+    busy = np.bincount(prog.t_op, weights=prog.t_cyc, minlength=len(ALL_OPS))
+    done = start + prog.t_cyc + prog.e_lat[prog.t_eng]
+    cut = np.ones(prog.n_blocks, dtype=bool)
+    cut[1:] = (prog.t_op[1:] != prog.t_op[:-1]) | (prog.t_layer[1:] != prog.t_layer[:-1])
+    firsts = np.nonzero(cut)[0]
+    spans = np.maximum.reduceat(done, firsts) - np.minimum.reduceat(start, firsts)
+    span = np.bincount(prog.t_op[firsts], weights=spans, minlength=len(ALL_OPS))
+    ops = [op for i, op in enumerate(ALL_OPS) if busy[i] > 0]
+    return ({op: int(busy[ALL_OPS.index(op)]) for op in ops}, {op: int(span[ALL_OPS.index(op)]) for op in ops})
+
+
+def _channels(design: StreamingDesign, board: BoardSpec, prog: Program, st: np.ndarray, seconds: float,
+              per_port_states: np.ndarray | None = None) -> tuple[dict[str, Any], ...]:
+    peak = hbm.channel_peak_bytes_per_s(board)
+    per_class: dict[int, dict[str, Any]] = {}
+    rows = []
+    for port in range(prog.n_ports):
+        if per_port_states is not None:
+            s = per_port_states[port]
+        else:
+            g = int(prog.port_group[port])
+            if g not in per_class:
+                per_class[g] = hbm.channel_counters(st[g])
+        c = hbm.channel_counters(s) if per_port_states is not None else per_class[g]
+        moved = c["read_bytes"] + c["write_bytes"]
+        rows.append({"port": port, "engine": design.engines[int(prog.port_eng[port])].name, **c,
+                     "bw_bytes_per_s": moved / seconds, "utilization": moved / seconds / peak})
+    return tuple(rows)
+
+
+def build_result(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: Program, ctx: int,
+                 with_lm_head: bool, clock_hz: float, total: int, start: np.ndarray, cnt: np.ndarray,
+                 channels: tuple[dict[str, Any], ...]) -> TokenResult:
+    op_busy, op_span = _op_tables(prog, start)
+    lanes = sum(e.lanes for e in design.engines if any(op in e.ops for op in ("qkv", "attention", "lm_head",
+                                                                               "o_proj", "gate_up", "down")))
+    used_channels = design.total_ports
+    return TokenResult(
+        design=design.name, llm=llm.name, board=board.name, ctx=ctx, with_lm_head=with_lm_head, clock_hz=clock_hz,
+        cycles=int(total), engine_cycles=_engine_table(design, cnt), op_busy_cycles=op_busy, op_span_cycles=op_span,
+        channels=channels, hbm_read_bytes=sum(c["read_bytes"] for c in channels),
+        hbm_write_bytes=sum(c["write_bytes"] for c in channels), macs=prog.macs,
+        peak_bw_bytes_per_s=board.hbm.peak_bw_bytes_per_s,
+        ports_peak_bw_bytes_per_s=used_channels * hbm.channel_peak_bytes_per_s(board),
+        lanes_macs_per_cycle=lanes)
+
+
+class DeadlockError(DesignError):
+    """The design's FIFOs and engine order can never let the token finish."""
+
+
+def _deadlock(design: StreamingDesign, ctx: int, prog: Program, start: np.ndarray) -> DeadlockError:
+    """Name the blocked engines: each one's next block, and what it waits for."""
+    waits = []
+    for e, eng in enumerate(design.engines):
+        blocks = prog.e_list[prog.e_ptr[e]:prog.e_ptr[e + 1]]
+        pending = blocks[start[blocks] < 0]
+        if not len(pending):
+            continue
+        b = int(pending[0])
+        d = int(prog.t_dep[b, 2])
+        why = ""
+        if d >= 0 and start[d] < 0:
+            other = design.engines[int(prog.t_eng[d])].name
+            why = f" for FIFO space towards {ALL_OPS[prog.t_op[d]]} on '{other}'"
+        waits.append(f"'{eng.name}' at {ALL_OPS[prog.t_op[b]]} (layer {prog.t_layer[b]}){why}")
+    return DeadlockError(
+        f"design '{design.name}' deadlocks at ctx {ctx}: " + "; ".join(waits) + f". A temporal engine cannot run "
+        f"the consumer while it still produces into a full FIFO: raise fifo_depth (now {design.fifo_depth}) or "
+        f"map the operators differently")
+
+
+# ============================================================================================== API
+def validate_design(design: StreamingDesign, board: BoardSpec | None = None, llm: LlmSpec | None = None) -> None:
+    """Check a design against its board and model; raise DesignError (a HwmodelError) with the numbers:
+    ports, clock, resources (see :mod:`fpga.resources`), and whether weights + KV cache fit the ports' HBM."""
+    from fpga.resources import check_fits
+
+    check_structure(design)
+    board = board or design.board_spec()
+    llm = llm or design.llm_spec()
+    h = board.hbm
+    if design.total_ports > h.axi_ports:
+        raise DesignError(f"design '{design.name}' uses {design.total_ports} HBM ports but board '{board.name}' has "
+                          f"{h.axi_ports} ({', '.join(f'{e.name}: {e.ports}' for e in design.engines if e.ports)})")
+    if design.clock_hz > board.max_kernel_clock_hz:
+        raise DesignError(f"design '{design.name}': clock {design.clock_hz / 1e6:g} MHz exceeds board '{board.name}'"
+                          f" max kernel clock {board.max_kernel_clock_hz / 1e6:g} MHz")
+    check_hbm_capacity(design, board, llm)
+    check_fits(design, board, llm)
+
+
+def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> None:
+    """Weights striped over an engine's ports, plus the KV cache reserved for ``max_ctx`` tokens, must fit the
+    pseudo-channels those ports use."""
+    from fpga.program import _static_parts, kv_region_bytes
+
+    total_w = list(_static_parts(design, board, llm, True).total_w)
+    pc_bytes = board.hbm.pc_capacity_bytes // board.hbm.ports_per_pc
+    a = design.engines.index(design.engine_of("attention"))
+    kv = kv_region_bytes(design, llm, board) * 2 * llm.kv_heads * llm.layers
+    if not llm.tied_embeddings:  # an untied embedding table is stored too (one row is read per token)
+        emb = design.engines.index(design.engine_of("embed"))
+        total_w[emb] += -(-llm.embedding_params * design.weight_bits // 8 // design.engines[emb].ports)
+    for i, e in enumerate(design.engines):
+        if not e.ports:
+            continue
+        need = total_w[i]
+        if i == a:  # the KV cache starts at the next MiB after the weights
+            need = (-(-need // (1 << 20)) << 20) + kv
+        if need > pc_bytes:
+            raise DesignError(
+                f"design '{design.name}': {llm.name} does not fit HBM: engine '{e.name}' needs {need / 2**20:.0f} MiB "
+                f"per port (weights{' + KV cache for max_ctx ' + str(design.max_ctx) if i == a else ''}) but each of "
+                f"its {e.ports} ports reaches a {pc_bytes / 2**20:.0f} MiB share of a pseudo-channel on "
+                f"'{board.name}'")
+
+
+def simulate_token(design: StreamingDesign | str | Path, ctx: int, clock_hz: float | None = None,
+                   with_lm_head: bool = True) -> TokenResult:
+    """Simulate decoding one token after ``ctx`` cached tokens (fast engine). ``clock_hz`` overrides the design's
+    kernel clock; ``with_lm_head=False`` simulates an ingested token (LM head and sampler skipped)."""
+    if not isinstance(design, StreamingDesign):
+        design = load_design(design)
+    if clock_hz is not None:
+        design = dataclasses.replace(design, clock_hz=float(clock_hz))
+    board, llm = design.board_spec(), design.llm_spec()
+    prog = compile_token(design, board, llm, ctx, with_lm_head)
+    return run_program(design, board, llm, prog, ctx, with_lm_head)
+
+
+def run_program(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: Program, ctx: int,
+                with_lm_head: bool) -> TokenResult:
+    p = hbm.hbm_params(board, design.clock_hz)
+    out = run_kernel(p, prog)
+    status, total, start, cnt, _i, _l, _f, _e, st, _sweeps = out
+    if status:
+        raise _deadlock(design, ctx, prog, start)
+    seconds = total / design.clock_hz
+    return build_result(design, board, llm, prog, ctx, with_lm_head, design.clock_hz, total, start, cnt,
+                        _channels(design, board, prog, st, seconds))
+
+
+def run_kernel(p: np.ndarray, prog: Program) -> tuple[Any, ...]:
+    """The fast engine on a compiled program: (status, cycles, block starts, engine counters, request issue,
+    landing, first-data and end cycles, channel states — per port class —, scheduling sweeps)."""
+    g_port_bytes = prog.port_bytes[prog.g_port] if prog.n_groups else np.zeros(0, np.int64)
+    return _simulate(p, prog.t_eng, prog.t_cyc, prog.t_drain, prog.t_dep, prog.t_off, prog.e_ptr, prog.e_list,
+                     prog.e_lat, prog.t_need_group, prog.g_ptr, prog.port_eng[prog.g_port], g_port_bytes,
+                     prog.r_table, prog.final_block)
+
+
+class StreamingEngine:
+    """hwmodel.engine.Engine for a streaming design: per-token latency memoized by context length.
+
+    * ``decode_s(ctx)``: one token (LM head and argmax sampler included).
+    * ``ingest_s(n, ctx)``: ``n`` tokens arriving from elsewhere (shadow synchronisation): forward passes whose
+      logits are discarded, so the LM head and sampler are skipped; token i sees ``ctx + i`` cached tokens.
+    * ``prefill_s(n, ctx)``: a local re-prefill. The streaming design has no batched prefill datapath: it re-runs
+      the decode pipeline token by token (``n - 1`` ingested tokens, then one decoded token for the logits of the
+      last), which is why the system avoids re-prefill on the FPGA.
+    * ``power_w(phase)``: from :mod:`fpga.power` (static + dynamic at this design's activity).
+    """
+
+    def __init__(self, design: StreamingDesign | str | Path, clock_hz: float | None = None,
+                 validate: bool = True) -> None:
+        if not isinstance(design, StreamingDesign):
+            design = load_design(design)
+        if clock_hz is not None:
+            design = dataclasses.replace(design, clock_hz=float(clock_hz))
+        self.design = design
+        self.board = design.board_spec()
+        self.llm = design.llm_spec()
+        if validate:
+            validate_design(design, self.board, self.llm)
+        self.name = f"fpga:{design.name}@{design.clock_hz / 1e6:g}MHz"
+        self._p = hbm.hbm_params(self.board, design.clock_hz)
+        self._memo: dict[tuple[int, bool], TokenResult] = {}
+
+    @property
+    def clock_hz(self) -> float:
+        return self.design.clock_hz
+
+    def token(self, ctx: int, with_lm_head: bool = True) -> TokenResult:
+        key = (int(ctx), with_lm_head)
+        res = self._memo.get(key)
+        if res is None:
+            prog = compile_token(self.design, self.board, self.llm, int(ctx), with_lm_head)
+            res = run_program(self.design, self.board, self.llm, prog, int(ctx), with_lm_head)
+            self._memo[key] = res
+        return res
+
+    def decode_s(self, ctx: int) -> float:
+        return self.token(ctx).seconds
+
+    def ingest_s(self, n_tokens: int, ctx: int) -> float:
+        return sum(self.token(ctx + i, with_lm_head=False).seconds for i in range(n_tokens))
+
+    def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
+        if n_tokens < 1:
+            raise DesignError(f"prefill needs at least one token, got {n_tokens}")
+        return self.ingest_s(n_tokens - 1, ctx) + self.decode_s(ctx + n_tokens - 1)
+
+    def power_w(self, phase: Phase) -> float:
+        from fpga.power import phase_power_w
+
+        return phase_power_w(self, phase)
+
+    def energy_per_token_j(self, ctx: int) -> float:
+        return self.power_w(Phase.DECODE) * self.decode_s(ctx)
+
+    @property
+    def memo_size(self) -> int:
+        return len(self._memo)

@@ -1,0 +1,284 @@
+"""Cycle-stepped reference of the streaming decode model (plain Python, small shapes only).
+
+It visits every kernel-clock cycle and every AXI-clock cycle of the token, in time order on the common tick
+base, and advances explicit state machines: per engine (issuing a block, waiting on a barrier, an input, a port or
+output space), per port (issue logic, the kernel-side copy of landed data, the channel queue) and per channel
+(data bus, open row, refresh windows). Every port is simulated on its own: nothing is shared between identical
+ports. Its results must equal the fast engine's (:mod:`fpga.streaming`) exactly; tests/test_streaming_equivalence.py
+checks that over hundreds of generated designs.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+import numpy as np
+
+from fpga import hbm
+from fpga.design import StreamingDesign
+from fpga.program import Program, compile_token
+from hwmodel.specs import BoardSpec, LlmSpec
+
+EC_BUSY, EC_DRAIN, EC_IN, EC_MEM, EC_OUT, EC_DONE = range(6)
+
+
+@dataclasses.dataclass
+class RefResult:
+    status: int  # 0 finished, 1 deadlock
+    cycles: int
+    start: np.ndarray
+    counters: np.ndarray  # (engines, 6)
+    issue: list[np.ndarray]  # per port, per request
+    land: list[np.ndarray]
+    first: list[np.ndarray]
+    end: list[np.ndarray]
+    channel: np.ndarray  # (ports, CS_N)
+    kernel_cycles_stepped: int
+    axi_cycles_stepped: int
+
+
+class _Channel:
+    """One pseudo-channel, stepped one AXI cycle at a time."""
+
+    def __init__(self, p: list[int]) -> None:
+        self.p = p
+        self.bus_free = 0
+        self.open_row = -1
+        self.closed_at = 0
+        self.last_dir = -1
+        self.counters = [0] * hbm.CS_N
+        self.queue: collections.deque[list[int]] = collections.deque()  # [request, arrival, addr, bytes, write, burst]
+        self.defer_mark = -1
+
+    def step(self, m: int, on_first: callable, on_end: callable) -> None:  # type: ignore[valid-type]
+        p = self.p
+        refi, rfc = p[hbm.HP_REFI], p[hbm.HP_RFC]
+        k = m // refi
+        if k >= 1 and m - k * refi < rfc:  # inside a refresh window: every bank is (being) refreshed
+            self.open_row = -1
+            self.closed_at = k * refi + rfc
+            return
+        if m < self.bus_free or not self.queue:
+            return
+        req, arrival, addr, nbytes, write, i = self.queue[0]
+        g = p[hbm.HP_GRANULE]
+        g0 = addr // g
+        g1 = -(-(addr + nbytes) // g)
+        b0 = g0 + i * p[hbm.HP_BURST_BEATS]
+        beats = min(g1, b0 + p[hbm.HP_BURST_BEATS]) - b0
+        cmds = 2 if addr % g else 1
+        dur = max(beats, cmds * p[hbm.HP_CMD])
+        row = b0 * g // p[hbm.HP_ROW_BYTES]
+        lat = arrival + p[hbm.HP_LAT_HIT]
+        if self.open_row == -1:
+            ok = m >= lat + p[hbm.HP_ACT] and m >= self.closed_at + p[hbm.HP_ACT]
+        elif self.open_row == row:
+            ok = m >= lat
+        else:
+            ok = m >= lat + p[hbm.HP_PREACT] and m >= self.bus_free + p[hbm.HP_ROWSW]
+        if self.last_dir >= 0 and self.last_dir != write and m < self.bus_free + p[hbm.HP_TURN]:
+            ok = False
+        if not ok:
+            return
+        next_window = (k + 1) * refi
+        if m + dur > next_window:
+            if self.defer_mark != k + 1:
+                self.counters[hbm.CS_REFRESH_DEFERS] += 1
+                self.defer_mark = k + 1
+            return
+        c = self.counters
+        if self.open_row != -1 and self.open_row != row:
+            c[hbm.CS_ROW_MISSES] += 1
+        if i == 0:
+            on_first(req, m)
+        self.bus_free = m + dur
+        self.open_row = row
+        self.last_dir = write
+        c[hbm.CS_BUSY] += dur
+        c[hbm.CS_BUS_BYTES] += beats * g
+        c[hbm.CS_BURSTS] += 1
+        if b0 + p[hbm.HP_BURST_BEATS] >= g1:  # last burst of the request
+            self.queue.popleft()
+            c[hbm.CS_REQS] += 1
+            c[hbm.CS_WR_BYTES if write else hbm.CS_RD_BYTES] += nbytes
+            c[hbm.CS_LAST_END] = m + dur
+            on_end(req, m + dur)
+        else:
+            self.queue[0][5] = i + 1
+
+    def state(self) -> np.ndarray:
+        s = np.array(self.counters, dtype=np.int64)
+        s[hbm.CS_BUS_FREE] = self.bus_free
+        s[hbm.CS_OPEN_ROW] = self.open_row
+        s[hbm.CS_CLOSED_AT] = self.closed_at
+        s[hbm.CS_LAST_DIR] = self.last_dir
+        return s
+
+
+def simulate_reference(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int,
+                       with_lm_head: bool = True, max_kernel_cycles: int = 5_000_000) -> RefResult:
+    prog = compile_token(design, board, llm, ctx, with_lm_head, per_port=True)
+    p = [int(x) for x in hbm.hbm_params(board, design.clock_hz)]
+    return run_reference(p, prog, max_kernel_cycles)
+
+
+def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_000) -> RefResult:
+    tk, ta, sync = p[hbm.HP_TK], p[hbm.HP_TA], p[hbm.HP_SYNC]
+    n_blocks = prog.n_blocks
+    t_eng = prog.t_eng.tolist()
+    t_cyc = prog.t_cyc.tolist()
+    t_drain = prog.t_drain.tolist()
+    t_dep = prog.t_dep.tolist()
+    t_off = prog.t_off.tolist()
+    e_lat = prog.e_lat.tolist()
+    n_e = len(e_lat)
+    programs = [prog.e_list[prog.e_ptr[e]:prog.e_ptr[e + 1]].tolist() for e in range(n_e)]
+    n_ports = prog.n_ports
+    need = prog.t_need_port.tolist()
+    reqs = []
+    for q in range(n_ports):
+        sl = slice(prog.p_ptr[q], prog.p_ptr[q + 1])
+        reqs.append({k: getattr(prog, "pr_" + k)[sl].tolist() for k in
+                     ("bytes", "addr", "write", "dep", "dep_off", "slot", "slot_off", "outprev")})
+    port_bytes = prog.port_bytes.tolist()
+
+    start = [-1] * n_blocks
+    counters = [[0] * 6 for _ in range(n_e)]
+    e_pos = [0] * n_e
+    e_issue_end = [0] * n_e
+    e_done_at = [0] * n_e
+    n_req = [len(r["bytes"]) for r in reqs]
+    issue = [[-1] * n for n in n_req]
+    land = [[-1] * n for n in n_req]
+    first = [[-1] * n for n in n_req]
+    end = [[-1] * n for n in n_req]
+    next_req = [0] * n_ports
+    last_issue = [-1] * n_ports
+    reads = [[r for r in range(n_req[q]) if not reqs[q]["write"][r]] for q in range(n_ports)]
+    copy_pos = [0] * n_ports  # index into reads[q] of the read being copied into the kernel buffer
+    copy_start = [-1] * n_ports
+    prev_land = [0] * n_ports
+    chans = [_Channel(p) for _ in range(n_ports)]
+
+    def a2k(m: int) -> int:
+        return -(-(m * ta) // tk) + sync
+
+    total = -1
+    kc = 0  # next kernel cycle
+    ac = 0  # next AXI cycle
+    # no state change for longer than any legitimate wait (a block's issue, a pipeline, a refresh, a memory round
+    # trip) means nothing ever will: the design deadlocks
+    patience = 2 * (max(t_cyc) + max(e_lat) + -(-p[hbm.HP_REFI] * ta // tk) + 10_000)
+    last_change = 0
+    signature = None
+    while True:
+        if total >= 0 and kc >= total and all(next_req[q] == n_req[q] for q in range(n_ports)) and \
+                all(not ch.queue for ch in chans) and all(copy_pos[q] == len(reads[q]) for q in range(n_ports)):
+            break
+        if ac * ta > kc * tk:  # at each kernel cycle: has anything moved?
+            sig = (sum(e_pos), sum(next_req), sum(copy_pos), sum(ch.counters[hbm.CS_BURSTS] for ch in chans))
+            if sig != signature:
+                signature = sig
+                last_change = kc
+            elif kc - last_change > patience:
+                kc = max_kernel_cycles + 1
+        if kc > max_kernel_cycles:
+            return RefResult(1, -1, np.array(start), np.array(counters), [], [], [], [], np.zeros((0, hbm.CS_N)),
+                             kc, ac)
+        if ac * ta <= kc * tk:
+            m = ac
+            for q in range(n_ports):
+                def on_first(r: int, mm: int, q: int = q) -> None:
+                    first[q][r] = mm
+
+                def on_end(r: int, mm: int, q: int = q) -> None:
+                    end[q][r] = mm
+                    if reqs[q]["write"][r]:
+                        land[q][r] = a2k(mm)
+                chans[q].step(m, on_first, on_end)
+            ac += 1
+            continue
+        n = kc
+        # 1. kernel side of read ports: copy landed data into the buffer, one request after another
+        for q in range(n_ports):
+            while copy_pos[q] < len(reads[q]):
+                r = reads[q][copy_pos[q]]
+                if copy_start[q] < 0:
+                    f = first[q][r]
+                    if f < 0 or n < a2k(f + 1) or n < prev_land[q]:
+                        break
+                    copy_start[q] = n
+                e = end[q][r]
+                nb = reqs[q]["bytes"][r]
+                if n < copy_start[q] + -(-nb // port_bytes[q]) or e < 0 or n < a2k(e):
+                    break
+                land[q][r] = n
+                prev_land[q] = n
+                copy_pos[q] += 1
+                copy_start[q] = -1
+        # 2. engines
+        for e in range(n_e):
+            if total >= 0 and n >= total:
+                break
+            c = counters[e]
+            if n < e_issue_end[e]:
+                c[EC_BUSY] += 1
+                continue
+            if e_pos[e] >= len(programs[e]):
+                c[EC_DONE] += 1
+                continue
+            t = programs[e][e_pos[e]]
+            drain_ok = not t_drain[t] or n >= e_done_at[e]
+            in_ok = True
+            for s in (0, 1):
+                d = t_dep[t][s]
+                if d >= 0 and (start[d] < 0 or n < start[d] + t_off[t][s]):
+                    in_ok = False
+            mem_ok = True
+            for q in range(n_ports):
+                r = need[t][q]
+                if r >= 0 and (land[q][r] < 0 or n < land[q][r]):
+                    mem_ok = False
+            d = t_dep[t][2]
+            out_ok = d < 0 or (start[d] >= 0 and n >= start[d] + t_off[t][2])
+            if drain_ok and in_ok and mem_ok and out_ok:
+                start[t] = n
+                e_issue_end[e] = n + t_cyc[t]
+                e_done_at[e] = n + t_cyc[t] + e_lat[e]
+                e_pos[e] += 1
+                c[EC_BUSY] += 1
+                if t == prog.final_block:
+                    total = n + t_cyc[t] + e_lat[e]
+            elif not drain_ok:
+                c[EC_DRAIN] += 1
+            elif not in_ok:
+                c[EC_IN] += 1
+            elif not mem_ok:
+                c[EC_MEM] += 1
+            else:
+                c[EC_OUT] += 1
+        # 3. ports issue requests
+        for q in range(n_ports):
+            r = next_req[q]
+            if r >= n_req[q] or n < last_issue[q] + 1:
+                continue
+            rq = reqs[q]
+            b = rq["slot"][r]
+            if b >= 0 and (start[b] < 0 or n < start[b] + rq["slot_off"][r]):
+                continue
+            b = rq["dep"][r]
+            if b >= 0 and (start[b] < 0 or n < start[b] + rq["dep_off"][r]):
+                continue
+            o = rq["outprev"][r]
+            if o >= 0 and (land[q][o] < 0 or n < land[q][o]):
+                continue
+            issue[q][r] = n
+            last_issue[q] = n
+            next_req[q] += 1
+            arrival = -(-((n + 1) * tk) // ta) + sync + p[hbm.HP_SWITCH]
+            chans[q].queue.append([r, arrival, rq["addr"][r], rq["bytes"][r], rq["write"][r], 0])
+        kc += 1
+    return RefResult(0, total, np.array(start, dtype=np.int64), np.array(counters, dtype=np.int64),
+                     [np.array(x, dtype=np.int64) for x in issue], [np.array(x, dtype=np.int64) for x in land],
+                     [np.array(x, dtype=np.int64) for x in first], [np.array(x, dtype=np.int64) for x in end],
+                     np.array([ch.state() for ch in chans]).reshape(n_ports, hbm.CS_N), kc, ac)

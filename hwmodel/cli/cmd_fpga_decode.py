@@ -1,0 +1,262 @@
+"""`hwmodel fpga decode | designs | profile-hbm` and `hwmodel reproduce streaming`: the cycle-level streaming decode
+model from the command line."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hwmodel.cli.base import console, echo_json, group, json_option
+from hwmodel.cli.cmd_reproduce import reproduce
+from hwmodel.errors import HwmodelError
+from hwmodel.units import fmt_bw, fmt_s
+
+fpga = group("fpga")
+
+
+def _range(text: str | None, what: str) -> list[float] | None:
+    """'A:B:S' -> [A, A+S, ..., <= B]; 'A,B,C' -> the list."""
+    if text is None:
+        return None
+    try:
+        if ":" in text:
+            a, b, s = (float(x) for x in text.split(":"))
+            if s <= 0 or b < a:
+                raise ValueError
+            n = int((b - a) / s + 1e-9) + 1
+            return [a + i * s for i in range(n)]
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise HwmodelError(f"{what}: expected A:B:S (start:stop:step, step > 0) or a comma list, got '{text}'") \
+            from None
+
+
+def _row(res: Any) -> dict[str, Any]:
+    return {"design": res.design, "ctx": res.ctx, "clock_mhz": res.clock_hz / 1e6, "cycles": res.cycles,
+            "seconds": res.seconds, "tokens_per_s": res.tokens_per_s, "hbm_bytes": res.hbm_bytes,
+            "achieved_bw_bytes_per_s": res.achieved_bw_bytes_per_s, "hbm_utilization": res.hbm_utilization,
+            "ports_utilization": res.ports_utilization, "bandwidth_floor_s": res.bandwidth_floor_s}
+
+
+def _detail_tables(res: Any) -> None:
+    from rich.table import Table
+
+    c = console()
+    t = Table("engine", "busy", "drain", "wait input", "wait HBM", "wait FIFO", "done", "busy %",
+              title=f"{res.design}: cycles per engine (token of {res.cycles:,} cycles)")
+    for name, e in res.engine_cycles.items():
+        t.add_row(name, *(f"{e[k]:,}" for k in ("busy", "drain", "stall_in", "stall_mem", "stall_out", "done")),
+                  f"{100 * e['busy'] / res.cycles:.1f}")
+    c.print(t)
+    t = Table("operator", "busy cycles", "span cycles", "span share", title="per operator (summed over layers)")
+    for op, busy in res.op_busy_cycles.items():
+        span = res.op_span_cycles[op]
+        t.add_row(op, f"{busy:,}", f"{span:,}", f"{100 * span / res.cycles:.1f} %")
+    c.print(t)
+    t = Table("engine", "ports", "read / port", "written (total)", "bus busy (AXI cycles)", "BW / port", "util.",
+              "row misses", "refresh defers", title="HBM channels")
+    by_eng: dict[str, list[dict[str, Any]]] = {}
+    for ch in res.channels:
+        by_eng.setdefault(ch["engine"], []).append(ch)
+    for name, chs in by_eng.items():
+        n = len(chs)
+        t.add_row(name, str(n), f"{max(x['read_bytes'] for x in chs) / 1e6:.2f} MB",
+                  f"{sum(x['write_bytes'] for x in chs):,} B", f"{max(x['busy_axi_cycles'] for x in chs):,}",
+                  fmt_bw(max(x["bw_bytes_per_s"] for x in chs)), f"{max(x['utilization'] for x in chs):.2f}",
+                  f"{max(x['row_misses'] for x in chs):,}", f"{max(x['refresh_defers'] for x in chs):,}")
+    c.print(t)
+
+
+@fpga.command("decode")
+@click.option("--design", "design_name", required=True,
+              help="Built-in design (draft-u280, draft-v80, flexllm-u280) or a design TOML file.")
+@click.option("--ctx", type=click.IntRange(min=0), default=0, show_default=True, help="Tokens already in the KV cache.")
+@click.option("--ctx-range", default=None, help="Table over contexts: A:B:S (e.g. 0:4096:512) or a comma list.")
+@click.option("--freq-mhz", type=click.FloatRange(min=1), default=None, help="Kernel clock [default: the design's].")
+@click.option("--freq-range", default=None, help="Table over kernel clocks in MHz: A:B:S (e.g. 150:450:50).")
+@click.option("--ingest", is_flag=True, help="An ingested token (logits discarded: LM head and sampler skipped).")
+@click.option("--detail/--no-detail", default=True, show_default=True,
+              help="Per-engine, per-operator and per-channel tables (single point).")
+@json_option
+def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: float | None, freq_range: str | None,
+               ingest: bool, detail: bool, as_json: bool) -> None:
+    """Cycle-level simulation of decoding one token on a fully-streaming FPGA design: cycles, seconds, where the
+    cycles went, HBM bytes, bandwidth and utilization."""
+    import dataclasses
+
+    from fpga.streaming import StreamingEngine, load_design, validate_design
+
+    design = load_design(design_name)
+    if freq_mhz is not None:
+        design = dataclasses.replace(design, clock_hz=freq_mhz * 1e6)
+    validate_design(design)
+    ctxs = [int(c) for c in (_range(ctx_range, "--ctx-range") or [ctx])]
+    freqs = _range(freq_range, "--freq-range") or [design.clock_hz / 1e6]
+    points = [(c, f) for f in freqs for c in ctxs]
+    engines: dict[float, StreamingEngine] = {}
+    rows = []
+    results = []
+    from rich.progress import Progress
+
+    with Progress(transient=True, disable=len(points) < 20 or as_json) as prog:
+        task = prog.add_task("simulating tokens", total=len(points))
+        for c, f in points:
+            if f not in engines:
+                engines[f] = StreamingEngine(dataclasses.replace(design, clock_hz=f * 1e6), validate=False)
+            res = engines[f].token(c, with_lm_head=not ingest)
+            results.append(res)
+            rows.append(_row(res))
+            prog.advance(task)
+    if as_json:
+        echo_json(results[0].as_dict() if len(results) == 1 else rows)
+        return
+    from rich.table import Table
+
+    t = Table("ctx", "clock", "cycles", "latency", "tokens/s", "HBM bytes", "achieved BW", "HBM util.",
+              "floor @peak", title=f"{design.name}: {design.llm} W{design.weight_bits}A{design.act_bits} "
+                                   f"KV{design.kv_bits} on {design.board}" + (" (ingest)" if ingest else ""))
+    for r in rows:
+        t.add_row(str(r["ctx"]), f"{r['clock_mhz']:g} MHz", f"{r['cycles']:,}", fmt_s(r["seconds"]),
+                  f"{r['tokens_per_s']:.0f}", f"{r['hbm_bytes'] / 1e6:.1f} MB", fmt_bw(r["achieved_bw_bytes_per_s"]),
+                  f"{100 * r['hbm_utilization']:.1f} %", fmt_s(r["bandwidth_floor_s"]))
+    console().print(t)
+    if detail and len(results) == 1:
+        _detail_tables(results[0])
+
+
+@fpga.command("designs")
+@json_option
+def designs_cmd(as_json: bool) -> None:
+    """Built-in streaming designs: model, board, clock, precision, engines and estimated resources."""
+    from fpga.design import design_names, load_design
+    from fpga.resources import estimate
+
+    rows = []
+    for name in design_names():
+        d = load_design(name)
+        use = estimate(d)
+        rows.append({"name": name, "llm": d.llm, "board": d.board, "clock_mhz": d.clock_hz / 1e6,
+                     "bits": f"W{d.weight_bits}A{d.act_bits}KV{d.kv_bits}", "ports": d.total_ports,
+                     "engines": {e.name: list(e.ops) for e in d.engines},
+                     "resources": {k: getattr(use, k) for k in ("lut", "ff", "dsp", "bram18k", "uram")}})
+    if as_json:
+        echo_json(rows)
+        return
+    from rich.table import Table
+
+    t = Table("design", "LLM", "board", "clock", "bits", "ports", "engines", "DSP", "LUT", "BRAM18K")
+    for r in rows:
+        t.add_row(r["name"], r["llm"], r["board"], f"{r['clock_mhz']:g} MHz", r["bits"], str(r["ports"]),
+                  "; ".join(f"{k}: {', '.join(v)}" for k, v in r["engines"].items()),
+                  f"{r['resources']['dsp']:,}", f"{r['resources']['lut']:,}", f"{r['resources']['bram18k']:,}")
+    console().print(t)
+
+
+@fpga.command("profile-hbm")
+@click.option("--board", default="u280", show_default=True, help="FPGA board spec name.")
+@click.option("--freq-mhz", type=click.FloatRange(min=1), default=300.0, show_default=True, help="Kernel clock.")
+@click.option("--sizes", default="32,64,128,256,512,1024,4096,16384,65536", show_default=True,
+              help="Request sizes in bytes (comma list).")
+@click.option("--outstanding", default="1,4,16", show_default=True, help="Requests in flight (comma list).")
+@click.option("--port-width", type=click.Choice(["64", "128", "256", "512", "1024"]), default="512",
+              show_default=True, help="Kernel-side port width in bits.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Start address offset (non-multiples of 32 B are misaligned).")
+@click.option("--fit", is_flag=True, help="Fit the exposed row-switch bubble to the board's measured bandwidth.")
+@json_option
+def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, port_width: str, offset: int,
+                    fit: bool, as_json: bool) -> None:
+    """Effective bandwidth of one HBM port versus request size and outstanding requests (sequential reads)."""
+    from fpga import hbm
+    from hwmodel.specs import library
+
+    b = library().board(board)
+    if fit:
+        best, modelled, measured = hbm.fit_row_switch(b)
+        out = {"board": board, "row_switch_cycles": best, "modelled_bw_bytes_per_s": modelled,
+               "measured_bw_bytes_per_s": measured, "relative_error": modelled / measured - 1}
+        if as_json:
+            echo_json(out)
+        else:
+            click.echo(f"{board}: row_switch_cycles = {best} -> {fmt_bw(modelled)} per channel vs measured "
+                       f"{fmt_bw(measured)} ({100 * (modelled / measured - 1):+.2f} %)")
+        return
+    size_list = [int(x) for x in _range(sizes, "--sizes") or []]
+    outs = [int(x) for x in _range(outstanding, "--outstanding") or []]
+    if any(s <= 0 for s in size_list) or any(o <= 0 for o in outs):
+        raise HwmodelError("--sizes and --outstanding must be positive")
+    rows = [hbm.profile_bandwidth(b, freq_mhz * 1e6, s, outstanding=o, port_width_bits=int(port_width),
+                                  offset_bytes=offset) for s in size_list for o in outs]
+    if as_json:
+        echo_json(rows)
+        return
+    from rich.table import Table
+
+    t = Table("request", *(f"{o} outstanding" for o in outs),
+              title=f"{board}: one {port_width}-bit port at {freq_mhz:g} MHz, sequential reads"
+                    + (f", offset {offset} B" if offset else "") + " (GB/s, efficiency vs channel peak)")
+    for s in size_list:
+        cells = [r for r in rows if r["req_bytes"] == s]
+        t.add_row(f"{s} B", *(f"{r['bw_bytes_per_s'] / 1e9:.2f} ({100 * r['efficiency']:.0f} %)" for r in cells))
+    console().print(t)
+
+
+def freq_table(ctx: int = 512, freqs: tuple[int, ...] = (150, 200, 225, 250, 300, 350, 400, 450)) -> list[dict[str, Any]]:
+    """Decode time of draft-u280 (512-bit ports) and its 256-bit-port variant versus the kernel clock."""
+    import dataclasses
+
+    from fpga.streaming import load_design, simulate_token
+
+    d512 = load_design("draft-u280")
+    d256 = d512.with_engine("linear", port_width_bits=256).with_engine("attn", port_width_bits=256)
+    rows = []
+    for f in freqs:
+        r512 = simulate_token(d512, ctx, clock_hz=f * 1e6)
+        r256 = simulate_token(dataclasses.replace(d256, name="draft-u280-256bit"), ctx, clock_hz=f * 1e6)
+        rows.append({"clock_mhz": f, "ctx": ctx, "t512_s": r512.seconds, "util512": r512.hbm_utilization,
+                     "t256_s": r256.seconds, "util256": r256.hbm_utilization})
+    return rows
+
+
+@reproduce.command("streaming")
+@click.pass_context
+def reproduce_streaming(ctx: click.Context) -> None:
+    """Streaming decode model: draft-u280 latency and HBM utilization at 300 MHz, the clock sweep 150-450 MHz for
+    512- and 256-bit ports, and the three built-in designs at ctx 0..4096."""
+    from rich.table import Table
+
+    from fpga.design import design_names
+    from fpga.streaming import StreamingEngine
+
+    out_dir: Path = ctx.obj["out_dir"] / "streaming"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in design_names():
+        eng = StreamingEngine(name)
+        for c in (0, 512, 1024, 2048, 4096):
+            if c <= eng.design.max_ctx:
+                rows.append(_row(eng.token(c)))
+    (out_dir / "designs.json").write_text(json.dumps(rows, indent=2))
+    t = Table("design", "ctx", "latency", "tokens/s", "HBM util.", "floor @peak", title="Built-in streaming designs")
+    for r in rows:
+        t.add_row(r["design"], str(r["ctx"]), fmt_s(r["seconds"]), f"{r['tokens_per_s']:.0f}",
+                  f"{100 * r['hbm_utilization']:.1f} %", fmt_s(r["bandwidth_floor_s"]))
+    console().print(t)
+    ft = freq_table()
+    with open(out_dir / "clock_sweep.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(ft[0]))
+        w.writeheader()
+        w.writerows(ft)
+    t = Table("clock", "512-bit ports", "HBM util.", "256-bit ports", "HBM util.",
+              title="draft-u280 decode time vs kernel clock (ctx 512)")
+    for r in ft:
+        t.add_row(f"{r['clock_mhz']} MHz", fmt_s(r["t512_s"]), f"{100 * r['util512']:.0f} %", fmt_s(r["t256_s"]),
+                  f"{100 * r['util256']:.0f} %")
+    console().print(t)
+    click.echo(f"wrote {out_dir / 'designs.json'} and {out_dir / 'clock_sweep.csv'}")
+
+
+reproduce_streaming.order = 10  # type: ignore[attr-defined]

@@ -1,0 +1,74 @@
+"""Hypothesis strategies for small streaming designs (LLM shapes, boards, engine mappings), shared by the tests."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from hypothesis import strategies as st
+
+from fpga.design import ALL_OPS, HBM_OPS, EngineSpec, StreamingDesign
+from hwmodel.specs import BoardSpec, LlmSpec, library
+
+VECTOR_OPS = tuple(op for op in ALL_OPS if op not in HBM_OPS)
+
+
+@st.composite
+def small_llm(draw: Any, max_layers: int = 2) -> LlmSpec:
+    base = library().llm("qwen2.5-0.5b")
+    kv = draw(st.sampled_from([1, 2]))
+    group = draw(st.sampled_from([1, 2, 3]))
+    return dataclasses.replace(
+        base, layers=draw(st.integers(1, max_layers)), hidden=draw(st.sampled_from([16, 24, 32, 64])),
+        heads=kv * group, kv_heads=kv, head_dim=draw(st.sampled_from([4, 8, 16])),
+        intermediate=draw(st.sampled_from([16, 40, 96])), vocab=draw(st.integers(8, 160)),
+        qkv_bias=draw(st.booleans()), tied_embeddings=True)
+
+
+@st.composite
+def small_board(draw: Any) -> BoardSpec:
+    b = library().board(draw(st.sampled_from(["u280", "v80"])))
+    axi = b.hbm.axi_clock_hz
+    h = dataclasses.replace(
+        b.hbm,
+        refresh_interval_s=draw(st.integers(150, 2000)) / axi, refresh_cycle_s=draw(st.integers(1, 60)) / axi,
+        row_bytes=draw(st.sampled_from([64, 256, 1024])), row_switch_cycles=draw(st.integers(0, 4)),
+        command_cycles=draw(st.integers(1, 2)), rw_turnaround_cycles=draw(st.integers(0, 4)),
+        switch_latency_cycles=draw(st.integers(0, 6)), cdc_sync_cycles=draw(st.integers(0, 3)))
+    return dataclasses.replace(b, hbm=h)
+
+
+@st.composite
+def small_design(draw: Any, board: BoardSpec, llm: LlmSpec) -> StreamingDesign:
+    n_mac = draw(st.integers(1, 3))
+    n_vec = draw(st.integers(1, 3))
+    mac_ops: list[list[str]] = [[] for _ in range(n_mac)]
+    vec_ops: list[list[str]] = [[] for _ in range(n_vec)]
+    for op in ALL_OPS:
+        if op in HBM_OPS:
+            mac_ops[draw(st.integers(0, n_mac - 1))].append(op)
+        elif draw(st.integers(0, 5)) == 0:
+            mac_ops[draw(st.integers(0, n_mac - 1))].append(op)
+        else:
+            vec_ops[draw(st.integers(0, n_vec - 1))].append(op)
+    engines = []
+    for i, ops in enumerate(mac_ops):
+        if not ops:
+            continue
+        engines.append(EngineSpec(
+            name=f"mac{i}", ops=tuple(o for o in ALL_OPS if o in ops), lanes=draw(st.sampled_from([4, 16, 64, 256])),
+            ports=draw(st.integers(1, 3)), port_width_bits=draw(st.sampled_from([64, 128, 256, 512])),
+            burst_bytes=draw(st.sampled_from([32, 64, 128, 256, 512])), buffer_depth=draw(st.integers(1, 6)),
+            max_outstanding=draw(st.integers(1, 4)), pipeline_latency_cycles=draw(st.integers(0, 10)),
+            order=draw(st.sampled_from(["output", "input"]))))
+    for i, ops in enumerate(vec_ops):
+        if not ops:
+            continue
+        engines.append(EngineSpec(name=f"vec{i}", ops=tuple(o for o in ALL_OPS if o in ops),
+                                  lanes=draw(st.sampled_from([1, 2, 4, 16])),
+                                  pipeline_latency_cycles=draw(st.integers(0, 10))))
+    return StreamingDesign(
+        name="gen", board=board.name, llm=llm.name, clock_hz=float(draw(st.integers(50, 500)) * 1_000_000),
+        weight_bits=draw(st.sampled_from([4, 8, 16])), act_bits=8, kv_bits=draw(st.sampled_from([4, 8, 16])),
+        act_quant=draw(st.sampled_from(["dynamic", "static"])), softmax=draw(st.sampled_from(["two-pass", "online"])),
+        vector_chunk=draw(st.sampled_from([4, 8, 16, 64])), fifo_depth=draw(st.integers(1, 4)),
+        fifo_latency_cycles=draw(st.integers(1, 3)), max_ctx=64, engines=tuple(engines))
