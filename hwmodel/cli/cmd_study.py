@@ -54,6 +54,9 @@ def _print_study(st: Any) -> None:
     click.echo(f"token: the linear projection says {fmt_s(tok.linear_s)} ({ft / fm:.2f}x), the cycle model "
                f"{fmt_s(tok.model_s)} ({tok.measured_s / tok.model_s:.2f}x); the bandwidth floor is "
                f"{fmt_s(st.bandwidth_floor_s)} ({tok.measured_s / st.bandwidth_floor_s:.2f}x)")
+    if tok.linear_s < st.bandwidth_floor_s:
+        click.echo("the linear projection is below the HBM bandwidth floor: no design can stream the token's bytes "
+                   "that fast on this board")
     if st.target_hz > st.board_max_hz:
         click.echo(f"note: {ft:g} MHz is above the board's max kernel clock ({st.board_max_hz / 1e6:g} MHz)")
 
