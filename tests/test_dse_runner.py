@@ -139,9 +139,11 @@ def test_invalid_points_are_recorded_and_a_bug_stops_the_sweep_clearly(tmp_path:
     assert len(bad) == 2 and all("lanes = 16 is not a legal design" in r.why_not for r in bad)
     assert rep.counts()["invalid"] == 2 and rep.counts()["feasible"] == 4
 
-    spec = spec_file(tmp_path, "lanes = [8, 16, 32]\nports = [4, 8]\nclock_mhz = [300]\ncrash_lanes = 32\n", name="b.toml")
+    spec = spec_file(tmp_path, "lanes = [8, 16, 32]\nports = [4, 8]\nclock_mhz = [300]\ncrash_lanes = 32\n",
+                     name="b.toml")
     plan = load_plan(spec)
-    with pytest.raises(HwmodelError, match=r"evaluator 'toy' raised ValueError: toy evaluator bug at point \{'lanes': 32"):
+    with pytest.raises(HwmodelError,
+                       match=r"evaluator 'toy' raised ValueError: toy evaluator bug at point \{'lanes': 32"):
         run_sweep(plan, tmp_path / "b", workers=2, chunk_size=1, progress=False)
     rows = open_store(plan, tmp_path / "b").read()
     assert {r.params["lanes"] for r in rows.values()} <= {8, 16}  # what finished before the bug is kept
@@ -178,12 +180,13 @@ def test_results_file_is_locked_and_checked(tmp_path: Path) -> None:
 
 
 @settings(max_examples=12)
-@given(seed=st.integers(0, 10_000), lut_max=st.sampled_from([0.2, 0.4, 1.0]), sampling=st.sampled_from(["random", "lhs"]))
+@given(seed=st.integers(0, 10_000), lut_max=st.sampled_from([0.2, 0.4, 1.0]),
+       sampling=st.sampled_from(["random", "lhs"]))
 def test_reported_fronts_are_not_dominated_by_any_evaluated_point(tmp_path_factory: pytest.TempPathFactory,
                                                                  seed: int, lut_max: float, sampling: str) -> None:
     tmp = tmp_path_factory.mktemp("front")
-    params = "lanes = [8, 16, 32, 64, 128, 256]\nports = { min = 2, max = 32 }\nclock_mhz = { min = 150, max = 450 }\n" \
-             "bits = [4, 8, 16]\n"
+    params = ("lanes = [8, 16, 32, 64, 128, 256]\nports = { min = 2, max = 32 }\n"
+              "clock_mhz = { min = 150, max = 450 }\nbits = [4, 8, 16]\n")
     plan = load_plan(spec_file(tmp, params, f"lut_util = {{ max = {lut_max} }}\n",
                                extra=f'sampling = "{sampling}"\nsamples = 60\nseed = {seed}\n'))
     run_sweep(plan, tmp / "out", workers=1, progress=False)

@@ -59,7 +59,8 @@ def _evaluate(p: dict) -> dict[str, float]:
 
 TOY = Evaluator(
     name="toy", version="1", doc="toy decode accelerator for tests",
-    params=(Param("lanes", int, low=1), Param("ports", int, low=1, high=32), Param("clock_mhz", float, low=50, high=500),
+    params=(Param("lanes", int, low=1), Param("ports", int, low=1, high=32),
+            Param("clock_mhz", float, low=50, high=500),
             Param("bits", int, choices=(4, 8, 16), default=8), Param("sleep_s", float, default=0.0),
             Param("kill_marker", str, default=""), Param("kill_lanes", int, default=-1),
             Param("invalid_lanes", int, default=-1), Param("crash_lanes", int, default=-1)),

@@ -85,7 +85,9 @@ class Param:
         if self.choices is not None:
             what = "one of " + ", ".join(str(c) for c in self.choices)
         elif self.low is not None or self.high is not None:
-            what += f" in [{self.low if self.low is not None else '-inf'}, {self.high if self.high is not None else 'inf'}]"
+            lo = self.low if self.low is not None else "-inf"
+            hi = self.high if self.high is not None else "inf"
+            what += f" in [{lo}, {hi}]"
         dflt = f"default {self.default}" if self.default is not None else ("required" if self.required else "optional")
         return f"{what}; {dflt}"
 

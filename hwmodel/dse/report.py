@@ -82,7 +82,8 @@ def build_report(plan: SweepPlan, rows: Mapping[str, Row]) -> SweepReport:
     sense = plan.sense
     fronts: dict[tuple[str, ...], tuple[int, ...]] = {}
     for objs in plan.fronts:
-        vals = np.array([[out[i].row.metrics[m] for m in objs] for i in feas], dtype=float).reshape(len(feas), len(objs))
+        vals = np.array([[out[i].row.metrics[m] for m in objs] for i in feas], dtype=float)
+        vals = vals.reshape(len(feas), len(objs))
         idx = pareto_front(vals, [sense[m] for m in objs])
         fronts[objs] = tuple(feas[i] for i in idx)
     order = [plan.rank_by] + [m for m, _s in plan.objectives if m != plan.rank_by]

@@ -12,7 +12,8 @@ A sweep spec's ``[parameters]`` table gives one axis per parameter, in one of th
 
 Points are built by a full Cartesian product (``sampling = "grid"``, parameters varying in the order the spec
 lists them, the last fastest, except that the evaluator's ``innermost`` parameters always vary fastest) or by
-seeded sampling (``"random"``: independent uniform draws; ``"lhs"``: a Latin hypercube from scipy.stats.qmc). The same spec and seed always give the same points in the same order.
+seeded sampling (``"random"``: independent uniform draws; ``"lhs"``: a Latin hypercube from scipy.stats.qmc).
+The same spec and seed always give the same points in the same order.
 
 The identity of a point is a SHA-256 digest of the evaluator's name and version and of the parameter dict in a
 canonical JSON form, so the same point gets the same id in any run, on any machine; a resumed sweep skips exactly
@@ -76,7 +77,8 @@ class Axis:
         if self.values:
             shown = ", ".join(str(v) for v in self.values[:6]) + (", ..." if len(self.values) > 6 else "")
             return f"{len(self.values)} values: {shown}"
-        return f"{'log-' if self.log else ''}uniform in [{self.low:g}, {self.high:g}]" + (" (integers)" if self.integer else "")
+        kind = f"{'log-' if self.log else ''}uniform in [{self.low:g}, {self.high:g}]"
+        return kind + (" (integers)" if self.integer else "")
 
 
 def _is_number(v: Any) -> bool:

@@ -154,7 +154,8 @@ def load_plan(path: Path | str) -> SweepPlan:
     table = read_toml(path)
     unknown = sorted(set(table) - set(_TABLES))
     if unknown:
-        raise SpecError(path, unknown[0], f"a known table ({_close(unknown[0], list(_TABLES))}known: {', '.join(_TABLES)})")
+        raise SpecError(path, unknown[0],
+                        f"a known table ({_close(unknown[0], list(_TABLES))}known: {', '.join(_TABLES)})")
     if "sweep" not in table:
         raise SpecError(path, "sweep", "a [sweep] table with at least 'evaluator'")
     sweep: SweepSection = build(SweepSection, table["sweep"], path=path, prefix="sweep.")
@@ -322,13 +323,15 @@ def _report_choices(path: Path, report: ReportSection, objectives: tuple[tuple[s
             raise SpecError(path, f"report.fronts[{i}]", "2 or 3 different objectives", list(f))
         for m in f:
             if m not in names:
-                raise SpecError(path, f"report.fronts[{i}]", f"objectives listed in [objectives] ({', '.join(names)})", m)
+                raise SpecError(path, f"report.fronts[{i}]",
+                                f"objectives listed in [objectives] ({', '.join(names)})", m)
     rank_by = report.rank_by or names[0]
     if rank_by not in names:
         raise SpecError(path, "report.rank_by", f"one of the objectives ({', '.join(names)})", rank_by)
     color_by = report.color_by or ("dsp_util" if "dsp_util" in ev.metric_map else "")
     if color_by and color_by not in ev.metric_map:
-        raise SpecError(path, "report.color_by", f"a metric of evaluator '{ev.name}' ({_close(color_by, list(ev.metric_map))}"
+        raise SpecError(path, "report.color_by",
+                        f"a metric of evaluator '{ev.name}' ({_close(color_by, list(ev.metric_map))}"
                         f"known: {', '.join(ev.metric_names)})", color_by)
     return tuple(tuple(f) for f in fronts), rank_by, color_by
 

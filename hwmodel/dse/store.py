@@ -102,7 +102,8 @@ class ResultStore:
         rows: dict[str, Row] = {}
         for lineno, rec in enumerate(reader, start=2):
             if len(rec) != len(self.columns) or rec[1] not in STATUSES:
-                raise HwmodelError(f"{self.path}:{lineno}: malformed results row; rerun with --fresh to discard the file")
+                raise HwmodelError(f"{self.path}:{lineno}: malformed results row; "
+                                   "rerun with --fresh to discard the file")
             params = {n: _parse_param(kinds[n], t) for n, t in zip(self.param_names, rec[2:2 + np_])}
             vals = rec[2 + np_: 2 + np_ + len(metric_names)]
             metrics = {m: float(t) if t else math.nan for m, t in zip(metric_names, vals)}
@@ -125,7 +126,8 @@ class ResultStore:
             pass
         except OSError:
             fh.close()
-            raise HwmodelError(f"{self.path} is being written by another sweep; wait for it or use another --out") from None
+            raise HwmodelError(f"{self.path} is being written by another sweep; "
+                               "wait for it or use another --out") from None
         fh.seek(0, os.SEEK_END)
         size = fh.tell()
         if size:

@@ -263,7 +263,8 @@ def evaluate(p: Params) -> dict[str, float]:
     tok = simulate(d, int(p["ctx"]))
     power = token_power_w(d, tok)
     fits = _fits_hbm(dataclasses.replace(st.design, clock_hz=1.0))
-    return {**st.exact, "fits_hbm": fits, "latency_s": tok.seconds, "tokens_per_s": tok.tokens_per_s, "cycles": float(tok.cycles),
+    return {**st.exact, "fits_hbm": fits, "latency_s": tok.seconds, "tokens_per_s": tok.tokens_per_s,
+            "cycles": float(tok.cycles),
             "energy_per_token_j": power * tok.seconds, "power_w": power, "hbm_bw_util": tok.hbm_utilization,
             "ports_bw_util": tok.ports_utilization}
 
