@@ -134,6 +134,14 @@ def run_sweep(plan: SweepPlan, out_dir: Path, *, workers: int | None = None, sch
         size = chunk_size or auto_chunk_size(len(pending), n_workers if not dask else 8)
         chunks = list(chunks_of(pending, size))
         start = time.perf_counter()
+        if progress:
+            import sys
+
+            where = f"Dask at {scheduler}" if scheduler else ("Dask" if dask else
+                                                             f"{n_workers} local worker(s)" if n_workers > 1 else
+                                                             "this process")
+            print(f"{plan.name}: {len(pending):,} points to evaluate on {where}, {done:,} already done, "
+                  f"{len(screened_rows):,} screened out now -> {store.path}", file=sys.stderr, flush=True)
         with _progress_bar(progress, plan.name, len(pending)) as advance:
 
             def finished(result: ChunkResult) -> None:
