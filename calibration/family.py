@@ -24,7 +24,10 @@ from calibration.params import load_values, params_path, write_params_file
 from calibration.report import ReportRow, build_report
 from hwmodel.errors import HwmodelError, UnknownNameError
 
-FAMILIES: dict[str, str] = {"gpu": "calibration.gpu:FAMILY"}
+FAMILIES: dict[str, str] = {
+    "gpu": "calibration.gpu:FAMILY",
+    "fpga-instruction": "calibration.fpga_instruction:FAMILY",
+}
 
 
 @dataclasses.dataclass(frozen=True)

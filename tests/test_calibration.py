@@ -163,7 +163,7 @@ def test_calibrate_cli(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["calibrate", "--csv", str(tmp_path / "r.csv")])
     assert r.exit_code == 0 and "predicted:" in r.output and (tmp_path / "r.csv").read_text().count("\n") == 45
     r = CliRunner().invoke(main, ["calibrate", "--family", "tpu"])
-    assert r.exit_code == 2 and "valid choices: gpu" in r.output
+    assert r.exit_code == 2 and "valid choices: fpga-instruction, gpu" in r.output
 
 
 def test_measurement_script_builds_the_spec_shapes(tmp_path: Path) -> None:

@@ -182,7 +182,7 @@ def test_cli_decode_profile_and_errors(tmp_path: Path) -> None:
                    "--json"])
     rows = json.loads(r.output)
     assert [row["ctx"] for row in rows] == [0, 128, 256] and all(row["clock_mhz"] == 200 for row in rows)
-    r = run(main, ["fpga", "profile-hbm", "--fit", "--json"])
+    r = run(main, ["fpga", "profile-port", "--fit", "--json"])
     assert abs(json.loads(r.output)["relative_error"]) < 0.005
     r = run(main, ["fpga", "decode", "--design", "draft-u280", "--ctx", "9999"])
     assert r.exit_code == 2 and "Error: design 'draft-u280': ctx 9999 exceeds" in r.output

@@ -1,4 +1,4 @@
-"""`hwmodel fpga decode | designs | profile-hbm` and `hwmodel reproduce streaming`: the cycle-level streaming decode
+"""`hwmodel fpga decode | designs | profile-port` and `hwmodel reproduce streaming`: the cycle-level streaming decode
 model from the command line."""
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def designs_cmd(as_json: bool) -> None:
     console().print(t)
 
 
-@fpga.command("profile-hbm")
+@fpga.command("profile-port")
 @click.option("--board", default="u280", show_default=True, help="FPGA board spec name.")
 @click.option("--freq-mhz", type=click.FloatRange(min=1), default=300.0, show_default=True, help="Kernel clock.")
 @click.option("--sizes", default="32,64,128,256,512,1024,4096,16384,65536", show_default=True,
