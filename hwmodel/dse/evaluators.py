@@ -184,6 +184,7 @@ class Evaluator:
 # ---------------------------------------------------------------------------------------------------- registry
 _REGISTRY: dict[str, str] = {
     "streaming-decode": "hwmodel.dse.streaming_eval:EVALUATOR",
+    "instruction-decode": "hwmodel.dse.instruction_eval:EVALUATOR",
 }
 
 
