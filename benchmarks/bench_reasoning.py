@@ -1,0 +1,123 @@
+"""System-A replay speed: problems simulated per host second, per policy, and the engine shortcuts of the replay
+against their references in the same process.
+
+    python benchmarks/bench_reasoning.py [--dataset math500] [--config config1] [--limit 500]
+
+Figures:
+* per policy, problems replayed per host second on the built-in trace (with backtracking): *cold* (fresh engine
+  memos: the device models are evaluated as the replay asks) and *warm* (memos filled: the discrete-event replay
+  alone); the ratio to the baseline policy's warm rate;
+* cold replays of every dataset (baseline and step-ahead) with the GPU prefills in vectorized blocks vs one
+  ``prefill_cost`` call per (tokens, context) pair (the reference), and whether both give the same latencies;
+* FPGA draft per-token times: sampled every 16 contexts (the reproduction's setting) vs simulating every
+  context (the reference), over contexts 0..511, and the largest relative difference.
+Timings on a shared machine are noisy; best of three where it is cheap.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from hwmodel.reasoning import system as system_mod  # noqa: E402
+from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine  # noqa: E402
+from hwmodel.reasoning.policies import POLICIES  # noqa: E402
+from hwmodel.reasoning.runner import run_trace  # noqa: E402
+from hwmodel.reasoning.study import study_traces  # noqa: E402
+from hwmodel.reasoning.system import MissingDeviceModelError, build_platform  # noqa: E402
+
+
+def _fresh_engines() -> None:
+    for fn in (system_mod.gpu_engine, system_mod.fpga_engine, system_mod.prompt_migrations):
+        fn.cache_clear()
+
+
+def bench_policies(dataset: str, config: str, limit: int | None) -> None:
+    trace = study_traces(dataset, config, limit=limit)[1]
+    n = len(trace.problems)
+    print(f"replay of {n} {dataset} problems ({config}, with backtracking)")
+    print(f"{'policy':26s} {'cold problems/s':>16s} {'warm problems/s':>16s} {'warm vs baseline':>17s}")
+    base_warm = None
+    for name in POLICIES:
+        _fresh_engines()
+        try:
+            t0 = time.perf_counter()
+            pf = build_platform(config, name)
+            run_trace(trace, name, pf, config)
+            cold = time.perf_counter() - t0
+        except MissingDeviceModelError as exc:
+            print(f"{name:26s} skipped: {exc}")
+            continue
+        warm = min(_timed(lambda: run_trace(trace, name, pf, config)) for _ in range(3))
+        base_warm = warm if name == "baseline" else base_warm
+        ratio = f"{base_warm / warm:.2f}x" if base_warm else "-"
+        print(f"{name:26s} {n / cold:16.0f} {n / warm:16.0f} {ratio:>17s}")
+
+
+def _timed(fn) -> float:  # noqa: ANN001
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def bench_gpu_prefill(config: str, limit: int | None) -> None:
+    """Cold replays of every dataset (baseline and step-ahead, both trace variants) with the GPU prefills computed
+    in vectorized blocks vs one ``prefill_cost`` call per (tokens, context) pair (the reference)."""
+    from hwmodel.reasoning.platform import Platform
+    from hwmodel.workload.datasets import DATASETS
+
+    traces = [t for d in DATASETS for t in study_traces(d, config, limit=limit)]
+    n = sum(len(t.problems) for t in traces) * 2
+    out = {}
+    for blocks in (False, True):
+        _fresh_engines()
+        t0 = time.process_time()
+        lat = 0.0
+        for name in ("baseline", "step-ahead"):
+            pf = build_platform(config, name)
+            fresh = {r: TimedEngine(getattr(pf, r).engine, vector_blocks=blocks) for r in ("draft", "prm", "target")}
+            pf = Platform(**{**pf.__dict__, **fresh})
+            lat += sum(r.latency_s for t in traces for r in run_trace(t, name, pf, config))
+        out[blocks] = (time.process_time() - t0, lat)
+    (t_ref, lat_ref), (t_fast, lat_fast) = out[False], out[True]
+    print(f"cold replays of {n} problems, GPU prefills one call per pair (reference): {n / t_ref:.0f} problems per "
+          f"CPU second; in vectorized blocks: {n / t_fast:.0f} ({t_ref / t_fast:.2f}x); same latencies: "
+          f"{lat_ref == lat_fast}")
+
+
+def bench_fpga_sampling(config: str) -> None:
+    try:
+        streaming = system_mod._module("fpga.streaming", "FPGA streaming accelerator model")
+    except MissingDeviceModelError as exc:
+        print(f"FPGA sampling skipped: {exc}")
+        return
+    sysc = system_mod.load_system(config)
+    exact = streaming.StreamingEngine(streaming.load_design(sysc.fpga_design), clock_hz=sysc.fpga_clock_hz)
+    ctxs = range(0, 512)
+    t_ref = _timed(lambda: [exact.decode_s(c) for c in ctxs])
+    grid = system_mod.FPGA_CTX_GRID
+    sampled = ContextSampledEngine(streaming.StreamingEngine(streaming.load_design(sysc.fpga_design),
+                                                             clock_hz=sysc.fpga_clock_hz), grid=grid)
+    t_fast = _timed(lambda: [sampled.decode_s(c) for c in ctxs])
+    err = max(abs(sampled.decode_s(c) - exact.decode_s(c)) / exact.decode_s(c) for c in ctxs)
+    print(f"FPGA decode_s over contexts 0..511: {len(ctxs) / t_ref:.1f}/s every context simulated (reference), "
+          f"{len(ctxs) / t_fast:.0f}/s sampled every {grid} ({t_ref / t_fast:.0f}x), max relative difference "
+          f"{err:.2e}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dataset", default="math500")
+    ap.add_argument("--config", default="config1")
+    ap.add_argument("--limit", type=int, default=None, help="first N problems only")
+    args = ap.parse_args()
+    bench_policies(args.dataset, args.config, args.limit)
+    bench_gpu_prefill(args.config, args.limit)
+    bench_fpga_sampling(args.config)
+
+
+if __name__ == "__main__":
+    main()

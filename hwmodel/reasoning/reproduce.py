@@ -1,0 +1,51 @@
+"""The whole system-A reproduction in one call (what `hwmodel reproduce heteroreason` runs)."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hwmodel.reasoning.report import (
+    pick_timeline_problem,
+    render_report,
+    write_ablation_plot,
+    write_tables,
+    write_timeline,
+    write_traces,
+)
+from hwmodel.reasoning.study import CONFIGS, STUDY_POLICIES, StudyResult, Unit, run_study, study_traces
+from hwmodel.reasoning.system import build_platform
+from hwmodel.workload.datasets import DATASETS
+from hwmodel.workload.generator import DEFAULT_SEED
+
+TIMELINE_POLICIES = ("baseline", "step-ahead", "heteroreason")
+
+
+def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Sequence[str] = CONFIGS,
+                           policies: Sequence[str] = STUDY_POLICIES, seed: int = DEFAULT_SEED,
+                           limit: int | None = None, jobs: int = 2, resume: bool = False,
+                           on_unit_done: Callable[[Unit, int], None] | None = None) -> tuple[StudyResult, Path]:
+    """Run the study and write every output under ``out_dir``; returns the result and the report's path."""
+    out_dir = Path(out_dir)
+    result = run_study(out_dir, datasets=datasets, configs=configs, policies=policies, seed=seed, limit=limit,
+                       jobs=jobs, resume=resume, on_unit_done=on_unit_done)
+    write_tables(out_dir, result)
+    write_ablation_plot(out_dir, result, datasets, configs)
+    write_traces(out_dir, datasets, configs, seed, limit)
+    # the timeline: a short MATH500 problem (config 1, with backtracking) that has a reject and a backtrack
+    ds = "math500" if "math500" in datasets else datasets[0]
+    trace = study_traces(ds, configs[0], seed, limit)[1]
+    problem = pick_timeline_problem(trace)
+    timelines = []
+    ran = [p for p in policies if p not in result.skipped]
+    for pol in TIMELINE_POLICIES:
+        if pol in ran:
+            name = f"timeline_{ds}_{problem.id}_{pol}.json"
+            write_timeline(out_dir / name, problem, trace, pol, build_platform(configs[0], pol))
+            timelines.append(name)
+    platforms = {p: build_platform(configs[0], p).description for p in ran}
+    report = render_report(result, datasets, configs, seed, limit, platforms, timelines)
+    path = out_dir / "report.md"
+    path.write_text(report, encoding="utf-8")
+    (out_dir / "summary.json").write_text(json.dumps([s.as_row() for s in result.summaries], indent=1))
+    return result, path

@@ -1,0 +1,662 @@
+"""Discrete-event replay of one problem of a reasoning trace under a policy (SimPy; docs/reasoning.md).
+
+The controller walks the trace's attempts in order; the trace fixes *what* happens (which steps are accepted,
+rejected or backtracked, and their lengths), the policy and the device models fix *when*. Each device operation
+is a SimPy process that records its activity on the device (:class:`~hwmodel.reasoning.timeline.Device`, which
+refuses overlaps). Speculative work is interrupted with ``simpy.Interrupt`` when a verdict makes it useless, and
+what it had produced by then is computed from the engine's per-token times.
+
+Operations (``ctx`` = tokens before the step, ``n`` = the step's tokens, delimiter included):
+
+* a GPU model request (vLLM server, prefix caching): API overhead, the context ids over the link, a prefill of the
+  tokens not in the device's prefix cache (the first new token), then ``n - 1`` decode steps;
+* an FPGA draft step: ``n`` decode passes at ``ctx .. ctx + n - 1`` (memoized per context by the engine);
+* a PRM verification: the step to the PRM, one prefill-only scoring pass (whole context unless the platform's PRM
+  uses prefix caching), the verdict back;
+* FPGA synchronization after a target step: shadow (ingest each token as it arrives, while the target still
+  generates) or re-prefill (wait for the whole step, then prefill it).
+
+Step-ahead (T2): after submitting a draft step the draft speculates the next one (depth one: it waits at the end of
+that step for the verdict -- the *speculation stall*). The target, idle in the baseline except on rejections, works
+on the step the draft is drafting: as soon as a step is committed (or, with backtracking, as soon as the target's
+own step is written, without waiting for its verdict) it starts generating the next step from that context
+(*asynchronous prefetch*). If the draft's version of that step is accepted the target's run is stopped and its
+partial tokens are cached for the context; if it is rejected the run simply continues as the refinement, with a
+head start. A later target step from a context whose run was stopped (a backtrack's alternative) reuses the cached
+tokens (re-prefilled, since no KV is kept) if it is the first target step from that context (later ones are
+different samples).
+
+Lengths of speculative work that never commits (a step drafted after a step that is then rejected; a prefetch from
+a context where the trace never has a target step) are not in the trace; the model takes the length of the next
+draft step at that position, or the rejected step's own length (docs/reasoning.md).
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from typing import Any
+
+import numpy as np
+import simpy
+
+from hwmodel.engine import Phase
+from hwmodel.errors import HwmodelError
+from hwmodel.reasoning.costs import TimedEngine
+from hwmodel.reasoning.platform import Platform
+from hwmodel.reasoning.policies import PolicySpec
+from hwmodel.reasoning.timeline import Activity, Device, Transfer
+from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
+from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, Replay, TraceHeader, replay_of
+
+_EPS = 1e-12
+
+
+def shadow_schedule(free_s: float, arrive_s: np.ndarray, dur_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of each token's ingest pass when token j arrives at ``arrive_s[j]``, takes ``dur_s[j]``, and
+    the device is free from ``free_s``: ``end_j = max(end_{j-1}, arrive_j) + dur_j`` (a max-plus scan, solved as
+    ``end_j = D_j + max_{k <= j}(arrive_k - D_{k-1})`` with ``D`` the running sum of durations)."""
+    a = np.asarray(arrive_s, dtype=float).copy()
+    a[0] = max(a[0], free_s)
+    d_cum = np.cumsum(dur_s)
+    d_prev = d_cum - dur_s
+    end = d_cum + np.maximum.accumulate(a - d_prev)
+    return end - dur_s, end
+
+
+class SimulationError(HwmodelError):
+    """The simulation found an inconsistency (e.g. the KVMU registers disagree with the committed tokens)."""
+
+
+@dataclasses.dataclass
+class _Op:
+    """One generation on a device (draft step, speculative step, target refinement, prefetch)."""
+
+    role: str
+    ctx_key: tuple[int, ...]
+    ctx_tokens: int
+    n: int
+    attempt: int | None  # the trace attempt this generation is, None for speculative work with no trace attempt
+    label: str
+    reuse: int = 0
+    proc: Any = None
+    start_s: float = 0.0
+    compute_start_s: float | None = None  # when the device starts computing (after API overhead and transfer)
+    end_s: float | None = None
+    produced: int = 0
+    energy_j: float = 0.0
+    done: bool = False
+    # token timing, kept lazily: tokens 1..k0 are out by t0 (reused ones at the start, the prefill's token at t0);
+    # token m > k0 comes out at t0 + cum[c0 + m - k0] - cum[c0] (the engine's cumulative decode table)
+    t0: float = 0.0
+    k0: int = 0
+    c0: int = 0
+    cum: list[float] | None = None
+
+    def time_of(self, m: int) -> float:
+        """When token ``m`` (1-based) is out."""
+        if m <= self.reuse:
+            return self.start_s
+        if m <= self.k0:
+            return self.t0
+        cum = self.cum
+        return self.t0 + cum[self.c0 + m - self.k0] - cum[self.c0]
+
+    @property
+    def last_s(self) -> float:
+        return self.time_of(self.n)
+
+    def produced_by(self, t: float) -> int:
+        """Tokens out by time ``t``."""
+        if self.compute_start_s is None or t < self.t0 - _EPS:
+            return self.reuse if (self.compute_start_s is not None and t >= self.start_s - _EPS) else 0
+        cum, c0 = self.cum, self.c0
+        hi = c0 + self.n - self.k0
+        j = bisect.bisect_right(cum, cum[c0] + (t - self.t0) + _EPS, c0, hi + 1) - 1 - c0
+        return self.k0 + j
+
+    def stop_time(self, now: float) -> float:
+        """When the device stops if told to stop at ``now``: a forward pass in flight runs to its end (a GPU or
+        FPGA pass cannot be cut short); nothing started yet stops at once."""
+        if self.compute_start_s is None or now <= self.compute_start_s:
+            return now
+        if now <= self.t0:
+            return self.t0
+        cum, c0 = self.cum, self.c0
+        hi = c0 + self.n - self.k0
+        j = bisect.bisect_left(cum, cum[c0] + (now - self.t0) - _EPS, c0 + 1, hi + 1)
+        return self.t0 + cum[min(j, hi)] - cum[c0]
+
+    def emission_times(self) -> list[float]:
+        """When each token is out, tokens 1..n."""
+        head = [self.time_of(m) for m in range(1, min(self.k0, self.n) + 1)]
+        if self.n <= self.k0:
+            return head
+        cum, c0 = self.cum, self.c0
+        base = self.t0 - cum[c0]
+        return head + [base + x for x in cum[c0 + 1: c0 + self.n - self.k0 + 1]]
+
+
+class _PrefixCache:
+    """Contexts whose KV a GPU model server holds (vLLM automatic prefix caching, without eviction)."""
+
+    def __init__(self, ctx_tokens_of: Any) -> None:
+        self.keys: set[tuple[int, ...]] = set()
+        self._tokens_of = ctx_tokens_of
+
+    def add(self, key: tuple[int, ...]) -> None:
+        self.keys.add(key)
+
+    def cached_tokens(self, key: tuple[int, ...]) -> int:
+        for m in range(len(key), -1, -1):
+            if key[:m] in self.keys:
+                return self._tokens_of(key[:m])
+        return 0
+
+
+@dataclasses.dataclass
+class ProblemOutcome:
+    """Raw results of one simulated problem (metrics are derived in :mod:`hwmodel.reasoning.metrics`)."""
+
+    latency_s: float  # until the final answer is committed
+    span_s: float  # until every device is quiet again (a stopped forward pass may end after the commit)
+    committed: tuple[tuple[int, int], ...]  # (attempt index, tokens) in answer order, as the policy committed them
+    committed_tokens: int
+    devices: dict[str, Device]
+    transfers: list[Transfer]
+    stall_s: float
+    comm_s: float
+    discarded_draft_tokens: int
+    discarded_target_tokens: int
+    discarded_energy_j: float
+    reused_target_tokens: int
+    kvmu_commands: int
+
+
+class ProblemSimulation:
+    """Replays one problem under one policy on one platform (module docstring)."""
+
+    def __init__(self, problem: Problem, header: TraceHeader, policy: PolicySpec, platform: Platform,
+                 keep_log: bool = False, replay: Replay | None = None) -> None:
+        self.problem = problem
+        self.header = header
+        self.policy = policy
+        self.pf = platform
+        self.rp = replay if replay is not None else replay_of(problem, header)
+        self.attempts = problem.attempts
+        self.keep_log = keep_log
+        self.env = simpy.Environment()
+        idle = {"draft": platform.draft.power_w(Phase.IDLE), "prm": platform.prm.power_w(Phase.IDLE),
+                "target": platform.target.power_w(Phase.IDLE)}
+        self.dev = {r: Device(platform.device_names[r], r, idle[r], keep_log) for r in ("draft", "prm", "target")}
+        self.engine = {"draft": platform.draft, "prm": platform.prm, "target": platform.target}
+        self.transfers: list[Transfer] = []
+        self._tokens_memo: dict[tuple[int, ...], int] = {}
+        self.comm_s = 0.0
+        self.committed: list[int] = []
+        self.target_cache = _PrefixCache(self._tokens_of)
+        self.draft_cache = _PrefixCache(self._tokens_of)
+        self.partial: dict[tuple[int, ...], int] = {}  # context -> target tokens cached from an interrupted prefetch
+        self.partial_ops: dict[tuple[int, ...], _Op] = {}
+        self.stall_s = 0.0
+        self.discarded_draft_tokens = 0
+        self.discarded_target_tokens = 0
+        self.discarded_energy_j = 0.0
+        self.reused_target_tokens = 0
+        self.draft_ready_s = 0.0  # when the draft has the committed context in its KV and may draft
+        self.target_free_s = 0.0  # when the target GPU has finished a stopped generation's last forward pass
+        self._discarded_ops: list[_Op] = []  # generations whose work was thrown away (energy counted at the end)
+        self.kvmu = platform.kvmu_factory() if (platform.kvmu_factory and policy.draft_on == "fpga") else None
+        if self.kvmu is not None and hasattr(self.kvmu, "bind_clock"):  # co-simulation: commands at replay time
+            self.kvmu.bind_clock(lambda: self.env.now)
+        self.kvmu_commands = 0
+        self._pending_accept = False  # FPGA: an accepted step whose KVMU accept waits for the next step boundary
+        self.end_s = 0.0
+        self._next_draft_len = self._next_draft_lengths()
+        self._first_target_at = self._first_at(TARGET)
+        self._first_draft_at = self._first_at(DRAFT)
+        self._mean_step = max(1, round(sum(a.tokens for a in self.attempts) / len(self.attempts)))
+
+    # ------------------------------------------------------------------------------------------------ helpers
+    def _tokens_of(self, key: tuple[int, ...]) -> int:
+        t = self._tokens_memo.get(key)
+        if t is None:
+            t = self._tokens_memo[key] = self.problem.prompt_tokens + sum(self.attempts[j].tokens for j in key)
+        return t
+
+    def _next_draft_lengths(self) -> dict[int, int]:
+        """For each step index, the first draft attempt's length at that step (speculated-step lengths)."""
+        out: dict[int, int] = {}
+        for a in self.attempts:
+            if a.by == DRAFT and a.step not in out:
+                out[a.step] = a.tokens
+        return out
+
+    def _first_at(self, by: str) -> dict[tuple[int, ...], int]:
+        """Context -> index of the first attempt by ``by`` from that context."""
+        out: dict[tuple[int, ...], int] = {}
+        for j, a in enumerate(self.attempts):
+            if a.by == by:
+                out.setdefault(self.rp.context[j], j)
+        return out
+
+    def _xfer(self, src: str, dst: str, n_bytes: int, label: str, start_s: float | None = None) -> float:
+        """Time of a transfer, recorded (for the communication share) as starting at ``start_s`` (default now)."""
+        t = self.pf.links.transfer_s(src, dst, n_bytes)
+        s = self.env.now if start_s is None else start_s
+        self.comm_s += t
+        if self.keep_log:
+            self.transfers.append(Transfer(s, s + t, f"{src}->{dst}", n_bytes, label))
+        return t
+
+    def _record(self, role: str, start: float, end: float, phase: Phase, label: str,
+                power_w: float | None = None) -> float:
+        """Log an activity at ``power_w`` (default: the engine's power in ``phase``); returns its energy."""
+        p = self.engine[role].power_w(phase) if power_w is None else power_w
+        self.dev[role].record(start, end, phase, label, p)
+        return p * max(0.0, end - start)
+
+    def _kv(self, cmd: str, *args: int) -> None:
+        if self.kvmu is None:
+            return
+        getattr(self.kvmu, cmd)(*args)
+        self.kvmu_commands += 1
+
+    def _kv_check(self, what: str, valid: int, curr: int | None = None) -> None:
+        if self.kvmu is None:
+            return
+        if self.kvmu.valid != valid or (curr is not None and self.kvmu.curr != curr):
+            raise SimulationError(f"problem {self.problem.id}: KVMU after {what}: valid={self.kvmu.valid} "
+                                  f"curr={self.kvmu.curr}, expected valid={valid}"
+                                  + (f" curr={curr}" if curr is not None else ""))
+
+    # ------------------------------------------------------------------------------------------------ operations
+    def _gpu_request(self, op: _Op, eng: TimedEngine, cache: _PrefixCache | None, overhead_s: float,
+                     wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
+        """A request to a GPU model server (module docstring); interruptible at forward-pass boundaries."""
+        env = self.env
+        try:
+            if wait_until_s > env.now:
+                yield env.timeout(wait_until_s - env.now)
+        except simpy.Interrupt:
+            op.start_s = op.end_s = env.now
+            op.done = True
+            return
+        start = op.start_s = env.now
+        x_in = self._xfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, f"{op.label}: context")
+        t0 = start + overhead_s + x_in
+        if op.reuse >= op.n:
+            op.k0, op.t0, op.compute_start_s = op.n, start, start
+            op.produced, op.end_s, op.done = op.n, start, True
+            return
+        cached = cache.cached_tokens(op.ctx_key) if cache is not None else 0
+        total_ctx = op.ctx_tokens + op.reuse
+        n_pref = max(1, total_ctx - min(cached, op.ctx_tokens))
+        t_pref, p_pref = eng.prefill(n_pref, total_ctx - n_pref)
+        eng.decode_span_s(total_ctx, op.n - op.reuse - 1)  # make sure the table covers the generation
+        first = t0 + t_pref
+        op.compute_start_s = t0
+        op.t0, op.k0, op.c0, op.cum = first, op.reuse + 1, total_ctx, eng.cum_table
+        yield from self._run_until_done_or_stopped(op)
+        end = op.end_s
+        if end > t0:
+            op.energy_j += self._record(op.role, t0, min(end, first), Phase.PREFILL, f"{op.label} (prefill)", p_pref)
+        if end > first:
+            steps = op.produced - op.reuse - 1
+            e = eng.decode_energy_j(total_ctx, steps)
+            op.energy_j += self._record(op.role, first, end, Phase.DECODE, op.label, e / (end - first))
+        if cache is not None and end >= first - _EPS:
+            cache.add(op.ctx_key)
+            if op.produced >= op.n and op.attempt is not None:
+                cache.add(op.ctx_key + (op.attempt,))
+        op.done = True
+
+    def _run_until_done_or_stopped(self, op: _Op):  # noqa: ANN202 - SimPy sub-process
+        """Wait for the last token; on an interrupt, run to the end of the forward pass in flight."""
+        env = self.env
+        try:
+            yield env.timeout(op.last_s - env.now)
+        except simpy.Interrupt:
+            stop = op.stop_time(env.now)
+            if stop > env.now:
+                yield env.timeout(stop - env.now)
+        op.end_s = env.now
+        op.produced = op.produced_by(op.end_s)
+
+    def _fpga_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
+        """``n`` decode passes on the FPGA from context ``ctx``; interruptible at pass boundaries."""
+        env = self.env
+        try:
+            if wait_until_s > env.now:
+                yield env.timeout(wait_until_s - env.now)
+        except simpy.Interrupt:
+            op.start_s = op.end_s = env.now
+            op.done = True
+            return
+        start = op.start_s = op.compute_start_s = env.now
+        eng = self.pf.draft
+        eng.decode_span_s(op.ctx_tokens, op.n)
+        op.t0, op.k0, op.c0, op.cum = start, 0, op.ctx_tokens, eng.cum_table
+        yield from self._run_until_done_or_stopped(op)
+        if op.end_s > start:
+            e = self.pf.draft.decode_energy_j(op.ctx_tokens, op.produced)
+            op.energy_j += self._record("draft", start, op.end_s, Phase.DECODE, op.label, e / (op.end_s - start))
+        op.done = True
+
+    def _start_draft(self, op: _Op, wait_until_s: float = 0.0) -> _Op:
+        if self.policy.draft_on == "fpga":
+            op.proc = self.env.process(self._fpga_step(op, wait_until_s))
+        else:
+            cache = self.draft_cache
+            op.proc = self.env.process(self._gpu_request(op, self.pf.draft, cache, self.pf.draft_api_call_overhead_s,
+                                                         wait_until_s))
+        return op
+
+    def _start_target(self, op: _Op) -> _Op:
+        op.proc = self.env.process(self._gpu_request(op, self.pf.target, self.target_cache,
+                                                     self.pf.api_call_overhead_s, self.target_free_s))
+        return op
+
+    def _discard_spec(self, spec: _Op) -> None:
+        """A speculated draft step became useless (its parent was rejected or backtracked): stop the draft."""
+        stop, produced = self._halt(spec)
+        self.draft_ready_s = max(self.draft_ready_s, stop, self.env.now)
+        self.discarded_draft_tokens += produced
+        self._discarded_ops.append(spec)
+        if produced:
+            self._kv("speculate", produced)
+
+    def _halt(self, op: _Op) -> tuple[float, int]:
+        """Tell a running generation to stop now: (when its device is free, tokens it will have produced)."""
+        now = self.env.now
+        if op.done:
+            return (op.end_s if op.end_s is not None else now), op.produced
+        stop = op.stop_time(now)
+        produced = op.produced_by(stop)
+        op.proc.interrupt()
+        return stop, produced
+
+    def _verify(self, i: int, ctx_tokens: int):  # noqa: ANN202 - SimPy sub-process
+        """Send attempt ``i`` to the PRM, score it, bring the verdict back (one wait: nothing can interrupt it)."""
+        env = self.env
+        a = self.attempts[i]
+        tb = self.pf.token_bytes
+        now = env.now
+        src = "draft" if a.by == DRAFT else "target"
+        t_in = self._xfer(src, "host", a.tokens * tb, f"step {i} to host")
+        t_in += self._xfer("host", "prm", (ctx_tokens + a.tokens) * tb, f"step {i} to PRM", now + t_in)
+        t_in += self.pf.api_call_overhead_s
+        score_s, power_w = self.pf.prm.score(a.tokens, ctx_tokens, self.pf.prm_prefix_cache)
+        t_out = self._xfer("prm", "host", tb, f"verdict {i}", now + t_in + score_s)
+        if self.policy.draft_on != "gpu":  # the host tells the draft device (KVMU command / abort)
+            t_out += self._xfer("host", "draft", tb, f"verdict {i} to draft", now + t_in + score_s + t_out)
+        self._record("prm", now + t_in, now + t_in + score_s, Phase.SCORE, f"score step {i} ({a.by})", power_w)
+        yield env.timeout(t_in + score_s + t_out)
+
+    def _cap(self, ctx_tokens: int, n: int) -> int:
+        """A speculative length that stays inside the context cap (generation stops there)."""
+        return max(1, min(n, MAX_CONTEXT_TOKENS - ctx_tokens))
+
+    def _spec_length(self, i: int) -> tuple[int | None, int]:
+        """(trace attempt, tokens) of the step the draft speculates after attempt ``i``."""
+        a = self.attempts[i]
+        if a.verdict == ACCEPT and i + 1 < len(self.attempts):
+            return i + 1, self.attempts[i + 1].tokens
+        ctx = self.rp.context_tokens[i] + a.tokens
+        return None, self._cap(ctx, self._next_draft_len.get(a.step + 1, a.tokens))
+
+    def _prefetch_length(self, key: tuple[int, ...], ctx_tokens: int) -> tuple[int | None, int]:
+        """(trace attempt, tokens) of the target's step from context ``key``: the first target attempt from it
+        in the trace, else (never needed) the draft's step from it or the next draft step at that position."""
+        j = self._first_target_at.get(key)
+        if j is not None:
+            return j, self.attempts[j].tokens
+        d = self._first_draft_at.get(key)
+        n = self.attempts[d].tokens if d is not None else self._next_draft_len.get(len(key), self._mean_step)
+        return None, self._cap(ctx_tokens, n)
+
+    # ------------------------------------------------------------------------------------------------ draft sync
+    def _sync_draft(self, op: _Op, ctx_tokens: int) -> None:
+        """The draft catches up with target step ``op`` (whose tokens are all emitted by now)."""
+        tb = self.pf.token_bytes
+        n = op.n
+        if self.policy.draft_on != "fpga":
+            # a GPU/edge draft server gets the step with its next request (prefix cache: prefill what is new)
+            self._xfer("target", "host", n * tb, f"{op.label}: tokens")
+            return
+        eng = self.pf.draft
+        free = max(self.dev["draft"].free_at_s, self.draft_ready_s)
+        if self.policy.sync == "shadow":
+            t_tok = self.pf.links.transfer_s("target", "draft", tb)  # each token as it is emitted
+            self.comm_s += n * t_tok
+            arrive = np.asarray(op.emission_times()) + t_tok
+            if self.keep_log:
+                self.transfers.extend(Transfer(te - t_tok, te, "target->draft", tb, f"{op.label}: token {j}")
+                                      for j, te in enumerate(arrive.tolist()))
+            dur = eng.ingest_times(ctx_tokens, n)
+            begin, end = shadow_schedule(free, arrive, dur)
+            p_ing = eng.power_w(Phase.INGEST)
+            label = f"shadow ingest ({op.label})"
+            if self.keep_log:  # one activity per run of back-to-back tokens
+                gaps = np.nonzero(begin[1:] > end[:-1] + _EPS)[0]
+                starts = np.concatenate([[0], gaps + 1])
+                stops = np.concatenate([gaps, [n - 1]])
+                for a, b in zip(starts.tolist(), stops.tolist()):
+                    self._record("draft", float(begin[a]), float(end[b]), Phase.INGEST, label, p_ing)
+            else:  # one window reserved on the device, busy only for the tokens' passes
+                self.dev["draft"].record_window(float(begin[0]), float(end[-1]), float(dur.sum()), Phase.INGEST,
+                                                label, p_ing)
+            self.draft_ready_s = float(end[-1])
+        else:
+            arrive = op.last_s + self._xfer("target", "draft", n * tb, f"{op.label}: tokens", op.last_s)
+            begin = max(free, arrive)
+            t_pre, p_pre = eng.prefill(n, ctx_tokens)
+            end = begin + t_pre
+            self._record("draft", begin, end, Phase.PREFILL, f"re-prefill ({op.label})", p_pre)
+            self.draft_ready_s = end
+        self._kv("ingest", n)
+
+    # ------------------------------------------------------------------------------------------------ controller
+    def _setup(self):  # noqa: ANN202 - SimPy sub-process
+        """FPGA draft: the GPU prefills the prompt with the draft model and the KV cache migrates once."""
+        if self.policy.draft_on != "fpga":
+            return
+        env = self.env
+        p = self.problem.prompt_tokens
+        x = self._xfer("host", "target", p * self.pf.token_bytes, "prompt to GPU")
+        yield env.timeout(x + self.pf.api_call_overhead_s)
+        start = env.now
+        mig = self.pf.prompt_migration(p) if self.pf.prompt_migration is not None else None
+        if mig is None:
+            raise SimulationError("an FPGA draft needs a prompt migration model (platform.prompt_migration)")
+        self._record("target", start, start + mig.prefill_s, Phase.PREFILL, "draft prompt prefill (KV migration)",
+                     mig.prefill_power_w)
+        self.comm_s += mig.transfer_s
+        if self.keep_log:
+            self.transfers.append(Transfer(start, start + mig.ready_s, "target->host->draft", mig.kv_bytes,
+                                           "draft KV migration (overlapped with the prefill)"))
+        yield env.timeout(mig.ready_s)
+        self._kv("init", p)
+        self.draft_ready_s = env.now
+
+    def _commit(self, i: int) -> None:
+        self.committed.append(i)
+
+    def _start_prefetch(self, key: tuple[int, ...], at: str = "commit") -> _Op | None:
+        """T2: the target starts the step after context ``key`` (module docstring), when the policy starts it at
+        this moment (``at``: "commit" after a step is committed, "submit" when the draft submits the step)."""
+        if not self.policy.step_ahead or at != self.policy.prefetch_at or self._answer_complete(key):
+            return None
+        ctx_tokens = self._tokens_of(key)
+        j, n = self._prefetch_length(key, ctx_tokens)
+        reuse = 0
+        if j is not None and key in self.partial:  # a previous run from this context was stopped: reuse it
+            reuse = min(self.partial.pop(key), n)
+            self.partial_ops.pop(key, None)
+            self.reused_target_tokens += reuse
+        return self._start_target(_Op("target", key, ctx_tokens, n, j, f"target @step {len(key)}", reuse=reuse))
+
+    def _answer_complete(self, key: tuple[int, ...]) -> bool:
+        return bool(key) and self.attempts[key[-1]].final
+
+    def _stop_prefetch(self, op: _Op, keep: bool) -> None:
+        """Stop the target's run; ``keep``: its context is still valid, so cache its tokens for that context."""
+        stop, produced = self._halt(op)
+        self.target_free_s = max(self.target_free_s, stop)
+        if keep and op.attempt is not None and produced > 0:
+            self.partial[op.ctx_key] = produced
+            self.partial_ops[op.ctx_key] = op
+        else:
+            self.discarded_target_tokens += produced
+            self._discarded_ops.append(op)
+
+    def _main(self):  # noqa: ANN202 - SimPy process
+        env = self.env
+        pol = self.policy
+        bt = self.header.backtracking
+        attempts = self.attempts
+        rp = self.rp
+        spec: _Op | None = None
+        yield from self._setup()
+        prefetch: _Op | None = self._start_prefetch(())
+        i = 0
+        while i < len(attempts):
+            a = attempts[i]
+            ctx_key, ctx_tokens = rp.context[i], rp.context_tokens[i]
+            if a.by == DRAFT:
+                if spec is not None and spec.attempt == i:
+                    op = spec
+                else:
+                    if spec is not None:
+                        raise SimulationError(f"problem {self.problem.id}: speculation for attempt {spec.attempt} "
+                                              f"still pending at attempt {i}")
+                    op = self._start_draft(_Op("draft", ctx_key, ctx_tokens, a.tokens, i, f"draft step {i}"),
+                                           self.draft_ready_s)
+                spec = None
+                if not op.done:
+                    yield op.proc
+                if op.produced != a.tokens:
+                    raise SimulationError(f"problem {self.problem.id}: draft step {i} produced {op.produced} of "
+                                          f"{a.tokens} tokens")
+                # submit step i: the KVMU closes it (an accept held for the previous step carries the boundary)
+                if self.kvmu is not None:
+                    self._kv("speculate", a.tokens)
+                    if self._pending_accept:
+                        self._kv("accept")
+                        self._pending_accept = False
+                    else:
+                        self._kv("mark")
+                    self._kv_check(f"submitting step {i}", ctx_tokens, ctx_tokens + a.tokens)
+                submit = env.now
+                if pol.step_ahead and not a.final:
+                    nxt, n_spec = self._spec_length(i)
+                    spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
+                                                 f"speculate step {a.step + 1}"))
+                if prefetch is None:
+                    prefetch = self._start_prefetch(ctx_key, at="submit")
+                yield from self._verify(i, ctx_tokens)
+                self.stall_s += self._stall(spec, submit)
+                if a.verdict == ACCEPT:
+                    self._commit(i)
+                    if prefetch is not None:  # the target's version of this step is not needed now
+                        self._stop_prefetch(prefetch, keep=True)
+                    prefetch = self._start_prefetch(ctx_key + (i,))
+                    if self.kvmu is not None:
+                        self._pending_accept = True
+                        if a.final:
+                            self._kv("accept")
+                            self._pending_accept = False
+                else:
+                    if spec is not None:
+                        self._discard_spec(spec)
+                        spec = None
+                    if self.kvmu is not None:
+                        self._kv("rollback")
+                        self._kv_check(f"rejecting step {i}", ctx_tokens, ctx_tokens)
+                    self.draft_ready_s = max(self.draft_ready_s, env.now)
+                i += 1
+                continue
+
+            # ---- a target step: the refinement of a rejected draft step, or an alternative after a backtrack
+            if prefetch is not None and prefetch.attempt == i:
+                op = prefetch
+            else:
+                if prefetch is not None:
+                    self._stop_prefetch(prefetch, keep=prefetch.ctx_key == ctx_key)
+                reuse = 0
+                if rp.first_target_at_context[i] and ctx_key in self.partial:
+                    reuse = min(self.partial.pop(ctx_key), a.tokens)
+                    self.partial_ops.pop(ctx_key, None)
+                    self.reused_target_tokens += reuse
+                label = "refine" if self.attempts[i - 1].by == DRAFT else "alternative"
+                op = self._start_target(_Op("target", ctx_key, ctx_tokens, a.tokens, i,
+                                            f"target {label} @step {a.step}", reuse=reuse))
+            prefetch = None
+            if not op.done:
+                yield op.proc
+            if op.produced != a.tokens:
+                raise SimulationError(f"problem {self.problem.id}: target step {i} produced {op.produced} of "
+                                      f"{a.tokens} tokens")
+            if not a.final:  # the answer's last step is never built upon: the draft need not catch up
+                self._sync_draft(op, ctx_tokens)
+                self._kv_check(f"ingesting target step {i}", ctx_tokens + a.tokens)
+            else:
+                self._xfer("target", "host", a.tokens * self.pf.token_bytes, f"{op.label}: tokens")
+            if not bt:
+                self._commit(i)
+                prefetch = self._start_prefetch(ctx_key + (i,))
+                i += 1
+                continue
+            submit = env.now
+            if pol.step_ahead and not a.final:
+                nxt, n_spec = self._spec_length(i)
+                spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
+                                             f"speculate step {a.step + 1}"), self.draft_ready_s)
+            prefetch = self._start_prefetch(ctx_key + (i,))  # without waiting for the verdict
+            yield from self._verify(i, ctx_tokens)
+            self.stall_s += self._stall(spec, max(submit, self.draft_ready_s))
+            if a.verdict == ACCEPT:
+                self._commit(i)
+            else:  # backtrack: drop this step and the previous committed one
+                if spec is not None:
+                    self._discard_spec(spec)
+                    spec = None
+                if prefetch is not None:
+                    self._stop_prefetch(prefetch, keep=False)
+                    prefetch = None
+                popped = self.committed.pop()
+                pos = ctx_tokens - attempts[popped].tokens
+                if self.kvmu is not None:
+                    self._kv("init", pos)
+                self.draft_ready_s = max(self.draft_ready_s, env.now)
+            i += 1
+        if prefetch is not None:
+            self._stop_prefetch(prefetch, keep=False)
+        self.end_s = env.now
+
+    def _stall(self, spec: _Op | None, idle_from_s: float) -> float:
+        """Draft idle time waiting for the verdict that just arrived (now)."""
+        now = self.env.now
+        if spec is None:
+            return max(0.0, now - max(idle_from_s, self.dev["draft"].free_at_s))
+        if spec.done and spec.end_s is not None and spec.produced >= spec.n:
+            return max(0.0, now - spec.end_s)
+        return 0.0
+
+    # ------------------------------------------------------------------------------------------------ run
+    def run(self) -> ProblemOutcome:
+        self.env.process(self._main())
+        self.env.run()
+        latency = self.end_s
+        discarded_target = self.discarded_target_tokens + sum(self.partial.values())
+        self.discarded_energy_j += sum(op.energy_j for op in self._discarded_ops)
+        self.discarded_energy_j += sum(op.energy_j for op in self.partial_ops.values())
+        seq = tuple((j, self.attempts[j].tokens) for j in self.committed)
+        span = max([latency] + [d.free_at_s for d in self.dev.values()])
+        return ProblemOutcome(latency_s=latency, span_s=span, committed=seq, committed_tokens=sum(t for _j, t in seq),
+                              devices=self.dev, transfers=self.transfers, stall_s=self.stall_s, comm_s=self.comm_s,
+                              discarded_draft_tokens=self.discarded_draft_tokens,
+                              discarded_target_tokens=discarded_target, discarded_energy_j=self.discarded_energy_j,
+                              reused_target_tokens=self.reused_target_tokens, kvmu_commands=self.kvmu_commands)
+
+    def activities(self) -> dict[str, list[Activity]]:
+        return {r: d.activities() for r, d in self.dev.items()}

@@ -1,0 +1,1 @@
+"""Reports shared by the studies: CSV/Markdown tables, grouped-bar plots, Perfetto (Chrome trace) timelines."""

@@ -1,0 +1,49 @@
+"""Tables: CSV files and Markdown tables (generic; rows are mappings or sequences)."""
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def write_csv(path: Path | str, rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -> Path:
+    """Write ``rows`` with the columns ``fields`` (in order); floats with full precision, deterministic."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        for row in rows:
+            w.writerow({k: _cell(row.get(k)) for k in fields})
+    return path
+
+
+def read_csv(path: Path | str) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ""
+    return v
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align: str | None = None) -> str:
+    """A GitHub-flavoured Markdown table; ``align`` is one character per column (l, r or c), default l then r."""
+    headers = [str(h) for h in headers]
+    align = align or ("l" + "r" * (len(headers) - 1))
+    marks = {"l": ":---", "r": "---:", "c": ":---:"}
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(marks[a] for a in align) + " |"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines)
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A number with ``digits`` significant digits, '-' for missing."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.{digits}g}"

@@ -1,0 +1,128 @@
+"""The engine wrappers of the reasoning replay never change a device model's numbers (or, for the sampled FPGA
+engine, change them by a measured, bounded amount)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hwmodel.engine import Phase
+from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine, gpu_prefill_block
+
+
+@pytest.fixture(scope="module")
+def gpu_engines():  # noqa: ANN201
+    from gpu.latency import GpuEngine
+
+    return {name: GpuEngine("rtx3090", name, framework="vllm-eager")
+            for name in ("qwen2.5-0.5b", "skywork-prm-7b", "qwen2.5-math-7b")}
+
+
+def test_vectorized_gpu_prefill_equals_prefill_cost(gpu_engines) -> None:  # noqa: ANN001
+    rng = np.random.default_rng(1)
+    for eng in gpu_engines.values():
+        n = rng.integers(1, 600, 40)
+        c = rng.integers(0, 3000, 40)
+        t, p = gpu_prefill_block(eng, n, c)
+        for k in range(len(n)):
+            cost = eng.prefill_cost(int(n[k]), int(c[k]))
+            assert t[k] == cost.time_s
+            assert p[k] == pytest.approx(cost.power_w, rel=1e-12)
+
+
+@settings(max_examples=25)
+@given(st.integers(1, 400), st.integers(0, 3000))
+def test_timed_gpu_engine_returns_the_engine_values(gpu_engines, n: int, ctx: int) -> None:  # noqa: ANN001
+    eng = gpu_engines["qwen2.5-math-7b"]
+    te = _timed(eng)
+    assert te.prefill_s(n, ctx) == eng.prefill_s(n, ctx)
+    assert te.prefill(n, ctx)[1] == pytest.approx(eng.prefill_cost(n, ctx).power_w, rel=1e-12)
+    assert te.decode_span_s(ctx, n) == pytest.approx(float(np.sum(eng.decode_steps_s(ctx, n))), rel=1e-12)
+    assert te.decode_energy_j(ctx, n) == pytest.approx(eng.decode_energy_j(ctx, n), rel=1e-9)
+    prm = _timed(gpu_engines["skywork-prm-7b"])
+    for cache in (False, True):
+        want = gpu_engines["skywork-prm-7b"].score_cost(n, ctx, prefix_cache=cache)
+        got = prm.score(n, ctx, cache)
+        assert got[0] == want.time_s and got[1] == pytest.approx(want.power_w, rel=1e-12)
+
+
+_TIMED: dict[int, TimedEngine] = {}
+
+
+def _timed(eng) -> TimedEngine:  # noqa: ANN001
+    if id(eng) not in _TIMED:
+        _TIMED[id(eng)] = TimedEngine(eng)
+    return _TIMED[id(eng)]
+
+
+def test_decode_progress_is_consistent_with_the_span(gpu_engines) -> None:  # noqa: ANN001
+    te = _timed(gpu_engines["qwen2.5-0.5b"])
+    offsets = te.decode_finish_times(100, 50)
+    assert offsets[-1] == pytest.approx(te.decode_span_s(100, 50), rel=1e-12)
+    for k in (0, 1, 17, 49):
+        assert te.decode_done(100, offsets[k], 50) == k + 1
+        assert te.decode_done(100, offsets[k] * (1 - 1e-6), 50) == k
+    assert te.decode_done(100, 1e9, 50) == 50
+
+
+@dataclasses.dataclass
+class _TokenEngine:
+    """A token-by-token test engine whose per-token time has a kink and jitter in the context."""
+
+    name: str = "tokenwise"
+    max_ctx: int = 2048
+    calls: int = 0
+
+    def _t(self, ctx: int, head: bool) -> float:
+        self.calls += 1
+        if not 0 <= ctx < self.max_ctx:
+            raise ValueError(f"ctx {ctx} beyond the KV reservation")
+        base = 1.5e-3 + 0.9e-6 * ctx + (2e-7 * (ctx - 1000) if ctx > 1000 else 0.0)
+        return base + 1e-6 * ((ctx * 7919) % 5) / 5 + (0.2e-3 if head else 0.0)
+
+    def decode_s(self, ctx: int) -> float:
+        return self._t(ctx, True)
+
+    def ingest_s(self, n: int, ctx: int) -> float:
+        return sum(self._t(ctx + i, False) for i in range(n))
+
+    def prefill_s(self, n: int, ctx: int = 0) -> float:
+        return self.ingest_s(n - 1, ctx) + self.decode_s(ctx + n - 1)
+
+    def power_w(self, phase: Phase) -> float:
+        return 30.0 if phase is Phase.IDLE else 45.0
+
+
+def test_context_sampled_engine_is_exact_on_the_grid_and_close_between() -> None:
+    exact = _TokenEngine()
+    sampled = ContextSampledEngine(_TokenEngine(), grid=64)
+    for ctx in range(0, 2047, 64):
+        assert sampled.decode_s(ctx) == exact.decode_s(ctx)
+    errs = [abs(sampled.decode_s(c) - exact.decode_s(c)) / exact.decode_s(c) for c in range(0, 2047)]
+    assert max(errs) < 2e-3
+    # a step of 60 tokens: the sampling errors average out
+    for c in (10, 500, 990, 1900):
+        assert sampled.prefill_s(60, c) == pytest.approx(exact.prefill_s(60, c), rel=1e-3)
+    assert sampled.ingest_s(5, 2040) == pytest.approx(exact.ingest_s(5, 2040), rel=1e-3)
+    with pytest.raises(ValueError, match="beyond"):
+        sampled.decode_s(2048)
+    assert ContextSampledEngine(_TokenEngine(), grid=1).decode_s(777) == exact.decode_s(777)
+
+
+def test_context_sampled_engine_refuses_engines_with_batched_prefill() -> None:
+    class Batched(_TokenEngine):
+        def prefill_s(self, n: int, ctx: int = 0) -> float:
+            return 0.01
+
+    with pytest.raises(TypeError, match="not token by token"):
+        ContextSampledEngine(Batched())
+
+
+def test_timed_engine_stays_within_the_engine_context_capacity() -> None:
+    te = TimedEngine(ContextSampledEngine(_TokenEngine(), grid=64), initial_ctx=0)
+    assert te.decode_span_s(2000, 47) > 0  # contexts up to 2046: the table grows to the capacity, not beyond
+    with pytest.raises(ValueError, match="beyond"):
+        te.decode_span_s(2040, 9)
