@@ -185,6 +185,7 @@ class Evaluator:
 _REGISTRY: dict[str, str] = {
     "streaming-decode": "hwmodel.dse.streaming_eval:EVALUATOR",
     "instruction-decode": "hwmodel.dse.instruction_eval:EVALUATOR",
+    "reasoning-replay": "hwmodel.dse.replay_eval:EVALUATOR",
 }
 
 
