@@ -1,0 +1,313 @@
+"""`hwmodel serve ...` (serving-cluster simulation), `hwmodel workload requests ...` (request streams) and
+`hwmodel reproduce glitches` (the GLITCHES 8-card study)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hwmodel.cli.base import CONTEXT_SETTINGS, console, echo_json, group, json_option
+from hwmodel.cli.cmd_reproduce import reproduce
+from hwmodel.errors import HwmodelError
+
+serve = group("serve", "Serving-cluster simulation (system B): GPU prefill, FPGA decode, schedulers, metrics.")
+
+
+def _stream_options(f: Any) -> Any:
+    for opt in reversed([
+        click.option("--requests", "requests_file", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Request file (.csv or .jsonl with arrival_s, prompt_tokens, output_tokens). "
+                          "Overrides the generator options."),
+        click.option("--n", "n_requests", type=click.IntRange(min=1), default=200, show_default=True,
+                     help="Generated requests."),
+        click.option("--rate", type=float, default=math.inf, show_default=True,
+                     help="Poisson arrival rate (requests/s); inf queues every request at t=0 (saturation)."),
+        click.option("--prompt", default="1536", show_default=True,
+                     help="Prompt length law: N, fixed:N, uniform:LO:HI or lognormal:MEDIAN:SIGMA:MAX."),
+        click.option("--output", default="512", show_default=True, help="Output length law (same forms)."),
+        click.option("--seed", type=int, default=0, show_default=True),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _load_stream(requests_file: Path | None, n_requests: int, rate: float, prompt: str, output: str, seed: int,
+                 max_context: int | None) -> tuple[Any, ...]:
+    from hwmodel.workload.requests import load_requests, parse_length, poisson_stream, validate
+
+    if requests_file is not None:
+        return load_requests(requests_file, max_context_tokens=max_context)
+    reqs = poisson_stream(n_requests, rate, parse_length(prompt, "--prompt"), parse_length(output, "--output"), seed)
+    return validate(reqs, where="generated stream", max_context_tokens=max_context)
+
+
+def _cluster(name: str, llm: str | None, kv_path: str | None, gpu_batch: int | None) -> Any:
+    from hwmodel.serving.cluster import load_cluster, resolve_cluster
+    from hwmodel.serving.study import with_gpu_batch, with_kv_path
+
+    spec = load_cluster(name)
+    if kv_path:
+        spec = with_kv_path(spec, kv_path)
+    if gpu_batch:
+        spec = with_gpu_batch(spec, gpu_batch)
+    return resolve_cluster(spec, llm=llm)
+
+
+def _cluster_options(f: Any) -> Any:
+    from hwmodel.serving.cluster import KV_PATHS
+
+    for opt in reversed([
+        click.option("--llm", default=None, help="Serve this LLM instead of the cluster's (spec name)."),
+        click.option("--kv-path", type=click.Choice(KV_PATHS), default=None,
+                     help="Override the cluster's GPU -> FPGA KV migration path."),
+        click.option("--gpu-batch", type=click.IntRange(min=1), default=None,
+                     help="Override every GPU's decode batch limit."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _slo_options(f: Any) -> Any:
+    f = click.option("--slo-tpot", type=float, default=0.05, show_default=True,
+                     help="Time-per-output-token SLO (s).")(f)
+    return click.option("--slo-ttft", type=float, default=1.0, show_default=True,
+                        help="Time-to-first-token SLO (s).")(f)
+
+
+@serve.command("run", context_settings=CONTEXT_SETTINGS)
+@click.option("--cluster", "cluster_name", default="a100+7xu280", show_default=True,
+              help="Built-in cluster name (`hwmodel serve clusters`) or a cluster TOML path.")
+@_cluster_options
+@click.option("--scheduler", type=click.Choice(["fcfs", "spf", "memory-aware", "slo-aware"]), default="fcfs",
+              show_default=True)
+@_stream_options
+@_slo_options
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write metrics.json, requests.csv and a Perfetto trace.json here.")
+@click.option("--trace-requests", type=click.IntRange(min=1), default=200, show_default=True,
+              help="Requests shown in the Perfetto trace (the first arrivals).")
+@json_option
+def serve_run(cluster_name: str, llm: str | None, kv_path: str | None, gpu_batch: int | None, scheduler: str,
+              requests_file: Path | None, n_requests: int, rate: float, prompt: str, output: str, seed: int,
+              slo_ttft: float, slo_tpot: float, out_dir: Path | None, trace_requests: int, as_json: bool) -> None:
+    """Simulate a request stream on a serving cluster and print its metrics."""
+    from hwmodel.serving.metrics import compute_metrics
+    from hwmodel.serving.report import (device_table, jsonable, metrics_table, perfetto_trace, write_json,
+                                        write_request_csv)
+    from hwmodel.serving.schedulers import Slo
+    from hwmodel.serving.simulator import simulate
+
+    cluster = _cluster(cluster_name, llm, kv_path, gpu_batch)
+    reqs = _load_stream(requests_file, n_requests, rate, prompt, output, seed, cluster.llm.max_position)
+    with console().status(f"simulating {len(reqs)} requests on {cluster.spec.name} (device models first)"):
+        res = simulate(cluster, reqs, scheduler, slo=Slo(slo_ttft, slo_tpot), record_segments=out_dir is not None)
+    m = compute_metrics(res)
+    if out_dir is not None:
+        write_json(out_dir / "metrics.json", m)
+        write_request_csv(out_dir / "requests.csv", res)
+        perfetto_trace(res, out_dir / "trace.json", max_requests=trace_requests)
+    if as_json:
+        echo_json(jsonable(m))
+        return
+    con = console()
+    con.print(metrics_table([(f"{m.cluster} / {m.scheduler}", m)],
+                            f"{len(reqs)} requests on {cluster.spec.display_name} ({cluster.llm.display_name})"))
+    con.print(device_table(m, "Devices"))
+    if out_dir is not None:
+        click.echo(f"wrote {out_dir}/metrics.json, requests.csv, trace.json (open in ui.perfetto.dev)")
+
+
+@serve.command("clusters", context_settings=CONTEXT_SETTINGS)
+@json_option
+def serve_clusters(as_json: bool) -> None:
+    """List the built-in clusters."""
+    from hwmodel.serving.cluster import builtin_cluster_names, load_cluster
+
+    rows = []
+    for name in builtin_cluster_names():
+        c = load_cluster(name)
+        rows.append({"name": name, "display_name": c.display_name, "llm": c.llm, "nodes": len(c.nodes),
+                     "gpus": c.gpu_count, "fpgas": c.fpga_count, "kv_path": c.kv_path,
+                     "network": c.network.link if c.network else None})
+    if as_json:
+        echo_json(rows)
+        return
+    from rich.table import Table
+
+    t = Table(title="Built-in serving clusters")
+    for col in rows[0]:
+        t.add_column(col)
+    for r in rows:
+        t.add_row(*[str(v) if v is not None else "-" for v in r.values()])
+    console().print(t)
+
+
+@serve.command("sweep", context_settings=CONTEXT_SETTINGS)
+@click.option("--cluster", "cluster_names", multiple=True, default=("8xa100", "8xu280", "a100+7xu280"),
+              show_default=True, help="Cluster name or TOML path; repeatable.")
+@click.option("--rates", default="0.1,0.2,0.4,0.6,0.8,1.0", show_default=True,
+              help="Comma-separated Poisson arrival rates (requests/s).")
+@click.option("--n", "n_requests", type=click.IntRange(min=1), default=400, show_default=True)
+@click.option("--prompt", default="1536", show_default=True)
+@click.option("--output", default="512", show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--scheduler", type=click.Choice(["fcfs", "spf", "memory-aware", "slo-aware"]), default="fcfs",
+              show_default=True)
+@_slo_options
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/serve-sweep"),
+              show_default=True, help="Writes sweep.json and throughput_vs_load.png here.")
+def serve_sweep(cluster_names: tuple[str, ...], rates: str, n_requests: int, prompt: str, output: str, seed: int,
+                scheduler: str, slo_ttft: float, slo_tpot: float, out_dir: Path) -> None:
+    """Throughput and latency against offered load, for one or more clusters."""
+    from rich.progress import Progress
+
+    from hwmodel.serving.metrics import compute_metrics
+    from hwmodel.serving.report import metrics_table, plot_load, write_json
+    from hwmodel.serving.schedulers import Slo
+    from hwmodel.serving.simulator import simulate
+
+    try:
+        rate_list = [float(x) for x in rates.split(",") if x.strip()]
+    except ValueError:
+        raise HwmodelError(f"--rates: expected comma-separated numbers, got {rates!r}") from None
+    if not rate_list or any(not (r > 0) for r in rate_list):
+        raise HwmodelError(f"--rates: expected positive rates, got {rates!r}")
+    rows = []
+    with Progress(console=console(), transient=True) as bar:
+        task = bar.add_task("simulating", total=len(rate_list) * len(cluster_names))
+        for name in cluster_names:
+            cluster = _cluster(name, None, None, None)
+            for r in rate_list:
+                reqs = _load_stream(None, n_requests, r, prompt, output, seed, cluster.llm.max_position)
+                m = compute_metrics(simulate(cluster, reqs, scheduler, slo=Slo(slo_ttft, slo_tpot)))
+                rows.append({"config": name, "cluster": name, "offered_req_per_s": r, "metrics": m})
+                bar.advance(task)
+    write_json(out_dir / "sweep.json", rows)
+    plot_load(rows, out_dir / "throughput_vs_load.png", f"{prompt}/{output} tokens, {scheduler}")
+    console().print(metrics_table([(f"{r['cluster']} @ {r['offered_req_per_s']:g}/s", r["metrics"]) for r in rows],
+                                  "Throughput vs offered load"))
+    click.echo(f"wrote {out_dir / 'sweep.json'} and {out_dir / 'throughput_vs_load.png'}")
+
+
+# ================================================================================================ workload
+workload = group("workload")
+
+
+@workload.group("requests", context_settings=CONTEXT_SETTINGS)
+def requests_group() -> None:
+    """Serving request streams: generate (Poisson, fixed or distributed lengths) and validate."""
+
+
+@requests_group.command("generate", context_settings=CONTEXT_SETTINGS)
+@click.option("--n", "n_requests", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("--rate", type=float, default=1.0, show_default=True,
+              help="Poisson arrival rate (requests/s); inf puts every arrival at t=0.")
+@click.option("--prompt", default="1536", show_default=True,
+              help="Prompt length law: N, fixed:N, uniform:LO:HI or lognormal:MEDIAN:SIGMA:MAX.")
+@click.option("--output", default="512", show_default=True, help="Output length law (same forms).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Output file (.csv or .jsonl).")
+def requests_generate(n_requests: int, rate: float, prompt: str, output: str, seed: int, out_file: Path) -> None:
+    """Write a request stream to a file."""
+    from hwmodel.workload.requests import parse_length, poisson_stream, summary, write_requests
+
+    reqs = poisson_stream(n_requests, rate, parse_length(prompt, "--prompt"), parse_length(output, "--output"), seed)
+    write_requests(out_file, reqs)
+    s = summary(reqs)
+    click.echo(f"wrote {out_file}: {s['requests']} requests over {s['span_s']:.1f} s, "
+               f"mean prompt {s['prompt_tokens_mean']:.0f}, mean output {s['output_tokens_mean']:.0f} tokens")
+
+
+@requests_group.command("validate", context_settings=CONTEXT_SETTINGS)
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--llm", default=None, help="Also check prompt + output against this LLM's context limit.")
+@json_option
+def requests_validate(path: Path, llm: str | None, as_json: bool) -> None:
+    """Check a request file; print its summary or a one-line error naming the line and field."""
+    from hwmodel.specs import library
+    from hwmodel.workload.requests import load_requests, summary
+
+    limit = library().llm(llm).max_position if llm else None
+    s = summary(load_requests(path, max_context_tokens=limit))
+    if as_json:
+        echo_json(s)
+        return
+    click.echo(f"{path}: OK, " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in s.items()))
+
+
+# ================================================================================================ reproduce
+@reproduce.command("glitches", context_settings=CONTEXT_SETTINGS)
+@click.option("--gpu", "gpus", multiple=True, help="Also run the 8-card study with this GPU (spec name); repeatable.")
+@click.option("--requests", "n_requests", type=click.IntRange(min=10), default=1000, show_default=True,
+              help="Requests per saturation run.")
+@click.option("--quick", is_flag=True, help="Fewer requests and load points (a smoke run).")
+@click.pass_context
+def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: int, quick: bool) -> None:
+    """GLITCHES: 8 x A100 vs 8 x U280 vs A100 + 7 x U280 (LLaMA2-7B, 1536/512), and beyond."""
+    from rich.progress import Progress
+
+    from hwmodel.serving.cluster import load_cluster
+    from hwmodel.serving.report import (beyond_table, glitches_markdown, headline_table, metrics_table,
+                                        perfetto_trace, plot_load, write_json)
+    from hwmodel.serving.study import PUBLISHED, GlitchesStudy, StudyConfig
+    from hwmodel.specs import library
+
+    for g in gpus:
+        library().gpu(g)  # unknown names fail here, listing the choices
+    cfg = StudyConfig(requests=min(n_requests, 200) if quick else n_requests)
+    if quick:
+        cfg.load_points = (0.5, 1.0, 1.3)
+        cfg.load_requests = 150
+        cfg.gpu_batches = (1, 3)
+    out_dir: Path = ctx.obj["out_dir"] / "glitches"
+    con = console()
+    with Progress(console=con, transient=True) as bar:
+        runs = 3 * (1 + len(gpus)) + 12 + 2 * len(cfg.gpu_batches) + 3 * len(cfg.load_points) + 4 + 1
+        task = bar.add_task("GLITCHES study", total=runs)
+        study = GlitchesStudy(cfg, progress=lambda msg: bar.update(task, advance=1, description=msg))
+        heads = [study.headline("a100-40gb")] + [study.headline(g) for g in gpus]
+        beyond = study.beyond()
+        batches = study.gpu_batch()
+        capacity = heads[0]["rows"]["gpu+7xu280"]["metrics"].request_rate_per_s
+        load = study.load(capacity)
+        scheds = study.schedulers(capacity)
+        _m, hybrid_run = study.run(load_cluster("a100+7xu280"), study.saturation[:40], record=True)
+    result = {"published": PUBLISHED, "config": cfg, "headline": heads, "beyond": beyond, "gpu_batch": batches,
+              "load": load, "schedulers": scheds}
+    write_json(out_dir / "glitches.json", result)
+    (out_dir / "summary.md").write_text(glitches_markdown(result))
+    plot_load(load, out_dir / "throughput_vs_load.png", "LLaMA2-7B, 1536/512 tokens, FCFS, Poisson arrivals")
+    perfetto_trace(hybrid_run, out_dir / "hybrid_trace.json")
+    for h in heads:
+        con.print(headline_table(h, f"8-card node, {h['gpu']} (saturation, {cfg.requests} requests of "
+                                    f"{cfg.prompt.spec}/{cfg.output.spec})"))
+        hyb = h["rows"]["gpu+7xu280"]
+        p = h["prices_usd"]
+        click.echo(f"  prices: {h['gpu']} ${p[h['gpu']]:,.0f}, U280 ${p['u280']:,.0f}; the published 2.38x cost "
+                   f"efficiency at this throughput ratio ({hyb['throughput_ratio']:.2f}x) would need a U280 at "
+                   f"${h['implied_fpga_price_usd']:,.0f}")
+    con.print(beyond_table(beyond, "Beyond the published node: P2P KV path, a second node, prefill/decode nodes"))
+    from rich.table import Table
+
+    t = Table(title="GPU decode batching (HF, padded): hybrid vs 8 x A100, both batched alike, and vs the "
+                    f"batch-{cfg.gpu_batches[0]} baseline")
+    for col in ("GPU batch", "8xA100 tok/s", "A100+7xU280 tok/s", "throughput ratio", "cost eff. ratio",
+                "vs baseline b=1: throughput", "cost eff."):
+        t.add_column(col, justify="right")
+    for r in batches:
+        t.add_row(str(r["gpu_batch"]), f"{r['8xgpu'].throughput_tok_per_s:.1f}",
+                  f"{r['gpu+7xu280'].throughput_tok_per_s:.1f}", f"{r['throughput_ratio']:.2f}x",
+                  f"{r['cost_efficiency_ratio']:.2f}x", f"{r['throughput_ratio_vs_batch1']:.2f}x",
+                  f"{r['cost_efficiency_ratio_vs_batch1']:.2f}x")
+    con.print(t)
+    con.print(metrics_table([(r["scheduler"], r["metrics"]) for r in scheds],
+                            f"Schedulers on A100 + 7 x U280 (GPU batch <= {cfg.scheduler_gpu_batch}), log-normal "
+                            f"lengths, 90% load, SLO TTFT {cfg.slo.ttft_s:g} s / TPOT {cfg.slo.tpot_s * 1e3:g} ms"))
+    click.echo(f"wrote {out_dir / 'glitches.json'}, {out_dir / 'summary.md'}, {out_dir / 'throughput_vs_load.png'}, "
+               f"{out_dir / 'hybrid_trace.json'}")
+
+
+reproduce_glitches.order = 90  # type: ignore[attr-defined]

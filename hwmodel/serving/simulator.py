@@ -1,0 +1,523 @@
+"""Discrete-event simulator of a GPU-prefill / FPGA-decode serving cluster (system B, GLITCHES-style), on SimPy.
+
+What happens to a request (MISSION.md section B):
+
+1. It arrives and waits in the scheduler's queue.
+2. It is *placed* when a prefill device and a decode destination are both free: a GPU that is not prefilling
+   (a GPU busy decoding is preempted at its next step boundary, as iteration-level schedulers do) and a free FPGA
+   whose memory holds the weights plus this request's whole KV cache (``prompt + output - 1`` tokens, reserved up
+   front, as a server without paging reserves ``max_tokens``). If every FPGA is busy (or none fits) and the
+   request can be placed nowhere else, a GPU with room in its decode batch and memory takes it and decodes it
+   itself. A cluster without GPUs prefills on the FPGA that will decode. Requests wait when memory is short.
+3. The GPU prefills the prompt (the engine's prefill timeline) and quantizes each layer's KV cache for the FPGA
+   (one memory-bound kernel per layer: read FP16, write the FPGA's precision; the convention of
+   :func:`interconnect.pcie.kv_migration`). Layer i's KV leaves as soon as layer i is done, over the cluster's path
+   (host-staged or peer-to-peer, across the network when the FPGA is on another node), through link calendars
+   shared with other migrations (see :mod:`.transfer`).
+4. The first token comes from the prefill's logits, sent to the host and sampled there (GPU -> host logits, host
+   sampling); its id goes to the FPGA. The FPGA decodes once the whole KV cache has arrived and it has that id.
+5. Each decode step on an FPGA is the engine's ``decode_s(ctx)`` at the step's context, then logits -> host over
+   PCIe, host sampling, token id -> FPGA. An FPGA decodes one request at a time, start to finish, so its decode
+   is one timed event: the sum of the per-step times (a prefix sum of the memoized per-context times) plus the
+   per-token round trips. A GPU decodes its batch step by step (``decode_batch_s``; the per-context table at
+   batch 1); a run of steps with unchanged membership is one event, cut short at a step boundary when a prefill
+   preempts it or a request joins. With ``per_token_events`` every step is its own event (the reference the
+   fast path is tested against).
+
+Every request completes exactly once; tokens are conserved (``output - 1`` decode steps per request); a device runs
+one thing at a time (a GPU prefill and its decode steps never overlap; an FPGA holds one request); device memory
+never exceeds its capacity. The tests check these over random streams and clusters.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import simpy
+
+from hwmodel.engine import Phase
+from hwmodel.errors import HwmodelError
+from hwmodel.serving.cluster import ResolvedCluster
+from hwmodel.serving.devices import DeviceFactory, DeviceModel, EngineFactory
+from hwmodel.serving.schedulers import Scheduler, Slo, make_scheduler
+from hwmodel.serving.transfer import LinkCalendar, Path, build_path, migrate
+from hwmodel.specs import SpecLibrary, library
+from hwmodel.workload.requests import Request
+
+IDLE, PREFILL, DECODE, FINISHING, BETWEEN = 0, 1, 2, 3, 4  # BETWEEN: a GPU's loop is running code
+_GPU_CHUNK_STEPS = 64  # batched GPU decode: step times are evaluated this many steps ahead at most
+
+
+class ReqState:
+    """A request in flight and the times of its milestones (NaN until reached)."""
+
+    __slots__ = ("req", "id", "arrival_s", "prompt_tokens", "output_tokens", "final_ctx", "prefill_dev",
+                 "decode_dev", "path_kind", "t_prefill_start", "t_prefill_end", "t_first_token", "t_kv_ready",
+                 "t_decode_start", "t_finish", "ctx", "steps_left", "steps_gpu", "steps_fpga", "kv_bytes_moved",
+                 "gpu_stage_bytes", "done")
+
+    def __init__(self, req: Request) -> None:
+        self.req = req
+        self.id = req.id
+        self.arrival_s = req.arrival_s
+        self.prompt_tokens = req.prompt_tokens
+        self.output_tokens = req.output_tokens
+        self.final_ctx = req.prompt_tokens + req.output_tokens - 1
+        self.prefill_dev = -1
+        self.decode_dev = -1
+        self.path_kind = ""
+        nan = math.nan
+        self.t_prefill_start = self.t_prefill_end = self.t_first_token = nan
+        self.t_kv_ready = self.t_decode_start = self.t_finish = nan
+        self.ctx = req.prompt_tokens
+        self.steps_left = req.output_tokens - 1
+        self.steps_gpu = 0
+        self.steps_fpga = 0
+        self.kv_bytes_moved = 0
+        self.gpu_stage_bytes = 0
+        self.done = 0
+
+
+class Device:
+    """Run-time state of one card."""
+
+    __slots__ = ("index", "name", "node", "model", "kind", "state", "pending", "batch", "reserved", "mem_used",
+                 "mem_peak", "phase_s", "proc", "wake", "interrupted", "host_sampling_s", "token_overhead_s",
+                 "segments", "joining", "batch_bytes")
+
+    def __init__(self, index: int, name: str, node: int, model: DeviceModel) -> None:
+        self.index = index
+        self.name = name
+        self.node = node
+        self.model = model
+        self.kind = model.kind
+        self.state = IDLE
+        self.pending: list[tuple[ReqState, Device | None]] = []  # prefills assigned to this GPU
+        self.batch: list[ReqState] = []  # requests this GPU decodes
+        self.joining: list[ReqState] = []  # requests this GPU prefills to decode itself
+        self.batch_bytes = 0  # KV memory reserved for batch + joining (padded to the longest if the engine pads)
+        self.reserved: ReqState | None = None  # the request an FPGA holds (prefill, migration, decode)
+        self.mem_used = model.weights_bytes
+        self.mem_peak = model.weights_bytes
+        self.phase_s: dict[Phase, float] = {p: 0.0 for p in Phase}
+        self.proc: Any = None
+        self.wake: Any = None
+        self.interrupted = False
+        self.host_sampling_s = 0.0
+        self.token_overhead_s = 0.0
+        self.segments: list[tuple[float, float, str, tuple[int, ...]]] = []
+
+    def alloc(self, n_bytes: int) -> None:
+        self.mem_used += n_bytes
+        if self.mem_used > self.mem_peak:
+            self.mem_peak = self.mem_used
+
+    def free(self, n_bytes: int) -> None:
+        self.mem_used -= n_bytes
+
+    def mem_free(self) -> int:
+        return self.model.memory_bytes - self.mem_used
+
+    def batch_bytes_with(self, extra: ReqState | None = None) -> int:
+        """KV memory the decode batch needs (joining requests and ``extra`` included)."""
+        finals = [r.final_ctx for r in self.batch] + [r.final_ctx for r in self.joining]
+        if extra is not None:
+            finals.append(extra.final_ctx)
+        return self.model.batch_kv_bytes(finals)
+
+    def rebalance_batch_memory(self) -> None:
+        """Re-reserve the batch's KV memory after a request joined or left."""
+        new = self.batch_bytes_with()
+        if new >= self.batch_bytes:
+            self.alloc(new - self.batch_bytes)
+        else:
+            self.free(self.batch_bytes - new)
+        self.batch_bytes = new
+
+
+@dataclasses.dataclass
+class SimResult:
+    """Everything a run produced: per-request records, per-device accounting, the setup."""
+
+    cluster: str
+    scheduler: str
+    slo: Slo
+    requests: list[ReqState]
+    devices: list[Device]
+    end_s: float
+
+
+class Simulation:
+    """One run of a request stream on a cluster under a scheduler."""
+
+    def __init__(self, cluster: ResolvedCluster, requests: Sequence[Request], scheduler: Scheduler | str = "fcfs",
+                 *, slo: Slo | None = None, factory: DeviceFactory | None = None, lib: SpecLibrary | None = None,
+                 per_token_events: bool = False, record_segments: bool = False) -> None:
+        self.cluster = cluster
+        self.slo = slo or Slo()
+        self.scheduler = make_scheduler(scheduler, self.slo) if isinstance(scheduler, str) else scheduler
+        self.per_token = per_token_events
+        self.record = record_segments or per_token_events
+        self.lib = lib or library()
+        self.env = simpy.Environment()
+        self.calendar = LinkCalendar()
+        self.devices = self._build_devices(factory or EngineFactory())
+        self.gpus = [d for d in self.devices if d.kind == "gpu"]
+        self.fpgas = [d for d in self.devices if d.kind == "fpga"]
+        self.layers = cluster.llm.layers
+        self.vocab = cluster.llm.vocab
+        self.states = [ReqState(r) for r in requests]
+        self._paths: dict[tuple[int, int], Path] = {}
+        self._check_placeable()
+        prefillers = list({id(d.model): d.model for d in (self.gpus or self.fpgas)}.values())
+        self.scheduler.estimate_prefill_s = \
+            lambda rs: min(m.prefill_plan(rs.prompt_tokens).busy_s for m in prefillers)
+        self.finished = 0
+        self._queued_prefill_only = 0  # queued requests with a single output token (they need no decoder)
+
+    # ------------------------------------------------------------------------------------------ set-up
+    def _build_devices(self, factory: DeviceFactory) -> list[Device]:
+        spec = self.cluster.spec
+        where = spec.origin or spec.name
+        devices: list[Device] = []
+        for ni, node in enumerate(spec.nodes):
+            host = node.host
+            for gi, group in enumerate(node.gpus):
+                gspec = self.cluster.gpu_specs[group.device]
+                model = factory.gpu(group, gspec, self.cluster.llm, self.cluster.gpu_link(group))
+                for _ in range(group.count):
+                    k = sum(d.kind == "gpu" and d.node == ni for d in devices)
+                    devices.append(Device(len(devices), f"{node.name}/gpu{k}", ni, model))
+            for fi, group in enumerate(node.fpgas):
+                model = factory.fpga(group, self.cluster.llm, self.lib, where, f"nodes[{ni}].fpgas[{fi}].design")
+                for _ in range(group.count):
+                    k = sum(d.kind == "fpga" and d.node == ni for d in devices)
+                    devices.append(Device(len(devices), f"{node.name}/fpga{k}", ni, model))
+            logits_bytes = self.cluster.llm.vocab * host.logits_bytes_per_value
+            for d in devices:
+                if d.node != ni:
+                    continue
+                link = d.model.link
+                d.host_sampling_s = host.sampling_s_per_logit * self.cluster.llm.vocab
+                # per decoded token on an FPGA: logits -> host, sampling, token id -> FPGA
+                d.token_overhead_s = (link.latency_s + logits_bytes / link.effective_bw_bytes_per_s
+                                      + d.host_sampling_s
+                                      + link.latency_s + host.token_id_bytes / link.effective_bw_bytes_per_s)
+        return devices
+
+    def _check_placeable(self) -> None:
+        """Refuse, up front and by request, a request that no device of the cluster could ever hold."""
+        for rs in self.states:
+            if self.gpus:
+                ok_prefill = any(g.model.weights_bytes + g.model.kv_bytes(rs.prompt_tokens) <= g.model.memory_bytes
+                                 for g in self.gpus)
+                ok_decode = rs.steps_left == 0 or any(d.model.fits_alone(rs.final_ctx) for d in self.devices)
+            else:
+                ok_prefill = ok_decode = any(f.model.fits_alone(rs.final_ctx) for f in self.fpgas)
+            if not (ok_prefill and ok_decode):
+                raise HwmodelError(
+                    f"request {rs.id} ({rs.prompt_tokens} prompt + {rs.output_tokens} output tokens) fits on no "
+                    f"device of cluster {self.cluster.spec.name}: its KV cache at {rs.final_ctx} tokens plus the "
+                    f"{self.cluster.llm.name} weights exceed every device's memory")
+
+    def path(self, src: Device, dst: Device) -> Path:
+        key = (src.index, dst.index)
+        if key not in self._paths:
+            self._paths[key] = build_path(self.cluster.spec.kv_path, src=src.index, dst=dst.index,
+                                          src_node=src.node, dst_node=dst.node, src_link=src.model.link,
+                                          dst_link=dst.model.link, network=self.cluster.network)
+        return self._paths[key]
+
+    # ------------------------------------------------------------------------------------------ run
+    def run(self) -> SimResult:
+        for g in self.gpus:
+            g.proc = self.env.process(self._gpu_loop(g))
+        self.env.process(self._arrivals())
+        self.env.run()
+        if self.finished != len(self.states):
+            stuck = [rs.id for rs in self.states if not rs.done][:5]
+            raise HwmodelError(f"simulation ended with {len(self.states) - self.finished} unfinished requests "
+                               f"(e.g. ids {stuck}); the cluster cannot serve them")
+        return SimResult(self.cluster.spec.name, self.scheduler.name, self.slo, self.states, self.devices,
+                         self.env.now)
+
+    def _arrivals(self) -> Any:
+        env = self.env
+        for rs in self.states:
+            if rs.arrival_s > env.now:
+                yield env.timeout(rs.arrival_s - env.now)
+            self.scheduler.push(rs, env.now)
+            self._queued_prefill_only += rs.output_tokens == 1
+            self.kick()
+
+    # ------------------------------------------------------------------------------------------ placement
+    def kick(self) -> None:
+        """Place queued requests while the scheduler offers one the cluster can take now."""
+        sched = self.scheduler
+        while len(sched):
+            free = self._free_devices()
+            if free is None:
+                return
+            placed = False
+            for rs in sched.candidates(self.env.now):
+                if self._place(rs, *free):
+                    sched.remove(rs)
+                    self._queued_prefill_only -= rs.output_tokens == 1
+                    placed = True
+                    break
+                if sched.strict:
+                    return
+            if not placed:
+                return
+
+    def _free_devices(self) -> tuple[list[Device], list[Device]] | None:
+        """(GPUs free to prefill, FPGAs free to take a request), or None when nothing can start now."""
+        fpgas = [f for f in self.fpgas if f.reserved is None]
+        if not self.gpus:
+            return ([], fpgas) if fpgas else None
+        gpus = [g for g in self.gpus if g.state != PREFILL and not g.pending]
+        if not gpus:
+            return None
+        if not fpgas and not self._queued_prefill_only \
+                and all(len(g.batch) + len(g.joining) >= g.model.max_decode_batch for g in gpus):
+            return None  # no decode destination anywhere: nothing in the queue can start
+        return gpus, fpgas
+
+    def _place(self, rs: ReqState, gpus: list[Device], fpgas: list[Device]) -> bool:
+        """Start ``rs`` on free devices if the cluster rules (module docstring) allow it now."""
+        fits = [f for f in fpgas if f.model.fits_alone(rs.final_ctx)]
+        if not self.gpus:
+            if not fits:
+                return False
+            self._assign_fpga_local(rs, self.scheduler.pick_fpga(rs, fits, set()))
+            return True
+        free_gpus = [g for g in gpus if g.mem_free() >= g.model.kv_bytes(rs.prompt_tokens)]
+        if not free_gpus:
+            return False
+        if rs.steps_left == 0:  # one output token: a prefill is all it needs
+            g = min(free_gpus, key=lambda d: (len(d.batch), d.index))
+            self._assign_gpu(rs, g, None, g.model.kv_bytes(rs.prompt_tokens))
+            return True
+        if fits:
+            f = self.scheduler.pick_fpga(rs, fits, {g.node for g in free_gpus})
+            g = min(free_gpus, key=lambda d: (d.node != f.node, len(d.batch) > 0, len(d.batch), d.index))
+            f.reserved = rs
+            f.alloc(f.model.kv_bytes(rs.final_ctx))
+            self._assign_gpu(rs, g, f, g.model.kv_bytes(rs.prompt_tokens))
+            return True
+        # every FPGA busy (or too small): a GPU decodes the request itself if its batch and memory allow
+        local = [g for g in free_gpus if len(g.batch) + len(g.joining) < g.model.max_decode_batch
+                 and g.mem_free() >= g.batch_bytes_with(rs) - g.batch_bytes and self.scheduler.admit_gpu_decode(g, rs)]
+        if not local:
+            return False
+        g = min(local, key=lambda d: (len(d.batch), d.index))
+        g.joining.append(rs)
+        g.rebalance_batch_memory()
+        self._assign_gpu(rs, g, g, 0)
+        return True
+
+    def _assign_gpu(self, rs: ReqState, g: Device, dest: Device | None, gpu_bytes: int) -> None:
+        g.alloc(gpu_bytes)
+        rs.gpu_stage_bytes = gpu_bytes
+        rs.prefill_dev = g.index
+        rs.decode_dev = dest.index if dest is not None else -1
+        g.pending.append((rs, dest))
+        if g.state == IDLE:
+            g.state = BETWEEN
+            g.wake.succeed()
+        elif g.state == DECODE and not g.interrupted:
+            g.interrupted = True
+            g.proc.interrupt()
+
+    # ------------------------------------------------------------------------------------------ GPU
+    def _gpu_loop(self, g: Device) -> Any:
+        env = self.env
+        while True:
+            if g.pending:
+                rs, dest = g.pending.pop(0)
+                yield from self._gpu_prefill(g, rs, dest)
+            elif g.batch:
+                yield from self._gpu_decode(g)
+            else:
+                g.state = IDLE
+                g.wake = env.event()
+                yield g.wake
+
+    def _gpu_prefill(self, g: Device, rs: ReqState, dest: Device | None) -> Any:
+        env = self.env
+        g.state = PREFILL
+        t0 = env.now
+        rs.t_prefill_start = t0
+        migrating = dest is not None and dest is not g
+        if migrating:
+            kv_dst = dest.model.kv_bytes(rs.prompt_tokens)
+            plan = g.model.prefill_plan(rs.prompt_tokens, dest.model.kv_bits)
+            path = self.path(g, dest)
+            rs.path_kind = path.kind
+            self.calendar.prune(t0)
+            mig = migrate(self.calendar, path, kv_dst, [t0 + x for x in plan.layer_ready_s],
+                          host_free_s=t0 + plan.host_done_s)
+            rs.t_kv_ready = max(mig.kv_ready_s, t0 + plan.busy_s)  # usable once the prefill is done
+            rs.kv_bytes_moved = kv_dst
+            dest.phase_s[Phase.TRANSFER] += mig.dst_busy_s
+        else:
+            plan = g.model.prefill_plan(rs.prompt_tokens)
+            rs.path_kind = "local"
+        busy_s = plan.busy_s
+        yield env.timeout(busy_s)
+        g.state = BETWEEN
+        g.phase_s[Phase.PREFILL] += busy_s
+        if self.record:
+            g.segments.append((t0, env.now, "prefill", (rs.id,)))
+        rs.t_prefill_end = env.now
+        if dest is None:
+            rs.t_first_token = env.now
+            g.free(rs.gpu_stage_bytes)
+            self._finish(rs)
+        elif dest is g:  # joins the GPU's own decode batch; its first token is sampled on the GPU
+            rs.t_first_token = rs.t_kv_ready = rs.t_decode_start = env.now
+            g.joining.remove(rs)
+            g.batch.append(rs)
+        else:
+            link = g.model.link
+            rs.t_first_token = env.now + link.latency_s + self.vocab * self._logit_bytes(g) / \
+                link.effective_bw_bytes_per_s + g.host_sampling_s
+            to_fpga = dest.model.link.latency_s + (self.cluster.network.latency_s if dest.node != g.node
+                                                   and self.cluster.network else 0.0)
+            start = max(rs.t_kv_ready, rs.t_first_token + to_fpga)
+            env.process(self._fpga_decode(dest, rs, start))
+            self._release_at(g, rs.gpu_stage_bytes, rs.t_kv_ready)
+        self.kick()
+
+    def _logit_bytes(self, d: Device) -> int:
+        return self.cluster.spec.nodes[d.node].host.logits_bytes_per_value
+
+    def _release_at(self, d: Device, n_bytes: int, t_s: float) -> None:
+        """Free ``n_bytes`` of ``d``'s memory at ``t_s`` (the GPU's copy of a prompt's KV, once migrated)."""
+        def release(_event: Any) -> None:
+            d.free(n_bytes)
+            self.kick()
+
+        ev = self.env.timeout(max(0.0, t_s - self.env.now))
+        ev.callbacks.append(release)
+
+    def _step_ends(self, g: Device, n: int) -> np.ndarray:
+        """End times (relative) of the next ``n`` decode steps of ``g``'s batch."""
+        if len(g.batch) == 1:
+            return g.model.table.cumulative_from(g.batch[0].ctx, n)
+        n = min(n, _GPU_CHUNK_STEPS)
+        base = [r.ctx for r in g.batch]
+        times = [g.model.decode_batch_s([c + j for c in base]) for j in range(n)]
+        return np.cumsum(times)
+
+    def _gpu_decode(self, g: Device) -> Any:
+        env = self.env
+        n = 1 if self.per_token else min(r.steps_left for r in g.batch)
+        ends = self._step_ends(g, n)
+        t0 = env.now
+        g.state = DECODE
+        g.interrupted = False
+        done = len(ends)
+        try:
+            yield env.timeout(float(ends[-1]))
+        except simpy.Interrupt:
+            elapsed = env.now - t0
+            done = int(np.searchsorted(ends, elapsed, side="right"))
+            at_boundary = elapsed == 0.0 or (done > 0 and ends[done - 1] == elapsed)
+            if not at_boundary:  # the step in flight completes before the GPU switches
+                g.state = FINISHING
+                yield env.timeout(float(ends[done]) - elapsed)
+                done += 1
+        g.state = BETWEEN
+        g.interrupted = False
+        if done == 0:
+            return
+        g.phase_s[Phase.DECODE] += env.now - t0
+        if self.record:
+            g.segments.append((t0, env.now, "decode", tuple(r.id for r in g.batch)))
+        finished = []
+        for r in g.batch:
+            r.ctx += done
+            r.steps_left -= done
+            r.steps_gpu += done
+            if r.steps_left == 0:
+                finished.append(r)
+        if finished:
+            for r in finished:
+                g.batch.remove(r)
+                self._finish(r)
+            g.rebalance_batch_memory()
+            self.kick()
+
+    # ------------------------------------------------------------------------------------------ FPGA
+    def _assign_fpga_local(self, rs: ReqState, f: Device) -> None:
+        f.reserved = rs
+        f.alloc(f.model.kv_bytes(rs.final_ctx))
+        rs.prefill_dev = rs.decode_dev = f.index
+        rs.path_kind = "local"
+        self.env.process(self._fpga_prefill_decode(f, rs))
+
+    def _fpga_prefill_decode(self, f: Device, rs: ReqState) -> Any:
+        env = self.env
+        rs.t_prefill_start = env.now
+        busy_s = f.model.prefill_plan(rs.prompt_tokens).busy_s
+        f.state = PREFILL
+        yield env.timeout(busy_s)
+        f.phase_s[Phase.PREFILL] += busy_s
+        if self.record:
+            f.segments.append((rs.t_prefill_start, env.now, "prefill", (rs.id,)))
+        rs.t_prefill_end = rs.t_kv_ready = env.now
+        f.state = IDLE
+        link = f.model.link
+        rs.t_first_token = env.now + link.latency_s + self.vocab * self._logit_bytes(f) / \
+            link.effective_bw_bytes_per_s + f.host_sampling_s
+        if rs.steps_left == 0:
+            f.free(f.model.kv_bytes(rs.final_ctx))
+            f.reserved = None
+            self._finish(rs, rs.t_first_token)
+            self.kick()
+            return
+        yield from self._fpga_decode(f, rs, rs.t_first_token + link.latency_s)
+
+    def _fpga_decode(self, f: Device, rs: ReqState, start_s: float) -> Any:
+        env = self.env
+        if start_s > env.now:
+            yield env.timeout(start_s - env.now)
+        f.state = DECODE
+        rs.t_decode_start = t0 = env.now
+        n = rs.steps_left
+        if self.per_token:
+            for _ in range(n):
+                yield env.timeout(f.model.table.step_s(rs.ctx) + f.token_overhead_s)
+                rs.ctx += 1
+        else:
+            yield env.timeout(f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s)
+            rs.ctx += n
+        rs.steps_left = 0
+        rs.steps_fpga += n
+        f.phase_s[Phase.DECODE] += env.now - t0
+        if self.record:
+            f.segments.append((t0, env.now, "decode", (rs.id,)))
+        f.state = IDLE
+        f.free(f.model.kv_bytes(rs.final_ctx))
+        f.reserved = None
+        self._finish(rs)
+        self.kick()
+
+    # ------------------------------------------------------------------------------------------ end
+    def _finish(self, rs: ReqState, t_s: float | None = None) -> None:
+        """``rs`` is complete at ``t_s`` (default now): its last token has been sampled."""
+        rs.t_finish = self.env.now if t_s is None else t_s
+        rs.done += 1
+        self.finished += 1
+
+
+def simulate(cluster: ResolvedCluster, requests: Sequence[Request], scheduler: str = "fcfs", *,
+             slo: Slo | None = None, factory: DeviceFactory | None = None, per_token_events: bool = False,
+             record_segments: bool = False) -> SimResult:
+    """Run ``requests`` on ``cluster`` (see :class:`Simulation`)."""
+    return Simulation(cluster, requests, scheduler, slo=slo, factory=factory, per_token_events=per_token_events,
+                      record_segments=record_segments).run()
