@@ -1,0 +1,245 @@
+"""Evaluators: what a sweep computes at each design point, and the registry a spec names them from.
+
+An :class:`Evaluator` maps a parameter dict to a record of metrics (objectives and constraint values). It declares
+the parameters it accepts (with their types and allowed values, so a spec with an unknown parameter or a bad value
+is refused before any work starts) and the metrics it returns (with the range each can take, so a constraint that
+no point could ever meet is refused too). An optional ``screen`` gives, cheaply and without the full evaluation,
+some metrics exactly (e.g. resource use from an analytic estimate) and bounds on others (e.g. a latency floor);
+the planner uses it to drop points that cannot meet the constraints and to refuse a constraint set that no point
+of the space can meet.
+
+A spec's ``evaluator`` is one of:
+
+* a registered name (``streaming-decode``; see :func:`names`);
+* ``package.module:ATTRIBUTE`` naming an Evaluator object in an importable module;
+* ``path/to/file.py:ATTRIBUTE`` naming an Evaluator object in a Python file (relative to the spec file).
+
+Worker processes (local or Dask) receive only this reference and resolve it themselves, so an evaluator never has
+to be pickled; a Dask cluster needs the package (and any evaluator file) installed at the same path on its workers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib
+import importlib.util
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from hwmodel.dse.space import Params, Scalar
+from hwmodel.errors import HwmodelError, UnknownNameError
+
+_KIND_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A parameter an evaluator accepts: its type, allowed values or interval, and default (None: required)."""
+
+    name: str
+    kind: type
+    doc: str = ""
+    unit: str = ""
+    choices: tuple[Scalar, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    default: Scalar | None = None
+    required: bool = True
+    """With no default: True means a spec must give a value; False means the evaluator decides when absent."""
+
+    def coerce(self, value: Any) -> Scalar:
+        """The value converted to this parameter's type; raises ValueError(expected ...) if it does not fit."""
+        kind = self.kind
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise ValueError("true or false")
+            v: Scalar = value
+        elif kind is int:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+                raise ValueError("an integer")
+            v = int(value)
+        elif kind is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError("a finite number")
+            v = float(value)
+        elif kind is str:
+            if not isinstance(value, str):
+                raise ValueError("a string")
+            v = value
+        else:  # pragma: no cover - a programming error in an evaluator declaration
+            raise TypeError(f"parameter {self.name}: unsupported kind {kind!r}")
+        if self.choices is not None and v not in self.choices:
+            raise ValueError("one of " + ", ".join(repr(c) for c in self.choices))
+        if self.low is not None and v < self.low:  # type: ignore[operator]
+            raise ValueError(f"at least {self.low:g}")
+        if self.high is not None and v > self.high:  # type: ignore[operator]
+            raise ValueError(f"at most {self.high:g}")
+        return v
+
+    def describe(self) -> str:
+        what = _KIND_WORDS.get(self.kind, str(self.kind))
+        if self.choices is not None:
+            what = "one of " + ", ".join(str(c) for c in self.choices)
+        elif self.low is not None or self.high is not None:
+            lo = self.low if self.low is not None else "-inf"
+            hi = self.high if self.high is not None else "inf"
+            what += f" in [{lo}, {hi}]"
+        dflt = f"default {self.default}" if self.default is not None else ("required" if self.required else "optional")
+        return f"{what}; {dflt}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """A quantity an evaluator returns, with the interval it can take (used to refuse impossible constraints)."""
+
+    name: str
+    unit: str = ""
+    doc: str = ""
+    low: float = -math.inf
+    high: float = math.inf
+
+
+@dataclasses.dataclass(frozen=True)
+class Screen:
+    """What an evaluator knows about a point before evaluating it: some metrics exactly, bounds on others."""
+
+    exact: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    bounds: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+
+
+Bound = tuple[float | None, float | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluator:
+    """A named, versioned function from a parameter dict to metrics.
+
+    ``version`` is part of every point's identity: bump it when the model behind the evaluator changes, so a resumed
+    sweep does not mix results of two model versions. ``constraints`` are always applied (physical limits such as
+    "fits the board"); a spec can only add to them.
+    """
+
+    name: str
+    version: str
+    doc: str
+    params: tuple[Param, ...]
+    metrics: tuple[Metric, ...]
+    evaluate: Callable[[Params], Mapping[str, float]]
+    screen: Callable[[Params], Screen] | None = None
+    constraints: Mapping[str, Bound] = dataclasses.field(default_factory=dict)
+    innermost: tuple[str, ...] = ()
+    """Parameters a grid varies fastest (after all others), because consecutive points that differ only in them
+    share work the evaluator caches (e.g. a token program compiled once, run at several clocks)."""
+    extra_param: Callable[[str], Param | None] | None = None
+    """Parameters beyond ``params`` whose names follow a pattern (e.g. ``<engine>.lanes``): name -> Param or None."""
+    check_space: Callable[[Mapping[str, tuple[Scalar, ...]]], Iterable[tuple[str, str]]] | None = None
+    """Checks of the whole space before any work (e.g. every design named has the engines the parameters name):
+    given each parameter's values, yields (parameter, expected) for each problem."""
+
+    def __post_init__(self) -> None:
+        names = {m.name for m in self.metrics}
+        for c in self.constraints:
+            if c not in names:  # pragma: no cover - a programming error in an evaluator declaration
+                raise TypeError(f"evaluator {self.name}: constraint on unknown metric {c}")
+
+    @functools.cached_property
+    def param_map(self) -> dict[str, Param]:
+        return {p.name: p for p in self.params}
+
+    @functools.cached_property
+    def metric_map(self) -> dict[str, Metric]:
+        return {m.name: m for m in self.metrics}
+
+    def param(self, name: str) -> Param | None:
+        """The declaration of parameter ``name`` (a fixed one or one matched by ``extra_param``), or None."""
+        if name in self.param_map:
+            return self.param_map[name]
+        return self.extra_param(name) if self.extra_param is not None else None
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.metrics)
+
+    def complete(self, params: Mapping[str, Scalar]) -> Params:
+        """The parameters with defaults filled in for those not given."""
+        out = dict(params)
+        for p in self.params:
+            if p.name not in out and p.default is not None:
+                out[p.name] = p.default
+        return out
+
+    def run(self, params: Params) -> dict[str, float]:
+        """Evaluate one point: every declared metric as a float (missing or extra metrics are evaluator bugs)."""
+        raw = self.evaluate(params)
+        missing = [m for m in self.metric_names if m not in raw]
+        if missing:
+            raise TypeError(f"evaluator {self.name} returned no value for metric(s) {', '.join(missing)}")
+        return {m: float(raw[m]) for m in self.metric_names}
+
+
+# ---------------------------------------------------------------------------------------------------- registry
+_REGISTRY: dict[str, str] = {
+    "streaming-decode": "hwmodel.dse.streaming_eval:EVALUATOR",
+    "instruction-decode": "hwmodel.dse.instruction_eval:EVALUATOR",
+    "reasoning-replay": "hwmodel.dse.replay_eval:EVALUATOR",
+}
+
+
+def register(name: str, target: str) -> None:
+    """Register ``name`` for the evaluator object at ``module:ATTRIBUTE`` (imported when first used)."""
+    _REGISTRY[name] = target
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def canonical_ref(ref: str, base_dir: Path | None = None) -> str:
+    """A reference any process can resolve: registered names as they are, file paths made absolute."""
+    if ref in _REGISTRY:
+        return ref
+    if ":" not in ref:
+        raise UnknownNameError("evaluator", ref, names() + ["<module>:<ATTRIBUTE>", "<file.py>:<ATTRIBUTE>"])
+    target, attr = ref.rsplit(":", 1)
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        path = path.resolve()
+        if not path.is_file():
+            raise HwmodelError(f"evaluator file {path} does not exist (from evaluator = {ref!r})")
+        return f"{path}:{attr}"
+    return ref
+
+
+@functools.lru_cache(maxsize=32)
+def resolve(ref: str) -> Evaluator:
+    """The Evaluator a canonical reference names (cached per process)."""
+    target = _REGISTRY.get(ref, ref)
+    if ":" not in target:
+        raise UnknownNameError("evaluator", ref, names())
+    module_name, attr = target.rsplit(":", 1)
+    if module_name.endswith(".py"):
+        digest = hashlib.sha256(module_name.encode()).hexdigest()[:12]
+        mod_key = f"hwmodel_dse_user_{digest}"
+        module = sys.modules.get(mod_key)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(mod_key, module_name)
+            if spec is None or spec.loader is None:
+                raise HwmodelError(f"cannot load evaluator file {module_name}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[mod_key] = module
+            spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            raise HwmodelError(f"evaluator {ref!r}: cannot import module {module_name!r} ({exc})") from None
+    obj = getattr(module, attr, None)
+    if not isinstance(obj, Evaluator):
+        raise HwmodelError(f"evaluator {ref!r}: {module_name} has no Evaluator object named {attr!r}")
+    return obj

@@ -1,0 +1,288 @@
+"""The ``streaming-decode`` evaluator: one point of the streaming decode accelerator's design space.
+
+A point starts from a design (``fpga/designs/*.toml`` or a TOML path), changes the fields its parameters name
+(``dataclasses.replace``), and is evaluated with the cycle-level fast engine (:mod:`fpga.streaming`), the
+resource estimate (:mod:`fpga.resources`), the power model (:mod:`fpga.power`) and the timing-closure heuristic
+(:mod:`hwmodel.dse.timing`).
+
+Parameters (all optional; the design's own values otherwise):
+
+* ``design`` (default ``draft-u280``), ``board``, ``llm``: what to start from and what it runs on;
+* ``ctx`` (default 512): tokens in the KV cache when the token is decoded;
+* ``clock_mhz``: the kernel clock asked for; ``clock_policy``: ``constrain`` (default: a point whose reachable
+  clock is below the one asked for breaks the ``timing_slack >= 0`` constraint) or ``clamp`` (the point runs at
+  the lower of the two, as a tool flow that relaxes the clock target would);
+* design fields: ``weight_bits``, ``act_bits``, ``kv_bits``, ``act_quant``, ``softmax``, ``vector_chunk``,
+  ``fifo_depth``, ``fifo_latency_cycles``, ``max_ctx``;
+* HBM-port fields for every engine that has ports: ``port_width_bits``, ``burst_bytes``, ``buffer_depth``
+  (the prefetch depth: read requests buffered per port), ``max_outstanding``;
+* one engine's field: ``<engine>.<field>`` with field among ``lanes``, ``ports``, ``port_width_bits``,
+  ``burst_bytes``, ``buffer_depth``, ``max_outstanding``, ``pipeline_latency_cycles``, ``order``
+  (e.g. ``linear.lanes``, ``attn.ports``; a spec may write them as a ``[parameters.linear]`` table). An engine
+  field overrides the all-ports field of the same name;
+* ``timing_full_fraction``, ``timing_slr_derate``: the constants of the timing heuristic.
+
+Metrics: latency and throughput of one decoded token at ``ctx``, energy per token and board power, resource use
+(count and fraction of the board), HBM ports and capacity used, achieved HBM bandwidth, the clock the point runs
+at, the reachable clock and the timing slack. Always-on constraints: every resource and the HBM ports within the
+board, the weights and KV cache within the HBM the design's ports reach, and the timing slack non-negative.
+
+Speed: compiling a token program (Python) costs several times the fast engine's run (Numba), and the program does
+not depend on the kernel clock (only the channel timing does), so each worker keeps the programs of its last
+designs and reuses them across clocks; a test checks the result is identical to ``simulate_token``. A grid varies
+``clock_mhz`` fastest (``innermost``), so consecutive points, which land in the same chunk, share one program.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fpga.design import VALID_BITS, EngineSpec, StreamingDesign, check_structure, design_names, load_design
+from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen
+from hwmodel.dse.space import Params, Scalar
+from hwmodel.dse.timing import TimingModel, reachable_clock_hz, slrs_spanned
+from hwmodel.errors import HwmodelError
+from hwmodel.specs import BoardSpec, LlmSpec, library
+
+VERSION = "1"
+RESOURCE_KEYS = (("lut", "lut"), ("ff", "ff"), ("dsp", "dsp"), ("bram18k", "bram"), ("uram", "uram"))
+DESIGN_FIELDS = ("weight_bits", "act_bits", "kv_bits", "act_quant", "softmax", "vector_chunk", "fifo_depth",
+                 "fifo_latency_cycles", "max_ctx")
+PORT_FIELDS = ("port_width_bits", "burst_bytes", "buffer_depth", "max_outstanding")
+ENGINE_FIELDS = ("lanes", "ports", *PORT_FIELDS, "pipeline_latency_cycles", "order")
+WIDTHS = (32, 64, 128, 256, 512, 1024)
+
+_FIELD_PARAMS: dict[str, Param] = {
+    "lanes": Param("lanes", int, low=1, doc="MACs (or elements) per cycle"),
+    "ports": Param("ports", int, low=0, doc="HBM ports, one pseudo-channel each"),
+    "port_width_bits": Param("port_width_bits", int, unit="bit", choices=WIDTHS, doc="AXI data width"),
+    "burst_bytes": Param("burst_bytes", int, unit="B", low=32, high=4096, doc="bytes per read request"),
+    "buffer_depth": Param("buffer_depth", int, low=1, doc="read requests buffered per port (prefetch depth)"),
+    "max_outstanding": Param("max_outstanding", int, low=1, doc="read requests in flight per port"),
+    "pipeline_latency_cycles": Param("pipeline_latency_cycles", int, unit="cycles", low=0),
+    "order": Param("order", str, choices=("output", "input"), doc="matrix-vector loop order"),
+}
+
+
+def _opt(name: str, kind: type, **kw: Any) -> Param:
+    return Param(name, kind, required=False, **kw)
+
+
+PARAMS: tuple[Param, ...] = (
+    Param("design", str, default="draft-u280", doc="built-in design name or design TOML path"),
+    Param("ctx", int, low=0, default=512, unit="tokens", doc="tokens in the KV cache"),
+    _opt("clock_mhz", float, low=1.0, unit="MHz", doc="kernel clock asked for (default: the design's)"),
+    Param("clock_policy", str, choices=("constrain", "clamp"), default="constrain",
+          doc="constrain: a clock above the reachable one is infeasible; clamp: run at the reachable clock"),
+    _opt("board", str, doc="FPGA board spec name (default: the design's)"),
+    _opt("llm", str, doc="LLM spec name (default: the design's)"),
+    _opt("weight_bits", int, choices=VALID_BITS), _opt("act_bits", int, choices=VALID_BITS),
+    _opt("kv_bits", int, choices=VALID_BITS),
+    _opt("act_quant", str, choices=("dynamic", "static")), _opt("softmax", str, choices=("two-pass", "online")),
+    _opt("vector_chunk", int, low=1), _opt("fifo_depth", int, low=1), _opt("fifo_latency_cycles", int, low=1),
+    _opt("max_ctx", int, low=0, unit="tokens"),
+    *(dataclasses.replace(_FIELD_PARAMS[f], required=False, doc=_FIELD_PARAMS[f].doc + " (every engine with ports)")
+      for f in PORT_FIELDS),
+    Param("timing_full_fraction", float, low=0.05, high=1.0, default=TimingModel().full_fraction,
+          doc="reachable fraction of the clock ceiling at 100 % use of a resource"),
+    Param("timing_slr_derate", float, low=0.0, high=0.5, default=TimingModel().slr_derate,
+          doc="clock lost per extra SLR spanned"),
+)
+
+METRICS: tuple[Metric, ...] = (
+    Metric("latency_s", "s", "one decoded token at ctx", low=0.0),
+    Metric("tokens_per_s", "1/s", "decoded tokens per second at ctx", low=0.0),
+    Metric("cycles", "cycles", "kernel cycles of the token", low=0.0),
+    Metric("energy_per_token_j", "J", "board energy per decoded token (static included)", low=0.0),
+    Metric("power_w", "W", "board power while decoding", low=0.0),
+    Metric("run_clock_mhz", "MHz", "kernel clock the point runs at", low=0.0),
+    Metric("reachable_clock_mhz", "MHz", "clock the timing heuristic expects to close", low=0.0),
+    Metric("timing_slack", "", "reachable / asked clock - 1", low=-1.0),
+    *(Metric(f"{name}_util", "", f"{key.upper()} use / board", low=0.0) for key, name in RESOURCE_KEYS),
+    Metric("dsp", "", "DSP slices used", low=0.0),
+    Metric("slrs_spanned", "", "SLRs the design spans at its utilisation", low=1.0),
+    Metric("hbm_ports_util", "", "HBM ports used / board ports", low=0.0),
+    Metric("hbm_capacity_util", "", "weights + KV cache for max_ctx / board HBM", low=0.0),
+    Metric("fits_hbm", "", "1 when weights + KV cache fit the pseudo-channels the ports reach, else 0", low=0.0,
+           high=1.0),
+    Metric("hbm_bw_util", "", "achieved HBM bandwidth / board peak", low=0.0),
+    Metric("ports_bw_util", "", "achieved HBM bandwidth / peak of the channels used", low=0.0),
+)
+
+CONSTRAINTS = {**{f"{name}_util": (None, 1.0) for _k, name in RESOURCE_KEYS},
+               "hbm_ports_util": (None, 1.0), "fits_hbm": (1.0, None), "timing_slack": (0.0, None)}
+
+
+# ---------------------------------------------------------------------------------------------------- designs
+@functools.lru_cache(maxsize=64)
+def _base(name: str) -> StreamingDesign:
+    return load_design(name)
+
+
+def _engine_param(name: str) -> Param | None:
+    engine, dot, field = name.partition(".")
+    if not dot or not engine or field not in _FIELD_PARAMS:
+        return None
+    return dataclasses.replace(_FIELD_PARAMS[field], name=name)
+
+
+def _check_space(values: Mapping[str, tuple[Scalar, ...]]) -> Iterable[tuple[str, str]]:
+    lib = library()
+    designs = []
+    for d in values.get("design", ("draft-u280",)):
+        try:
+            designs.append(_base(str(d)))
+        except HwmodelError as exc:
+            yield "design", f"a built-in design ({', '.join(design_names())}) or a design TOML file ({exc})"
+            return
+    for key, kind in (("board", "fpga-board"), ("llm", "llm")):
+        for v in values.get(key, ()):
+            if v not in lib.names(kind):
+                yield key, f"a {kind} spec name ({', '.join(lib.names(kind))}), not {v!r}"
+    for name in values:
+        engine, dot, _field = name.partition(".")
+        if dot:
+            for d in designs:
+                names = [e.name for e in d.engines]
+                if engine not in names:
+                    yield name, f"an engine of design '{d.name}' ({', '.join(names)})"
+
+
+def build_design(p: Params) -> StreamingDesign:
+    """The design of point ``p`` at the clock asked for (see the module docstring for the parameters)."""
+    d = _base(str(p["design"]))
+    top: dict[str, Any] = {k: p[k] for k in DESIGN_FIELDS if k in p}
+    for k in ("board", "llm"):
+        if k in p:
+            top[k] = p[k]
+    if "clock_mhz" in p:
+        top["clock_hz"] = float(p["clock_mhz"]) * 1e6
+    if top:
+        d = dataclasses.replace(d, **top)
+    port_changes = {k: p[k] for k in PORT_FIELDS if k in p}
+    per_engine: dict[str, dict[str, Any]] = {}
+    for k, v in p.items():
+        engine, dot, field = k.partition(".")
+        if dot:
+            per_engine.setdefault(engine, {})[field] = v
+    if port_changes or per_engine:
+        engines = []
+        for e in d.engines:
+            ch = dict(port_changes) if e.ports else {}
+            ch.update(per_engine.get(e.name, {}))
+            engines.append(dataclasses.replace(e, **ch) if ch else e)
+        missing = set(per_engine) - {e.name for e in d.engines}
+        if missing:
+            raise HwmodelError(f"design '{d.name}' has no engine {', '.join(sorted(missing))}")
+        d = dataclasses.replace(d, engines=tuple(engines))
+    check_structure(d)
+    return d
+
+
+@dataclasses.dataclass(frozen=True)
+class _Static:
+    """What a point's metrics need besides the simulation: resources, clocks, capacity (cheap, analytic)."""
+
+    design: StreamingDesign
+    board: BoardSpec
+    llm: LlmSpec
+    exact: dict[str, float]
+    asked_hz: float
+    run_hz: float
+
+
+def _static(p: Params) -> _Static:
+    """Resources, clocks, ports and the coarse HBM capacity of point ``p`` (no simulation, well under 1 ms)."""
+    from fpga.resources import estimate
+
+    from hwmodel.bounds import resident_bytes
+
+    d = build_design(p)
+    lib = library()
+    board, llm = lib.board(d.board), lib.llm(d.llm)
+    use = estimate(d, board, llm)
+    util = use.utilization(board)
+    timing_util = {name: util[key] for key, name in RESOURCE_KEYS}
+    model = TimingModel(full_fraction=float(p["timing_full_fraction"]), slr_derate=float(p["timing_slr_derate"]))
+    reach = reachable_clock_hz(board.max_kernel_clock_hz, timing_util, board.slrs, model)
+    asked = d.clock_hz
+    run = min(asked, reach) if p["clock_policy"] == "clamp" else asked
+    exact = {f"{name}_util": util[key] for key, name in RESOURCE_KEYS}
+    exact.update(dsp=float(use.dsp), slrs_spanned=float(slrs_spanned(timing_util, board.slrs)),
+                 hbm_ports_util=d.total_ports / board.hbm.axi_ports,
+                 hbm_capacity_util=resident_bytes(llm, d.weight_bits, d.kv_bits, d.max_ctx) / board.hbm.capacity_bytes,
+                 run_clock_mhz=run / 1e6, reachable_clock_mhz=reach / 1e6,
+                 timing_slack=reach / run - 1.0 if p["clock_policy"] == "clamp" else reach / asked - 1.0)
+    return _Static(d, board, llm, exact, asked, run)
+
+
+# ---------------------------------------------------------------------------------------------------- evaluation
+@functools.lru_cache(maxsize=16)
+def _program(design_at_unit_clock: StreamingDesign, ctx: int) -> Any:
+    """The token program of a design (clock-independent), cached per worker across clocks."""
+    from fpga.streaming import compile_token
+
+    d = design_at_unit_clock
+    lib = library()
+    return compile_token(d, lib.board(d.board), lib.llm(d.llm), ctx, True)
+
+
+@functools.lru_cache(maxsize=16)
+def _fits_hbm(design_at_unit_clock: StreamingDesign) -> float:
+    """1.0 when the weights and the KV cache for max_ctx fit the pseudo-channels the design's ports reach, else 0.0
+    (``fpga.streaming.check_hbm_capacity``; clock-independent, so cached per worker like the programs)."""
+    from fpga.streaming import check_hbm_capacity
+
+    d = design_at_unit_clock
+    lib = library()
+    try:
+        check_hbm_capacity(d, lib.board(d.board), lib.llm(d.llm))
+    except HwmodelError:
+        return 0.0
+    return 1.0
+
+
+def simulate(design: StreamingDesign, ctx: int) -> Any:
+    """``fpga.streaming.simulate_token(design, ctx)``, reusing the program of the same design at another clock."""
+    from fpga.streaming import run_program
+
+    prog = _program(dataclasses.replace(design, clock_hz=1.0), int(ctx))
+    lib = library()
+    return run_program(design, lib.board(design.board), lib.llm(design.llm), prog, int(ctx), True)
+
+
+def evaluate(p: Params) -> dict[str, float]:
+    """All metrics of point ``p`` (a HwmodelError marks the point invalid, e.g. a design that deadlocks)."""
+    from fpga.power import token_power_w
+
+    st = _static(p)
+    d = dataclasses.replace(st.design, clock_hz=st.run_hz)
+    tok = simulate(d, int(p["ctx"]))
+    power = token_power_w(d, tok)
+    fits = _fits_hbm(dataclasses.replace(st.design, clock_hz=1.0))
+    return {**st.exact, "fits_hbm": fits, "latency_s": tok.seconds, "tokens_per_s": tok.tokens_per_s,
+            "cycles": float(tok.cycles),
+            "energy_per_token_j": power * tok.seconds, "power_w": power, "hbm_bw_util": tok.hbm_utilization,
+            "ports_bw_util": tok.ports_utilization}
+
+
+def screen(p: Params) -> Screen:
+    """Exact resources, clocks and coarse HBM capacity; latency bounded below by the decoder weights and KV cache at the
+    board's peak HBM bandwidth (the model streams at least those bytes and no channel beats its peak)."""
+    from hwmodel.bounds import decode_bytes
+
+    st = _static(p)
+    b = decode_bytes(st.llm, st.design.weight_bits, st.design.kv_bits, int(p["ctx"]))
+    floor_s = (b.weights_bytes + b.kv_bytes) / st.board.hbm.peak_bw_bytes_per_s
+    return Screen(exact=st.exact, bounds={"latency_s": (floor_s, math.inf), "tokens_per_s": (0.0, 1.0 / floor_s)})
+
+
+EVALUATOR = Evaluator(
+    name="streaming-decode", version=VERSION,
+    doc="cycle-level streaming decode accelerator (fpga.streaming) with resources, power and a timing heuristic",
+    params=PARAMS, metrics=METRICS, evaluate=evaluate, screen=screen, constraints=CONSTRAINTS,
+    innermost=("clock_mhz",), extra_param=_engine_param, check_space=_check_space,
+)

@@ -1,0 +1,42 @@
+"""What runs inside a worker (a local process or a Dask worker): evaluate a chunk of points.
+
+Kept small and free of heavy imports: it is preloaded by the local process pool's fork server and pickled by
+reference for Dask. The evaluator is resolved from its reference inside the worker (cached per process).
+"""
+from __future__ import annotations
+
+import signal
+import traceback
+
+from hwmodel.dse.evaluators import resolve
+from hwmodel.dse.space import Params
+from hwmodel.errors import HwmodelError
+
+ChunkResult = list[tuple[str, str, dict[str, float], str]]
+"""Per point: (point id, status "ok" | "invalid", metrics, message)."""
+
+
+class EvaluatorFailed(HwmodelError):
+    """An evaluator raised an unexpected exception (a bug in it, not a property of the design point)."""
+
+
+def ignore_sigint() -> None:
+    """Pool initializer: Ctrl-C is handled by the parent, which stops the workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def evaluate_chunk(evaluator_ref: str, points: list[tuple[str, Params]]) -> ChunkResult:
+    """Evaluate ``points`` (id, params) in order. A HwmodelError marks that point ``invalid`` with its message;
+    any other exception stops the chunk as an EvaluatorFailed naming the point and the traceback's last lines."""
+    ev = resolve(evaluator_ref)
+    out: ChunkResult = []
+    for pid, params in points:
+        try:
+            out.append((pid, "ok", ev.run(params), ""))
+        except HwmodelError as exc:
+            out.append((pid, "invalid", {}, str(exc).replace("\n", " ")))
+        except Exception as exc:  # noqa: BLE001 - reported with the point that triggered it
+            tb = "".join(traceback.format_exception(exc)[-3:]).strip().replace("\n", " | ")
+            raise EvaluatorFailed(f"evaluator '{ev.name}' raised {type(exc).__name__}: {exc} at point {params} "
+                                  f"[{tb}]") from None
+    return out
