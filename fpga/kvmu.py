@@ -2,7 +2,7 @@
 input multiplexer, and the KV memory the pointers guard — as a cycle-level model.
 
 Source: the disaggregated step-wise speculative reasoning design (draft on FPGA, PRM and target on GPUs) described
-in /work/shared/MISSION.md: registers ``valid`` (end of the verified tokens), ``curr`` (end of the step under
+in the project brief (HeteroReason-style disaggregation): registers ``valid`` (end of the verified tokens), ``curr`` (end of the step under
 verification), ``ahead`` (step-ahead frontier); modes *init*, *speculate*, *accept*, *rollback*; the decoder's
 input mux reads the local sampler in speculate/accept and PCIe (the target's tokens) in init/rollback.
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from hwmodel.errors import HwmodelError
+from hwmodel.report.plots import save_figure
 
 SCALES = 0.9
 SATURATED = 0.8
@@ -182,10 +183,4 @@ def plot_freq_study(study: FreqStudy, stem: Path, *, svg: bool = False) -> list[
     a2.legend(fontsize=8)
     a2.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
-    out = [stem.with_suffix(".png")]
-    fig.savefig(out[0])
-    if svg:
-        out.append(stem.with_suffix(".svg"))
-        fig.savefig(out[1])
-    plt.close(fig)
-    return out
+    return save_figure(fig, stem, svg)

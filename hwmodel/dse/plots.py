@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hwmodel.report.plots import save_figure
+
 import numpy as np
 
 if TYPE_CHECKING:
@@ -71,10 +73,4 @@ def plot_front(rep: SweepReport, objs: tuple[str, ...], stem: Path, *, svg: bool
     if feas or infeas:
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    out = [stem.with_suffix(".png")]
-    fig.savefig(out[0])
-    if svg:
-        out.append(stem.with_suffix(".svg"))
-        fig.savefig(out[1])
-    plt.close(fig)
-    return out
+    return save_figure(fig, stem, svg)

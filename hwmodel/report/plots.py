@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def grouped_bars(path: Path | str, panels: Mapping[str, Mapping[str, Mapping[str, float]]], series: Sequence[str],
@@ -52,3 +53,15 @@ def grouped_bars(path: Path | str, panels: Mapping[str, Mapping[str, Mapping[str
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+def save_figure(fig: Any, stem: Path | str, svg: bool = False) -> list[Path]:
+    """Write ``fig`` as STEM.png (and STEM.svg when ``svg``), close it, and return the paths written."""
+    import matplotlib.pyplot as plt
+
+    stem = Path(stem)
+    out = [stem.with_suffix(".png")] + ([stem.with_suffix(".svg")] if svg else [])
+    for path in out:
+        fig.savefig(path)
+    plt.close(fig)
+    return out
