@@ -22,6 +22,25 @@ def reproduce(ctx: click.Context, out_dir: Path) -> None:
         for cmd in studies:
             click.echo(f"== hwmodel reproduce {cmd.name}")
             ctx.invoke(cmd)
+        index = _write_index(out_dir, studies)
+        click.echo(f"== wrote {index}: every study's outputs")
+
+
+def _write_index(out_dir: Path, studies: list[click.Command]) -> Path:
+    """out/README.md: one section per study (its one-line help and the files it wrote)."""
+    lines = ["# hwmodel reproduce: outputs\n", "Every number is a model output; each study's report puts the "
+             "published reference beside it.\n"]
+    for cmd in studies:
+        folder = out_dir / cmd.name.replace("-", "_")
+        if not folder.is_dir():
+            folder = out_dir / cmd.name
+        lines.append(f"## {cmd.name}\n\n{cmd.get_short_help_str(limit=200)}\n")
+        files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+        lines += [f"- [{p.relative_to(out_dir)}]({p.relative_to(out_dir)})" for p in files] or ["- (no files)"]
+        lines.append("")
+    path = out_dir / "README.md"
+    path.write_text("\n".join(lines))
+    return path
 
 
 @reproduce.command("bounds")
