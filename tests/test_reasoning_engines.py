@@ -126,3 +126,34 @@ def test_timed_engine_stays_within_the_engine_context_capacity() -> None:
     assert te.decode_span_s(2000, 47) > 0  # contexts up to 2046: the table grows to the capacity, not beyond
     with pytest.raises(ValueError, match="beyond"):
         te.decode_span_s(2040, 9)
+
+
+def test_cumulative_tables_do_not_depend_on_query_order() -> None:
+    """Determinism across worker splits: the memoized tables are bit-identical whatever order contexts are asked in."""
+    from hwmodel.engine import Phase
+    from hwmodel.reasoning.costs import TimedEngine
+
+    class Wobbly:  # per-token times whose running sums round differently when summed in other chunks
+        name = "wobbly"
+
+        def decode_s(self, ctx: int) -> float:
+            return 1e-3 * (1.0 + (ctx % 7) / 3.0) + ctx * 1.1e-9
+
+        def ingest_s(self, n_tokens: int, ctx: int) -> float:
+            return n_tokens * 0.7 * self.decode_s(ctx)
+
+        def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
+            return n_tokens * 1e-4
+
+        def power_w(self, phase: Phase) -> float:
+            return 10.0
+
+    one_go, piecewise = TimedEngine(Wobbly()), TimedEngine(Wobbly())
+    one_go.decode_span_s(0, 9000)
+    one_go.ingest_one_s(9000)
+    for ctx, n in ((1500, 10), (5000, 3), (100, 8000), (0, 9000)):
+        piecewise.decode_span_s(ctx, n)
+        piecewise.ingest_one_s(ctx + n)
+    assert one_go.cum_table[:9001] == piecewise.cum_table[:9001]
+    assert [one_go.ingest_one_s(c) for c in range(0, 9000, 97)] == [piecewise.ingest_one_s(c) for c in range(0, 9000, 97)]
+    assert one_go.decode_energy_j(123, 4567) == piecewise.decode_energy_j(123, 4567)

@@ -25,6 +25,7 @@ import numpy as np
 from hwmodel.engine import Engine, Phase
 
 _PREFILL_BLOCK = 256  # contexts per vectorized GPU prefill block
+_FIRST_CHUNK = 1024  # contexts in the first block of a cumulative table; later blocks double it
 _CHECK_EVERY = 16  # every so many blocks, compare the vectorized pass with the engine's own prefill_cost
 
 
@@ -76,37 +77,40 @@ class TimedEngine:
         self._grow(initial_ctx)
 
     # ------------------------------------------------------------------------------------------------ tables
-    def _top(self, have: int, ctx: int) -> int:
-        top = max(ctx, 2 * have)
-        if self.max_ctx is not None:
-            top = max(ctx, min(top, self.max_ctx))
-        return top
+    def _chunks(self, have: int, ctx: int) -> list[tuple[int, int]]:
+        """The context ranges [lo, hi) by which a table whose last index is ``have`` grows to reach index ``ctx``.
+
+        Chunks are canonical -- each doubles the table, capped once at ``max_ctx`` -- whatever order the contexts
+        are asked in, so the cumulative sums (and every time read from them) are bit-identical run to run, however
+        problems are spread over worker processes."""
+        out = []
+        while have < ctx:
+            top = 2 * have if have else _FIRST_CHUNK
+            if self.max_ctx is not None and have < self.max_ctx:
+                top = min(top, self.max_ctx)
+            out.append((have, top))
+            have = top
+        return out
 
     def _grow(self, ctx: int) -> None:
         """Extend the cumulative decode tables to cover contexts [0, ctx]."""
-        have = len(self._cum) - 1
-        if ctx <= have:
-            return
-        top = self._top(have, ctx)
         steps = getattr(self.engine, "decode_steps_s", None)
-        if steps is not None:
-            times = np.asarray(steps(have, top - have), dtype=float)
-        else:
-            times = np.array([self.engine.decode_s(c) for c in range(have, top)], dtype=float)
-        if self._per_ctx_power:
-            power = np.array([self.engine.decode_power_w(c) for c in range(have, top)], dtype=float)
-        else:
-            power = np.full(len(times), self.power_w(Phase.DECODE))
-        self._cum.extend((self._cum[-1] + np.cumsum(times)).tolist())
-        self._cum_e.extend((self._cum_e[-1] + np.cumsum(times * power)).tolist())
+        for have, top in self._chunks(len(self._cum) - 1, ctx):
+            if steps is not None:
+                times = np.asarray(steps(have, top - have), dtype=float)
+            else:
+                times = np.array([self.engine.decode_s(c) for c in range(have, top)], dtype=float)
+            if self._per_ctx_power:
+                power = np.array([self.engine.decode_power_w(c) for c in range(have, top)], dtype=float)
+            else:
+                power = np.full(len(times), self.power_w(Phase.DECODE))
+            self._cum.extend((self._cum[-1] + np.cumsum(times)).tolist())
+            self._cum_e.extend((self._cum_e[-1] + np.cumsum(times * power)).tolist())
 
     def _grow_ingest(self, ctx: int) -> None:
-        have = len(self._cum_ing) - 1
-        if ctx <= have:
-            return
-        top = self._top(have, ctx)
-        times = np.array([self.engine.ingest_s(1, c) for c in range(have, top)], dtype=float)
-        self._cum_ing.extend((self._cum_ing[-1] + np.cumsum(times)).tolist())
+        for have, top in self._chunks(len(self._cum_ing) - 1, ctx):
+            times = np.array([self.engine.ingest_s(1, c) for c in range(have, top)], dtype=float)
+            self._cum_ing.extend((self._cum_ing[-1] + np.cumsum(times)).tolist())
 
     # ------------------------------------------------------------------------------------------------ decode
     def decode_span_s(self, ctx: int, n: int) -> float:

@@ -274,12 +274,7 @@ class ProblemSimulation:
                      wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
         """A request to a GPU model server (module docstring); interruptible at forward-pass boundaries."""
         env = self.env
-        try:
-            if wait_until_s > env.now:
-                yield env.timeout(wait_until_s - env.now)
-        except simpy.Interrupt:
-            op.start_s = op.end_s = env.now
-            op.done = True
+        if not (yield from self._wait_to_start(op, wait_until_s)):
             return
         start = op.start_s = env.now
         x_in = self._xfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, f"{op.label}: context")
@@ -310,6 +305,18 @@ class ProblemSimulation:
                 cache.add(op.ctx_key + (op.attempt,))
         op.done = True
 
+    def _wait_to_start(self, op: _Op, wait_until_s: float):  # noqa: ANN202 - SimPy sub-process
+        """Wait until ``wait_until_s``; an interrupt before then cancels the operation (returns False)."""
+        env = self.env
+        try:
+            if wait_until_s > env.now:
+                yield env.timeout(wait_until_s - env.now)
+        except simpy.Interrupt:
+            op.start_s = op.end_s = env.now
+            op.done = True
+            return False
+        return True
+
     def _run_until_done_or_stopped(self, op: _Op):  # noqa: ANN202 - SimPy sub-process
         """Wait for the last token; on an interrupt, run to the end of the forward pass in flight."""
         env = self.env
@@ -325,12 +332,7 @@ class ProblemSimulation:
     def _fpga_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
         """``n`` decode passes on the FPGA from context ``ctx``; interruptible at pass boundaries."""
         env = self.env
-        try:
-            if wait_until_s > env.now:
-                yield env.timeout(wait_until_s - env.now)
-        except simpy.Interrupt:
-            op.start_s = op.end_s = env.now
-            op.done = True
+        if not (yield from self._wait_to_start(op, wait_until_s)):
             return
         start = op.start_s = op.compute_start_s = env.now
         eng = self.pf.draft
