@@ -125,7 +125,6 @@ def simulate_reference(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, 
 def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_000) -> RefResult:
     tk, ta, sync = p[hbm.HP_TK], p[hbm.HP_TA], p[hbm.HP_SYNC]
     n_blocks = prog.n_blocks
-    t_eng = prog.t_eng.tolist()
     t_cyc = prog.t_cyc.tolist()
     t_drain = prog.t_drain.tolist()
     t_dep = prog.t_dep.tolist()

@@ -114,6 +114,17 @@ class Screen:
 Bound = tuple[float | None, float | None]
 
 
+def decode_floor_screen(exact: Mapping[str, float], llm: Any, weight_bits: int, kv_bits: int, ctx: int,
+                        peak_bw_bytes_per_s: float) -> Screen:
+    """A decode evaluator's screen: ``exact`` metrics, and latency bounded below by the decoder weights and KV cache
+    of ``ctx`` tokens at the board's peak HBM bandwidth (every model streams at least those bytes, no faster)."""
+    from hwmodel.bounds import decode_bytes
+
+    b = decode_bytes(llm, weight_bits, kv_bits, ctx)
+    floor_s = (b.weights_bytes + b.kv_bytes) / peak_bw_bytes_per_s
+    return Screen(exact=exact, bounds={"latency_s": (floor_s, math.inf), "tokens_per_s": (0.0, 1.0 / floor_s)})
+
+
 @dataclasses.dataclass(frozen=True)
 class Evaluator:
     """A named, versioned function from a parameter dict to metrics.

@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fpga.instruction_design import InstructionDesign, design_names, load_design
-from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen
+from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.dse.timing import TimingModel, reachable_clock_hz, slrs_spanned
 from hwmodel.errors import HwmodelError
@@ -207,13 +206,10 @@ def evaluate(p: Params) -> dict[str, float]:
 def screen(p: Params) -> Screen:
     """Exact resources, clocks, ports, capacity and prefetch fit; latency bounded below by the weights and KV
     cache at the board's peak HBM bandwidth."""
-    from hwmodel.bounds import decode_bytes
-
     st = _static(p)
     d = st.design
-    b = decode_bytes(d.llm_spec, d.weight_bits, d.kv_bits, int(p["ctx"]))
-    floor_s = (b.weights_bytes + b.kv_bytes) / d.board_spec.hbm.peak_bw_bytes_per_s
-    return Screen(exact=st.exact, bounds={"latency_s": (floor_s, math.inf), "tokens_per_s": (0.0, 1.0 / floor_s)})
+    return decode_floor_screen(st.exact, d.llm_spec, d.weight_bits, d.kv_bits, int(p["ctx"]),
+                               d.board_spec.hbm.peak_bw_bytes_per_s)
 
 
 EVALUATOR = Evaluator(

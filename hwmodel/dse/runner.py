@@ -30,7 +30,7 @@ from typing import Any
 
 from hwmodel.dse.spec import Point, SweepPlan
 from hwmodel.dse.store import ResultStore, Row
-from hwmodel.dse.worker import ChunkResult, EvaluatorFailed, evaluate_chunk, ignore_sigint
+from hwmodel.dse.worker import ChunkResult, evaluate_chunk, ignore_sigint
 from hwmodel.errors import HwmodelError
 
 MAX_POOL_RESTARTS = 3

@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fpga.design import VALID_BITS, EngineSpec, StreamingDesign, check_structure, design_names, load_design
-from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen
+from fpga.design import VALID_BITS, StreamingDesign, check_structure, design_names, load_design
+from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.dse.timing import TimingModel, reachable_clock_hz, slrs_spanned
 from hwmodel.errors import HwmodelError
@@ -272,12 +271,9 @@ def evaluate(p: Params) -> dict[str, float]:
 def screen(p: Params) -> Screen:
     """Exact resources, clocks and coarse HBM capacity; latency bounded below by the decoder weights and KV cache at the
     board's peak HBM bandwidth (the model streams at least those bytes and no channel beats its peak)."""
-    from hwmodel.bounds import decode_bytes
-
     st = _static(p)
-    b = decode_bytes(st.llm, st.design.weight_bits, st.design.kv_bits, int(p["ctx"]))
-    floor_s = (b.weights_bytes + b.kv_bytes) / st.board.hbm.peak_bw_bytes_per_s
-    return Screen(exact=st.exact, bounds={"latency_s": (floor_s, math.inf), "tokens_per_s": (0.0, 1.0 / floor_s)})
+    return decode_floor_screen(st.exact, st.llm, st.design.weight_bits, st.design.kv_bits, int(p["ctx"]),
+                               st.board.hbm.peak_bw_bytes_per_s)
 
 
 EVALUATOR = Evaluator(
