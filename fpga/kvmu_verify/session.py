@@ -5,9 +5,9 @@ while it generates and shrinks."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -20,7 +20,7 @@ from hwmodel.errors import HwmodelError
 SIMULATORS = ("icarus", "verilator")
 #: The OS package (Debian / Ubuntu) and executable each simulator needs, and the minimum version cocotb 2 takes.
 SIM_PACKAGE = {"icarus": ("iverilog", "iverilog"), "verilator": ("verilator", "verilator")}
-REPO_ROOT = Path(__file__).resolve().parents[2]
+TB_MODULE = "_hwmodel_kvmu_tb"  # fpga/kvmu_verify/tb.py, copied into the work directory under this name
 
 
 class SimulatorMissing(HwmodelError):
@@ -116,6 +116,15 @@ class RtlSession:
             names = " ".join(str(s) for s in self.sources)
             raise RtlBuildError(f"{names} (top '{self.top}'): {self.simulator} build failed: "
                                 f"{_first_error(log, str(e))} (full log: {log})") from None
+        if self.vcd is not None and self.simulator == "icarus" and hasattr(runner, "_test_command"):
+            # the runner passes vvp "-none" (dumping off) unless its own FST waves are on; the testbench top
+            # dumps VCD itself (+kvmu_vcd=PATH), so ask vvp for VCD instead
+            plain = runner._test_command
+
+            def vcd_command() -> list:
+                return [[("-vcd" if arg == "-none" else arg) for arg in cmd] for cmd in plain()]
+
+            runner._test_command = vcd_command
         self._runner = runner
 
     def start(self) -> None:
@@ -126,14 +135,18 @@ class RtlSession:
         self._sock.bind(str(sock_path))
         self._sock.listen(1)
         self._sock.settimeout(self.timeout_s)
-        env = {"HWMODEL_KVMU_SOCKET": str(sock_path),
-               "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+        env = {"HWMODEL_KVMU_SOCKET": str(sock_path)}
+        # The simulator's Python imports only cocotb and the testbench module, never hwmodel: the runner hands it
+        # this process's sys.path, to which the work directory (holding the module) is appended until close().
+        (self.work_dir / f"{TB_MODULE}.py").write_text((Path(__file__).parent / "tb.py").read_text())
+        self._path_entry = str(self.work_dir.resolve())
+        sys.path.append(self._path_entry)
         plusargs = [f"+kvmu_vcd={self.vcd}"] if self.vcd else []
         log = self.work_dir / "sim.log"
 
         def target() -> None:
             try:
-                self._runner.test(test_module="fpga.kvmu_verify.tb", hdl_toplevel=TB_TOP,
+                self._runner.test(test_module=TB_MODULE, hdl_toplevel=TB_TOP,
                                   hdl_toplevel_lang="verilog", build_dir=self.work_dir / "build",
                                   test_dir=self.work_dir, extra_env=env, plusargs=plusargs, log_file=log,
                                   results_xml=str(self.work_dir / "results.xml"))
@@ -169,6 +182,8 @@ class RtlSession:
         if self._thread is not None:
             self._thread.join(timeout=60)
             self._thread = None
+        if getattr(self, "_path_entry", None) in sys.path:
+            sys.path.remove(self._path_entry)
         if self._sock is not None:
             self._sock.close()
             self._sock = None
