@@ -67,8 +67,8 @@ MUTANTS: tuple[RtlMutant, ...] = (
     _m("capacity_off_by_one", "CapacityOffByOne", "the capacity check lets one token past the end",
        ("<= room);", "<= room + 1'b1);")),
     _m("accept_curr_lands_late", "the kernel mutant (a kernel whose accept forgets curr)",
-       "a cycle-level bug, visible only cycle by cycle: accept's curr update lands one edge late (and overrides "
-       "whatever the next cycle writes to curr)",
+       "a timing bug: accept's curr update lands one edge late, then overrides whatever the next cycle writes "
+       "to curr",
        ("reg [1:0]       busy_op;", "reg [1:0]       busy_op;\n    reg late;\n    reg [PTR_W-1:0] late_curr;"),
        ("valid_ptr <= curr_ptr;" + _NL + "curr_ptr <= ahead_ptr;",
         "valid_ptr <= curr_ptr;" + _NL + "late <= 1'b1;" + _NL + "late_curr <= ahead_ptr;"),

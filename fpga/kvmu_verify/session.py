@@ -39,14 +39,39 @@ def missing_tool(simulator: str = "icarus") -> str | None:
     try:
         import cocotb  # noqa: F401
         import cocotb_tools.runner  # noqa: F401
+        import hypothesis  # noqa: F401
     except ImportError:
-        return ("kvmu verify needs cocotb: pip install 'cocotb>=2.0,<3' (or the rtl extra: pip install "
-                "'hwmodel[rtl]')")
+        return ("kvmu verify needs cocotb and hypothesis: pip install 'cocotb>=2.0,<3' 'hypothesis>=6.100,<7' "
+                "(the rtl extra: pip install 'hwmodel[rtl]')")
     if shutil.which(exe) is None:
         return f"kvmu verify --simulator {simulator} needs {exe} on PATH: apt-get install {package}"
     if simulator == "icarus" and shutil.which("vvp") is None:
         return "kvmu verify --simulator icarus needs vvp on PATH: apt-get install iverilog"
+    if simulator == "verilator":
+        found = _verilator_version()
+        if found is not None and found < VERILATOR_MIN:
+            return (f"kvmu verify --simulator verilator needs Verilator {_ver(VERILATOR_MIN)}+ (the oldest cocotb "
+                    f"2 supports), found {_ver(found)}: install a newer verilator or use --simulator icarus")
     return None
+
+
+VERILATOR_MIN = (5, 36)
+
+
+def _ver(v: tuple[int, int]) -> str:
+    return f"{v[0]}.{v[1]:03d}"
+
+
+def _verilator_version() -> tuple[int, int] | None:
+    import re
+    import subprocess
+
+    try:
+        out = subprocess.run(["verilator", "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"Verilator\s+(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _first_error(log: Path, fallback: str) -> str:

@@ -24,17 +24,37 @@ _OPS = ([Op.SPECULATE] * 4 + [Op.MARK] * 2 + [Op.ACCEPT] * 2 + [Op.ROLLBACK] * 2
         + [Op.WAIT] * 2 + [UNKNOWN_OP])
 
 
-def _transition(op: int, arg: int, capacity: int, state: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+# Strategies built once (building one per draw costs more than the draw).
+_COUNT_KIND = st.sampled_from(["small", "small", "small", "room", "room+1", "zero", "negative", "max"])
+_NEGATIVE = st.sampled_from([-1, INT32_MIN, -7])
+_SMALL = st.integers(1, 8)
+_OFFSET = st.integers(0, 8)
+_BOUNDARY = st.integers(0, MAX_RUN)
+_POS_KIND = st.sampled_from(["boundary", "near", "capacity", "top", "past", "negative"])
+_PAST = st.sampled_from([1, 2, None])
+_NEG_POS = st.sampled_from([-1, INT32_MIN])
+_SIZE = st.sampled_from(["small", "tiny", "large"])
+_TINY_CAP = st.integers(1, 4)
+_SMALL_CAP = st.integers(5, 64)
+_LARGE_GAP = st.integers(0, 64)
+_TOP_GAP = st.integers(0, 48)
+_OP = st.sampled_from([int(op) for op in _OPS])
+_WAIT_LEGAL = st.integers(0, 4)
+_WAIT_COUNT = st.integers(1, 4)
+_WAIT_BAD = st.sampled_from([0, -1])
+_ARG32 = st.integers(INT32_MIN, INT32_MAX)
+_NOISE = st.integers(0, 2**32 - 1)
+
+
+def _kernel_transition():  # the kernel's transition rule as plain Python
     from fpga.kvmu_kernel import _transition as kernel_transition
 
-    fn = getattr(kernel_transition, "py_func", kernel_transition)
-    _, v, c, a, m = fn(op, arg, capacity, *state)
-    return v, c, a, m
+    return getattr(kernel_transition, "py_func", kernel_transition)
 
 
 def _count(draw: st.DrawFn, room: int) -> int:
-    """A speculate / ingest / wait count: small, the exact room, one past it, zero, negative, or 2**31 - 1."""
-    kind = draw(st.sampled_from(["small", "small", "small", "room", "room+1", "zero", "negative", "max"]))
+    """A speculate / ingest count: small, the exact room, one past it, zero, negative, or 2**31 - 1."""
+    kind = draw(_COUNT_KIND)
     if kind == "room" and 1 <= room <= MAX_RUN:
         return room
     if kind == "room+1" and room + 1 <= INT32_MAX:
@@ -42,64 +62,64 @@ def _count(draw: st.DrawFn, room: int) -> int:
     if kind == "zero":
         return 0
     if kind == "negative":
-        return draw(st.sampled_from([-1, INT32_MIN, -7]))
+        return draw(_NEGATIVE)
     if kind == "max" and room < INT32_MAX:  # refused; a legal 2**31-token run would take 2**31 cycles
         return INT32_MAX
-    return draw(st.integers(1, 8))
+    return draw(_SMALL)
 
 
 def _position(draw: st.DrawFn, capacity: int, state: tuple[int, int, int, int]) -> int:
     """An init position: a step boundary at or below valid, near ahead, the capacity and past it, or negative."""
     valid, _, ahead, _ = state
-    kind = draw(st.sampled_from(["boundary", "near", "capacity", "top", "past", "negative"]))
+    kind = draw(_POS_KIND)
     if kind == "boundary":
-        return draw(st.integers(0, valid))
+        return valid - min(valid, draw(_BOUNDARY))
     if kind == "capacity":
         return capacity
     if kind == "top":
-        return max(0, capacity - draw(st.integers(0, 8)))
+        return max(0, capacity - draw(_OFFSET))
     if kind == "past":
-        return capacity + draw(st.sampled_from([1, 2, INT32_MAX - capacity]))
+        past = draw(_PAST)
+        return capacity + past if past is not None else INT32_MAX
     if kind == "negative":
-        return draw(st.sampled_from([-1, INT32_MIN]))
-    return min(capacity, ahead + draw(st.integers(0, 8)))
+        return draw(_NEG_POS)
+    return min(capacity, ahead + draw(_OFFSET))
 
 
 @st.composite
 def examples(draw: st.DrawFn, max_commands: int = MAX_COMMANDS) -> Example:
-    size = draw(st.sampled_from(["small", "tiny", "large"]))
+    transition = _kernel_transition()
+    size = draw(_SIZE)
     if size == "tiny":
-        capacity = draw(st.integers(1, 4))
+        capacity = draw(_TINY_CAP)
     elif size == "large":
-        capacity = MAX_CAPACITY - draw(st.integers(0, 64))
+        capacity = MAX_CAPACITY - draw(_LARGE_GAP)
     else:
-        capacity = draw(st.integers(5, 64))
+        capacity = draw(_SMALL_CAP)
     state = (0, 0, 0, int(Mode.INIT))
     commands = []
     n = draw(st.integers(0, max_commands))
     if size == "large" and n:  # start near the top of a huge capacity, so that counts can reach the edge
-        p = capacity - draw(st.integers(0, 48))
+        p = capacity - draw(_TOP_GAP)
         commands.append(BusCommand(int(Op.INIT), p))
-        state = _transition(int(Op.INIT), p, capacity, state)
+        state = transition(int(Op.INIT), p, capacity, *state)[1:]
     while len(commands) < n:
-        op = int(draw(st.sampled_from(_OPS)))
-        room = capacity - state[2]
+        op = draw(_OP)
         idle = False
         if op == Op.INIT:
             arg = _position(draw, capacity, state)
         elif op in (Op.SPECULATE, Op.INGEST):
-            arg = _count(draw, room)
+            arg = _count(draw, capacity - state[2])
         elif op == Op.WAIT:
-            arg = draw(st.integers(1, 4)) if draw(st.integers(0, 4)) else draw(st.sampled_from([0, -1]))
+            arg = draw(_WAIT_COUNT) if draw(_WAIT_LEGAL) else draw(_WAIT_BAD)
             idle = arg >= 1 and draw(st.booleans())
         elif op == UNKNOWN_OP:
-            arg = draw(st.integers(INT32_MIN, INT32_MAX))
+            arg = draw(_ARG32)
         else:
             arg = 0
         commands.append(BusCommand(op, arg, idle))
-        state = _transition(op, arg, capacity, state)
-    noise = draw(st.integers(0, 2**32 - 1))
-    return Example(capacity, tuple(commands), noise)
+        state = transition(op, arg, capacity, *state)[1:]
+    return Example(capacity, tuple(commands), draw(_NOISE))
 
 
 __all__ = ["MAX_COMMANDS", "examples"]
