@@ -43,6 +43,16 @@ def missing_tool(simulator: str = "icarus") -> str | None:
     except ImportError:
         return ("kvmu verify needs cocotb and hypothesis: pip install 'cocotb>=2.0,<3' 'hypothesis>=6.100,<7' "
                 "(the rtl extra: pip install 'hwmodel[rtl]')")
+    try:
+        from find_libpython import find_libpython  # cocotb's own dependency
+
+        if find_libpython() is None:
+            return (f"cocotb embeds Python in the simulator and needs this Python's shared library (libpython"
+                    f"{sys.version_info.major}.{sys.version_info.minor}.so), which was not found: use a Python "
+                    f"built with --enable-shared (e.g. apt-get install libpython{sys.version_info.major}."
+                    f"{sys.version_info.minor})")
+    except ImportError:  # pragma: no cover - older cocotb without find_libpython
+        pass
     if shutil.which(exe) is None:
         return f"kvmu verify --simulator {simulator} needs {exe} on PATH: apt-get install {package}"
     if simulator == "icarus" and shutil.which("vvp") is None:
