@@ -20,6 +20,7 @@ from fpga.kvmu_codes import Op, Status
 from fpga.kvmu_verify.contract import UNKNOWN_OP, BusCommand, Example, compare, model_trace, schedule
 from fpga.kvmu_verify.mutants import MUTANTS, REFERENCE_RTL, write_mutants
 from fpga.kvmu_verify.session import missing_tool
+from fpga.kvmu_verify.streams import draw
 from hwmodel.cli import main
 
 MISSING = missing_tool("icarus")
@@ -35,33 +36,11 @@ FIRST_SIGNAL = {
 }
 
 
-def _draw_examples(n: int, seed: int) -> list[Example]:
-    """The examples `kvmu verify --seed seed --examples n` runs on a passing RTL, drawn without a simulator."""
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-    from hypothesis import seed as hseed
-
-    from fpga.kvmu_verify.streams import examples
-    from fpga.kvmu_verify.verify import _no_source_constants
-
-    out: list[Example] = []
-
-    @hseed(seed)
-    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
-    @given(examples())
-    def collect(ex: Example) -> None:
-        out.append(ex)
-
-    with _no_source_constants():
-        collect()
-    return out
-
-
 def test_examples_cover_the_table() -> None:
     """Over the 1,000 default examples: every command runs legally often, every refusal occurs (the unknown
     opcode too), capacities sit at both ends, counts fill the capacity exactly and pass it by one, and waits go
     both as idle bus cycles and as opcode 6."""
-    exs = _draw_examples(1000, 0)
+    exs = draw(1000, 0)
     assert len(exs) == 1000
     legal: Counter[int] = Counter()
     refused: Counter[int] = Counter()

@@ -10,8 +10,7 @@ one-example simulation).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -53,32 +52,6 @@ class VerifyResult:
         return self.mismatch.describe(self.example)
 
 
-@contextmanager
-def _no_source_constants() -> Iterator[None]:
-    """Hypothesis (6.13x+) mixes literals found in the loaded modules of this repository into what it draws, so
-    the examples of a seed would depend on which modules happen to be imported (the CLI and pytest differ) and on
-    unrelated edits. Turn that off for the run, so a seed draws the same examples everywhere. Uses a private
-    hook; when a hypothesis version lacks it, examples are still deterministic for one program and code version."""
-    try:
-        from hypothesis.internal.conjecture import providers
-    except ImportError:  # pragma: no cover - hypothesis reorganised
-        yield
-        return
-    original = getattr(providers, "_get_local_constants", None)
-    constants = getattr(providers, "Constants", None)
-    if original is None or constants is None:  # pragma: no cover
-        yield
-        return
-    empty = constants()
-    providers._get_local_constants = lambda: empty
-    providers.CONSTANTS_CACHE.cache.clear()
-    try:
-        yield
-    finally:
-        providers._get_local_constants = original
-        providers.CONSTANTS_CACHE.cache.clear()
-
-
 def run_examples(session: RtlSession, examples: int, seed: int,
                  progress: Callable[[int], None] | None = None) -> VerifyResult:
     """Hypothesis over ``examples`` examples on a started session; shrinks the first failure."""
@@ -86,6 +59,7 @@ def run_examples(session: RtlSession, examples: int, seed: int,
     from hypothesis import seed as hseed
 
     from fpga.kvmu_verify.streams import examples as example_strategy
+    from fpga.kvmu_verify.streams import no_source_constants
 
     passed = 0
 
@@ -105,7 +79,7 @@ def run_examples(session: RtlSession, examples: int, seed: int,
             progress(passed)
 
     try:
-        with _no_source_constants():
+        with no_source_constants():
             check()
     except _Mismatch as e:
         example, mismatch = minimize(session, e.example, e.mismatch)
