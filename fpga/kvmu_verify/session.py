@@ -223,7 +223,7 @@ class RtlSession:
             self._sock.close()
             self._sock = None
             shutil.rmtree(self._sock_path.parent, ignore_errors=True)
-        if self._own_dir and self.vcd is None:
+        if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
     # ---- examples
