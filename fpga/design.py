@@ -94,6 +94,8 @@ class StreamingDesign:
     fifo_depth: int = plain(default=8, doc="blocks each inter-engine activation FIFO holds")
     fifo_latency_cycles: int = plain(default=2, doc="cycles an activation block takes through an inter-engine FIFO")
     max_ctx: int = plain(default=4096, doc="KV-cache capacity the design reserves in HBM, tokens")
+    kvmu: bool = plain(default=False, doc="the design holds the KVMU (the speculative draft's KV rollback unit, "
+                                          "docs/kvmu.md); its LUTs/FFs are the yosys counts of fpga/rtl/kvmu.v")
     engines: tuple[EngineSpec, ...] = plain(doc="the engines")
     origin: str = dataclasses.field(default="", compare=False, metadata={"toml": False})
 

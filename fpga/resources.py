@@ -13,6 +13,10 @@ points in a sweep, not to replace a place-and-route report; expect +-30 % on LUT
 * HBM port: ``PORT_LUT`` LUTs / ``PORT_FF`` FFs for the m_axi adapter, width converter and clock converter
   [estimate: Vitis m_axi 512-bit adapters report 2-3 k LUT]; its read buffer in BRAM18K, ceil(width / 36) wide,
   512 deep per column (UltraScale+ BRAM in 512 x 36 mode).
+* KVMU (designs with ``kvmu = true``, the speculative drafts): the LUT / FF counts of the reference RTL
+  fpga/rtl/kvmu.v from yosys ``synth_xilinx -family xcup`` (UltraScale+), recorded with the yosys version and
+  command in fpga/data/kvmu_rtl_resources.toml [synthesized, not estimated; no DSP or RAM]. It is a fixed block
+  beside the engines (``ResourceUse.blocks``), outside the per-engine power model.
 * Activations: each matrix-vector engine double-buffers its largest input vector; two-pass attention keeps
   ``max_ctx`` fp32 scores per query head of a group; the residual stream is held twice (skip connections) — all in
   URAM (288 Kb = 36,864 B each).
@@ -20,6 +24,7 @@ points in a sweep, not to replace a place-and-route report; expect +-30 % on LUT
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from fpga.design import HBM_OPS, MATVEC_OPS, DesignError, EngineSpec, StreamingDesign
@@ -47,6 +52,7 @@ class ResourceUse:
     bram18k: int
     uram: int
     per_engine: dict[str, dict[str, int]]
+    blocks: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)  # fixed blocks: the KVMU
 
     def as_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -95,14 +101,24 @@ def engine_resources(design: StreamingDesign, e: EngineSpec, board: BoardSpec, l
     return {"lut": lut, "ff": ff, "dsp": dsp, "bram18k": bram, "uram": _cdiv(uram_bytes, URAM_BYTES)}
 
 
+@functools.cache
+def kvmu_resources() -> dict[str, int]:
+    """The KVMU's LUT / FF from the yosys synthesis of fpga/rtl/kvmu.v (fpga/data/kvmu_rtl_resources.toml)."""
+    from fpga.kvmu_verify.synth import recorded
+
+    rec = recorded()
+    return {"lut": rec["lut"], "ff": rec["ff"], "dsp": 0, "bram18k": 0, "uram": 0}
+
+
 def estimate(design: StreamingDesign, board: BoardSpec | None = None, llm: LlmSpec | None = None) -> ResourceUse:
     """Resource estimate of ``design`` (see the module docstring for the coefficients)."""
     board = board or design.board_spec()
     llm = llm or design.llm_spec()
     per = {e.name: engine_resources(design, e, board, llm) for e in design.engines}
-    tot = {k: sum(v[k] for v in per.values()) for k in ("lut", "ff", "dsp", "bram18k", "uram")}
+    blocks = {"kvmu": kvmu_resources()} if design.kvmu else {}
+    tot = {k: sum(v[k] for v in (*per.values(), *blocks.values())) for k in ("lut", "ff", "dsp", "bram18k", "uram")}
     return ResourceUse(lut=tot["lut"] + BASE_LUT, ff=tot["ff"] + BASE_FF, dsp=tot["dsp"], bram18k=tot["bram18k"],
-                       uram=tot["uram"], per_engine=per)
+                       uram=tot["uram"], per_engine=per, blocks=blocks)
 
 
 def check_fits(design: StreamingDesign, board: BoardSpec | None = None, llm: LlmSpec | None = None) -> ResourceUse:

@@ -16,7 +16,7 @@ def test_dsp_packing_and_totals() -> None:
     assert use.per_engine["linear"]["dsp"] == 2048 // 2  # two int8 MACs per DSP48E2
     f = estimate(load_design("flexllm-u280"))
     assert f.per_engine["linear"]["dsp"] == 2048 // 4  # four int4 MACs per DSP48E2
-    assert use.lut == sum(e["lut"] for e in use.per_engine.values()) + 10_000
+    assert use.lut == sum(e["lut"] for e in use.per_engine.values()) + 10_000 + use.blocks["kvmu"]["lut"]
     assert all(0 < v < 1 for v in use.utilization(d.board_spec()).values())
     check_fits(d)
 

@@ -50,7 +50,7 @@ GROUP_HELP = {
     "fpga": "FPGA accelerator models: cycle-level decode, co-simulation, HBM profiles, prefetch sweeps.",
     "gpu": "GPU latency and power per phase and serving framework.",
     "link": "Link and transfer-path timing (PCIe, host-staged, peer-to-peer, network).",
-    "kvmu": "The KV-cache management unit: command traces and waveforms.",
+    "kvmu": "The KV-cache management unit: command traces, waveforms, RTL verification and synthesis counts.",
     "workload": "Reasoning traces and request streams: generate, validate, import.",
     "study": "Focused studies (frequency scaling, ...).",
 }

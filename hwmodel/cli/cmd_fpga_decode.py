@@ -130,7 +130,8 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
 @fpga.command("designs")
 @json_option
 def designs_cmd(as_json: bool) -> None:
-    """Built-in streaming designs: model, board, clock, precision, engines and estimated resources."""
+    """Built-in streaming designs: model, board, clock, precision, engines and estimated resources (the KVMU's
+    LUT/FF, where a design has one, from the yosys synthesis of fpga/rtl/kvmu.v)."""
     from fpga.design import design_names, load_design
     from fpga.resources import estimate
 
@@ -141,18 +142,28 @@ def designs_cmd(as_json: bool) -> None:
         rows.append({"name": name, "llm": d.llm, "board": d.board, "clock_mhz": d.clock_hz / 1e6,
                      "bits": f"W{d.weight_bits}A{d.act_bits}KV{d.kv_bits}", "ports": d.total_ports,
                      "engines": {e.name: list(e.ops) for e in d.engines},
-                     "resources": {k: getattr(use, k) for k in ("lut", "ff", "dsp", "bram18k", "uram")}})
+                     "resources": {k: getattr(use, k) for k in ("lut", "ff", "dsp", "bram18k", "uram")},
+                     "blocks": use.blocks})
     if as_json:
         echo_json(rows)
         return
     from rich.table import Table
 
-    t = Table("design", "LLM", "board", "clock", "bits", "ports", "engines", "DSP", "LUT", "BRAM18K")
+    t = Table("design", "LLM", "board", "clock", "bits", "ports", "engines", "DSP", "LUT", "FF", "BRAM18K",
+              "KVMU LUT/FF")
     for r in rows:
+        kv = r["blocks"].get("kvmu")
         t.add_row(r["name"], r["llm"], r["board"], f"{r['clock_mhz']:g} MHz", r["bits"], str(r["ports"]),
                   "; ".join(f"{k}: {', '.join(v)}" for k, v in r["engines"].items()),
-                  f"{r['resources']['dsp']:,}", f"{r['resources']['lut']:,}", f"{r['resources']['bram18k']:,}")
+                  f"{r['resources']['dsp']:,}", f"{r['resources']['lut']:,}", f"{r['resources']['ff']:,}",
+                  f"{r['resources']['bram18k']:,}", f"{kv['lut']:,}/{kv['ff']:,}" if kv else "-")
     console().print(t)
+    if any("kvmu" in r["blocks"] for r in rows):
+        from fpga.kvmu_verify.synth import recorded
+
+        rec = recorded()
+        console().print(f"LUT and FF totals include the KVMU where listed: {rec['lut']} LUT / {rec['ff']} FF of "
+                        f"fpga/rtl/kvmu.v from {rec['source']}", markup=False, soft_wrap=True)
 
 
 @fpga.command("profile-port")

@@ -1,5 +1,6 @@
-"""`hwmodel kvmu trace`: run a KVMU command file through the cycle-level kernel, print a per-command table, write
-the waveform as VCD."""
+"""`hwmodel kvmu`: `trace` runs a KVMU command file through the cycle-level kernel (per-command table, VCD);
+`verify` checks a KVMU RTL against the model cycle by cycle; `mutants` writes the RTL mutants; `synth` gives the
+yosys LUT/FF counts of a KVMU RTL."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -88,3 +89,93 @@ def trace_cmd(commands_file: Path, vcd_path: Path | None, capacity: int | None, 
     if vcd_path is not None:
         click.echo(f"wrote {vcd_path}")
 
+
+
+@kvmu.command("verify")
+@click.option("--rtl", "rtl_files", multiple=True, required=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Verilog source of the KVMU under test; repeatable (all files of the design).")
+@click.option("--top", required=True, help="Name of the KVMU module (its ports follow docs/kvmu.md's signal "
+                                           "contract).")
+@click.option("--simulator", type=click.Choice(["icarus", "verilator"]), default="icarus", show_default=True,
+              help="Simulator cocotb drives (Icarus Verilog 11+, or Verilator 5.036+).")
+@click.option("--examples", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Hypothesis examples (command streams of up to 40 commands) that must pass.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Hypothesis seed: the same seed draws the same examples.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("kvmu-verify"),
+              show_default=True,
+              help="Where a failure writes counterexample.txt (the shrunk command file), model.vcd and rtl.vcd.")
+@json_option
+def verify_cmd(rtl_files: tuple[Path, ...], top: str, simulator: str, examples: int, seed: int, out_dir: Path,
+               as_json: bool) -> None:
+    """Verify a KVMU RTL against the model: hypothesis draws command streams (legal and illegal commands,
+    capacity edges, back-to-back commands and idle cycles), cocotb drives them into the RTL, and every contract
+    signal is compared with the model's per-cycle kernel in every cycle. A mismatch is shrunk; the command prints
+    the shrunk command file and the first differing cycle and signal, writes VCDs of the model and the RTL, and
+    exits 1. Exit 0 only when all examples pass."""
+    from fpga.kvmu_verify.verify import verify
+
+    result = verify(list(rtl_files), top, simulator=simulator, examples=examples, seed=seed, out_dir=out_dir)
+    if as_json:
+        echo_json({"rtl": [str(p) for p in rtl_files], "top": top, "simulator": simulator, "seed": seed,
+                   "examples": examples, "passed": result.passed, "examples_passed": result.examples_passed,
+                   "simulated": result.simulator_runs,
+                   "counterexample": result.example.command_file() if result.example else None,
+                   "first_difference": result.message() if result.mismatch else None,
+                   "files": {k: str(v) for k, v in result.files.items()}})
+    elif result.passed:
+        click.echo(f"PASS {top}: {result.message()}, seed {seed}, {simulator}")
+    else:
+        click.echo(f"FAIL {top}: {result.message()}")
+        if result.example is not None:
+            click.echo("shrunk counterexample (command file):")
+            click.echo("".join(f"  {ln}\n" for ln in result.example.command_file().splitlines()), nl=False)
+        for what, path in result.files.items():
+            click.echo(f"wrote {path} ({what})")
+    if not result.passed:
+        raise SystemExit(1)
+
+
+@kvmu.command("mutants")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Directory to write the RTL mutants into, one <name>.v each (module kvmu).")
+def mutants_cmd(out_dir: Path) -> None:
+    """Write the 12 RTL mutants of the reference KVMU (one per model mutant of the property tests), each a single
+    deliberate bug that `hwmodel kvmu verify` must catch."""
+    from fpga.kvmu_verify.mutants import MUTANTS, write_mutants
+
+    paths = write_mutants(out_dir)
+    for m in MUTANTS:
+        click.echo(f"{paths[m.name]}: {m.what} (mirrors {m.model_mutant})")
+
+
+@kvmu.command("synth")
+@click.option("--rtl", "rtl_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Verilog file to synthesize [default: the reference fpga/rtl/kvmu.v].")
+@click.option("--top", default="kvmu", show_default=True, help="Top module.")
+@click.option("--write", "write_record", is_flag=True,
+              help="Record the counts in fpga/data/kvmu_rtl_resources.toml (the reference RTL only), which the "
+                   "resource model reads for the KVMU.")
+@json_option
+def synth_cmd(rtl_file: Path | None, top: str, write_record: bool, as_json: bool) -> None:
+    """LUT and FF counts of a KVMU RTL from yosys synth_xilinx for UltraScale+ (-family xcup), with the yosys
+    version and command; --write records the reference's counts for the resource model."""
+    from fpga.kvmu_verify import synth
+    from fpga.kvmu_verify.mutants import REFERENCE_RTL
+    from hwmodel.errors import HwmodelError
+
+    rtl = rtl_file or REFERENCE_RTL
+    result = synth.synthesize(rtl, top)
+    if write_record:
+        if rtl.resolve() != REFERENCE_RTL.resolve():
+            raise HwmodelError(f"--write records the reference RTL ({REFERENCE_RTL}) only, not {rtl}")
+        result["record"] = str(synth.write_record(result))
+    if as_json:
+        echo_json(result)
+        return
+    cells = ", ".join(f"{k} {v}" for k, v in result["cells"].items())
+    click.echo(f"{rtl} ({top}): {result['lut']} LUT, {result['ff']} FF [UltraScale+, yosys {result['yosys']}]")
+    click.echo(f"cells: {cells}")
+    if write_record:
+        click.echo(f"wrote {result['record']}")
