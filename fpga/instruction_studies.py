@@ -173,28 +173,47 @@ def profile_hbm(board: BoardSpec, design: InstructionDesign, sizes: Iterable[int
 def chrome_trace(design: InstructionDesign, prefetch_ratio: int, ctx: int, max_instructions: int = 20000,
                  prefill_tokens: int = 0) -> dict[str, Any]:
     """A Chrome/Perfetto trace (JSON object format) of one decode step (or prefill): one track per unit (DM, MPE,
-    SFU); each instruction is a complete event from its start to its completion, in microseconds."""
+    SFU), each instruction a complete event from its start to its completion, named by its full assembly text.
+
+    Instructions in flight together on one unit (the datamover keeps several loads outstanding) go to separate
+    lanes of the unit's track (:func:`hwmodel.report.perfetto.chrome_trace`), and a counter track shows the HBM
+    bandwidth the traced datamover instructions draw (each one's bytes spread evenly over its duration)."""
+    from hwmodel.report.perfetto import Counter, Slice, chrome_trace as build_trace
+
     eng = InstructionEngine(design, prefetch_ratio=prefetch_ratio)
     prog = (eng.compiler.prefill_program(prefill_tokens, ctx) if prefill_tokens
             else eng.compiler.decode_program(ctx))
     flat, starts, _reps = prog.flat()
     counters, trace = instruction_sim.simulate_program(eng.design, prog, trace_instructions=max_instructions)
-    us_per_cycle = 1e6 / eng.design.clock_hz
-    events: list[dict[str, Any]] = [
-        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": f"{design.name} k={prefetch_ratio}"}}]
+    s_per_cycle = 1.0 / eng.design.clock_hz
+    tracks: dict[str, list[Slice]] = {}
+    steps: dict[float, float] = {}  # time -> change of the bandwidth drawn (bytes/s)
     for u in range(3):
-        events.append({"ph": "M", "pid": 1, "tid": u, "name": "thread_name", "args": {"name": isa.UNIT_NAMES[u]}})
+        lane = tracks.setdefault(isa.UNIT_NAMES[u], [])
         for row, rep, t0, t1 in trace[u]:
             if row < 0 or t1 < 0:
                 continue
             seg = int(np.searchsorted(starts, row, side="right") - 1)
-            text = isa.describe(flat[row])
-            events.append({"ph": "X", "pid": 1, "tid": u, "ts": t0 * us_per_cycle, "dur": max(t1 - t0, 1) * us_per_cycle,
-                           "name": text.split("  wait")[0][:48], "args": {"instruction": text, "segment": seg,
-                                                                            "repetition": int(rep)}})
-    return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"design": design.name, "prefetch_ratio": prefetch_ratio, "ctx": ctx,
-                          "cycles": counters["cycles"], "clock_hz": eng.design.clock_hz}}
+            instr = flat[row]
+            text = isa.describe(instr)
+            name = text.split("  wait")[0].strip()
+            lane.append(Slice(t0 * s_per_cycle, max(t1, t0 + 1) * s_per_cycle, name, isa.UNIT_NAMES[u],
+                              {"instruction": text, "segment": seg, "repetition": int(rep)}))
+            if int(instr[isa.F_OP]) in (isa.OP_LD, isa.OP_ST):
+                dur_s = max(t1 - t0, 1) * s_per_cycle
+                rate = float(isa.request_bytes(instr).sum()) / dur_s
+                steps[t0 * s_per_cycle] = steps.get(t0 * s_per_cycle, 0.0) + rate
+                steps[t0 * s_per_cycle + dur_s] = steps.get(t0 * s_per_cycle + dur_s, 0.0) - rate
+    level, samples = 0.0, []
+    for t in sorted(steps):
+        level += steps[t]
+        samples.append(Counter(t, {"GB/s": max(0.0, level) / 1e9}))
+    out = build_trace(tracks, process_name=f"{design.name} k={prefetch_ratio}",
+                      counters={"HBM bandwidth (traced DM instructions)": samples})
+    out["displayTimeUnit"] = "ns"
+    out["otherData"] = {"design": design.name, "prefetch_ratio": prefetch_ratio, "ctx": ctx,
+                        "cycles": counters["cycles"], "clock_hz": eng.design.clock_hz}
+    return out
 
 
 __all__ = ["prefetch_sweep", "profile_hbm", "chrome_trace", "parse_ratios", "parse_sizes", "access_bytes",

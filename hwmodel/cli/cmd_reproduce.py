@@ -23,7 +23,8 @@ def reproduce(ctx: click.Context, out_dir: Path) -> None:
             click.echo(f"== hwmodel reproduce {cmd.name}")
             ctx.invoke(cmd)
         index = _write_index(out_dir, studies)
-        click.echo(f"== wrote {index}: every study's outputs")
+        page = _write_html_index(out_dir, studies)
+        click.echo(f"== wrote {index} and {page}: every study's outputs")
 
 
 def _write_index(out_dir: Path, studies: list[click.Command]) -> Path:
@@ -31,9 +32,7 @@ def _write_index(out_dir: Path, studies: list[click.Command]) -> Path:
     lines = ["# hwmodel reproduce: outputs\n", "Every number is a model output; each study's report puts the "
              "published reference beside it.\n"]
     for cmd in studies:
-        folder = out_dir / cmd.name.replace("-", "_")
-        if not folder.is_dir():
-            folder = out_dir / cmd.name
+        folder = _study_folder(out_dir, cmd)
         lines.append(f"## {cmd.name}\n\n{cmd.get_short_help_str(limit=200)}\n")
         files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
         lines += [f"- [{p.relative_to(out_dir)}]({p.relative_to(out_dir)})" for p in files] or ["- (no files)"]
@@ -41,6 +40,19 @@ def _write_index(out_dir: Path, studies: list[click.Command]) -> Path:
     path = out_dir / "README.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def _study_folder(out_dir: Path, cmd: click.Command) -> Path:
+    folder = out_dir / cmd.name.replace("-", "_")
+    return folder if folder.is_dir() else out_dir / cmd.name
+
+
+def _write_html_index(out_dir: Path, studies: list[click.Command]) -> Path:
+    """out/index.html: the same index as one self-contained page with every table and figure."""
+    from hwmodel.report.html import Study, write_index
+
+    return write_index(out_dir, [Study(c.name, c.get_short_help_str(limit=200), _study_folder(out_dir, c))
+                                 for c in studies])
 
 
 @reproduce.command("bounds")

@@ -145,7 +145,8 @@ def summary_dict(rep: SweepReport) -> dict[str, Any]:
 
 def write_report(rep: SweepReport, out_dir: Path, *, svg: bool = False) -> list[Path]:
     """Write ``summary.json``, ``points.csv`` (all finished points, plan order, with feasibility),
-    ``topk.csv``, one ``front_<objectives>.csv`` and plot per front; returns the paths written."""
+    ``topk.csv``, one ``front_<objectives>.csv`` and plot per front, and the interactive ``explorer.html``;
+    returns the paths written."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -165,4 +166,7 @@ def write_report(rep: SweepReport, out_dir: Path, *, svg: bool = False) -> list[
         _write_csv(p, rep.plan, [rep.rows[i] for i in idx])
         written.append(p)
         written += plot_front(rep, objs, out_dir / f"front_{front_name(objs)}", svg=svg)
+    from hwmodel.dse.explorer import write_explorer
+
+    written.append(write_explorer(rep, out_dir / "explorer.html"))
     return written
