@@ -208,14 +208,14 @@ def _get_dotted(obj: Any, dotted: str) -> Any:
 
 def calibrated_values() -> dict[str, float]:
     """The committed fitted and fixed values of the instruction-design calibration family."""
-    from calibration.params import load_values, params_path
+    from hwmodel.params import load_values, params_path
 
     return load_values(params_path(CALIBRATION_FAMILY))
 
 
 def _fill_calibrated(design: InstructionDesign, fields: list[str],
                      values: Mapping[str, float] | None = None) -> InstructionDesign:
-    from calibration.params import params_path
+    from hwmodel.params import params_path
 
     values = calibrated_values() if values is None else values
     absent = [f for f in fields if f not in values]

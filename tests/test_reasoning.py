@@ -74,9 +74,12 @@ def fixed_migration(n_tokens: int) -> PromptMigration:
                            transfer_s=transfer, kv_bytes=n_tokens * 6144)
 
 
-def make_platform(draft_on: str = "gpu", draft_speed: float = 1.0, prm_speed: float = 1.0,
+def make_platform(draft_device: str = "server", draft_speed: float = 1.0, prm_speed: float = 1.0,
                   kvmu: bool = True) -> Platform:
-    if draft_on == "fpga":
+    """Test platform; ``draft_device`` as the policies name it: "server" (a GPU model server), "fpga" (a resident,
+    host-driven draft), "edge" (a remote model server)."""
+    resident = draft_device == "fpga"
+    if resident:
         draft = FixedEngine("fpga", 0.0015 / draft_speed, 1e-4 / draft_speed, 1.5e-3 / draft_speed, 45.0, 30.0)
     else:
         draft = FixedEngine("gpu-draft", 0.010 / draft_speed, 2e-5 / draft_speed, busy_w=150.0)
@@ -85,12 +88,13 @@ def make_platform(draft_on: str = "gpu", draft_speed: float = 1.0, prm_speed: fl
     return Platform(draft=TimedEngine(draft), prm=TimedEngine(prm), target=TimedEngine(target), links=FixedLinks(),
                     device_names={"draft": draft.name, "prm": "gpu-prm", "target": "gpu-target"},
                     prompt_migration=fixed_migration,
-                    api_call_overhead_s=0.002, draft_api_call_overhead_s=0.002 if draft_on != "fpga" else 0.0,
+                    api_call_overhead_s=0.002, draft_api_call_overhead_s=0.0 if resident else 0.002,
+                    draft_told_verdict=draft_device != "server",
                     kvmu_factory=(lambda: Kvmu(1 << 16)) if kvmu else None)
 
 
 def platform_for(policy: str, **kw) -> Platform:  # noqa: ANN003
-    return make_platform(POLICIES[policy].draft_on, **kw)
+    return make_platform(POLICIES[policy].draft_device, **kw)
 
 
 def build_problem(decisions: list[tuple[bool, bool]], lengths: list[int], backtracking: bool) -> Problem:

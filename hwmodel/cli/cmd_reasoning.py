@@ -22,9 +22,9 @@ def policies_cmd() -> None:
 
     from hwmodel.reasoning.policies import POLICIES
 
-    table = Table("policy", "label", "draft on", "step-ahead", "draft sync", "what it models")
+    table = Table("policy", "label", "draft device", "step-ahead", "draft sync", "what it models")
     for p in POLICIES.values():
-        table.add_row(p.name, p.label, p.draft_on, "yes" if p.step_ahead else "no", p.sync, p.description)
+        table.add_row(p.name, p.label, p.draft_device, "yes" if p.step_ahead else "no", p.sync, p.description)
     console().print(table)
 
 
@@ -35,8 +35,8 @@ def systems_cmd() -> None:
 
     for n in system_names():
         s = load_system(n)
-        click.echo(f"{n}: {s.display_name} (GPUs {s.gpu}/{s.gpu_framework}, FPGA {s.fpga_design} @ "
-                   f"{s.fpga_clock_hz / 1e6:.0f} MHz)")
+        devices = "; ".join(f"{name} = {d.describe()}" for name, d in s.devices.items())
+        click.echo(f"{n}: {s.display_name} ({devices})")
 
 
 @reason.command("run")
@@ -120,12 +120,13 @@ def cosim_cmd(trace_path: Path, problem_id: str, system_name: str, capacity: int
     weights), its KV cache addressed through a recording KVMU; writes the KVMU waveform as VCD."""
     from hwmodel.reasoning.cosim import cosimulate, write_cosim_summary
     from hwmodel.reasoning.report import write_timeline
-    from hwmodel.reasoning.system import _module, build_platform, load_system
+    from fpga import kvmu as kvmu_mod
+    from fpga.functional import model as functional
+    from hwmodel.reasoning.policies import policy
+    from hwmodel.reasoning.system import build_platform, load_system
     from hwmodel.specs import library
     from hwmodel.workload.traceio import read_trace
 
-    functional = _module("fpga.functional.model", "functional W8A8 draft model")
-    kvmu_mod = _module("fpga.kvmu", "KVMU model")
     system = load_system(system_name)
     trace = read_trace(trace_path)
     problem = trace.problem(problem_id)
@@ -133,7 +134,8 @@ def cosim_cmd(trace_path: Path, problem_id: str, system_name: str, capacity: int
     model = functional.DraftModel.from_synthetic(library().llm(system.draft_llm), seed=seed, capacity=capacity,
                                                  kvmu=kvmu_mod.Kvmu(capacity, record=True))
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = cosimulate(problem, trace.header, platform, model, clock_hz=system.fpga_clock_hz,
+    clock_hz = system.device(policy("heteroreason").draft_device).clock_hz  # the KVMU's waveform clock
+    result = cosimulate(problem, trace.header, platform, model, clock_hz=clock_hz,
                         vcd_path=out_dir / "kvmu.vcd", seed=seed)
     write_cosim_summary(out_dir / "cosim.json", result, problem)
     write_timeline(out_dir / "timeline.json", problem, trace, "heteroreason", platform)

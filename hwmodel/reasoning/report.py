@@ -145,9 +145,9 @@ def render_report(result: StudyResult, datasets: Sequence[str], configs: Sequenc
     out += [markdown_table(["policy", "devices"], rows, "ll"), ""]
     for c in configs:
         s = load_system(c)
-        out += [f"- **{c}**: {s.display_name}; GPU servers {s.gpu} with {s.gpu_framework}; PRM prefix caching "
-                f"{'on' if s.prm_prefix_cache else 'off'}; FPGA {s.fpga_design} at {s.fpga_clock_hz / 1e6:.0f} MHz; "
-                f"edge {s.edge_gpu} ({s.edge_framework}) over {s.edge_link}."]
+        devices = "; ".join(f"{n}: {d.describe()}" for n, d in s.devices.items())
+        out += [f"- **{c}**: {s.display_name}; PRM prefix caching {'on' if s.prm_prefix_cache else 'off'}; "
+                f"devices -- {devices}."]
     out.append("")
 
     # ---- traces
