@@ -38,7 +38,8 @@ class QuantSpec:
 
     group_size: int = sourced(check=positive, doc="input channels sharing one scale / zero point")
     scale_bits: int = sourced(check=one_of(8, 16, 32), unit="bit")
-    zero_bits: int = sourced(check=one_of(4, 8, 16, 32), unit="bit", doc="zero point (stored scaled: s*z, fp16)")
+    zero_bits: int = sourced(check=one_of(0, 4, 8, 16, 32), unit="bit",
+                             doc="zero point (stored scaled: s*z, fp16); 0 for symmetric quantization (no zero point)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

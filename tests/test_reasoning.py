@@ -298,9 +298,10 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     monkeypatch.setattr(reproduce_mod, "build_platform", test_builder)
     datasets = ("math500", "gsm8k")
     result, report = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1)
-    units = study_mod.study_units(datasets, study_mod.CONFIGS, study_mod.STUDY_POLICIES)
-    assert len(units) == len(datasets) * (2 * len(study_mod.STUDY_POLICIES) - len(study_mod.FIRST_CONFIG_ONLY))
-    variants = sum(1 if u.policy in study_mod.WITH_BACKTRACKING_ONLY else 2 for u in units)
+    units = study_mod.study_units(datasets, study_mod.CONFIGS, study_mod.STUDY_POLICIES, study_mod.DRAFT_PLACEMENTS)
+    assert len(units) == len(datasets) * (2 * len(study_mod.STUDY_POLICIES) - len(study_mod.FIRST_CONFIG_ONLY)
+                                          + 2 * len(study_mod.DRAFT_PLACEMENTS))
+    variants = sum(1 if (u.policy in study_mod.WITH_BACKTRACKING_ONLY or u.draft) else 2 for u in units)
     assert len(result.rows) == variants * 6
     rows = read_csv(tmp_path / "problems.csv")
     assert len(rows) == len(result.rows)
@@ -314,9 +315,14 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     tracks = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     assert sum(t.startswith(("draft", "prm", "target")) for t in tracks) == 3
     assert len(list((tmp_path / "traces").glob("*.jsonl.gz"))) == len(datasets) * 2 * 2
+    assert "Other draft devices" in text and "draft on fpga-instruction" in text
+    outputs = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*"))
+               if p.is_file() and p.name != "run.json"}
     again, _ = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1, resume=True)
     assert again.resumed_units == len(units)
     assert again.rows == result.rows
+    assert {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*"))
+            if p.is_file() and p.name != "run.json"} == outputs  # resumed: byte-identical outputs
 
 
 # ------------------------------------------------------------------------------------------------ co-simulation

@@ -148,26 +148,31 @@ def cosim_cmd(trace_path: Path, problem_id: str, system_name: str, capacity: int
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes.")
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="Only the first N problems of each dataset (quick look).")
-@click.option("--resume", is_flag=True, help="Reuse units already written under --out with the same inputs.")
+@click.option("--resume", is_flag=True,
+              help="Continue the study's journal under --out: units already finished with the same inputs are kept.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run the units on the Dask cluster at ADDRESS (e.g. tcp://host:8786) instead of local processes.")
 @click.pass_context
-def reproduce_heteroreason_cmd(ctx: click.Context, jobs: int, limit: int | None, resume: bool) -> None:
-    """System A: 4 datasets x 2 configurations x every policy, with and without backtracking; report.md beside
-    the published values, CSVs, ablation plot, Perfetto timelines."""
+def reproduce_heteroreason_cmd(ctx: click.Context, jobs: int, limit: int | None, resume: bool,
+                               scheduler: str | None) -> None:
+    """System A: 4 datasets x 2 configurations x every policy, with and without backtracking, and the draft on
+    other devices (instruction-driven FPGA, V80 streaming design, H200); report.md beside the published values,
+    CSVs, ablation plot, Perfetto timelines."""
     from rich.progress import Progress
 
     from hwmodel.reasoning.reproduce import reproduce_heteroreason
-    from hwmodel.reasoning.study import CONFIGS, STUDY_POLICIES, study_units
+    from hwmodel.reasoning.study import CONFIGS, DRAFT_PLACEMENTS, STUDY_POLICIES, study_units
     from hwmodel.workload.datasets import DATASETS
 
     out_dir: Path = (ctx.obj or {}).get("out_dir", Path("out")) / "heteroreason"
-    n_units = len(study_units(DATASETS, CONFIGS, STUDY_POLICIES))
+    n_units = len(study_units(DATASETS, CONFIGS, STUDY_POLICIES, DRAFT_PLACEMENTS))
     with Progress(console=console(), transient=True) as progress:
         task = progress.add_task("system A units", total=n_units)
-        result, report = reproduce_heteroreason(out_dir, jobs=jobs, limit=limit, resume=resume,
+        result, report = reproduce_heteroreason(out_dir, jobs=jobs, limit=limit, resume=resume, scheduler=scheduler,
                                                 on_unit_done=lambda u, n: progress.advance(task))
     for pol, why in result.skipped.items():
         click.echo(f"warning: policy {pol} not run: {why}", err=True)
-    click.echo(f"{len(result.rows)} problem replays in {result.wall_s:.1f} s ({jobs} workers); wrote {report}")
+    click.echo(f"{len(result.rows)} problem replays in {result.wall_s:.1f} s ({result.jobs} workers); wrote {report}")
 
 
 reproduce_heteroreason_cmd.order = 10  # type: ignore[attr-defined]
