@@ -187,3 +187,19 @@ def test_no_device_kind_decisions_in_system_a() -> None:
     hits = [f"{p}:{i}" for p in sorted((ROOT / "hwmodel/reasoning").rglob("*.py"))
             for i, line in enumerate(p.read_text().splitlines(), 1) if pat.search(line)]
     assert hits == []
+
+
+def test_a_dse_evaluator_registers_itself_from_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hwmodel.dse import evaluators
+
+    plugin = tmp_path / "my_eval.py"
+    plugin.write_text(textwrap.dedent('''
+        from hwmodel.dse.evaluators import register
+        register("clone-decode", "hwmodel.dse.streaming_eval:EVALUATOR")
+    '''))
+    monkeypatch.setenv("HWMODEL_PLUGINS", str(plugin))
+    try:
+        assert "clone-decode" in evaluators.names()
+        assert evaluators.resolve(evaluators.canonical_ref("clone-decode")).name == "streaming-decode"
+    finally:
+        evaluators._REGISTRY.pop("clone-decode", None)
