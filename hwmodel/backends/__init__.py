@@ -11,7 +11,6 @@ engine's capabilities (:mod:`hwmodel.engine`).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Protocol
 
 from hwmodel.errors import HwmodelError, SpecError
@@ -75,14 +74,28 @@ def need(entry: DeviceEntry, field: str, where: str, what: str) -> Any:
     return value
 
 
-@functools.cache
 def build_device(entry: DeviceEntry, llm: str, where: str = "") -> Device:
-    """The device of ``entry`` running ``llm`` (memoized per process: a reproduction builds each engine once)."""
-    backend = BACKENDS.get(entry.backend)
-    try:
-        return backend.build(entry, llm, where)
-    except HwmodelError:
-        raise
-    except ModuleNotFoundError as exc:
-        raise HwmodelError(f"{where}: back-end '{entry.backend}' needs a device model this checkout lacks ({exc})"
-                           ) from None
+    """The device of ``entry`` running ``llm``, memoized per process by (entry, llm): a reproduction builds each
+    engine once, shared by every system and role that names the same device. ``where`` names the spec field in
+    error messages."""
+    key = (entry, llm)
+    dev = _devices.get(key)
+    if dev is None:
+        backend = BACKENDS.get(entry.backend)
+        try:
+            dev = backend.build(entry, llm, where)
+        except HwmodelError:
+            raise
+        except ModuleNotFoundError as exc:
+            raise HwmodelError(f"{where}: back-end '{entry.backend}' needs a device model this checkout lacks "
+                               f"({exc})") from None
+        _devices[key] = dev
+    return dev
+
+
+_devices: dict[tuple[DeviceEntry, str], Device] = {}
+
+
+def clear_devices() -> None:
+    """Forget every device built so far (benchmarks: cold runs)."""
+    _devices.clear()

@@ -12,7 +12,10 @@ from hwmodel.cli.cmd_reproduce import reproduce
 reason = group("reason", "System A: step-wise speculative reasoning policies replayed on traces "
                          "(baseline, step-ahead, heteroreason, edge-draft).")
 
-_POLICY_HELP = "Policy: baseline, step-ahead, heteroreason, heteroreason-reprefill or edge-draft."
+_POLICY_HELP = ("Policy: baseline, step-ahead, heteroreason, heteroreason-reprefill, edge-draft, step-ahead-submit, "
+                "or one registered by a file named in $HWMODEL_PLUGINS (`hwmodel reason policies` lists them).")
+_DRAFT_HELP = ("Put the draft on this device of the system ([devices.NAME] in its TOML) instead of the policy's own "
+               "(e.g. fpga-instruction, fpga-v80, h200 in config1).")
 
 
 @reason.command("policies")
@@ -44,10 +47,12 @@ def systems_cmd() -> None:
 @click.option("--policy", "policy_name", default="heteroreason", show_default=True, help=_POLICY_HELP)
 @click.option("--system", "system_name", default="config1", show_default=True,
               help="Built-in configuration name or a system TOML file.")
+@click.option("--draft", "draft_device", default=None, metavar="DEVICE", help=_DRAFT_HELP)
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the per-problem metrics to this CSV file.")
 @json_option
-def run_cmd(trace_path: Path, policy_name: str, system_name: str, csv_path: Path | None, as_json: bool) -> None:
+def run_cmd(trace_path: Path, policy_name: str, system_name: str, draft_device: str | None, csv_path: Path | None,
+            as_json: bool) -> None:
     """Replay a trace under one policy: latency, goodput, energy, stall ratio, communication share."""
     from hwmodel.reasoning.metrics import CSV_FIELDS, summarize
     from hwmodel.reasoning.policies import policy
@@ -60,7 +65,7 @@ def run_cmd(trace_path: Path, policy_name: str, system_name: str, csv_path: Path
     system = load_system(system_name)
     trace = read_trace(trace_path)
     t0 = time.perf_counter()
-    rows = run_trace(trace, pol, build_platform(system, pol), system.name)
+    rows = run_trace(trace, pol, build_platform(system, pol, draft=draft_device), system.name)
     wall = time.perf_counter() - t0
     if csv_path is not None:
         write_csv(csv_path, (r.as_row() for r in rows), CSV_FIELDS)

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hwmodel.backends import Device, DeviceEntry, build_device
+from hwmodel.backends import Device, DeviceEntry, build_device, clear_devices
 from hwmodel.engine import Capability, require
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.reasoning.costs import TimedEngine
@@ -150,7 +150,7 @@ def clear_engine_memo() -> None:
     """Forget every engine built so far (benchmarks: cold replays)."""
     _memo.clear()
     _alive.clear()
-    build_device.cache_clear()
+    clear_devices()
 
 
 def _device(system: ReasoningSystem, device: str, llm: str) -> Device:
@@ -161,12 +161,10 @@ def _device(system: ReasoningSystem, device: str, llm: str) -> Device:
 
 
 def role_engine(system: ReasoningSystem, device: str, llm: str) -> TimedEngine:
-    """The memoized, timed engine of ``llm`` on ``device`` of ``system``."""
-    def make() -> TimedEngine:
-        d = _device(system, device, llm)
-        return TimedEngine(d.engine, initial_ctx=d.warm_ctx)
-
-    return _memoized(("engine", id(system), device, llm), make)
+    """The memoized, timed engine of ``llm`` on ``device`` of ``system`` (one per built device: systems and roles
+    naming the same device share it, and its memos)."""
+    d = _device(system, device, llm)
+    return _memoized(("engine", id(d)), lambda: TimedEngine(d.engine, initial_ctx=d.warm_ctx))
 
 
 class SystemLinks:
@@ -229,7 +227,8 @@ def prompt_migrations_to(system: ReasoningSystem, board: str, kv_bits: int, dst_
                 "prompt prefill (KV migration source)", f"{system.origin or system.name}: roles.prompt_prefill")
         return _PromptMigrations(src.engine, board, dst_link or library().board(board).host_link, kv_bits)
 
-    return _memoized(("migration", id(system), board, kv_bits, dst_link), make)
+    src_dev = _device(system, system.roles.prompt_prefill, system.draft_llm)
+    return _memoized(("migration", id(src_dev), board, kv_bits, dst_link), make)
 
 
 def prompt_migrations(system: ReasoningSystem, draft_device: str) -> _PromptMigrations:
