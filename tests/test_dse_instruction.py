@@ -51,7 +51,7 @@ def test_prefetch_beyond_the_buffers_is_screened_out(tmp_path: Path) -> None:
     ("[parameters.datamover]\nport_width_bits = [384]", "parameters.datamover.port_width_bits",
      "expected one of 64, 128, 256, 512, 1024, got 384"),
     ("[parameters.mpe]\nrow_lane = [8]", "parameters.mpe.row_lane", "a parameter of evaluator 'instruction-decode'"),
-    ('design = "glitches-u281"', "parameters.design", "a built-in instruction design (glitches-u280"),
+    ('design = "glitches-u281"', "parameters.design", "a built-in instruction design (draft-instr-u280, glitches-u280"),
     ("prefetch_ratio = [0]", "parameters.prefetch_ratio", "at least 1"),
 ])
 def test_bad_instruction_specs_are_refused(tmp_path: Path, params: str, field: str, message: str) -> None:
