@@ -45,9 +45,12 @@ def block(v: Validation) -> str:
         if area in SUMMARISED_AREAS:
             errs = [abs(r["error"]) for r in rs]
             free = rs[0]["free_params"]
-            lines.append(f"| {name} ({len(rs)}) | mean abs error {100 * sum(errs) / len(errs):.1f} %, "
-                         f"largest {100 * max(errs):.1f} % | {len(rs)} published points | {role}, {free} free | "
-                         f"{_range_pct([r['error'] for r in rs])} | {where} |")
+            what = ((f"largest abs error {100 * max(errs):.2f} %" if max(errs) >= 5e-5 else "all within 0.01 %")
+                    if role == "fitted" else
+                    f"mean abs error {100 * sum(errs) / len(errs):.1f} %, largest {100 * max(errs):.1f} %")
+            lines.append(f"| {area}: {len(rs)} {role} point{'s' if len(rs) > 1 else ''} | {what} | "
+                         f"{len(rs)} published | {role}, {free} free | {_range_pct([r['error'] for r in rs])} "
+                         f"| {where} |")
             continue
         r0 = rs[0]
         model = _span([r["model"] for r in rs]) + f" {r0['unit']}"
@@ -58,7 +61,9 @@ def block(v: Validation) -> str:
         else:
             pub = f"{_fmt(r0['published'])} {r0['unit']}"
             err = _range_pct([r["error"] for r in rs])
-        label = f"{area}: {name}" + (f" ({len(rs)} datasets)" if len(rs) > 1 else "")
+        limit = v.options.get("system_a_limit")
+        scope = f", first {limit} problems each" if area == "system A" and limit else ""
+        label = f"{area}: {name}" + (f" ({len(rs)} datasets{scope})" if len(rs) > 1 else "")
         lines.append(f"| {label} | {model} | {pub} | {_role(r0)} | {err} | {where} |")
     return "\n".join(lines)
 
@@ -68,9 +73,13 @@ def _span(xs: Sequence[float]) -> str:
     return _fmt(lo) if _fmt(lo) == _fmt(hi) else f"{_fmt(lo)}–{_fmt(hi)}"
 
 
+def _pct(x: float) -> str:
+    return "0.0 %" if abs(x) < 5e-4 else f"{100 * x:+.1f} %"
+
+
 def _range_pct(errs: Sequence[float]) -> str:
     lo, hi = min(errs), max(errs)
-    return f"{100 * lo:+.1f} %" if abs(hi - lo) < 5e-4 else f"{100 * lo:+.1f} … {100 * hi:+.1f} %"
+    return _pct(lo) if abs(hi - lo) < 5e-4 else f"{_pct(lo)[:-2]} … {_pct(hi)}"
 
 
 def current_block(text: str) -> str | None:
