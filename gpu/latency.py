@@ -89,7 +89,8 @@ class GpuEngine:
 
     def __init__(self, gpu: GpuSpec | str, llm: LlmSpec | str, framework: str | Framework = "vllm",
                  weight_bits: int | None = None, kv_bits: int = 16, params: GpuParams | None = None,
-                 ref_prompt_tokens: int = 1024, ref_ctx: int = 1024, decoding: str = "greedy") -> None:
+                 ref_prompt_tokens: int = 1024, ref_ctx: int = 1024, decoding: str = "greedy",
+                 host_op_param: str | None = None) -> None:
         self.gpu, self.llm = _resolve(gpu, llm)
         self.framework = get_framework(framework)
         fw = self.framework
@@ -117,7 +118,8 @@ class GpuEngine:
             attn_peak_ops_per_s=self.gpu.fp16_flops, eta_bw=p["eta_bw"], eta_compute=p[fw.compute_eff_param],
             n_half_tokens=p["n_half_tokens"], t_kernel_s=p["t_kernel_s"],
             eta_copy=p.values.get("eta_copy_hf"))
-        self.c_op_s = p[fw.host_op_param]
+        # the host that issues eager kernels: the framework's default, or another measured host's parameter
+        self.c_op_s = p[host_op_param or fw.host_op_param]
         self.t_step_s = p["t_step_vllm_s"] if fw.engine_step else 0.0
         self.power_gamma = p["power_gamma"]
         self.ref_prompt_tokens = ref_prompt_tokens
