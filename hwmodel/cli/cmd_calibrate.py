@@ -119,7 +119,7 @@ def reproduce_gpu(ctx: click.Context) -> None:
     LLaMA2-7B from an A100 (HF) to a U280 overlapped with the prefill, 64 to 3,072-token prompts."""
     import json
 
-    from calibration.family import get_family, report_family
+    from calibration.family import accounting, get_family, report_family
     from calibration.report import render, summarize
     from gpu.latency import GpuEngine
     from interconnect.pcie import kv_migration
@@ -131,8 +131,10 @@ def reproduce_gpu(ctx: click.Context) -> None:
     summary = summarize(rows)
     _write_csv(out_dir / "calibration.csv", rows, fam.conditions)
     (out_dir / "calibration.json").write_text(json.dumps(
-        {"summary": summary.as_dict(), "points": [r.as_dict() for r in rows]}, indent=2))
+        {"accounting": accounting(fam).as_dict(), "summary": summary.as_dict(), "points": [r.as_dict() for r in rows]},
+        indent=2))
     console().print(render(rows, "GPU model vs published measurements", fam.conditions))
+    click.echo(accounting_line(accounting(fam)))
     click.echo(f"fitted: {summary.fitted_points} points, largest |error| {100 * summary.fitted_max_abs_error:.2f} %; "
                f"predicted: {summary.predicted_points} points, mean |error| "
                f"{100 * summary.predicted_mean_abs_error:.1f} %, largest {100 * summary.predicted_max_abs_error:.1f} %")
