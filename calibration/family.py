@@ -1,7 +1,11 @@
 """A *model family* ties the generic machinery (measurements, fit, report, parameter files) to one device model.
 
-A family declares its free parameters (:class:`calibration.fit.Param`), its fixed constants, the measurement file
-it is calibrated on, the condition columns it reads, and ``predict(values, point)``. Everything else is shared:
+A family declares its free parameters (:class:`calibration.fit.Param`, fitted by least squares), the values it
+*chose* by looking at the same fitted points outside least squares (``choices``: a profile over a discrete
+parameter, a design value inferred from a fitted figure -- free parameters all the same), its fixed constants, the
+measurement file it is calibrated on, the condition columns it reads, and ``predict(values, point)``. Its
+*accounting* (:func:`accounting`) counts points fitted, free parameters (least squares + choices) and degrees of
+freedom (points fitted - free parameters). Everything else is shared:
 
 * :func:`fit_family` -- least squares on the ``fitted`` points; :func:`write_fit` stores the result in
   ``calibration/params/<family>.json`` (what the device model loads);
@@ -42,6 +46,13 @@ class Family:
     conditions: tuple[str, ...]
     predict: Callable[[Mapping[str, float], Measurement], float]
     reset: Callable[[], None] = lambda: None  # drop caches after the parameter file changed
+    #: values picked by looking at the fitted points outside least squares (name -> how): free parameters too
+    choices: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def free_params(self) -> int:
+        """Least-squares parameters plus the values chosen on the same points."""
+        return len(self.params) + len(self.choices)
 
     @property
     def measurements_path(self) -> Path:
@@ -50,6 +61,42 @@ class Family:
     @property
     def params_path(self) -> Path:
         return params_path(self.name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Accounting:
+    """How many points a family's parameters were matched to, and how many parameters did the matching."""
+
+    family: str
+    points_fitted: int
+    least_squares: tuple[str, ...]
+    choices: Mapping[str, str]
+    points_predicted: int
+    points_fitted_derived: int
+
+    @property
+    def free_params(self) -> int:
+        return len(self.least_squares) + len(self.choices)
+
+    @property
+    def degrees_of_freedom(self) -> int:
+        """Fitted points minus free parameters: 0 means every fitted point is matched by construction."""
+        return self.points_fitted - self.free_params
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "points_fitted": self.points_fitted, "free_params": self.free_params,
+                "degrees_of_freedom": self.degrees_of_freedom, "least_squares": list(self.least_squares),
+                "choices": dict(self.choices), "points_predicted": self.points_predicted,
+                "points_fitted_derived": self.points_fitted_derived}
+
+
+def accounting(fam: Family, points: Sequence[Measurement] | None = None) -> Accounting:
+    """Points fitted, free parameters and degrees of freedom of ``fam`` on ``points`` (default: its own file)."""
+    pts = list(points) if points is not None else load_measurements(fam.measurements_path)
+    return Accounting(family=fam.name, points_fitted=sum(p.role == "fitted" for p in pts),
+                      least_squares=tuple(p.name for p in fam.params), choices=dict(fam.choices),
+                      points_predicted=sum(p.role == "predicted" for p in pts),
+                      points_fitted_derived=sum(p.role == "fitted-derived" for p in pts))
 
 
 def get_family(name: str) -> Family:

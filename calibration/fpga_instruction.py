@@ -11,10 +11,14 @@ Quantities (subject = an instruction design name; conditions ``prefetch_ratio``,
 * ``prefill_s`` [s] -- prefill of ``input_tokens``;
 * ``best_prefetch_ratio`` [ratio] -- the ratio (1..8, among those that fit the buffers) with the fastest decode
   step at ``ctx``;
-* ``hbm_utilization`` [fraction] -- HBM bytes / (time x board peak) over the decode of ``decode_s_per_token``;
+* ``hbm_utilization`` [fraction] -- HBM bytes / (time x board peak) over the decode of ``decode_s_per_token``
+  (role ``fitted-derived``: the bytes are fixed by the design and the time is the fitted decode point, so the
+  value is an identity of the fit, not a prediction);
 * ``decode_tokens_per_s_per_w`` [tokens/s/W] -- decode tokens per second per watt of board power.
 
-Fitted parameters (few and physical): the datamover's per-request latency before a request reaches the HBM
+Free parameters: four for four fitted points (zero degrees of freedom) -- two by least squares (below), the
+requests in flight per channel picked by a profile on the same points, and the 6 MiB weight buffer inferred from
+the best ratio (:data:`CHOICES`). Least-squares parameters (few and physical): the datamover's per-request latency before a request reaches the HBM
 switch, and the MM-mode efficiency of the MPE (prefill). Fixed: requests in flight per channel (chosen by
 :func:`profile_outstanding`, a discrete profile of the same fit), the scheduler's issue cost and the MV overhead
 (not identifiable from these measurements; estimates). The least-squares fit (:mod:`calibration.fit`) needs a
@@ -56,6 +60,15 @@ FIXED_DOCS = {
     "scheduler.issue_cycles": "fetch + decode + scoreboard + dispatch per instruction [estimate]; not identifiable: "
                               "decode time does not change below ~40 cycles per instruction",
     "mpe.mv_overhead_cycles": "extra MPE occupancy per MV [estimate 0]; not identifiable from these points",
+}
+
+
+CHOICES = {
+    "datamover.outstanding": "2 requests in flight per channel, picked by profile_outstanding: the least-squares fit "
+                             "repeated with 1, 2, 3, 4 on the same fitted points, the best kept",
+    "buffers.weight_bytes": "the 6 MiB on-chip weight buffer of the glitches-u280 design, inferred from the published "
+                            "best prefetch ratio 4 (the fitted point glitches-u280-best-ratio): the largest ratio "
+                            "that fits the buffer is the best one (docs/instruction.md)",
 }
 
 
@@ -187,6 +200,7 @@ FAMILY = _Family(
     name=CALIBRATION_FAMILY,
     description="instruction-driven FPGA decode (fpga.instruction): scheduler, scoreboard, datamover on the HBM "
                 "channel model, MPE, SFU",
-    params=PARAMS, fixed=dict(FIXED), fixed_docs=FIXED_DOCS, conditions=CONDITIONS, predict=predict, reset=_reset)
+    params=PARAMS, fixed=dict(FIXED), fixed_docs=FIXED_DOCS, conditions=CONDITIONS, predict=predict, reset=_reset,
+    choices=CHOICES)
 
 __all__ = ["FAMILY", "predict", "best_ratio", "profile_outstanding"]

@@ -1,7 +1,8 @@
 """The GPU model family: which quantities of ``calibration/measurements/gpu.csv`` the GPU engine predicts, and how.
 
-Quantities (conditions: ``llm``, ``framework``, ``weight_bits``, ``kv_bits``, ``input_tokens``, ``output_tokens``;
-the subject is a GPU spec name):
+Quantities (conditions: ``llm``, ``framework``, ``weight_bits``, ``kv_bits``, ``input_tokens``, ``output_tokens``,
+``decoding`` -- ``greedy`` when empty, ``sample`` for ``generate(do_sample=True)``; ``host`` -- empty for the
+framework's default host, or a key of :data:`HOSTS`; the subject is a GPU spec name):
 
 * ``prefill_s`` [s] -- prefill of ``input_tokens``;
 * ``decode_s_per_token`` [s] -- mean decode step over ``output_tokens`` steps after an ``input_tokens`` prompt;
@@ -30,7 +31,9 @@ from hwmodel.errors import HwmodelError
 from hwmodel.specs import LlmSpec, library, load_spec_file
 
 CALIBRATION_LLMS = Path(__file__).resolve().parent / "llms"
-CONDITIONS = ("llm", "framework", "weight_bits", "kv_bits", "input_tokens", "output_tokens")
+CONDITIONS = ("llm", "framework", "weight_bits", "kv_bits", "input_tokens", "output_tokens", "decoding", "host")
+#: measured hosts whose eager-issue cost is not the framework's default (the ``host`` condition column)
+HOSTS = {"qwen-bench": "c_op_host_qwen_s"}
 UNITS = {"prefill_s": "s", "decode_s_per_token": "s", "decode_tokens_per_s": "tokens/s",
          "decode_tokens_per_s_per_w": "tokens/s/W", "generate_tokens_per_s": "tokens/s"}
 
@@ -45,6 +48,10 @@ PARAMS = (
     Param("eta_compute_vllm", 0.6, 0.05, 1.0, "",
           "tensor-core efficiency of large GEMMs and attention in vLLM prefill"),
     Param("power_gamma", 0.5, 0.05, 3.0, "", "exponent of board power versus utilisation (gpu.power)"),
+    Param("c_op_host_qwen_s", 18e-6, 1e-6, 200e-6, "s",
+          "host time to issue one eager kernel on the Qwen2.5 speed-benchmark server (another x86 host)"),
+    Param("eta_copy_hf", 0.85, 0.05, 1.0, "",
+          "fraction of peak DRAM bandwidth of transformers' eager KV-cache copies (torch.cat, repeat_kv)"),
 )
 FIXED_DOCS = {"n_half_tokens": "GEMM rows at half tensor-core efficiency: the 16-row mma M-tile of Ampere (not fitted: "
                                "no measurement below 1,536 prompt tokens constrains it)"}
@@ -65,12 +72,22 @@ def resolve_llm(name: str) -> LlmSpec:
 
 def _engine(values: Mapping[str, float], pt: Measurement) -> GpuEngine:
     return _engine_cached(pt.subject, pt.text("llm"), pt.text("framework"), pt.integer("weight_bits", 16),
-                          pt.integer("kv_bits", 16), tuple(sorted(values.items())))
+                          pt.integer("kv_bits", 16), tuple(sorted(values.items())), pt.text("decoding", "greedy"),
+                          _host_param(pt))
+
+
+def _host_param(pt: Measurement) -> str:
+    host = pt.text("host", "")
+    if host and host not in HOSTS:
+        raise MeasurementError(f"{pt.origin}: column 'host': expected empty or one of {', '.join(HOSTS)}, got {host!r}")
+    return HOSTS.get(host, "")
 
 
 @functools.lru_cache(maxsize=256)
-def _engine_cached(gpu: str, llm: str, fw: str, wb: int, kb: int, values: tuple[tuple[str, float], ...]) -> GpuEngine:
-    return GpuEngine(gpu, resolve_llm(llm), framework=fw, weight_bits=wb, kv_bits=kb, params=GpuParams.of(dict(values)))
+def _engine_cached(gpu: str, llm: str, fw: str, wb: int, kb: int, values: tuple[tuple[str, float], ...],
+                   decoding: str = "greedy", host_param: str = "") -> GpuEngine:
+    return GpuEngine(gpu, resolve_llm(llm), framework=fw, weight_bits=wb, kv_bits=kb, params=GpuParams.of(dict(values)),
+                     decoding=decoding, host_op_param=host_param or None)
 
 
 def predict(values: Mapping[str, float], pt: Measurement) -> float:

@@ -9,7 +9,9 @@ Schema (``calibration/measurements/*.csv``; the same for every device family)::
 * ``quantity`` -- what the value is (e.g. ``prefill_s``, ``decode_s_per_token``, ``generate_tokens_per_s``);
   the model family decides which quantities it can predict;
 * ``value``, ``unit`` -- the measured number and its unit (checked against the quantity by the model family);
-* ``role`` -- ``fitted`` (used by the fit) or ``predicted`` (held out; the report shows the model's error);
+* ``role`` -- ``fitted`` (used by the fit), ``predicted`` (held out; the report shows the model's error) or
+  ``fitted-derived`` (not used by the fit, but the model's value follows from fitted points by identity -- e.g. a
+  utilization = fixed bytes / fitted time / peak -- so matching it is no evidence of predictive power);
 * ``source`` -- where the number comes from (paper table, repository file and commit, script + machine);
 * ``notes`` -- free text (assumptions made when the source is vague);
 * any further columns are *conditions* of the measurement (LLM, framework, token counts, clock...), empty when not
@@ -29,7 +31,7 @@ from pathlib import Path
 from hwmodel.errors import HwmodelError
 
 REQUIRED = ("id", "subject", "quantity", "value", "unit", "role", "source")
-ROLES = ("fitted", "predicted")
+ROLES = ("fitted", "predicted", "fitted-derived")
 MEASUREMENTS_DIR = Path(__file__).resolve().parent / "measurements"
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 

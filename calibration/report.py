@@ -2,7 +2,9 @@
 
 Generic like :mod:`calibration.fit`: it takes the points and a ``model(point) -> float`` callable. The error is
 ``(model - measured) / measured``; the summary gives the largest error of the fitted points (the fit's quality) and
-the mean / largest error of the predicted ones (the model's predictive power on data it never saw).
+the mean / largest error of the predicted ones (the model's predictive power on data it never saw). Points marked
+``fitted-derived`` (a value that follows from fitted points by identity) are listed after the fitted ones and count
+in neither.
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from calibration.measurements import Measurement
+
+ROLE_ORDER = {"fitted": 0, "fitted-derived": 1, "predicted": 2}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +41,7 @@ class ReportRow:
 class Summary:
     fitted_points: int
     fitted_max_abs_error: float
+    fitted_derived_points: int
     predicted_points: int
     predicted_mean_abs_error: float
     predicted_max_abs_error: float
@@ -47,9 +52,9 @@ class Summary:
 
 def build_report(points: Sequence[Measurement], model: Callable[[Measurement], float],
                  condition_columns: Sequence[str] = ()) -> list[ReportRow]:
-    """Rows for ``points``: fitted ones first, then predicted, each in file order."""
+    """Rows for ``points``: fitted ones first, then fitted-derived, then predicted, each in file order."""
     rows = []
-    for pt in sorted(points, key=lambda p: 0 if p.fitted else 1):
+    for pt in sorted(points, key=lambda p: ROLE_ORDER.get(p.role, len(ROLE_ORDER))):
         value = float(model(pt))
         err = (value - pt.value) / pt.value if math.isfinite(value) else math.inf
         cond = {c: pt.conditions.get(c, "") for c in condition_columns} if condition_columns else dict(pt.conditions)
@@ -61,7 +66,9 @@ def build_report(points: Sequence[Measurement], model: Callable[[Measurement], f
 def summarize(rows: Sequence[ReportRow]) -> Summary:
     fit = [abs(r.error) for r in rows if r.role == "fitted"]
     pred = [abs(r.error) for r in rows if r.role == "predicted"]
-    return Summary(fitted_points=len(fit), fitted_max_abs_error=max(fit, default=0.0), predicted_points=len(pred),
+    derived = [r for r in rows if r.role == "fitted-derived"]
+    return Summary(fitted_points=len(fit), fitted_max_abs_error=max(fit, default=0.0),
+                   fitted_derived_points=len(derived), predicted_points=len(pred),
                    predicted_mean_abs_error=sum(pred) / len(pred) if pred else 0.0,
                    predicted_max_abs_error=max(pred, default=0.0))
 

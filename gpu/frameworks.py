@@ -13,6 +13,10 @@ A framework is not a fudge factor: it is a *program* (which kernels one forward 
   (scheduler, input preparation, sampler, output processing).
 * ``vllm-eager`` -- the same vLLM program with ``--enforce-eager`` (what the RSD reference serve scripts use): every
   kernel of a decode step is issued by the host, like prefill.
+* ``mlc`` -- a compiled runtime (MLC-LLM: TVM-generated fused kernels, decode replayed as a CUDA graph, a C++
+  engine loop with no Python per-step overhead) running group-quantized INT4 weights: the ``vllm`` program (fused
+  kernels) with graph decode, no engine-step overhead, issued by the board's host (ARM on a Jetson). No
+  measurement is fitted on it: every point is predicted with the parameters of the other frameworks.
 * ``edge-w8a8`` -- an eager PyTorch W8A8 (SmoothQuant-style) decoder on a Jetson-class board: the ``hf`` program
   with every linear replaced by an INT8 GEMM and a per-token activation quantization in front of each distinct
   linear input; issued by the board's ARM host. Calibrated on ONE measurement (the Orin Nano 17 tokens/s point).
@@ -60,6 +64,11 @@ FRAMEWORKS: dict[str, Framework] = {
                   engine_step=True, host_op_param="c_op_host_s", compute_eff_param="eta_compute_vllm",
                   weight_bits=16, allowed_weight_bits=(16, 8, 4), allowed_kv_bits=(16, 8),
                   doc="the vLLM program with every decode kernel issued by the host (RSD serve scripts)"),
+        Framework("mlc", "MLC-LLM compiled runtime (fused kernels, CUDA graphs, C++ engine)", "vllm",
+                  decode_graph=True, kv_layout="paged", engine_step=False, host_op_param="c_op_edge_s",
+                  compute_eff_param="eta_compute_vllm", weight_bits=4, allowed_weight_bits=(4, 8, 16),
+                  allowed_kv_bits=(16, 8),
+                  doc="vllm program, graph decode, no per-step engine overhead; INT4 weights (predicted only)"),
         Framework("edge-w8a8", "eager PyTorch W8A8 on a Jetson-class board", "w8a8", decode_graph=False,
                   kv_layout="padded", engine_step=False, host_op_param="c_op_edge_s",
                   compute_eff_param="eta_compute_hf", weight_bits=8, allowed_weight_bits=(8,), allowed_kv_bits=(16, 8),

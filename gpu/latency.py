@@ -15,6 +15,9 @@ Operations (``ctx`` = tokens already in the KV cache):
   the whole context ``ctx + n`` is recomputed every call; with it only the ``n`` new tokens.
 * ``decode_batch_s(ctxs)`` -- one decode step of a batch (paged KV for vLLM; padded to the longest for HF).
 
+``decoding="sample"`` adds the kernels of ``generate(do_sample=True)``'s logits processors to every eager HF pass
+that ends in an LM head (:mod:`gpu.sampling`; no parameter); the default is greedy selection.
+
 A model whose weights plus KV cache do not fit the GPU memory is refused with a clear error.
 """
 from __future__ import annotations
@@ -28,6 +31,7 @@ from gpu import launch
 from gpu.frameworks import Framework, framework as get_framework
 from gpu.kernels import Pass, Program, build_program
 from gpu.params import GpuParams, default_params
+from gpu.sampling import DECODINGS, with_sampling
 from gpu.power import board_power_w, utilisation
 from hwmodel.bounds import resident_bytes
 from hwmodel.engine import Capability, Phase
@@ -91,10 +95,17 @@ class GpuEngine:
 
     def __init__(self, gpu: GpuSpec | str, llm: LlmSpec | str, framework: str | Framework = "vllm",
                  weight_bits: int | None = None, kv_bits: int = 16, params: GpuParams | None = None,
-                 ref_prompt_tokens: int = 1024, ref_ctx: int = 1024) -> None:
+                 ref_prompt_tokens: int = 1024, ref_ctx: int = 1024, decoding: str = "greedy",
+                 host_op_param: str | None = None) -> None:
         self.gpu, self.llm = _resolve(gpu, llm)
         self.framework = get_framework(framework)
         fw = self.framework
+        if decoding not in DECODINGS:
+            raise HwmodelError(f"decoding must be one of {', '.join(DECODINGS)}, got {decoding!r}")
+        # eager HF generate(do_sample=True) runs its logits processors as host-issued kernels (gpu.sampling); vLLM's
+        # sampler is part of its per-step engine overhead, fitted on sampled runs
+        self.decoding = decoding
+        self._sampled = decoding == "sample" and fw.program in ("hf", "w8a8")
         self.weight_bits = fw.weight_bits if weight_bits is None else int(weight_bits)
         self.kv_bits = int(kv_bits)
         if self.weight_bits not in fw.allowed_weight_bits:
@@ -111,8 +122,10 @@ class GpuEngine:
         self.roofline = launch.Roofline(
             bw_bytes_per_s=self.gpu.mem_bw_bytes_per_s, gemm_peak_ops_per_s=self.gpu.peak_ops_per_s(self.weight_bits),
             attn_peak_ops_per_s=self.gpu.fp16_flops, eta_bw=p["eta_bw"], eta_compute=p[fw.compute_eff_param],
-            n_half_tokens=p["n_half_tokens"], t_kernel_s=p["t_kernel_s"])
-        self.c_op_s = p[fw.host_op_param]
+            n_half_tokens=p["n_half_tokens"], t_kernel_s=p["t_kernel_s"],
+            eta_copy=p.values.get("eta_copy_hf"))
+        # the host that issues eager kernels: the framework's default, or another measured host's parameter
+        self.c_op_s = p[host_op_param or fw.host_op_param]
         self.t_step_s = p["t_step_vllm_s"] if fw.engine_step else 0.0
         self.power_gamma = p["power_gamma"]
         self.ref_prompt_tokens = ref_prompt_tokens
@@ -134,6 +147,8 @@ class GpuEngine:
 
     def _run(self, p: Pass, graph: bool, head: str = "auto") -> tuple[launch.Timeline, Program]:
         prog = build_program(self.llm, self.framework.program, p, self.weight_bits, self.kv_bits, head)
+        if self._sampled and head == "auto" and self.llm.output_head == "lm":
+            prog = with_sampling(prog, self.llm.vocab, p)
         times = launch.PassTimes.of(prog, self.roofline)
         run = launch.graph if graph else launch.eager
         return run(self.c_op_s, times, start_s=self.t_step_s), prog

@@ -2,7 +2,10 @@
 
 GPU side: a kernel takes ``t_kernel + max(bytes / (eta_bw * BW), ops / (eta_c(n) * peak))`` -- a roofline with a
 fixed per-kernel cost (launch latency, ramp-up and tail of a small grid). ``eta_bw`` is the fraction of peak DRAM
-bandwidth a streaming kernel sustains; ``eta_c(n) = eta_max * n / (n + n_half)`` is the tensor-core efficiency of a
+bandwidth a streaming kernel sustains; the eager KV-cache copies of the hf program (:data:`COPY_KERNELS`:
+``torch.cat`` of DynamicCache, ``repeat_kv``'s expand + reshape) sustain ``eta_copy`` instead -- generic strided
+copy kernels (index arithmetic per element, a read and a write stream) that reach a smaller fraction of peak than a
+GEMV's one read stream; ``eta_c(n) = eta_max * n / (n + n_half)`` is the tensor-core efficiency of a
 GEMM with ``n`` rows (tokens): small row counts fill few tiles (the ``mma`` M-tile is 16 rows on Ampere), large ones
 approach ``eta_max``. Attention uses the fp16 peak and the rows of one sequence; elementwise kernels only move bytes.
 
@@ -38,6 +41,16 @@ class Roofline:
     eta_compute: float  # tensor-core efficiency of large GEMMs (fitted, per framework)
     n_half_tokens: float  # rows at which a GEMM reaches half of eta_compute (fixed)
     t_kernel_s: float  # per-kernel GPU overhead (fitted)
+    eta_copy: float | None = None  # sustained fraction of peak bandwidth of eager KV-cache copies (fitted; None: eta_bw)
+
+
+#: eager PyTorch copies of the KV cache (gpu.kernels' hf program): ``torch.cat`` growing DynamicCache and the
+#: ``expand().reshape()`` of ``repeat_kv``; they run at ``Roofline.eta_copy`` of peak bandwidth
+COPY_KERNELS = frozenset({"cache_cat_k", "cache_cat_v", "repeat_kv_k", "repeat_kv_v"})
+
+
+def _copy_mask(block: Block) -> np.ndarray:
+    return np.array([n in COPY_KERNELS for n in block.names], dtype=bool)
 
 
 def block_times_s(block: Block, prog: Program, rf: Roofline) -> np.ndarray:
@@ -45,6 +58,10 @@ def block_times_s(block: Block, prog: Program, rf: Roofline) -> np.ndarray:
     if block.n_kernels == 0:
         return np.zeros((0, len(prog.rows)))
     mem = block.bytes / (rf.eta_bw * rf.bw_bytes_per_s)
+    if rf.eta_copy is not None:
+        copies = _copy_mask(block)
+        if copies.any():
+            mem = np.where(copies[:, None], block.bytes / (rf.eta_copy * rf.bw_bytes_per_s), mem)
     eff_gemm = rf.eta_compute * prog.rows / (prog.rows + rf.n_half_tokens)
     eff_attn = rf.eta_compute * prog.rows_per_seq / (prog.rows_per_seq + rf.n_half_tokens)
     kinds = block.kinds[:, None]

@@ -7,9 +7,13 @@ Fitted (``hwmodel calibrate --fit``, least squares on the points marked ``fitted
 * ``t_kernel_s`` -- GPU-side cost of one kernel (launch latency, ramp-up, tail);
 * ``c_op_host_s`` -- host time to issue one eager kernel from Python/PyTorch on an x86 server;
 * ``c_op_edge_s`` -- the same on a Jetson-class ARM host (one measurement behind it);
+* ``c_op_host_qwen_s`` -- the same on the host of the Qwen2.5 speed benchmark (a measured host of its own; engines
+  use it only when asked, ``GpuEngine(..., host_op_param="c_op_host_qwen_s")``);
 * ``t_step_vllm_s`` -- vLLM engine overhead per step (scheduler, input preparation, sampler, output processing);
 * ``eta_compute_hf`` / ``eta_compute_vllm`` -- tensor-core efficiency of large prefill GEMMs and attention;
-* ``power_gamma`` -- exponent of board power versus utilisation (:mod:`gpu.power`).
+* ``power_gamma`` -- exponent of board power versus utilisation (:mod:`gpu.power`);
+* ``eta_copy_hf`` -- fraction of peak DRAM bandwidth the eager KV-cache copies of transformers sustain
+  (``torch.cat`` of DynamicCache, ``repeat_kv``; :data:`gpu.launch.COPY_KERNELS`).
 
 Fixed: ``n_half_tokens`` -- GEMM rows at which tensor-core efficiency is half its maximum (the ``mma.m16n8k16``
 M-tile of Ampere tensor cores; no measurement below 1,536 prompt tokens constrains it).
@@ -24,7 +28,7 @@ from pathlib import Path
 from hwmodel.params import ParamsFileError, load_values, params_path
 
 FITTED_NAMES = ("eta_bw", "t_kernel_s", "c_op_host_s", "c_op_edge_s", "t_step_vllm_s", "eta_compute_hf",
-                "eta_compute_vllm", "power_gamma")
+                "eta_compute_vllm", "power_gamma", "eta_copy_hf", "c_op_host_qwen_s")
 FIXED_VALUES: dict[str, float] = {"n_half_tokens": 16.0}
 
 

@@ -38,7 +38,7 @@ def test_reads_rows_with_conditions(tmp_path: Path) -> None:
     ("a,dev,y,2.5,s,fitted,paper,,3\n", "id,subject,quantity,value,unit,role,notes,x\n", "missing source"),
     ("a,dev,y,fast,s,fitted,paper,,3\n", HEADER, "m.csv:3: column 'value': expected a number, got 'fast'"),
     ("a,dev,y,-1,s,fitted,paper,,3\n", HEADER, "column 'value': expected a positive finite number"),
-    ("a,dev,y,1,s,guessed,paper,,3\n", HEADER, "column 'role': expected one of fitted, predicted, got 'guessed'"),
+    ("a,dev,y,1,s,guessed,paper,,3\n", HEADER, "column 'role': expected one of fitted, predicted, fitted-derived, got 'guessed'"),
     ("a,dev,y,1,s,fitted,,,3\n", HEADER, "m.csv:3: column 'source': expected a value"),
     ("a,dev,y,1,s,fitted,paper,,3\na,dev,y,1,s,fitted,paper,,3\n", HEADER, "m.csv:4: column 'id': 'a' is used twice"),
     ("a,dev,y,1,s,fitted,paper\n", HEADER, "m.csv:3: expected 9 columns, got 7"),
@@ -113,7 +113,7 @@ def test_every_fitted_point_within_5_percent_and_every_point_reported(gpu_rows: 
     predicted = [r for r in gpu_rows if r.role == "predicted"]
     assert len(predicted) > 2 * len(fitted)
     assert all(abs(r.error) <= 0.05 for r in fitted)
-    assert all(abs(r.error) < 1.0 for r in predicted)  # errors are shown, and none is absurd
+    # predicted errors are held to their committed values by the guards (tests/test_validation.py)
 
 
 def test_the_mission_anchor_points_are_fitted(gpu_rows: list) -> None:
@@ -161,7 +161,8 @@ def test_calibrate_cli(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["calibrate", "--check", "--no-report"])
     assert r.exit_code == 0 and "matches a re-fit" in r.output
     r = CliRunner().invoke(main, ["calibrate", "--csv", str(tmp_path / "r.csv")])
-    assert r.exit_code == 0 and "predicted:" in r.output and (tmp_path / "r.csv").read_text().count("\n") == 45
+    assert r.exit_code == 0 and "predicted:" in r.output and (tmp_path / "r.csv").read_text().count("\n") == 1 + len(
+        load_measurements(get_family("gpu").measurements_path))
     r = CliRunner().invoke(main, ["calibrate", "--family", "tpu"])
     assert r.exit_code == 2 and "valid choices: fpga-instruction, gpu" in r.output
 
@@ -187,3 +188,76 @@ def test_families_by_import_path() -> None:
         get_family("nowhere.at_all:FAMILY")
     with pytest.raises(HwmodelError, match="is not a calibration.family.Family"):
         get_family("calibration.gpu:PARAMS")
+
+
+# ------------------------------------------------------------------------------------------------ accounting, LOO
+def _line_family(choices: Mapping[str, str] | None = None) -> object:
+    from calibration.family import Family
+
+    return Family(name="line", description="y = a x + b", params=(Param("a", 1.0, 0.0, 10.0), Param("b", 0.0, -5.0, 5.0)),
+                  fixed={}, fixed_docs={}, conditions=("x",), predict=_line, choices=dict(choices or {}))
+
+
+def test_accounting_counts_least_squares_and_chosen_parameters(tmp_path: Path) -> None:
+    from calibration.family import accounting
+
+    rows = "".join(f"p{x},dev,y,{3 * x + 2},s,{'fitted' if x < 4 else 'predicted'},synthetic,,{x}\n" for x in range(1, 6))
+    pts = load_measurements(_csv(tmp_path, rows))
+    acc = accounting(_line_family({"c": "picked by a profile"}), pts)
+    assert (acc.points_fitted, acc.free_params, acc.degrees_of_freedom, acc.points_predicted) == (3, 3, 0, 2)
+    assert acc.as_dict()["choices"] == {"c": "picked by a profile"}
+
+
+def test_committed_families_declare_every_free_parameter() -> None:
+    from calibration.family import accounting
+
+    fpga = accounting(get_family("fpga-instruction"))
+    assert fpga.free_params == 4 and set(fpga.choices) == {"datamover.outstanding", "buffers.weight_bytes"}
+    assert fpga.degrees_of_freedom == 0
+    gpu = accounting(get_family("gpu"))
+    assert gpu.free_params == len(get_family("gpu").params) and gpu.degrees_of_freedom == 0
+
+
+def test_leave_one_out_refits_without_the_point(tmp_path: Path) -> None:
+    from calibration.cv import leave_one_out
+
+    # y = 3x + 2 with one outlier: leaving it out, the others predict it off; leaving a clean point out, the
+    # refit (pulled by the outlier) predicts that point with a non-zero error
+    ys = {1: 5.0, 2: 8.0, 3: 11.0, 4: 20.0}
+    rows = "".join(f"p{x},dev,y,{y},s,fitted,synthetic,,{x}\n" for x, y in ys.items())
+    pts = load_measurements(_csv(tmp_path, rows))
+    fam = _line_family()
+    res = fit(pts, _line, fam.params)
+    params = tmp_path / "line.json"
+    write_fit(fam, res, params)
+    loo = {r.id: r for r in leave_one_out(fam, pts, str(params))}
+    assert loo["p4"].model == pytest.approx(14.0, rel=1e-6)  # the clean line predicts 14, measured 20
+    assert loo["p4"].error == pytest.approx(14.0 / 20.0 - 1, rel=1e-6)
+    assert abs(loo["p1"].error) > 0.01 and loo["p1"].refit.keys() == {"a", "b"}
+
+
+def test_leave_one_out_refuses_a_point_that_alone_constrains_a_parameter(tmp_path: Path) -> None:
+    from calibration.cv import leave_one_out
+    from calibration.family import Family
+
+    def predict(values: Mapping[str, float], pt: Measurement) -> float:
+        return values["a"] * pt.number("x") + (values["c"] if pt.integer("x") == 9 else 0.0)
+
+    fam = Family(name="two", description="", params=(Param("a", 1.0, 0.0, 10.0), Param("c", 1.0, 0.0, 10.0)),
+                 fixed={}, fixed_docs={}, conditions=("x",), predict=predict)
+    pts = load_measurements(_csv(tmp_path, "p1,dev,y,2,s,fitted,s,,1\np2,dev,y,4,s,fitted,s,,2\n"
+                                           "p9,dev,y,20,s,fitted,s,,9\n"))
+    params = tmp_path / "two.json"
+    write_fit(fam, fit(pts, predict, fam.params), params)
+    loo = {r.id: r for r in leave_one_out(fam, pts, str(params))}
+    assert loo["p9"].model is None and "no other fitted point constrains c" in loo["p9"].reason
+    assert loo["p1"].model == pytest.approx(2.0, rel=1e-6)
+
+
+def test_calibrate_cv_json_reports_accounting_and_leave_one_out() -> None:
+    res = CliRunner().invoke(main, ["calibrate", "--cv", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["accounting"]["degrees_of_freedom"] == 0
+    assert {r["id"] for r in doc["leave_one_out"]} == {p["id"] for p in doc["points"] if p["role"] == "fitted"}
+    assert all(r["model"] is None and r["reason"] for r in doc["leave_one_out"])  # zero dof: nothing can be left out

@@ -34,7 +34,7 @@ def test_prefill_decode_prm_match_the_engine() -> None:
 
 def test_frameworks_listing() -> None:
     rows = _json("gpu", "frameworks")
-    assert {r["name"] for r in rows} == {"hf", "vllm", "vllm-eager", "edge-w8a8"}
+    assert {r["name"] for r in rows} == {"hf", "vllm", "vllm-eager", "edge-w8a8", "mlc"}
     assert all(0 < r["params"]["eta_bw"] <= 1 for r in rows)
 
 

@@ -163,7 +163,7 @@ def test_refuses_models_that_do_not_fit() -> None:
 
 
 def test_bad_arguments_are_clear_errors() -> None:
-    with pytest.raises(UnknownNameError, match="valid choices: edge-w8a8, hf, vllm, vllm-eager"):
+    with pytest.raises(UnknownNameError, match="valid choices: edge-w8a8, hf, mlc, vllm, vllm-eager"):
         GpuEngine("rtx3090", "qwen2.5-0.5b", "tgi")
     with pytest.raises(HwmodelError, match="framework hf runs weights at 16 bits"):
         GpuEngine("rtx3090", "qwen2.5-0.5b", "hf", weight_bits=8)

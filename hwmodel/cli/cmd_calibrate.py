@@ -27,11 +27,15 @@ from hwmodel.units import fmt_s
               help="Parameter file to write (--fit) or to report against [default: the committed one].")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the report as CSV.")
+@click.option("--cv", "do_cv", is_flag=True,
+              help="Leave-one-out: refit without each fitted point and predict it (error per fitted point).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of a table.")
 def calibrate_cmd(family_name: str, do_fit: bool, do_check: bool, do_report: bool, measurements: Path | None,
-                  params_file: Path | None, csv_out: Path | None, as_json: bool) -> None:
-    """Calibrate a device model: --fit writes the parameters, --report (default) shows every point's error."""
-    from calibration.family import fit_family, get_family, report_family, write_fit
+                  params_file: Path | None, csv_out: Path | None, do_cv: bool, as_json: bool) -> None:
+    """Calibrate a device model: --fit writes the parameters, --report (default) shows every point's error, with
+    the family's accounting (points fitted, free parameters, degrees of freedom); --cv adds leave-one-out errors."""
+    from calibration.cv import leave_one_out
+    from calibration.family import accounting, fit_family, get_family, report_family, write_fit
     from calibration.measurements import load_measurements
     from calibration.params import load_values
     from calibration.report import render, summarize
@@ -60,24 +64,52 @@ def calibrate_cmd(family_name: str, do_fit: bool, do_check: bool, do_report: boo
         return
     rows = report_family(fam, points, params_file)
     summary = summarize(rows)
+    acc = accounting(fam, points)
+    loo = leave_one_out(fam, points, str(params_file) if params_file else None) if do_cv else None
     if csv_out is not None:
-        _write_csv(csv_out, rows, fam.conditions)
+        _write_csv(csv_out, rows, fam.conditions, {r.id: r for r in loo or []})
     if as_json:
-        echo_json({"family": fam.name, "summary": summary.as_dict(), "points": [r.as_dict() for r in rows]})
+        doc = {"family": fam.name, "accounting": acc.as_dict(), "summary": summary.as_dict(),
+               "points": [r.as_dict() for r in rows]}
+        if loo is not None:
+            doc["leave_one_out"] = [r.as_dict() for r in loo]
+        echo_json(doc)
         return
     console().print(render(rows, f"Calibration of the {fam.name} model ({fam.description})", fam.conditions))
+    click.echo(accounting_line(acc))
     click.echo(f"fitted: {summary.fitted_points} points, largest |error| {100 * summary.fitted_max_abs_error:.2f} %; "
                f"predicted: {summary.predicted_points} points, mean |error| "
                f"{100 * summary.predicted_mean_abs_error:.1f} %, largest {100 * summary.predicted_max_abs_error:.1f} %")
+    if loo is not None:
+        from rich.table import Table
+
+        t = Table("fitted point", "measured", "leave-one-out model", "error", "how",
+                  title=f"Leave-one-out ({fam.name}): each fitted point predicted by a refit without it")
+        for r in loo:
+            t.add_row(r.id, f"{r.measured:.4g}", "-" if r.model is None else f"{r.model:.4g}",
+                      "-" if r.error is None else f"{100 * r.error:+.1f} %", r.reason)
+        console().print(t)
 
 
-def _write_csv(path: Path, rows: Any, conditions: tuple[str, ...]) -> None:
+def accounting_line(acc: Any) -> str:
+    """One line: points fitted, free parameters (least squares + chosen), degrees of freedom."""
+    chosen = f" + {len(acc.choices)} chosen on the same points ({', '.join(acc.choices)})" if acc.choices else ""
+    return (f"{acc.family}: {acc.points_fitted} points fitted, {acc.free_params} free parameters "
+            f"({len(acc.least_squares)} least squares{chosen}), {acc.degrees_of_freedom} degrees of freedom")
+
+
+def _write_csv(path: Path, rows: Any, conditions: tuple[str, ...], loo: dict[str, Any] | None = None) -> None:
+    loo = loo or {}
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["id", "role", "subject", *conditions, "quantity", "unit", "measured", "model", "error", "source"])
+        w.writerow(["id", "role", "subject", *conditions, "quantity", "unit", "measured", "model", "error",
+                    "loo_model", "loo_error", "source"])
         for r in rows:
+            lr = loo.get(r.id)
             w.writerow([r.id, r.role, r.subject, *(r.conditions.get(c, "") for c in conditions), r.quantity, r.unit,
-                        repr(r.measured), repr(r.model), repr(r.error), r.source])
+                        repr(r.measured), repr(r.model), repr(r.error),
+                        "" if lr is None or lr.model is None else repr(lr.model),
+                        "" if lr is None or lr.error is None else repr(lr.error), r.source])
 
 
 @reproduce.command("gpu")
@@ -87,7 +119,7 @@ def reproduce_gpu(ctx: click.Context) -> None:
     LLaMA2-7B from an A100 (HF) to a U280 overlapped with the prefill, 64 to 3,072-token prompts."""
     import json
 
-    from calibration.family import get_family, report_family
+    from calibration.family import accounting, get_family, report_family
     from calibration.report import render, summarize
     from gpu.latency import GpuEngine
     from interconnect.pcie import kv_migration
@@ -99,8 +131,10 @@ def reproduce_gpu(ctx: click.Context) -> None:
     summary = summarize(rows)
     _write_csv(out_dir / "calibration.csv", rows, fam.conditions)
     (out_dir / "calibration.json").write_text(json.dumps(
-        {"summary": summary.as_dict(), "points": [r.as_dict() for r in rows]}, indent=2))
+        {"accounting": accounting(fam).as_dict(), "summary": summary.as_dict(), "points": [r.as_dict() for r in rows]},
+        indent=2))
     console().print(render(rows, "GPU model vs published measurements", fam.conditions))
+    click.echo(accounting_line(accounting(fam)))
     click.echo(f"fitted: {summary.fitted_points} points, largest |error| {100 * summary.fitted_max_abs_error:.2f} %; "
                f"predicted: {summary.predicted_points} points, mean |error| "
                f"{100 * summary.predicted_mean_abs_error:.1f} %, largest {100 * summary.predicted_max_abs_error:.1f} %")

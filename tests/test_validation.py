@@ -1,0 +1,150 @@
+"""`hwmodel validate`: the rows, their roles and bounds, the guards on every prediction, the README block."""
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hwmodel.cli import main
+from hwmodel.errors import HwmodelError
+from hwmodel.validate import guards, providers, readme
+from hwmodel.validate.rows import ROLES, band_position, error, row
+from hwmodel.validate.table import Validation, build, markdown, write
+
+
+@pytest.fixture(scope="module")
+def validation() -> Validation:
+    return build(cv=True, system_a_limit=40, jobs=1)
+
+
+def test_every_area_is_in_the_table_with_roles_and_sources(validation: Validation) -> None:
+    areas = {r["area"] for r in validation.rows}
+    assert {"GPU", "edge", "HBM", "FPGA instruction", "system A", "system B"} <= areas
+    for r in validation.rows:
+        assert r["role"] in ROLES and r["source"] and r["unit"]
+        assert (r["published"] is None) != (r["band"] is None)
+        if r["area"] not in ("system A", "system B"):
+            assert isinstance(r["free_params"], int), r["name"]
+
+
+def test_families_show_their_degrees_of_freedom(validation: Validation) -> None:
+    acc = {a["family"]: a for a in validation.accounting}
+    assert acc["fpga-instruction"]["free_params"] == 4 and acc["fpga-instruction"]["degrees_of_freedom"] == 0
+    assert acc["gpu"]["points_fitted"] == acc["gpu"]["free_params"]
+
+
+def test_hbm_utilization_is_fitted_derived_not_predicted(validation: Validation) -> None:
+    (r,) = [r for r in validation.rows if r["name"] == "glitches-u280-hbm-util"]
+    assert r["role"] == "fitted-derived"
+
+
+def test_instruction_family_has_leave_one_out_rows(validation: Validation) -> None:
+    loo = {r["name"] for r in validation.rows if r["role"] == "leave-one-out"}
+    assert {"glitches-u280-decode", "glitches-u280-prefetch4"} <= loo
+    assert "glitches-u280-prefill" not in loo  # the only point of mpe.mm_efficiency cannot be left out
+
+
+def test_no_model_value_and_no_published_value_beats_its_physical_bound(validation: Validation) -> None:
+    bounded = [r for r in validation.rows if r["bound"] is not None]
+    assert len(bounded) > 30
+    for r in bounded:
+        for what in ("model", "published"):
+            v = r[what]
+            if v is None:
+                continue
+            ok = v >= r["bound"] * (1 - 1e-9) if r["bound_kind"] == "floor" else v <= r["bound"] * (1 + 1e-9)
+            assert ok, f"{r['name']}: {what} {v:.4g} beats the {r['bound_kind']} {r['bound']:.4g}"
+
+
+def test_guards_hold(validation: Validation) -> None:
+    bad = guards.violations(validation.rows)
+    assert not bad, "predictions worse than their guards:\n" + "\n".join(bad)
+
+
+def test_a_perturbed_parameter_breaks_the_guards_naming_the_points(tmp_path: Path) -> None:
+    from calibration.params import params_path
+
+    doc = json.loads(params_path("gpu").read_text())
+    doc["params"]["eta_bw"]["value"] *= 1.08  # 8 % more sustained bandwidth than the fit found
+    perturbed = tmp_path / "gpu.json"
+    perturbed.write_text(json.dumps(doc))
+    rows = providers.gpu_rows(cv=False, params_file=perturbed)
+    for r in rows:
+        r["error"] = error(r)
+    bad = guards.violations(rows, partial=True)
+    assert bad and all("|error|" in b for b in bad)
+    assert any("GPU|qwen-a100-vllm-14b-in6144|predicted" in b for b in bad)
+    # and the committed parameters pass the same partial check
+    ok = providers.gpu_rows(cv=False)
+    for r in ok:
+        r["error"] = error(r)
+    assert guards.violations(ok, partial=True) == []
+
+
+def test_guard_limits_and_missing_rows() -> None:
+    r = row("GPU", "p", 1.2, "s", "predicted", "src", published=1.0)
+    r["error"] = error(r)
+    g = {"points": {"GPU|p|predicted": 0.2, "GPU|q|predicted": 0.1}, "groups": {}}
+    assert guards.violations([r], g, partial=True) == []
+    assert guards.violations([r], g) == ["GPU|q|predicted: guarded row is missing"]
+    r2 = {**r, "model": 1.3}
+    r2["error"] = error(r2)
+    (msg,) = guards.violations([r2], g, partial=True)
+    assert msg.startswith("GPU|p|predicted: |error| 30.00 % > guard")
+
+
+def test_readme_block_is_current(validation: Validation) -> None:
+    text = readme.README.read_text(encoding="utf-8")
+    assert readme.current_block(text) == readme.block(validation), \
+        "README.md's table is stale: run `hwmodel validate --readme`"
+
+
+def test_outputs_are_written(validation: Validation, tmp_path: Path) -> None:
+    paths = write(validation, tmp_path)
+    assert [p.name for p in paths] == ["validation.md", "validation.csv", "validation.json"]
+    doc = json.loads(paths[2].read_text())
+    assert len(doc["rows"]) == len(validation.rows) and doc["accounting"]
+    assert paths[1].read_text().count("\n") == 1 + len(validation.rows)
+    assert "degrees of freedom" in markdown(validation)
+
+
+def test_band_rows() -> None:
+    r = row("system A", "x", 1.4, "x", "predicted", "src", band=[1.25, 1.33])
+    assert band_position(r) == "above" and error(r) == pytest.approx(1.4 / 1.33 - 1)
+    r = row("system A", "x", 1.3, "x", "predicted", "src", band=[1.25, 1.33])
+    assert band_position(r) == "inside" and error(r) == 0.0
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"model": float("nan")}, "field 'model': expected a finite number"),
+    ({"role": "guessed"}, "field 'role': expected one of"),
+    ({"band": [1.0, 2.0]}, "expected exactly one of 'published'"),
+    ({"source": ""}, "field 'source': expected a non-empty string"),
+])
+def test_malformed_rows_are_one_line_errors(bad: dict, message: str) -> None:
+    from hwmodel.validate.rows import check
+
+    base = {"area": "GPU", "name": "p", "model": 1.0, "published": 1.0, "unit": "s", "role": "predicted",
+            "source": "s"}
+    with pytest.raises(HwmodelError, match=message):
+        check({**base, **bad})
+
+
+def test_contributed_rows_are_imported_when_present(monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = types.ModuleType("fpga.streaming_validation")
+    mod.rows = lambda: [{"area": "FPGA streaming", "name": "flexllm decode", "model": 100.0, "published": 90.0,
+                         "band": None, "unit": "tokens/s", "role": "predicted", "free_params": 1, "workload": "w",
+                         "source": "s", "note": ""}]
+    monkeypatch.setitem(sys.modules, "fpga.streaming_validation", mod)
+    rows, found = providers.contributed_rows()
+    assert "fpga.streaming_validation" in found
+    assert [r["name"] for r in rows if r["area"] == "FPGA streaming"] == ["flexllm decode"]
+
+
+def test_validate_help() -> None:
+    res = CliRunner().invoke(main, ["validate", "--help"])
+    assert res.exit_code == 0 and "--out" in res.output and "--json" in res.output and "--readme" in res.output
