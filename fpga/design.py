@@ -94,6 +94,9 @@ class StreamingDesign:
     fifo_depth: int = plain(default=8, doc="blocks each inter-engine activation FIFO holds")
     fifo_latency_cycles: int = plain(default=2, doc="cycles an activation block takes through an inter-engine FIFO")
     max_ctx: int = plain(default=4096, doc="KV-cache capacity the design reserves in HBM, tokens")
+    quant_group_size: int = plain(default=0, check=_non_negative,
+                                  doc="quantization metadata convention: 0 = one fp16 scale per output channel; "
+                                      "g = one fp16 scale per g input channels of each row (hwmodel.graph)")
     engines: tuple[EngineSpec, ...] = plain(doc="the engines")
     origin: str = dataclasses.field(default="", compare=False, metadata={"toml": False})
 

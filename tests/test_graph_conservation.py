@@ -1,0 +1,105 @@
+"""Conservation: every back-end's compiled program moves exactly the graph's bytes per class and does exactly
+its MACs (integers, no tolerance), for the built-in designs and LLMs and for hypothesis-generated LLM shapes x
+contexts x quantization schemes; a deliberately broken lowering fails the same checks."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fpga import program
+from fpga.design import load_design
+from graph_gen import llm_shapes, quant_schemes
+from hwmodel.graph import Graph, QuantScheme, build_graph
+from hwmodel.specs import LlmSpec, library
+
+
+# ============================================================================================== streaming
+def streaming_violations(prog: program.Program, g: Graph) -> list[str]:
+    """Differences between a compiled streaming token and its graph (empty: conserved)."""
+    out = []
+    b = g.bytes
+    led = prog.param_bytes
+    for cls in ("weights", "metadata", "bias"):
+        if led[cls] != getattr(b, cls):
+            out.append(f"{cls}: program {led[cls]} != graph {getattr(b, cls)}")
+    want = b.weights + b.metadata + b.bias + led["padding"]
+    if prog.req_bytes["param_read"] != want:
+        out.append(f"parameter reads: requests {prog.req_bytes['param_read']} != graph + padding {want}")
+    if not 0 <= led["padding"] < max(1, led["pad_bound"]):
+        out.append(f"padding {led['padding']} outside [0, {led['pad_bound']})")
+    for cls in ("kv_read", "kv_write"):
+        if prog.req_bytes[cls] != getattr(b, cls):
+            out.append(f"{cls}: requests {prog.req_bytes[cls]} != graph {getattr(b, cls)}")
+    if prog.macs != g.macs:
+        out.append(f"MACs: program {prog.macs} != graph {g.macs}")
+    return out
+
+
+def _streaming_case(design_name: str, llm: LlmSpec, wb: int, kb: int, group: int, ctx: int,
+                    with_lm_head: bool) -> tuple[program.Program, Graph]:
+    d = load_design(design_name)
+    d = dataclasses.replace(d, weight_bits=wb, kv_bits=kb, quant_group_size=group)
+    board = d.board_spec()
+    prog = program.compile_token(d, board, llm, ctx, with_lm_head)
+    g = build_graph(llm, program.quant_of(d), "decode" if with_lm_head else "ingest", 1, ctx)
+    return prog, g
+
+
+@pytest.mark.parametrize("design", ["draft-u280", "draft-v80", "flexllm-u280"])
+@pytest.mark.parametrize("ctx", [0, 1, 777])
+def test_builtin_streaming_designs_conserve_the_graph(design: str, ctx: int) -> None:
+    d = load_design(design)
+    for head in (True, False):
+        prog, g = _streaming_case(design, d.llm_spec(), d.weight_bits, d.kv_bits, 0, ctx, head)
+        assert streaming_violations(prog, g) == []
+
+
+@pytest.mark.parametrize("llm", ["qwen2.5-0.5b", "llama-3.2-1b", "qwen2.5-math-1.5b", "skywork-prm-7b"])
+def test_builtin_llms_on_a_streaming_design_conserve_the_graph(llm: str) -> None:
+    m = library().llm(llm)
+    m = dataclasses.replace(m, layers=2)  # the layer is one template replicated: 2 layers check the replication
+    prog, g = _streaming_case("draft-v80", m, 4, 8, 0, 33, True)
+    assert streaming_violations(prog, g) == []
+
+
+@settings(max_examples=220)
+@given(llm_shapes(), st.sampled_from([4, 8, 16]), st.sampled_from([4, 8, 16]), st.sampled_from([0, 0, 8, 32]),
+       st.integers(0, 400), st.booleans(), st.sampled_from(["draft-u280", "flexllm-u280"]))
+def test_streaming_programs_conserve_the_graph(m, wb, kb, group, ctx, head, design) -> None:  # type: ignore[no-untyped-def]
+    prog, g = _streaming_case(design, m, wb, kb, group, ctx, head)
+    assert streaming_violations(prog, g) == []
+
+
+class _SkipsVProj(program._Compiler):
+    """A broken lowering: the fused QKV matrix leaves out the v projection."""
+
+    def fused(self, op, part="layer"):  # type: ignore[no-untyped-def]
+        return [o for o in super().fused(op, part) if o.name != "v_proj"]
+
+
+class _MetadataTwice(program._Compiler):
+    """A broken lowering: every row's scales are fetched twice (the ledger still says once)."""
+
+    def shape(self, op, part="layer"):  # type: ignore[no-untyped-def]
+        ops, rows, cols, segs = super().shape(op, part)
+        meta = sum(o.bytes.metadata for o in ops) // rows if FUSED_ROWS(op) else 0
+        return ops, rows, cols, [(n, rb + meta) for n, rb in segs]
+
+
+def FUSED_ROWS(op: str) -> bool:  # noqa: N802
+    return program.FUSION[op][1] == "rows"
+
+
+@pytest.mark.parametrize("broken", [_SkipsVProj, _MetadataTwice])
+def test_a_broken_streaming_lowering_fails_conservation(monkeypatch: pytest.MonkeyPatch, broken: type) -> None:
+    d = load_design("draft-u280")
+    monkeypatch.setattr(program, "_Compiler", broken)
+    program._static_parts.cache_clear()
+    try:
+        prog = program.compile_token(d, d.board_spec(), d.llm_spec(), 100)
+        g = build_graph(d.llm_spec(), program.quant_of(d), "decode", 1, 100)
+        assert streaming_violations(prog, g) != []
+    finally:
+        program._static_parts.cache_clear()
