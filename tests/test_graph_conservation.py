@@ -103,3 +103,65 @@ def test_a_broken_streaming_lowering_fails_conservation(monkeypatch: pytest.Monk
         assert streaming_violations(prog, g) != []
     finally:
         program._static_parts.cache_clear()
+
+
+# ============================================================================================== instruction
+from fpga import compiler as icomp  # noqa: E402
+from fpga.instruction_design import load_design as load_instruction_design  # noqa: E402
+
+
+def instruction_violations(prog: icomp.Program, g: Graph) -> list[str]:
+    t = icomp.program_traffic(prog)
+    b = g.bytes
+    emb = g.find("embed", "prologue").bytes
+    want = {"weights": b.weights - emb.weights, "metadata": b.metadata - emb.metadata + b.bias,
+            "gather": emb.weights + emb.metadata, "kv_read": b.kv_read, "kv_write": b.kv_write, "macs": g.macs}
+    return [f"{k}: program {t[k]} != graph {v}" for k, v in want.items() if t[k] != v]
+
+
+@pytest.mark.parametrize("design", ["glitches-u280", "glitches-v80"])
+@pytest.mark.parametrize("ctx", [0, 300])
+def test_builtin_instruction_designs_conserve_the_graph(design: str, ctx: int) -> None:
+    d = load_instruction_design(design)
+    c = icomp.Compiler(d)
+    q = icomp.quant_of(d)
+    assert instruction_violations(c.decode_program(ctx), build_graph(d.llm_spec, q, "decode", 1, ctx)) == []
+    assert instruction_violations(c.prefill_program(1, ctx, logits=False),
+                                  build_graph(d.llm_spec, q, "ingest", 1, ctx)) == []
+
+
+@settings(max_examples=200)
+@given(llm_shapes(moe=False), st.sampled_from([4, 8, 16]), st.sampled_from([4, 8, 16]),
+       st.sampled_from([8, 32, 128]), st.sampled_from([4, 8, 16]), st.integers(0, 200), st.booleans())
+def test_instruction_programs_conserve_the_graph(m, wb, kb, group, zb, ctx, head) -> None:  # type: ignore[no-untyped-def]
+    m = dataclasses.replace(m, sliding_window=0, max_position=512)
+    d = load_instruction_design("glitches-u280")
+    d = d.with_params({"weight_bits": wb, "kv_bits": kb, "quant.group_size": group, "quant.zero_bits": zb})
+    c = icomp.Compiler(d, 1, llm=m)
+    q = icomp.quant_of(d)
+    if head:
+        prog, g = c.decode_program(ctx), build_graph(m, q, "decode", 1, ctx)
+    else:
+        prog, g = c.prefill_program(1, ctx, logits=False), build_graph(m, q, "ingest", 1, ctx)
+    assert instruction_violations(prog, g) == []
+
+
+class _InsSkipsVProj(icomp.Compiler):
+    def _linear_steps(self, em, name, *args, **kw):  # type: ignore[no-untyped-def]
+        return [] if name == "v_proj" else super()._linear_steps(em, name, *args, **kw)
+
+
+class _InsMetadataTwice(icomp.Compiler):
+    def _linear_steps(self, *args, **kw):  # type: ignore[no-untyped-def]
+        steps = super()._linear_steps(*args, **kw)
+        for s in steps:
+            s.loads += [dataclasses.replace(ld, row=list(ld.row)) for ld in s.loads if ld.buf == icomp.isa.BUF_SCALE]
+        return steps
+
+
+@pytest.mark.parametrize("broken", [_InsSkipsVProj, _InsMetadataTwice])
+def test_a_broken_instruction_lowering_fails_conservation(broken: type) -> None:
+    d = load_instruction_design("glitches-u280")
+    g = build_graph(d.llm_spec, icomp.quant_of(d), "decode", 1, 50)
+    assert instruction_violations(icomp.Compiler(d).decode_program(50), g) == []
+    assert instruction_violations(broken(d).decode_program(50), g) != []
