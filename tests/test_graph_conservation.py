@@ -165,3 +165,66 @@ def test_a_broken_instruction_lowering_fails_conservation(broken: type) -> None:
     g = build_graph(d.llm_spec, icomp.quant_of(d), "decode", 1, 50)
     assert instruction_violations(icomp.Compiler(d).decode_program(50), g) == []
     assert instruction_violations(broken(d).decode_program(50), g) != []
+
+
+# ============================================================================================== GPU kernels
+from gpu import kernels as gk  # noqa: E402
+
+
+def gpu_violations(prog: gk.Program, g: Graph) -> list[str]:
+    out = []
+    got = prog.param_bytes()
+    for cls in gk.PARAM_CLASSES:
+        if got[cls] != getattr(g.bytes, cls):
+            out.append(f"{cls}: kernels {got[cls]} != graph {getattr(g.bytes, cls)}")
+    ops = float(prog.total_ops()[0])
+    if ops != 2 * g.macs:
+        out.append(f"ops: kernels {ops} != 2 x graph MACs {2 * g.macs}")
+    # the bytes the kernels move include every parameter byte once (plus activations and KV)
+    if float(prog.total_bytes()[0]) < g.bytes.params:
+        out.append("kernels move fewer bytes than the graph's parameters")
+    return out
+
+
+def _gpu_case(m: LlmSpec, framework: str, wb: int, kb: int, ctx: int, head: bool) -> tuple[gk.Program, Graph]:
+    prog = gk.build_program(m, framework, gk.Pass.single(1, ctx), wb, kb, "auto" if head else "none")
+    g = build_graph(m, QuantScheme(weight_bits=wb, kv_bits=kb), "decode" if head else "ingest", 1, ctx)
+    return prog, g
+
+
+@pytest.mark.parametrize("framework", ["hf", "vllm", "w8a8"])
+@pytest.mark.parametrize("llm", ["qwen2.5-0.5b", "llama2-7b", "skywork-prm-7b", "qwen2.5-math-7b"])
+def test_builtin_llms_gpu_kernel_lists_conserve_the_graph(framework: str, llm: str) -> None:
+    m = library().llm(llm)
+    for wb in (16, 8):
+        for head in (True, False):
+            assert gpu_violations(*_gpu_case(m, framework, wb, 16, 500, head)) == []
+
+
+@settings(max_examples=200)
+@given(llm_shapes(moe=False), st.sampled_from(["hf", "vllm", "w8a8"]), st.sampled_from([4, 8, 16]),
+       st.sampled_from([8, 16]), st.integers(0, 5000), st.booleans())
+def test_gpu_kernel_lists_conserve_the_graph(m, framework, wb, kb, ctx, head) -> None:  # type: ignore[no-untyped-def]
+    m = dataclasses.replace(m, sliding_window=0)  # the GPU kernel lists do not apply a window
+    assert gpu_violations(*_gpu_case(m, framework, wb, kb, ctx, head)) == []
+
+
+def test_a_broken_gpu_lowering_fails_conservation(monkeypatch: pytest.MonkeyPatch) -> None:
+    m = library().llm("qwen2.5-0.5b")
+    assert gpu_violations(*_gpu_case(m, "vllm", 8, 16, 100, True)) == []
+    gk.program_template.cache_clear()
+    with monkeypatch.context() as mp:  # one projection skipped
+        mp.setitem(gk.FUSION, "vllm", {**gk.FUSION["vllm"], "qkv_proj": ("q_proj", "k_proj")})
+        assert gpu_violations(*_gpu_case(m, "vllm", 8, 16, 100, True)) != []
+    gk.program_template.cache_clear()
+    real = gk._gemm_ops
+
+    def twice(b, name, ops, rows, act_in_bytes=gk.ACT_BYTES):  # type: ignore[no-untyped-def]
+        real(b, name, ops, rows, act_in_bytes)
+        w, meta, bias, norm = b.params[-1]
+        b.params[-1] = (w, 2 * meta, bias, norm)  # metadata counted twice
+
+    with monkeypatch.context() as mp:
+        mp.setattr(gk, "_gemm_ops", twice)
+        assert gpu_violations(*_gpu_case(m, "vllm", 8, 16, 100, True)) != []
+    gk.program_template.cache_clear()
