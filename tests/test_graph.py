@@ -112,3 +112,24 @@ def test_graph_totals_are_sums_of_operators(m, q, ctx) -> None:  # type: ignore[
     assert g is decode(m, q, ctx)  # memoized
     more = decode(m, q, ctx + 1)
     assert more.bytes.kv_read >= g.bytes.kv_read and more.macs >= g.macs
+
+
+def test_functional_model_layer_structure_is_checked_against_the_graph() -> None:
+    import dataclasses
+
+    import numpy as np
+
+    from fpga.functional.model import DraftModelError, check_layer_structure
+    from fpga.functional.quantize import quantize_model
+    from fpga.functional.weights import SyntheticWeights
+
+    m = dataclasses.replace(library().llm("qwen2.5-0.5b"), layers=1, hidden=64, heads=2, kv_heads=1, head_dim=32,
+                            intermediate=96, vocab=128)
+    params = quantize_model(m, SyntheticWeights(m, 0))
+    check_layer_structure(m, params)  # the datapath's tensors are the graph's fused operators
+    bad = dataclasses.replace(params, gu_q=params.gu_q[:, :96])  # the up projection's rows missing
+    with pytest.raises(DraftModelError, match="gu_q"):
+        check_layer_structure(m, bad)
+    with pytest.raises(DraftModelError, match="q/k norms"):
+        check_layer_structure(dataclasses.replace(m, qk_norm=True), params)
+    assert isinstance(params.qkv_q, np.ndarray)
