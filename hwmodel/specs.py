@@ -188,7 +188,9 @@ class LlmSpec(Spec):
     def kv_bytes(self, ctx_tokens: int, kv_bits: int) -> int:
         """Bytes of the KV cache of ``ctx_tokens`` tokens (all layers; a sliding window does not shrink the
         reservation here: the back-ends reserve the full context)."""
-        return ctx_tokens * self.kv_elements_per_token * kv_bits // 8
+        from hwmodel.graph import kv_cache_bytes
+
+        return kv_cache_bytes(self, kv_bits, ctx_tokens)
 
 
 # ================================================================================================ links

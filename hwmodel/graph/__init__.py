@@ -17,8 +17,16 @@ from hwmodel.graph.quant import QuantScheme, group_scheme, per_channel
 from hwmodel.specs import LlmSpec
 
 __all__ = ["BYTE_CLASSES", "MEMORY_CLASSES", "PARAM_CLASSES", "PHASES", "Bytes", "Graph", "Op", "Params",
-           "QuantScheme", "attention_keys", "build_graph", "decode", "group_scheme", "ingest", "params_of",
+           "QuantScheme", "attention_keys", "build_graph", "decode", "group_scheme", "ingest", "kv_cache_bytes", "params_of",
            "per_channel", "prefill", "resident_param_bytes", "score", "uniform_routing"]
+
+
+def kv_cache_bytes(llm: LlmSpec, kv_bits: int, tokens: int | float, layers: int | None = None) -> int | float:
+    """Bytes of the K and V of ``tokens`` tokens in ``layers`` decoder layers (default: all) at ``kv_bits`` (the
+    cache reservation; the graph's attention operators read the part inside their window)."""
+    n_layers = llm.layers if layers is None else layers
+    elems = tokens * 2 * n_layers * llm.kv_dim * kv_bits
+    return elems // 8 if isinstance(elems, int) else elems / 8
 
 
 @dataclasses.dataclass(frozen=True)
