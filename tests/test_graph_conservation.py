@@ -228,3 +228,35 @@ def test_a_broken_gpu_lowering_fails_conservation(monkeypatch: pytest.MonkeyPatc
         mp.setattr(gk, "_gemm_ops", twice)
         assert gpu_violations(*_gpu_case(m, "vllm", 8, 16, 100, True)) != []
     gk.program_template.cache_clear()
+
+
+# ============================================================================================== README models
+def test_readme_new_model_designs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The MoE demonstration decodes and conserves its graph; the W8 Qwen3-8B is refused on U280 with numbers."""
+    from pathlib import Path
+
+    from fpga.design import DesignError
+    from hwmodel.hf_import import import_hf
+    from hwmodel.specs import SpecLibrary
+
+    root = Path(__file__).resolve().parent.parent
+    for name in ("qwen3-30b-a3b", "qwen3-8b"):
+        import_hf(root / "tests" / "fixtures" / "hf" / f"{name}.json", name, tmp_path)
+    lib = SpecLibrary((tmp_path,))
+    moe = lib.llm("qwen3-30b-a3b")
+    d = load_design(root / "examples" / "designs" / "qwen3-30b-a3b-w4-v80.toml")
+    prog = program.compile_token(d, lib.board("v80"), moe, 64)
+    g = build_graph(moe, program.quant_of(d), "decode", 1, 64)
+    assert streaming_violations(prog, g) == []
+    assert g.bytes.weights < resident_weights(moe) // 5  # 8 of 128 experts read per token
+    with pytest.raises(DesignError, match=r"qwen3-8b does not fit HBM: .* needs \d+ MiB per port"):
+        from fpga.streaming import check_hbm_capacity
+
+        d8 = load_design(root / "examples" / "designs" / "qwen3-8b-w8-u280.toml")
+        check_hbm_capacity(d8, lib.board("u280"), lib.llm("qwen3-8b"))
+
+
+def resident_weights(m: LlmSpec) -> int:
+    from hwmodel.graph import resident_param_bytes
+
+    return resident_param_bytes(m, QuantScheme(weight_bits=4, kv_bits=8)).weights
