@@ -44,7 +44,8 @@ import numpy as np
 from fpga import isa
 from fpga.instruction_design import InstructionDesign
 from hwmodel.errors import HwmodelError
-from hwmodel.graph import Graph, Op, QuantScheme, build_graph, group_scheme, resident_param_bytes
+from hwmodel.graph import (Graph, Op, QuantScheme, build_graph, group_scheme, kv_cache_bytes,
+                           resident_param_bytes)
 from hwmodel.specs import LlmSpec
 
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -200,7 +201,7 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
                   k_addr=tuple(k_addr), v_addr=tuple(v_addr), kv_row_bytes=kv_row, kv_rows_per_channel=kv_rows_ch,
                   embed_addr=embed_addr, embed_row_bytes=embed_row, embed=embed, head=head, logits_addr=logits_addr,
                   channel_bytes_used=used, weights_bytes=weights,
-                  kv_bytes_per_token=llm.kv_elements_per_token * design.kv_bits // 8)
+                  kv_bytes_per_token=kv_cache_bytes(llm, design.kv_bits, 1))
 
 
 # ================================================================================================ IR

@@ -74,6 +74,12 @@ def quant_of(design: StreamingDesign) -> QuantScheme:
     return per_channel(design.weight_bits, design.kv_bits, design.act_bits)
 
 
+def embedding_table_bytes(design: StreamingDesign, llm: LlmSpec) -> int:
+    """Bytes of the whole embedding table (rows and their metadata) under the design's convention (graph)."""
+    q = quant_of(design)
+    return llm.vocab * (q.weight_row_bytes(llm.hidden) + q.meta_row_bytes(llm.hidden))
+
+
 def _graph0(llm: LlmSpec, q: QuantScheme) -> Graph:
     """The decode graph the lowering reads shapes and parameter bytes from (they do not depend on the context;
     attention's cached tokens do, and are taken per context from :func:`hwmodel.graph.attention_keys`)."""

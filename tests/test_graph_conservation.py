@@ -56,7 +56,7 @@ def test_builtin_streaming_designs_conserve_the_graph(design: str, ctx: int) -> 
         assert streaming_violations(prog, g) == []
 
 
-@pytest.mark.parametrize("llm", ["qwen2.5-0.5b", "llama-3.2-1b", "qwen2.5-math-1.5b", "skywork-prm-7b"])
+@pytest.mark.parametrize("llm", sorted(library().names("llm")))
 def test_builtin_llms_on_a_streaming_design_conserve_the_graph(llm: str) -> None:
     m = library().llm(llm)
     m = dataclasses.replace(m, layers=2)  # the layer is one template replicated: 2 layers check the replication
@@ -130,6 +130,15 @@ def test_builtin_instruction_designs_conserve_the_graph(design: str, ctx: int) -
                                   build_graph(d.llm_spec, q, "ingest", 1, ctx)) == []
 
 
+@pytest.mark.parametrize("llm", sorted(library().names("llm")))
+def test_builtin_llms_on_an_instruction_design_conserve_the_graph(llm: str) -> None:
+    m = dataclasses.replace(library().llm(llm), layers=2, max_position=1024)
+    d = load_instruction_design("glitches-v80")
+    c = icomp.Compiler(d, 1, llm=m)
+    g = build_graph(m, icomp.quant_of(d), "decode", 1, 200)
+    assert instruction_violations(c.decode_program(200), g) == []
+
+
 @settings(max_examples=200)
 @given(llm_shapes(moe=False), st.sampled_from([4, 8, 16]), st.sampled_from([4, 8, 16]),
        st.sampled_from([8, 32, 128]), st.sampled_from([4, 8, 16]), st.integers(0, 200), st.booleans())
@@ -193,7 +202,7 @@ def _gpu_case(m: LlmSpec, framework: str, wb: int, kb: int, ctx: int, head: bool
 
 
 @pytest.mark.parametrize("framework", ["hf", "vllm", "w8a8"])
-@pytest.mark.parametrize("llm", ["qwen2.5-0.5b", "llama2-7b", "skywork-prm-7b", "qwen2.5-math-7b"])
+@pytest.mark.parametrize("llm", sorted(library().names("llm")))
 def test_builtin_llms_gpu_kernel_lists_conserve_the_graph(framework: str, llm: str) -> None:
     m = library().llm(llm)
     for wb in (16, 8):
