@@ -377,6 +377,7 @@ class _Compiler:
         if e.order == "output" or op == "lm_head":
             self.load_blocks(seg, op, vin)
             rb = max(b for _n, b in segs)
+            uniform = all(b == rb for _n, b in segs)  # one payload per row: no prefix walk needed
             rpt = max(1, (e.ports * e.burst_bytes) // rb)
             done = 0
             first = True
@@ -384,7 +385,8 @@ class _Compiler:
                 r = min(rpt, rows - done)
                 t = seg.block(eng, _cdiv(r * cols, e.lanes), op, drain=first)
                 first = False
-                self.weight_reqs(seg, t, eng, self._prefix(segs, done + r) - self._prefix(segs, done))
+                self.weight_reqs(seg, t, eng, r * rb if uniform else
+                                 self._prefix(segs, done + r) - self._prefix(segs, done))
                 done += r
                 out.append((DEP_LOCAL, t, done))
             return _Vec(out, eng)
