@@ -235,8 +235,8 @@ def import_hf(config: Path | str, name: str, out_dir: Path | str = ".", hf_id: s
     tmp.write_text(text)
     try:
         load_spec_file(tmp, "llm")
-    except Exception:
+    except HwmodelError as e:  # the mapped values break a spec rule: name the config, not the scratch file
         tmp.unlink()
-        raise
+        raise ImportHfError(str(e).replace(str(tmp), f"{config} -> {name}.toml")) from None
     tmp.replace(path)
     return path
