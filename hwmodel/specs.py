@@ -102,6 +102,16 @@ class LlmSpec(Spec):
                                               doc="intermediate width of the always-on shared expert; 0 = none")
     shared_expert_gate: bool = sourced(default=False, doc="sigmoid gate Linear(hidden, 1) on the shared expert")
 
+    _DEFAULTED: ClassVar[tuple[str, ...]] = (
+        "norm", "mlp", "hidden_act", "o_bias", "mlp_bias", "qk_norm", "sliding_window", "full_attention_layers",
+        "experts", "experts_per_token", "moe_intermediate", "shared_expert_intermediate", "shared_expert_gate")
+
+    def source_of(self, field: str) -> str:
+        src = super().source_of(field)
+        if not src and field in self._DEFAULTED:
+            return "default: the Qwen2/LLaMA decoder layer (not set in the spec file)"
+        return src
+
     def _validate(self) -> Iterator[tuple[str, str, object]]:
         if self.kv_heads > self.heads:
             yield "kv_heads", f"at most heads ({self.heads})", self.kv_heads
