@@ -25,6 +25,12 @@ What the compiler decides (FlightLLM-style, as GLITCHES uses it):
   must fit) and how far loads run ahead (two groups must fit to overlap a load with compute).
 * **Dependencies.** A pass over the stream turns buffer/register reads and writes into the scoreboard fields
   (RAW, WAR, WAW) of :mod:`fpga.isa`.
+* **Where shapes and bytes come from.** Every matrix (its shape, weight row, scale row, zero-point row and bias)
+  comes from the operator graph (:mod:`hwmodel.graph`) under the design's declared convention
+  (:func:`quant_of`: group-wise ``[quant] group_size``, fp16 scales and scaled zero points); a bias rides in the
+  scale region, after its row's scales. The embedding row gathered per token brings its scales and zero points.
+  Mixture-of-experts and sliding-window models are refused (no expert dispatch or windowed cache walk is
+  lowered). tests/test_graph_conservation.py checks the compiled programs against the graph.
 """
 from __future__ import annotations
 
@@ -38,6 +44,8 @@ import numpy as np
 from fpga import isa
 from fpga.instruction_design import InstructionDesign
 from hwmodel.errors import HwmodelError
+from hwmodel.graph import (Graph, Op, QuantScheme, build_graph, group_scheme, kv_cache_bytes,
+                           resident_param_bytes)
 from hwmodel.specs import LlmSpec
 
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -83,6 +91,7 @@ class Layout:
     kv_rows_per_channel: int
     embed_addr: int
     embed_row_bytes: int
+    embed: MatrixRegion  # the embedding table and its per-row metadata
     head: MatrixRegion  # LM head / value head
     logits_addr: int
     channel_bytes_used: int
@@ -90,10 +99,37 @@ class Layout:
     kv_bytes_per_token: int
 
 
-def _matrix_bytes(design: InstructionDesign, in_f: int, out_f: int) -> tuple[int, int, int]:
+def quant_of(design: InstructionDesign) -> QuantScheme:
+    """The instruction designs' quantization convention: group-wise scales and zero points (``[quant]``)."""
     q = design.quant
-    groups = math.ceil(in_f / q.group_size)
-    return in_f * design.weight_bits // 8, groups * q.scale_bits // 8, math.ceil(groups * q.zero_bits / 8)
+    return group_scheme(design.weight_bits, design.kv_bits, q.group_size, q.scale_bits, q.zero_bits)
+
+
+def _matrix_bytes(design: InstructionDesign, op: Op) -> tuple[int, int, int]:
+    """(weight, scale (+ bias), zero-point) bytes of one output row of graph operator ``op``."""
+    q = quant_of(design)
+    bias = q.vector_bytes if op.bias else 0
+    return q.weight_row_bytes(op.in_features), q.scale_row_bytes(op.in_features) + bias, \
+        q.zero_row_bytes(op.in_features)
+
+
+def layer_graph(design: InstructionDesign, llm: LlmSpec) -> Graph:
+    """The decode graph the lowering reads its matrices from; refuses what it cannot lower."""
+    if llm.experts:
+        raise HwmodelError(f"design '{design.name}': {llm.name} is a mixture of experts; the instruction lowering "
+                           f"has no expert dispatch (use a streaming design)")
+    if llm.sliding_window:
+        raise HwmodelError(f"design '{design.name}': {llm.name} uses sliding-window attention; the instruction "
+                           f"lowering walks the whole cache (use a streaming design)")
+    return build_graph(llm, quant_of(design), "decode", 1, 0)
+
+
+def linear_ops(design: InstructionDesign, llm: LlmSpec) -> dict[str, Op]:
+    """The decoder layer's matrices (graph order) and the output head, by name."""
+    g = layer_graph(design, llm)
+    out = {op.name: op for op in g.layers[0] if op.kind == "linear"}
+    out["lm_head"] = next(op for op in g.epilogue if op.kind == "head")
+    return out
 
 
 def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layout:
@@ -107,37 +143,42 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
     cursor = 0
     quantized = design.weight_bits < 16
 
-    def region(in_f: int, out_f: int) -> MatrixRegion:
+    ops = linear_ops(design, llm)
+    q = quant_of(design)
+
+    def region(op: Op) -> MatrixRegion:
         nonlocal cursor
-        wrow, srow, zrow = _matrix_bytes(design, in_f, out_f)
+        in_f, out_f = op.in_features, op.out_features
+        wrow, srow, zrow = _matrix_bytes(design, op)
         rows_ch = math.ceil(out_f / C)
         w = cursor
         cursor = _align(cursor + rows_ch * wrow, _ALIGN_BYTES)
         s = cursor
-        cursor = _align(cursor + rows_ch * srow, _ALIGN_BYTES) if quantized else cursor
+        cursor = _align(cursor + rows_ch * srow, _ALIGN_BYTES) if (quantized or op.bias) else cursor
         z = cursor
         cursor = _align(cursor + rows_ch * zrow, _ALIGN_BYTES) if quantized else cursor
-        return MatrixRegion(in_f, out_f, w, s, z, wrow, srow if quantized else 0, zrow if quantized else 0)
+        return MatrixRegion(in_f, out_f, w, s, z, wrow, srow if (quantized or op.bias) else 0,
+                            zrow if quantized else 0)
 
-    # globals: embedding table, output head, logits buffer
-    embed_row = llm.hidden * design.weight_bits // 8
+    # globals: embedding table (with its per-row scales and zero points), output head, logits buffer
+    embed_row = q.weight_row_bytes(llm.hidden)
     embed_addr = cursor
     cursor = _align(cursor + math.ceil(llm.vocab / C) * embed_row, _ALIGN_BYTES)
-    if llm.output_head == "lm" and llm.tied_embeddings:
-        wrow, srow, zrow = _matrix_bytes(design, llm.hidden, llm.vocab)
-        s = cursor
-        cursor = _align(cursor + math.ceil(llm.vocab / C) * srow, _ALIGN_BYTES)
-        z = cursor
-        cursor = _align(cursor + math.ceil(llm.vocab / C) * zrow, _ALIGN_BYTES)
-        head = MatrixRegion(llm.hidden, llm.vocab, embed_addr, s, z, wrow, srow if quantized else 0,
-                            zrow if quantized else 0)
+    e_srow, e_zrow = q.scale_row_bytes(llm.hidden), q.zero_row_bytes(llm.hidden)
+    e_s = cursor
+    cursor = _align(cursor + math.ceil(llm.vocab / C) * e_srow, _ALIGN_BYTES) if quantized else cursor
+    e_z = cursor
+    cursor = _align(cursor + math.ceil(llm.vocab / C) * e_zrow, _ALIGN_BYTES) if quantized else cursor
+    embed = MatrixRegion(llm.hidden, llm.vocab, embed_addr, e_s, e_z, embed_row, e_srow, e_zrow)
+    if llm.output_head == "lm" and llm.tied_embeddings:  # the head is the embedding table, metadata included
+        head = embed
     else:
-        head = region(llm.hidden, llm.head_out_channels)
+        head = region(ops["lm_head"])
     logits_addr = cursor
     cursor = _align(cursor + math.ceil(llm.head_out_channels / C) * _LOGIT_BYTES, _ALIGN_BYTES)
     layer_base = _align(cursor, _LAYER_ALIGN_BYTES)
     cursor = 0
-    linears = {name: region(*llm.linear_shapes[name]) for name in LINEARS}
+    linears = {name: region(op) for name, op in ops.items() if name != "lm_head"}
     kv_row = llm.head_dim * design.kv_bits // 8
     kv_rows_ch = math.ceil(llm.max_position / C)
     k_addr, v_addr = [], []
@@ -154,16 +195,13 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
                            f"{llm.max_position}-token KV cache needs {used / 2**20:.0f} MiB per channel; "
                            f"{board.name} gives each of its {C} channels {cap / 2**20:.0f} MiB")
 
-    def data_bytes(m: MatrixRegion) -> int:
-        return m.out_features * (m.weight_row_bytes + m.meta_row_bytes_scale + m.meta_row_bytes_zero)
-
-    weights = llm.layers * sum(data_bytes(m) for m in linears.values()) + llm.vocab * embed_row
-    weights += data_bytes(head) - (llm.vocab * embed_row if (llm.output_head == "lm" and llm.tied_embeddings) else 0)
+    res = resident_param_bytes(llm, q)
+    weights = res.weights + res.metadata + res.bias  # norm gains live on chip
     return Layout(channels=C, layer_base=layer_base, layer_stride_bytes=stride, linears=linears,
                   k_addr=tuple(k_addr), v_addr=tuple(v_addr), kv_row_bytes=kv_row, kv_rows_per_channel=kv_rows_ch,
-                  embed_addr=embed_addr, embed_row_bytes=embed_row, head=head, logits_addr=logits_addr,
+                  embed_addr=embed_addr, embed_row_bytes=embed_row, embed=embed, head=head, logits_addr=logits_addr,
                   channel_bytes_used=used, weights_bytes=weights,
-                  kv_bytes_per_token=llm.kv_elements_per_token * design.kv_bits // 8)
+                  kv_bytes_per_token=kv_cache_bytes(llm, design.kv_bits, 1))
 
 
 # ================================================================================================ IR
@@ -523,6 +561,8 @@ class Compiler:
         steps: list[_Step] = [self._sfu(em, isa.SFU_RMSNORM, new * llm.hidden, 3, ("x",), ("xn",))]
         for name, dst in (("q_proj", "q"), ("k_proj", "k"), ("v_proj", "v")):
             steps += self._linear_steps(em, name, L[name], "xn", dst, new, layer, astride)
+        if llm.qk_norm:
+            steps.append(self._sfu(em, isa.SFU_RMSNORM, new * (llm.q_dim + llm.kv_dim), 3, ("q", "k"), ("q", "k")))
         steps.append(self._sfu(em, isa.SFU_ROPE, new * (llm.q_dim + llm.kv_dim), 1, ("q", "k"), ("q", "k")))
         steps += self._store_kv_steps(em, layer, astride, prior, new)
         steps += self._attention_steps(em, layer, astride, prior, new)
@@ -530,9 +570,13 @@ class Compiler:
         steps += self._linear_steps(em, "o_proj", L["o_proj"], "ao", "y", new, layer, astride)
         steps.append(self._sfu(em, isa.SFU_ADD, new * llm.hidden, 1, ("x", "y"), ("x",)))
         steps.append(self._sfu(em, isa.SFU_RMSNORM, new * llm.hidden, 3, ("x",), ("xn",)))
-        steps += self._linear_steps(em, "gate_proj", L["gate_proj"], "xn", "h1", new, layer, astride)
-        steps += self._linear_steps(em, "up_proj", L["up_proj"], "xn", "h2", new, layer, astride)
-        steps.append(self._sfu(em, isa.SFU_SILU_MUL, new * llm.intermediate, 3, ("h1", "h2"), ("hm",)))
+        if "gate_proj" in L:
+            steps += self._linear_steps(em, "gate_proj", L["gate_proj"], "xn", "h1", new, layer, astride)
+            steps += self._linear_steps(em, "up_proj", L["up_proj"], "xn", "h2", new, layer, astride)
+            steps.append(self._sfu(em, isa.SFU_SILU_MUL, new * llm.intermediate, 3, ("h1", "h2"), ("hm",)))
+        else:  # ungated MLP: up, activation, down
+            steps += self._linear_steps(em, "up_proj", L["up_proj"], "xn", "h2", new, layer, astride)
+            steps.append(self._sfu(em, isa.SFU_SILU_MUL, new * llm.intermediate, 2, ("h2",), ("hm",)))
         steps += self._linear_steps(em, "down_proj", L["down_proj"], "hm", "y", new, layer, astride)
         steps.append(self._sfu(em, isa.SFU_ADD, new * llm.hidden, 1, ("x", "y"), ("x",)))
         return steps
@@ -542,7 +586,13 @@ class Compiler:
         # token ids are data: model the embedding rows as non-contiguous rows dealt over the channels
         row = _dm_row(isa.OP_LD, isa.BUF_ACT, lay.embed_addr, new, lay.embed_row_bytes,
                       stride=2 * lay.embed_row_bytes, nch=min(C, new))
-        return [self._plain(_Ins(row, writes=(em.res("x"),)))]
+        steps = [self._plain(_Ins(row, writes=(em.res("x"),)))]
+        for addr, rb in ((lay.embed.scale_addr, lay.embed.meta_row_bytes_scale),
+                         (lay.embed.zero_addr, lay.embed.meta_row_bytes_zero)):
+            if rb:  # the rows' scales and zero points (dequantization of the gathered rows)
+                r = _dm_row(isa.OP_LD, isa.BUF_ACT, addr, new, rb, stride=2 * rb, nch=min(C, new))
+                steps.append(self._plain(_Ins(r, reads=(em.res("x"),), writes=(em.res("x"),))))
+        return steps
 
     def _epilogue_steps(self, em: _Emitter, logits: bool) -> list[_Step]:
         steps: list[_Step] = []
@@ -702,14 +752,12 @@ def group_bytes(design: InstructionDesign, llm: LlmSpec, k: int) -> dict[str, tu
     C = design.datamover.channels
     tile = design.tiling.mv_tile_rows
     out = {}
-    shapes = dict(llm.linear_shapes)
-    shapes["lm_head"] = (llm.hidden, llm.head_out_channels)
-    for name, (in_f, out_f) in shapes.items():
-        rows = min(k * tile, out_f)
-        wrow, srow, zrow = _matrix_bytes(design, in_f, out_f)
+    for name, op in linear_ops(design, llm).items():
+        rows = min(k * tile, op.out_features)
+        wrow, srow, zrow = _matrix_bytes(design, op)
         per = math.ceil(rows / C) * C
         q = design.weight_bits < 16
-        out[name] = (per * wrow, per * srow if q else 0, per * zrow if q else 0)
+        out[name] = (per * wrow, per * srow if (q or op.bias) else 0, per * zrow if q else 0)
     return out
 
 
@@ -724,7 +772,7 @@ def prefetch_fits(design: InstructionDesign, llm: LlmSpec, k: int, double_buffer
 def max_prefetch_ratio(design: InstructionDesign, llm: LlmSpec | None = None, double_buffered: bool = False) -> int:
     """Largest k whose coalesced groups fit the weight, scale and zero buffers (twice over if double_buffered)."""
     llm = llm or design.llm_spec
-    outs = [o for _i, o in llm.linear_shapes.values()] + [llm.head_out_channels]
+    outs = [op.out_features for op in linear_ops(design, llm).values()]
     max_tiles = max(math.ceil(o / design.tiling.mv_tile_rows) for o in outs)
     best = 0
     for k in range(1, max_tiles + 1):  # beyond max_tiles every matrix is one group: nothing changes
@@ -760,3 +808,25 @@ def load_stream_program(design: InstructionDesign, access_bytes: int, n_loads: i
             rows.append(_dm_row(isa.OP_LD, isa.BUF_ZERO, 2 * region + i * meta, C, meta, nch=C))
     prog = np.array([*rows, _row(isa.OP_SYNC)], dtype=np.int64)
     return Program((Segment(prog, 1),))
+
+
+def program_traffic(prog: Program) -> dict[str, int]:
+    """Bytes each datamover buffer loads / stores and the MACs of a program, every repetition counted:
+    ``weights`` (weight buffer), ``metadata`` (scale + zero-point buffers: scales, zero points, biases),
+    ``gather`` (activation-buffer loads: the embedding rows and their metadata), ``kv_read`` / ``kv_write``
+    (KV buffer), ``macs`` (MV/MM: rows x row length x tokens)."""
+    out = {"weights": 0, "metadata": 0, "gather": 0, "kv_read": 0, "kv_write": 0, "macs": 0}
+    buf_class = {isa.BUF_WEIGHT: "weights", isa.BUF_SCALE: "metadata", isa.BUF_ZERO: "metadata",
+                 isa.BUF_ACT: "gather", isa.BUF_KV: "kv_read"}
+    for s in prog.segments:
+        ins = s.instrs
+        op = ins[:, isa.F_OP]
+        nbytes = ins[:, isa.F_ROWS] * ins[:, isa.F_ROW_BYTES]
+        for buf, cls in buf_class.items():
+            sel = (op == isa.OP_LD) & (ins[:, isa.F_TAG] == buf)
+            out[cls] += s.reps * int(nbytes[sel].sum())
+        st = (op == isa.OP_ST) & (ins[:, isa.F_TAG] == isa.BUF_KV)
+        out["kv_write"] += s.reps * int(nbytes[st].sum())
+        mm = (op == isa.OP_MV) | (op == isa.OP_MM)
+        out["macs"] += s.reps * int((nbytes[mm] * ins[mm, isa.F_STRIDE]).sum())
+    return out

@@ -96,6 +96,9 @@ class StreamingDesign:
     max_ctx: int = plain(default=4096, doc="KV-cache capacity the design reserves in HBM, tokens")
     kvmu: bool = plain(default=False, doc="the design holds the KVMU (the speculative draft's KV rollback unit, "
                                           "docs/kvmu.md); its LUTs/FFs are the yosys counts of fpga/rtl/kvmu.v")
+    quant_group_size: int = plain(default=0, check=_non_negative,
+                                  doc="quantization metadata convention: 0 = one fp16 scale per output channel; "
+                                      "g = one fp16 scale per g input channels of each row (hwmodel.graph)")
     engines: tuple[EngineSpec, ...] = plain(doc="the engines")
     origin: str = dataclasses.field(default="", compare=False, metadata={"toml": False})
 

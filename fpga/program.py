@@ -14,6 +14,17 @@ The program is a set of integer arrays (no Python objects), shared by the cycle-
 Engines run their blocks in program (token) order. A decoder layer is compiled once per context length as a
 template and replicated for every layer by index arithmetic (all layers have the same shapes), so compiling a
 token costs one layer, not all of them.
+
+**Where bytes and MACs come from.** The lowering reads every matrix, its quantization metadata and biases from
+the operator graph (:mod:`hwmodel.graph`) under the streaming designs' convention (:func:`quant_of`: one fp16
+scale per output channel, or per ``quant_group_size`` inputs when the design sets it). Streaming operators fuse
+graph operators (:data:`FUSION`): ``qkv`` = q, k, v projections (rows concatenated); ``gate_up`` = gate and up
+projections, and for a mixture of experts the router, the routed experts' gate/up and the shared expert's
+gate/up and sigmoid gate; ``down`` = the down projection, or the routed and shared experts' down projections
+with their inputs concatenated (their outputs are summed). Norm gains stay on chip (loaded with the bitstream's
+configuration, not per token). :attr:`Program.param_bytes` is the per-class ledger of what the requests carry
+and :attr:`Program.req_bytes` the bytes of the requests themselves; tests/test_graph_conservation.py checks both
+against the graph, integers, no tolerance.
 """
 from __future__ import annotations
 
@@ -26,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from fpga.design import ALL_OPS, DesignError, EngineSpec, StreamingDesign, check_structure
+from hwmodel.graph import Graph, Op, QuantScheme, attention_keys, build_graph, per_channel
 from hwmodel.specs import BoardSpec, LlmSpec
 
 OP_ID = {op: i for i, op in enumerate(ALL_OPS)}
@@ -37,6 +49,44 @@ NO = -1
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+#: streaming operator -> (graph operator names it computes, how they are fused: "rows" = output rows
+#: concatenated, one input vector; "cols" = inputs concatenated, outputs summed). Names match a graph operator's
+#: name or its last dotted part (``expert.3.gate_proj``, ``shared.up_proj``).
+FUSION: dict[str, tuple[tuple[str, ...], str]] = {
+    "embed": (("embed",), "rows"),
+    "qkv": (("q_proj", "k_proj", "v_proj"), "rows"),
+    "o_proj": (("o_proj",), "rows"),
+    "gate_up": (("router", "gate_proj", "up_proj", "shared.gate"), "rows"),
+    "down": (("down_proj",), "cols"),
+    "lm_head": (("lm_head", "value_head"), "rows"),
+}
+
+
+def quant_of(design: StreamingDesign) -> QuantScheme:
+    """The streaming designs' quantization convention: one fp16 scale per output channel (FlexLLM-style W8A8),
+    or per ``quant_group_size`` input channels when the design sets it; no zero point; fp16 biases."""
+    g = design.quant_group_size
+    if g:
+        return QuantScheme(weight_bits=design.weight_bits, kv_bits=design.kv_bits, granularity="group",
+                           group_size=g, act_bits=design.act_bits)
+    return per_channel(design.weight_bits, design.kv_bits, design.act_bits)
+
+
+def embedding_table_bytes(design: StreamingDesign, llm: LlmSpec) -> int:
+    """Bytes of the whole embedding table (rows and their metadata) under the design's convention (graph)."""
+    q = quant_of(design)
+    return llm.vocab * (q.weight_row_bytes(llm.hidden) + q.meta_row_bytes(llm.hidden))
+
+
+def _graph0(llm: LlmSpec, q: QuantScheme) -> Graph:
+    """The decode graph the lowering reads shapes and parameter bytes from (they do not depend on the context;
+    attention's cached tokens do, and are taken per context from :func:`hwmodel.graph.attention_keys`)."""
+    if len({llm.window_of(i) for i in range(llm.layers)}) > 1:
+        raise DesignError(f"'{llm.name}': the streaming lowering replicates one decoder layer, but its layers "
+                          f"differ in attention window (full_attention_layers = {llm.full_attention_layers})")
+    return build_graph(llm, q, "decode", 1, 0)
 
 
 @dataclasses.dataclass
@@ -122,6 +172,8 @@ class Program:
     pr_table: np.ndarray  # (n, 8) per port
     t_need_port: np.ndarray  # (n_blocks, n_ports)
     macs: int
+    param_bytes: dict[str, int] = dataclasses.field(default_factory=dict)  # ledger: weights, metadata, bias, padding
+    req_bytes: dict[str, int] = dataclasses.field(default_factory=dict)  # request bytes: param_read, kv_read, kv_write
     ops_names: tuple[str, ...] = ALL_OPS
 
     # request rows (write: r_dep is the block whose result it stores; read: r_slot is the block whose issue end
@@ -166,6 +218,9 @@ class _Compiler:
         self.granule = board.hbm.granule_bytes
         self.wptr = [0] * len(design.engines)  # weight address pointer per engine (same on all its ports)
         self.macs = 0
+        self.q = quant_of(design)
+        self.g = _graph0(llm, self.q)
+        self.ledger = {"weights": 0, "metadata": 0, "bias": 0, "padding": 0, "pad_bound": 0}
 
     # ---- helpers
     def E(self, op: str) -> EngineSpec:
@@ -214,6 +269,8 @@ class _Compiler:
         for p in range(self.port0[eng], self.port0[eng] + e.ports):
             seg.reqs[p].extend(recs)
         self.wptr[eng] += share
+        self.ledger["padding"] += share * e.ports - nbytes
+        self.ledger["pad_bound"] += e.ports * self.granule  # padding of one striped read is below this
 
     def vec_chunks(self, n: int) -> list[int]:
         c = self.d.vector_chunk
@@ -266,19 +323,61 @@ class _Compiler:
         t = seg.block(eng, _cdiv(n, self.d.vector_chunk), op)
         self.consume(seg, t, 0, vin, n)
 
-    def row_bytes(self, cols: int, bias: bool) -> int:
-        extra = 0 if self.d.weight_bits >= 16 else 2  # fp16 per-output-channel scale
-        return _cdiv(cols * self.d.weight_bits, 8) + extra + (2 if bias else 0)
+    def fused(self, op: str, part: str = "layer") -> list[Op]:
+        """The graph operators streaming operator ``op`` computes (see :data:`FUSION`)."""
+        names, _how = FUSION[op]
+        src = {"layer": self.g.layers[0], "prologue": self.g.prologue, "epilogue": self.g.epilogue}[part]
+        return [o for o in src if o.kind in ("linear", "router", "head", "embed")
+                and any(o.name == n or o.name.endswith("." + n) for n in names)]
 
-    def matvec(self, seg: _Segment, op: str, vin: _Vec, rows: int, cols: int, bias: bool = False) -> _Vec:
-        """Matrix-vector product streaming its weights; output- or input-stationary per the engine."""
+    def account(self, ops: list[Op]) -> None:
+        """Enter the parameter bytes of ``ops`` in the ledger (what the requests below carry)."""
+        for o in ops:
+            self.ledger["weights"] += o.bytes.weights
+            self.ledger["metadata"] += o.bytes.metadata
+            self.ledger["bias"] += o.bytes.bias
+
+    def shape(self, op: str, part: str = "layer") -> tuple[list[Op], int, int, list[tuple[int, int]]]:
+        """(graph ops, rows, cols, row segments [(rows, payload bytes per row)]) of fused operator ``op``."""
+        ops = self.fused(op, part)
+        if not ops:
+            raise DesignError(f"design '{self.d.name}': the graph of '{self.m.name}' has no operator for '{op}'")
+        if FUSION[op][1] == "rows":
+            cols = ops[0].in_features
+            if any(o.in_features != cols for o in ops):
+                raise DesignError(f"'{op}': fused operators of different input widths")
+            segs = [(o.out_features, (o.bytes.weights + o.bytes.metadata + o.bytes.bias) // o.out_features)
+                    for o in ops]
+            return ops, sum(o.out_features for o in ops), cols, segs
+        rows = ops[0].out_features  # inputs concatenated: one row holds every fused matrix's row
+        per_row = sum((o.bytes.weights + o.bytes.metadata + o.bytes.bias) // o.out_features for o in ops)
+        return ops, rows, sum(o.in_features for o in ops), [(rows, per_row)]
+
+    @staticmethod
+    def _prefix(segs: list[tuple[int, int]], k: int) -> int:
+        """Payload bytes of the first ``k`` rows."""
+        total = 0
+        for n, rb in segs:
+            take = min(n, k)
+            total += take * rb
+            k -= take
+            if k <= 0:
+                break
+        return total
+
+    def matvec(self, seg: _Segment, op: str, vin: _Vec, part: str = "layer") -> _Vec:
+        """Matrix-vector product streaming its weights; output- or input-stationary per the engine. Shapes and
+        payload bytes come from the graph operators ``op`` fuses."""
+        ops, rows, cols, segs = self.shape(op, part)
+        self.account(ops)
         eng = self.eng_idx[op]
         e = self.d.engines[eng]
         self.macs += rows * cols
         out: list[tuple[int, int, int]] = []
         if e.order == "output" or op == "lm_head":
             self.load_blocks(seg, op, vin)
-            rb = self.row_bytes(cols, bias)
+            rb = max(b for _n, b in segs)
+            uniform = all(b == rb for _n, b in segs)  # one payload per row: no prefix walk needed
             rpt = max(1, (e.ports * e.burst_bytes) // rb)
             done = 0
             first = True
@@ -286,7 +385,8 @@ class _Compiler:
                 r = min(rpt, rows - done)
                 t = seg.block(eng, _cdiv(r * cols, e.lanes), op, drain=first)
                 first = False
-                self.weight_reqs(seg, t, eng, r * rb)
+                self.weight_reqs(seg, t, eng, r * rb if uniform else
+                                 self._prefix(segs, done + r) - self._prefix(segs, done))
                 done += r
                 out.append((DEP_LOCAL, t, done))
             return _Vec(out, eng)
@@ -296,6 +396,7 @@ class _Compiler:
         if dynamic:
             self.load_blocks(seg, op, vin)
         wb = self.d.weight_bits
+        w_total = sum(o.bytes.weights for o in ops)
         cpt = max(1, (e.ports * e.burst_bytes * 8) // (rows * wb))
         done = 0
         first = dynamic
@@ -305,16 +406,16 @@ class _Compiler:
             first = False
             if not dynamic:
                 self.consume(seg, t, 0, vin, done + c)
-            self.weight_reqs(seg, t, eng, _cdiv(rows * c * wb, 8))
+            self.weight_reqs(seg, t, eng, w_total * (done + c) // cols - w_total * done // cols)
             done += c
         if not dynamic:
             self.close(seg, vin)
-        extra = self.row_bytes(0, bias)
+        extra = sum(o.bytes.metadata + o.bytes.bias for o in ops)
         prev = 0
         for j, cum in enumerate(self.vec_chunks(rows)):
             t = seg.block(eng, _cdiv(cum - prev, self.d.vector_chunk), op, drain=(j == 0))
             if j == 0 and extra:
-                self.weight_reqs(seg, t, eng, rows * extra)
+                self.weight_reqs(seg, t, eng, extra)
             out.append((DEP_LOCAL, t, cum))
             prev = cum
         return _Vec(out, eng)
@@ -327,6 +428,7 @@ class _Compiler:
         eng = self.eng_idx[op]
         e = self.d.engines[eng]
         m = self.m
+        ctx = attention_keys(m, 0, 1, ctx)[1]  # cached tokens inside the attention window (graph)
         g = m.heads // m.kv_heads
         hd = m.head_dim
         tb = _cdiv(hd * self.d.kv_bits, 8)  # bytes of one token's K (or V) for one head
@@ -396,9 +498,9 @@ class _Compiler:
     def down_cum(self) -> list[int]:
         """Blocks of the residual stream as the down projection (and the residual add after it) emit them."""
         e = self.E("down")
-        h, i = self.m.hidden, self.m.intermediate
+        _ops, h, _cols, segs = self.shape("down")
         if e.order == "output":
-            rpt = max(1, (e.ports * e.burst_bytes) // self.row_bytes(i, False))
+            rpt = max(1, (e.ports * e.burst_bytes) // max(b for _n, b in segs))
             return [min(h, (k + 1) * rpt) for k in range(_cdiv(h, rpt))]
         return self.vec_chunks(h)
 
@@ -408,7 +510,7 @@ class _Compiler:
         seg = _Segment(self.n_ports)
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
         xn = self.norm_op(seg, "attn_norm", x_in, m.hidden)
-        qkv = self.matvec(seg, "qkv", xn, m.q_dim + 2 * m.kv_dim, m.hidden, bias=m.qkv_bias)
+        qkv = self.matvec(seg, "qkv", xn)
         self.close(seg, xn)
         r = self.stream_op(seg, "rope", qkv)
         self.close(seg, qkv)
@@ -422,15 +524,15 @@ class _Compiler:
         g_hd = m.heads // m.kv_heads * m.head_dim
         a = _Vec([(DEP_ATT, h, (h + 1) * g_hd) for h in range(m.kv_heads)], self.eng_idx["attention"])
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
-        o = self.matvec(seg, "o_proj", a, m.hidden, m.q_dim)
+        o = self.matvec(seg, "o_proj", a)
         x2 = self.stream_op(seg, "attn_add", o, skip=x_in)
         self.close(seg, o)
         xn2 = self.norm_op(seg, "ffn_norm", x2, m.hidden)
-        gu = self.matvec(seg, "gate_up", xn2, 2 * m.intermediate, m.hidden)
+        gu = self.matvec(seg, "gate_up", xn2)
         self.close(seg, xn2)
-        s = self.stream_op(seg, "silu_mul", gu, 1, 2)
+        s = self.stream_op(seg, "silu_mul", gu, self.shape("down")[2], self.shape("gate_up")[1])
         self.close(seg, gu)
-        dn = self.matvec(seg, "down", s, m.hidden, m.intermediate)
+        dn = self.matvec(seg, "down", s)
         self.close(seg, s)
         x3 = self.stream_op(seg, "ffn_add", dn, skip=x2)
         self.close(seg, dn)
@@ -441,7 +543,9 @@ class _Compiler:
         seg = _Segment(self.n_ports)
         eng = self.eng_idx["embed"]
         t = seg.block(eng, _cdiv(self.m.hidden, self.d.vector_chunk), "embed")
-        self.weight_reqs(seg, t, eng, self.row_bytes(self.m.hidden, False))
+        emb = self.fused("embed", "prologue")
+        self.account(emb)
+        self.weight_reqs(seg, t, eng, sum(o.bytes.weights + o.bytes.metadata for o in emb))
         x_eng = self.eng_idx["ffn_add"]
         out = []
         prev = 0
@@ -465,7 +569,7 @@ class _Compiler:
             seg.x_in = x_in  # type: ignore[attr-defined]
             return seg, x_in
         xn = self.norm_op(seg, "final_norm", x_in, m.hidden)
-        logits = self.matvec(seg, "lm_head", xn, m.head_out_channels, m.hidden)
+        logits = self.matvec(seg, "lm_head", xn, "epilogue")
         self.close(seg, xn)
         self.stream_op(seg, "argmax", logits, produce=False)
         self.close(seg, logits)
@@ -574,6 +678,8 @@ class _Static:
     total_w: list[int]
     static_macs: int
     layer_macs: int
+    static_ledger: dict[str, int]
+    layer_ledger: dict[str, int]
     port_class: list[int]  # ports with equal head, pre, post and tail requests share a class
 
 
@@ -584,10 +690,12 @@ def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_
     head, head_x = c.head(x_cum)
     head_w = list(c.wptr)
     macs0 = c.macs
+    led0 = dict(c.ledger)
     pre, rope = c.pre(x_cum)
     post, post_x = c.post(x_cum)
     layer_w = [c.wptr[i] - head_w[i] for i in range(len(design.engines))]
     layer_macs = c.macs - macs0
+    layer_ledger = {k: c.ledger[k] - led0[k] for k in c.ledger}
     c.wptr = [head_w[i] + layer_w[i] * llm.layers for i in range(len(design.engines))]
     tail, _tail_x = c.tail(x_cum, with_lm_head)
     port_eng = [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
@@ -601,8 +709,9 @@ def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_
         else:
             port_class.append(len(reps))
             reps.append(p)
+    static_ledger = {k: c.ledger[k] - layer_ledger[k] for k in c.ledger}
     return _Static(x_cum, head, head_x, pre, rope, post, post_x, tail, layer_w, list(c.wptr),
-                   c.macs - layer_macs, layer_macs, port_class)
+                   c.macs - layer_macs, layer_macs, static_ledger, layer_ledger, port_class)
 
 
 class _Layer:
@@ -652,8 +761,29 @@ def compile_token(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: 
     region = kv_region_bytes(design, llm, board)
     layer, att_macs = _layer(design, c, st, ctx, [kv_base0 + i * region for i in range(2 * llm.kv_heads)], region)
     L = llm.layers
-    return _link(design, c, st, layer, L, 2 * llm.kv_heads * region, st.static_macs + (st.layer_macs + att_macs) * L,
-                 per_port)
+    prog = _link(design, c, st, layer, L, 2 * llm.kv_heads * region,
+                 st.static_macs + (st.layer_macs + att_macs) * L, per_port)
+    prog.param_bytes.update({k: st.static_ledger[k] + L * st.layer_ledger[k] for k in st.layer_ledger})
+    prog.req_bytes.update(_request_bytes(st, layer, prog, L))
+    return prog
+
+
+def _request_bytes(st: _Static, layer: _Layer, prog: Program, L: int) -> dict[str, int]:
+    """Bytes the program's requests move, by kind (weights read, KV read, KV written), summed over every port
+    (one representative per class of identical ports, times the class size)."""
+    out = {"param_read": 0, "kv_read": 0, "kv_write": 0}
+    for g, p in enumerate(prog.g_port):
+        mult = int(prog.g_mult[g])
+        for arr, copies in ((st.head.req_array(p), 1), (layer.req_array(int(p)), L), (st.tail.req_array(p), 1)):
+            if not len(arr):
+                continue
+            kv = arr[:, 5] == KIND_KV
+            wr = arr[:, 2] == 1
+            n = arr[:, 0]
+            out["param_read"] += mult * copies * int(n[~kv & ~wr].sum())
+            out["kv_read"] += mult * copies * int(n[kv & ~wr].sum())
+            out["kv_write"] += mult * copies * int(n[kv & wr].sum())
+    return out
 
 
 def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base: list[int],

@@ -374,7 +374,7 @@ def validate_design(design: StreamingDesign, board: BoardSpec | None = None, llm
 def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> None:
     """Weights striped over an engine's ports, plus the KV cache reserved for ``max_ctx`` tokens, must fit the
     pseudo-channels those ports use."""
-    from fpga.program import _static_parts, kv_region_bytes
+    from fpga.program import _static_parts, embedding_table_bytes, kv_region_bytes
 
     total_w = list(_static_parts(design, board, llm, True).total_w)
     pc_bytes = board.hbm.pc_capacity_bytes // board.hbm.ports_per_pc
@@ -382,7 +382,7 @@ def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) 
     kv = kv_region_bytes(design, llm, board) * 2 * llm.kv_heads * llm.layers
     if not llm.tied_embeddings:  # an untied embedding table is stored too (one row is read per token)
         emb = design.engines.index(design.engine_of("embed"))
-        total_w[emb] += -(-llm.embedding_params * design.weight_bits // 8 // design.engines[emb].ports)
+        total_w[emb] += -(-embedding_table_bytes(design, llm) // design.engines[emb].ports)
     for i, e in enumerate(design.engines):
         if not e.ports:
             continue

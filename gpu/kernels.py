@@ -20,6 +20,15 @@ The kernel lists follow the frameworks' code paths (counted from the sources, no
 
 Precision: weights at ``weight_bits`` (+ one fp16 scale per output channel when quantized), KV cache at ``kv_bits``,
 activations in fp16/bf16 (fp32 inside the hf RMSNorm). Attention operations count the causal (query, key) pairs.
+
+**Where bytes and MACs come from.** Every GEMM's weights, scales and bias, every norm's gains and the embedding
+rows gathered come from the operator graph (:mod:`hwmodel.graph`, per-channel fp16 convention); a framework's
+fusion rules (:data:`FUSION`) say which graph operators each of its kernels computes (vLLM: q/k/v -> one
+``qkv_proj``, gate/up -> ``gate_up_proj``; hf: one GEMM per graph linear). :attr:`Block.params` is the per-kernel
+ledger of parameter bytes by class; tests/test_graph_conservation.py checks it and the MACs against the graph.
+Not lowered here (refused): mixtures of experts; sliding windows are not applied to the attention kernels (exact
+below the window). Extra per-framework traffic (hf's cache ``torch.cat``, ``repeat_kv``, fp32 norms) is the
+framework's, on top of the graph's minimum.
 """
 from __future__ import annotations
 
@@ -29,12 +38,20 @@ import functools
 import numpy as np
 
 from hwmodel.errors import HwmodelError
+from hwmodel.graph import Graph, Op, build_graph, per_channel
 from hwmodel.specs import LlmSpec
 
 ACT_BYTES = 2  # fp16 / bf16 activations
 FP32_BYTES = 4
-SCALE_BYTES = 2  # fp16 per-output-channel weight scale
-VECTOR_BYTES = 2  # fp16 biases and norm gains
+PARAM_CLASSES = ("weights", "metadata", "bias", "norm")  # columns of Block.params
+
+#: framework -> GEMM kernel -> the graph linears it computes (rows concatenated)
+FUSION: dict[str, dict[str, tuple[str, ...]]] = {
+    "hf": {n: (n,) for n in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")},
+    "vllm": {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "o_proj": ("o_proj",), "gate_up_proj": ("gate_proj", "up_proj"),
+             "down_proj": ("down_proj",)},
+}
+FUSION["w8a8"] = FUSION["hf"]
 
 GEMM, ATTN, ELT = 0, 1, 2  # kernel classes: weight GEMM (weight-precision peak), attention (fp16 peak), elementwise
 
@@ -93,6 +110,8 @@ class Block:
     kinds: np.ndarray
     bytes: np.ndarray
     ops: np.ndarray
+    params: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 4), np.int64))  # kernels x class
+    params_per_token: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 4), np.int64))  # gathers
 
     @property
     def n_kernels(self) -> int:
@@ -117,6 +136,13 @@ class Program:
     def total_ops(self) -> np.ndarray:
         return column_sum(self.prologue.ops) + self.layers * column_sum(self.layer.ops) + column_sum(self.epilogue.ops)
 
+    def param_bytes(self) -> dict[str, int]:
+        """Parameter bytes the kernels read, by class (weights, metadata, bias, norm), every layer counted."""
+        tot = self.prologue.params.sum(axis=0) + self.layers * self.layer.params.sum(axis=0) + \
+            self.epilogue.params.sum(axis=0)
+        tok = self.prologue.params_per_token.sum(axis=0)  # embedding rows: one per token computed
+        return {c: int(tot[i]) + int(tok[i]) * int(self.rows[0]) for i, c in enumerate(PARAM_CLASSES)}
+
     @property
     def n_kernels(self) -> int:
         return self.prologue.n_kernels + self.layers * self.layer.n_kernels + self.epilogue.n_kernels
@@ -131,20 +157,31 @@ class _Builder:
         self.kinds: list[int] = []
         self.bytes: list[np.ndarray] = []
         self.ops: list[np.ndarray] = []
+        self.params: list[tuple[int, int, int, int]] = []
+        self.per_token: list[tuple[int, int, int, int]] = []
 
-    def add(self, name: str, kind: int, n_bytes: np.ndarray | float, ops: np.ndarray | float = 0.0) -> None:
+    def add(self, name: str, kind: int, n_bytes: np.ndarray | float, ops: np.ndarray | float = 0.0,
+            params: tuple[int, int, int, int] = (0, 0, 0, 0),
+            per_token: tuple[int, int, int, int] = (0, 0, 0, 0)) -> None:
+        """A kernel; ``params``: the parameter bytes (weights, metadata, bias, norm) included in ``n_bytes``;
+        ``per_token``: those it reads per token computed (the embedding rows gathered)."""
         self.names.append(name)
         self.kinds.append(kind)
         self.bytes.append(np.broadcast_to(np.asarray(n_bytes, dtype=np.float64), (self.m,)))
         self.ops.append(np.broadcast_to(np.asarray(ops, dtype=np.float64), (self.m,)))
+        self.params.append(params)
+        self.per_token.append(per_token)
 
-    def elt(self, name: str, read: np.ndarray | float, write: np.ndarray | float) -> None:
-        self.add(name, ELT, np.asarray(read) + np.asarray(write))
+    def elt(self, name: str, read: np.ndarray | float, write: np.ndarray | float, norm: int = 0) -> None:
+        self.add(name, ELT, np.asarray(read) + np.asarray(write) + norm, params=(0, 0, 0, norm))
 
     def build(self) -> Block:
         if not self.names:
-            return Block((), np.zeros(0, dtype=np.int8), np.zeros((0, self.m)), np.zeros((0, self.m)))
-        return Block(tuple(self.names), np.array(self.kinds, dtype=np.int8), np.vstack(self.bytes), np.vstack(self.ops))
+            return Block((), np.zeros(0, dtype=np.int8), np.zeros((0, self.m)), np.zeros((0, self.m)),
+                         np.zeros((0, 4), np.int64), np.zeros((0, 4), np.int64))
+        return Block(tuple(self.names), np.array(self.kinds, dtype=np.int8), np.vstack(self.bytes), np.vstack(self.ops),
+                     np.array(self.params, dtype=np.int64).reshape(-1, 4),
+                     np.array(self.per_token, dtype=np.int64).reshape(-1, 4))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,18 +196,39 @@ class _Shapes:
     quantized: bool
     qkv_bias: bool
     gqa: bool
+    g: Graph  # the decode graph: matrices, biases, gains (per-channel fp16 convention)
+
+    def linears(self, names: tuple[str, ...]) -> list[Op]:
+        ops = [self.g.find(n) for n in names if self.g.has(n)]
+        return ops
+
+    def norm_bytes(self, name: str, part: str = "layer") -> int:
+        return self.g.find(name, part).bytes.norm
 
 
-def _gemm(b: _Builder, s: _Shapes, name: str, k_in: int, k_out: int, rows: np.ndarray, bias: bool = False,
-          act_in_bytes: float = ACT_BYTES) -> None:
-    """A linear layer: weights (+ scales, + bias) read once, activations in and out, 2 ops per MAC."""
-    weights = k_in * k_out * s.wb + (k_out * SCALE_BYTES if s.quantized else 0) + (k_out * VECTOR_BYTES if bias else 0)
-    b.add(name, GEMM, weights + rows * (k_in * act_in_bytes + k_out * ACT_BYTES), 2.0 * rows * k_in * k_out)
+def _gemm_ops(b: _Builder, name: str, ops: list[Op], rows: np.ndarray, act_in_bytes: float = ACT_BYTES) -> None:
+    """One GEMM kernel computing the graph linears ``ops`` (outputs concatenated): their weights, scales and
+    biases read once, activations in and out, 2 ops per MAC."""
+    if not ops:
+        return
+    k_in = ops[0].in_features
+    k_out = sum(o.out_features for o in ops)
+    w, m, bb = (sum(o.bytes.weights for o in ops), sum(o.bytes.metadata for o in ops), sum(o.bytes.bias for o in ops))
+    b.add(name, GEMM, w + m + bb + rows * (k_in * act_in_bytes + k_out * ACT_BYTES), 2.0 * rows * k_in * k_out,
+          params=(w, m, bb, 0))
 
 
-def _hf_rmsnorm(b: _Builder, s: _Shapes, name: str, n: np.ndarray) -> None:
-    """transformers RMSNorm: to fp32, pow, mean, +eps, rsqrt, mul, to half, *gain (8 kernels)."""
-    x16, x32, v32 = n * s.h * ACT_BYTES, n * s.h * FP32_BYTES, n * FP32_BYTES
+def _gemm(b: _Builder, s: _Shapes, name: str, rows: np.ndarray, act_in_bytes: float = ACT_BYTES,
+          framework: str = "hf") -> None:
+    """The GEMM kernel ``name`` of ``framework`` (its graph operators from :data:`FUSION`)."""
+    _gemm_ops(b, name, s.linears(FUSION[framework][name]), rows, act_in_bytes)
+
+
+def _hf_rmsnorm(b: _Builder, s: _Shapes, name: str, n: np.ndarray, gains: int, width: int | None = None) -> None:
+    """transformers RMSNorm: to fp32, pow, mean, +eps, rsqrt, mul, to half, *gain (8 kernels); ``gains``: the
+    graph's bytes of its gain vector (LayerNorm: gain and bias)."""
+    w = s.h if width is None else width
+    x16, x32, v32 = n * w * ACT_BYTES, n * w * FP32_BYTES, n * FP32_BYTES
     b.elt(f"{name}.to_fp32", x16, x32)
     b.elt(f"{name}.pow", x32, x32)
     b.elt(f"{name}.mean", x32, v32)
@@ -178,7 +236,7 @@ def _hf_rmsnorm(b: _Builder, s: _Shapes, name: str, n: np.ndarray) -> None:
     b.elt(f"{name}.rsqrt", v32, v32)
     b.elt(f"{name}.mul", x32 + v32, x32)
     b.elt(f"{name}.to_half", x32, x16)
-    b.elt(f"{name}.gain", x16 + s.h * VECTOR_BYTES, x16)
+    b.elt(f"{name}.gain", x16, x16, norm=gains)
 
 
 def _hf_rotary(b: _Builder, s: _Shapes, name: str, n: np.ndarray, width: int) -> None:
@@ -205,12 +263,14 @@ def _act_quant(b: _Builder, s: _Shapes, name: str, n: np.ndarray, width: int) ->
 def _hf_layer(b: _Builder, s: _Shapes, p: Pass, w8a8: bool) -> None:
     n = p.new_tokens
     act_in = 1.0 if w8a8 else ACT_BYTES  # INT8 activations into the INT8 GEMMs
-    _hf_rmsnorm(b, s, "input_norm", n)
+    _hf_rmsnorm(b, s, "input_norm", n, s.norm_bytes("attn_norm"))
     if w8a8:
         _act_quant(b, s, "qkv_in", n, s.h)
-    _gemm(b, s, "q_proj", s.h, s.q, n, s.qkv_bias, act_in)
-    _gemm(b, s, "k_proj", s.h, s.kv, n, s.qkv_bias, act_in)
-    _gemm(b, s, "v_proj", s.h, s.kv, n, s.qkv_bias, act_in)
+    for name in ("q_proj", "k_proj", "v_proj"):
+        _gemm(b, s, name, n, act_in)
+    if s.g.has("q_norm"):  # Qwen3: per-head RMSNorm of q and k
+        _hf_rmsnorm(b, s, "q_norm", n, s.norm_bytes("q_norm"), s.q)
+        _hf_rmsnorm(b, s, "k_norm", n, s.norm_bytes("k_norm"), s.kv)
     _hf_rotary(b, s, "rope_q", n, s.q)
     _hf_rotary(b, s, "rope_k", n, s.kv)
     for t in ("k", "v"):  # DynamicCache.update: torch.cat of the old cache and the new entries
@@ -224,34 +284,44 @@ def _hf_layer(b: _Builder, s: _Shapes, p: Pass, w8a8: bool) -> None:
     b.elt("transpose", n * s.q * ACT_BYTES, n * s.q * ACT_BYTES)
     if w8a8:
         _act_quant(b, s, "o_in", n, s.q)
-    _gemm(b, s, "o_proj", s.q, s.h, n, False, act_in)
+    _gemm(b, s, "o_proj", n, act_in)
     b.elt("residual_1", 2 * n * s.h * ACT_BYTES, n * s.h * ACT_BYTES)
-    _hf_rmsnorm(b, s, "post_norm", n)
+    _hf_rmsnorm(b, s, "post_norm", n, s.norm_bytes("ffn_norm"))
     if w8a8:
         _act_quant(b, s, "mlp_in", n, s.h)
-    _gemm(b, s, "gate_proj", s.h, s.i, n, False, act_in)
-    b.elt("silu", n * s.i * ACT_BYTES, n * s.i * ACT_BYTES)
-    _gemm(b, s, "up_proj", s.h, s.i, n, False, act_in)
-    b.elt("mul", 2 * n * s.i * ACT_BYTES, n * s.i * ACT_BYTES)
+    if s.g.has("gate_proj"):
+        _gemm(b, s, "gate_proj", n, act_in)
+        b.elt("silu", n * s.i * ACT_BYTES, n * s.i * ACT_BYTES)
+        _gemm(b, s, "up_proj", n, act_in)
+        b.elt("mul", 2 * n * s.i * ACT_BYTES, n * s.i * ACT_BYTES)
+    else:  # ungated MLP: up, activation
+        _gemm(b, s, "up_proj", n, act_in)
+        b.elt("act", n * s.i * ACT_BYTES, n * s.i * ACT_BYTES)
     if w8a8:
         _act_quant(b, s, "down_in", n, s.i)
-    _gemm(b, s, "down_proj", s.i, s.h, n, False, act_in)
+    _gemm(b, s, "down_proj", n, act_in)
     b.elt("residual_2", 2 * n * s.h * ACT_BYTES, n * s.h * ACT_BYTES)
 
 
 def _vllm_layer(b: _Builder, s: _Shapes, p: Pass) -> None:
     n = p.new_tokens
-    norm = (2 * n * s.h * ACT_BYTES + s.h * VECTOR_BYTES, 2 * n * s.h * ACT_BYTES)
-    b.elt("fused_add_rmsnorm_1", *norm)
-    _gemm(b, s, "qkv_proj", s.h, s.q + 2 * s.kv, n, s.qkv_bias)
+    x = (2 * n * s.h * ACT_BYTES, 2 * n * s.h * ACT_BYTES)
+    b.elt("fused_add_rmsnorm_1", *x, norm=s.norm_bytes("attn_norm"))
+    _gemm(b, s, "qkv_proj", n, framework="vllm")
+    if s.g.has("q_norm"):
+        b.elt("qk_norm", n * (s.q + s.kv) * ACT_BYTES, n * (s.q + s.kv) * ACT_BYTES,
+              norm=s.norm_bytes("q_norm") + s.norm_bytes("k_norm"))
     b.elt("rotary", n * (s.q + s.kv) * ACT_BYTES, n * (s.q + s.kv) * ACT_BYTES)
     b.elt("reshape_and_cache", n * 2 * s.kv * ACT_BYTES, n * 2 * s.kv * s.kb)
     b.add("attention", ATTN, p.kv_tokens * 2 * s.kv * s.kb + 2 * n * s.q * ACT_BYTES, 4.0 * s.q * p.attn_pairs)
-    _gemm(b, s, "o_proj", s.q, s.h, n)
-    b.elt("fused_add_rmsnorm_2", *norm)
-    _gemm(b, s, "gate_up_proj", s.h, 2 * s.i, n)
-    b.elt("silu_and_mul", 2 * n * s.i * ACT_BYTES, n * s.i * ACT_BYTES)
-    _gemm(b, s, "down_proj", s.i, s.h, n)
+    _gemm(b, s, "o_proj", n, framework="vllm")
+    b.elt("fused_add_rmsnorm_2", *x, norm=s.norm_bytes("ffn_norm"))
+    _gemm(b, s, "gate_up_proj", n, framework="vllm")
+    if s.g.has("gate_proj"):
+        b.elt("silu_and_mul", 2 * n * s.i * ACT_BYTES, n * s.i * ACT_BYTES)
+    else:
+        b.elt("act", n * s.i * ACT_BYTES, n * s.i * ACT_BYTES)
+    _gemm(b, s, "down_proj", n, framework="vllm")
 
 
 def build_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_bits: int, head: str = "auto") -> Program:
@@ -276,6 +346,8 @@ class _BlockTemplate:
     kinds: np.ndarray
     bytes_coef: np.ndarray  # (1 + features) x kernels: constant term, then one row per feature
     ops_coef: np.ndarray
+    params: np.ndarray  # kernels x parameter class (constant)
+    params_per_token: np.ndarray
 
     @staticmethod
     def of(block: Block) -> _BlockTemplate:
@@ -283,7 +355,8 @@ class _BlockTemplate:
         def coef(a: np.ndarray) -> np.ndarray:
             return np.vstack([a[:, 0], *(a[:, 1 + f] - a[:, 0] for f in range(len(FEATURES)))])
 
-        return _BlockTemplate(block.names, block.kinds, coef(block.bytes), coef(block.ops))
+        return _BlockTemplate(block.names, block.kinds, coef(block.bytes), coef(block.ops), block.params,
+                              block.params_per_token)
 
     def at(self, feats: tuple[np.ndarray, ...]) -> Block:
         def value(c: np.ndarray) -> np.ndarray:
@@ -292,7 +365,8 @@ class _BlockTemplate:
                 out = out + c[1 + f][:, None] * x[None, :]
             return out
 
-        return Block(self.names, self.kinds, value(self.bytes_coef), value(self.ops_coef))
+        return Block(self.names, self.kinds, value(self.bytes_coef), value(self.ops_coef), self.params,
+                     self.params_per_token)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,15 +405,21 @@ def evaluate_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_b
         raise HwmodelError(f"head must be 'auto' or 'none', got {head!r}")
     if program not in ("hf", "vllm", "w8a8"):
         raise HwmodelError(f"unknown kernel program {program!r}; expected hf, vllm or w8a8")
+    if llm.experts:
+        raise HwmodelError(f"GPU kernel lists: {llm.name} is a mixture of experts, which they do not lower yet "
+                           f"(bounds and the streaming FPGA back-end do)")
+    g = build_graph(llm, per_channel(weight_bits, kv_bits), "decode", 1, 0)
     s = _Shapes(h=llm.hidden, q=llm.q_dim, kv=llm.kv_dim, i=llm.intermediate, head_dim=llm.head_dim,
                 wb=weight_bits / 8, kb=kv_bits / 8, quantized=weight_bits < 16, qkv_bias=llm.qkv_bias,
-                gqa=llm.kv_heads < llm.heads)
+                gqa=llm.kv_heads < llm.heads, g=g)
     m = len(p.new_tokens)
     n = p.new_tokens
     eager_hf = program in ("hf", "w8a8")
 
     pro = _Builder(m)
-    pro.elt("embedding", n * 8, n * s.h * ACT_BYTES)  # gather one row per token
+    emb = g.find("embed", "prologue").bytes  # one row (+ its scale) per token, the graph's gather
+    pro.add("embedding", ELT, n * (8 + emb.weights + emb.metadata) + n * s.h * ACT_BYTES,
+            per_token=(emb.weights, emb.metadata, 0, 0))
     if eager_hf:  # LlamaRotaryEmbedding.forward (cos/sin tables) and position / mask bookkeeping
         table = n * s.head_dim * FP32_BYTES
         for k in ("inv_freq", "matmul", "cat", "cos", "sin", "to_half"):
@@ -357,12 +437,14 @@ def evaluate_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_b
     if head != "none":
         # an LM head computes the rows it is asked for; a PRM value head scores every token (vLLM pooling ALL)
         rows = p.head_rows if llm.output_head == "lm" else p.new_tokens
+        gains = s.norm_bytes("final_norm", "epilogue")
         if eager_hf:
-            _hf_rmsnorm(epi, s, "final_norm", rows)
+            _hf_rmsnorm(epi, s, "final_norm", rows, gains)
         else:
-            epi.elt("final_norm", 2 * rows * s.h * ACT_BYTES + s.h * VECTOR_BYTES, rows * s.h * ACT_BYTES)
+            epi.elt("final_norm", 2 * rows * s.h * ACT_BYTES, rows * s.h * ACT_BYTES, norm=gains)
+        head_op = next(o for o in g.epilogue if o.kind == "head")
         if llm.output_head == "lm":
-            _gemm(epi, s, "lm_head", s.h, llm.vocab, rows)
+            _gemm_ops(epi, "lm_head", [head_op], rows)
             if eager_hf:  # logits to fp32, greedy argmax, generate() bookkeeping (ids, mask, stopping criteria)
                 logits = rows * llm.vocab
                 epi.elt("logits_float", logits * ACT_BYTES, logits * FP32_BYTES)
@@ -370,7 +452,7 @@ def evaluate_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_b
                 for k in ("cat_ids", "cat_mask", "isin_eos", "and", "unfinished", "max"):
                     epi.elt(f"generate.{k}", rows * 8 + 64, rows * 8)
         else:  # Linear(hidden, 1) value head (+ scales when quantized), sigmoid of the scores
-            _gemm(epi, s, "value_head", s.h, 1, rows, bias=True)
+            _gemm_ops(epi, "value_head", [head_op], rows)
             epi.elt("sigmoid", rows * ACT_BYTES, rows * ACT_BYTES)
     return Program(prologue=pro.build(), layer=lay.build(), epilogue=epi.build(), layers=llm.layers,
                    rows=np.maximum(n, 1.0), rows_per_seq=np.maximum(n / p.seqs, 1.0))

@@ -2,43 +2,43 @@
 
 Batch-1 decode must read every decoder weight, the output head and the whole KV cache once per token, so
 ``decode time >= bytes / memory bandwidth`` (shared/research/hardware.md s5). Prefill of N tokens must execute
-``2 x params x N`` multiply-add operations plus attention, so ``prefill time >= ops / peak ops``. Every model in the
-project (cycle-level FPGA, calibrated GPU) is tested never to beat these floors.
+``2 x MACs`` operations, so ``prefill time >= ops / peak ops``. Every model in the project (cycle-level FPGA,
+calibrated GPU) is tested never to beat these floors.
 
-Bytes counted per decoded token:
-* decoder projections (q, k, v, o, gate, up, down) at ``weight_bits``;
-* the output head (LM head, tied or not, or a PRM value head) at ``weight_bits``;
-* per-output-channel scales (fp16) when weights are quantized (< 16 bit);
-* biases and RMSNorm gains at 16 bit;
-* the KV cache of ``ctx`` earlier tokens at ``kv_bits`` (K and V, all layers).
-The embedding lookup reads one row (negligible) and is left out.
+Bytes and MACs come from the operator graph (:mod:`hwmodel.graph`), the single source every back-end reads, under
+the bounds' quantization convention: one fp16 scale per output channel when weights are quantized, fp16 biases and
+norm gains (:func:`hwmodel.graph.per_channel`). Counted per decoded token: the decoder layers' weights (for an MoE
+model, the router and the experts the token is routed to), the output head (tied or not, or a PRM value head),
+the embedding row gathered, scales, biases and norm gains, the KV cache read (``ctx`` tokens, a sliding window
+caps it) and the new token's K and V written.
 """
 from __future__ import annotations
 
 import dataclasses
 
 from hwmodel.errors import HwmodelError
+from hwmodel.graph import QuantScheme, Graph, build_graph, per_channel, resident_param_bytes
 from hwmodel.specs import BoardSpec, GpuSpec, LlmSpec
 
-SCALE_BYTES = 2  # fp16 per-output-channel scale
-VECTOR_BYTES = 2  # fp16 biases and norm gains
 VALID_WEIGHT_BITS = (4, 8, 16)
 VALID_KV_BITS = (4, 8, 16)
 
 
 @dataclasses.dataclass(frozen=True)
 class DecodeBytes:
-    """Bytes one decoded token reads from device memory."""
+    """Bytes one decoded token reads from (and writes to) device memory, from the graph."""
 
-    weights_bytes: int
+    weights_bytes: int  # decoder layers + embedding row
     head_bytes: int
     scales_bytes: int
-    vectors_bytes: int
-    kv_bytes: int
+    vectors_bytes: int  # biases + norm gains
+    kv_bytes: int  # KV cache read
+    kv_write_bytes: int = 0  # the new token's K and V
 
     @property
     def total_bytes(self) -> int:
-        return self.weights_bytes + self.head_bytes + self.scales_bytes + self.vectors_bytes + self.kv_bytes
+        return (self.weights_bytes + self.head_bytes + self.scales_bytes + self.vectors_bytes + self.kv_bytes
+                + self.kv_write_bytes)
 
 
 def _check_bits(weight_bits: int, kv_bits: int) -> None:
@@ -48,40 +48,44 @@ def _check_bits(weight_bits: int, kv_bits: int) -> None:
         raise HwmodelError(f"KV bits must be one of {VALID_KV_BITS}, got {kv_bits}")
 
 
-def decode_bytes(llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int) -> DecodeBytes:
-    """Bytes read from memory to decode one token after ``ctx_tokens`` cached tokens."""
+def scheme(weight_bits: int, kv_bits: int) -> QuantScheme:
+    """The bounds' quantization convention (per-output-channel fp16 scales)."""
     _check_bits(weight_bits, kv_bits)
+    return per_channel(weight_bits, kv_bits)
+
+
+def bytes_of(g: Graph) -> DecodeBytes:
+    """A graph's memory traffic in the bounds' breakdown."""
+    b = g.bytes
+    head = sum(op.bytes.weights for op in g.epilogue if op.kind == "head")
+    return DecodeBytes(weights_bytes=b.weights - head, head_bytes=head, scales_bytes=b.metadata,
+                       vectors_bytes=b.bias + b.norm, kv_bytes=b.kv_read, kv_write_bytes=b.kv_write)
+
+
+def decode_bytes(llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int,
+                 quant: QuantScheme | None = None) -> DecodeBytes:
+    """Bytes read from memory to decode one token after ``ctx_tokens`` cached tokens."""
+    q = quant or scheme(weight_bits, kv_bits)
     if ctx_tokens < 0:
         raise HwmodelError(f"context length must be >= 0, got {ctx_tokens}")
-    quantized = weight_bits < 16
-    channels = llm.layers * llm.out_channels_per_layer + llm.head_out_channels
-    return DecodeBytes(
-        weights_bytes=llm.linear_params * weight_bits // 8,
-        head_bytes=llm.head_params * weight_bits // 8,
-        scales_bytes=channels * SCALE_BYTES if quantized else 0,
-        vectors_bytes=(llm.bias_params + llm.norm_params) * VECTOR_BYTES,
-        kv_bytes=llm.kv_bytes(ctx_tokens, kv_bits),
-    )
+    return bytes_of(build_graph(llm, q, "decode", 1, ctx_tokens))
 
 
-def resident_bytes(llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int) -> int:
-    """Bytes that must sit in device memory: all weights (embedding table included) + KV cache of ctx tokens."""
-    _check_bits(weight_bits, kv_bits)
-    return llm.total_params * weight_bits // 8 + llm.kv_bytes(ctx_tokens, kv_bits)
+def resident_bytes(llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int,
+                   quant: QuantScheme | None = None) -> int:
+    """Bytes that must sit in device memory: every parameter (all experts, the embedding table, scales, biases,
+    gains) + the KV cache of ``ctx`` tokens."""
+    q = quant or scheme(weight_bits, kv_bits)
+    return resident_param_bytes(llm, q).params + llm.kv_bytes(ctx_tokens, q.kv_bits)
 
 
 def prefill_ops(llm: LlmSpec, n_tokens: int, ctx_tokens: int = 0) -> float:
-    """Operations (2 per multiply-add) to prefill ``n_tokens`` new tokens after ``ctx_tokens`` cached ones.
-
-    Projections: 2 x linear params per token. Attention (causal): token i of the chunk attends to ctx + i keys,
-    for QK^T and for PV: 2 x 2 x q_dim x (n x ctx + n (n + 1) / 2) per layer. The output head runs on the last
-    token only (the next-token logits or the PRM score of the step).
-    """
+    """Operations (2 per multiply-accumulate of the graph) to prefill ``n_tokens`` after ``ctx_tokens`` cached:
+    projections (an MoE model: router + routed experts), causal attention, the output head on the last token."""
     if n_tokens < 1:
         raise HwmodelError(f"prefill needs at least one token, got {n_tokens}")
-    pairs = n_tokens * ctx_tokens + n_tokens * (n_tokens + 1) / 2
-    attn = 4.0 * llm.layers * llm.q_dim * pairs
-    return 2.0 * llm.linear_params * n_tokens + attn + 2.0 * llm.head_params
+    phase = "score" if llm.output_head == "value" else "prefill"
+    return 2.0 * build_graph(llm, per_channel(16, 16), phase, n_tokens, ctx_tokens).macs
 
 
 @dataclasses.dataclass(frozen=True)

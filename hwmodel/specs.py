@@ -29,6 +29,7 @@ from hwmodel.schema import (
     sourced,
 )
 
+ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -56,17 +57,23 @@ class Spec:
 # ================================================================================================ LLMs
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LlmSpec(Spec):
-    """A decoder-only transformer (Qwen2 / LLaMA family): shapes, and parameter counts derived from them."""
+    """A decoder-only transformer: shapes and the architectural choices the operator graph needs.
+
+    Families: LLaMA / Mistral / Qwen2 / Qwen3 (dense), Mixtral / Qwen2-MoE / Qwen3-MoE (mixture of experts). The
+    fields added for the newer families all have defaults that describe the original Qwen2 / LLaMA layer
+    (RMSNorm, gated SiLU MLP, no q/k norm, full attention, dense), so older spec files load unchanged. Bytes and
+    MACs are never counted here: :mod:`hwmodel.graph` counts them from these shapes.
+    """
 
     KIND: ClassVar[str] = "llm"
     hf_id: str = sourced(doc="Hugging Face repository the shapes come from")
-    architecture: str = sourced(check=one_of("qwen2", "llama"), doc="model family")
+    architecture: str = sourced(check=one_of(*ARCHITECTURES), doc="model family (HF model_type)")
     layers: int = sourced(check=positive)
     hidden: int = sourced(check=positive, doc="model width")
     heads: int = sourced(check=positive, doc="query heads")
-    kv_heads: int = sourced(check=positive, doc="key/value heads (GQA)")
+    kv_heads: int = sourced(check=positive, doc="key/value heads (GQA; 1 = MQA; heads = MHA)")
     head_dim: int = sourced(check=positive)
-    intermediate: int = sourced(check=positive, doc="SwiGLU intermediate width")
+    intermediate: int = sourced(check=positive, doc="MLP intermediate width (dense layers)")
     vocab: int = sourced(check=positive)
     tied_embeddings: bool = sourced(doc="LM head shares the embedding matrix")
     qkv_bias: bool = sourced(doc="q/k/v projections carry a bias (Qwen2)")
@@ -74,6 +81,36 @@ class LlmSpec(Spec):
     rms_norm_eps: float = sourced(check=positive)
     rope_theta: float = sourced(check=positive)
     max_position: int = sourced(check=positive, unit="tokens")
+    # ---- newer families (defaults: the Qwen2 / LLaMA layer)
+    norm: str = sourced(default="rms", check=one_of("rms", "layer"), doc="RMSNorm or LayerNorm (gain + bias)")
+    mlp: str = sourced(default="gated", check=one_of("gated", "plain"),
+                       doc="gated (gate, up, act x up, down) or plain (up, act, down) MLP")
+    hidden_act: str = sourced(default="silu", check=one_of("silu", "gelu", "gelu_pytorch_tanh", "relu"),
+                              doc="MLP activation function")
+    o_bias: bool = sourced(default=False, doc="o projection carries a bias")
+    mlp_bias: bool = sourced(default=False, doc="MLP projections carry biases")
+    qk_norm: bool = sourced(default=False, doc="per-head RMSNorm on q and k before RoPE (Qwen3)")
+    sliding_window: int = sourced(default=0, check=non_negative, unit="tokens",
+                                  doc="keys a query attends to (itself included); 0 = full causal attention")
+    full_attention_layers: int = sourced(default=0, check=non_negative,
+                                         doc="the first N layers use full attention even with a sliding window "
+                                             "(HF Qwen2 max_window_layers)")
+    experts: int = sourced(default=0, check=non_negative, doc="routed experts per MoE layer; 0 = dense MLP")
+    experts_per_token: int = sourced(default=0, check=non_negative, doc="top-k experts each token is routed to")
+    moe_intermediate: int = sourced(default=0, check=non_negative, doc="intermediate width of one expert")
+    shared_expert_intermediate: int = sourced(default=0, check=non_negative,
+                                              doc="intermediate width of the always-on shared expert; 0 = none")
+    shared_expert_gate: bool = sourced(default=False, doc="sigmoid gate Linear(hidden, 1) on the shared expert")
+
+    _DEFAULTED: ClassVar[tuple[str, ...]] = (
+        "norm", "mlp", "hidden_act", "o_bias", "mlp_bias", "qk_norm", "sliding_window", "full_attention_layers",
+        "experts", "experts_per_token", "moe_intermediate", "shared_expert_intermediate", "shared_expert_gate")
+
+    def source_of(self, field: str) -> str:
+        src = super().source_of(field)
+        if not src and field in self._DEFAULTED:
+            return "default: the Qwen2/LLaMA decoder layer (not set in the spec file)"
+        return src
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:
         if self.kv_heads > self.heads:
@@ -82,6 +119,21 @@ class LlmSpec(Spec):
             yield "kv_heads", f"a divisor of heads ({self.heads})", self.kv_heads
         if self.output_head == "value" and self.tied_embeddings:
             yield "tied_embeddings", "false for a value-head model (no LM head to tie)", True
+        if self.experts:
+            if not 1 <= self.experts_per_token <= self.experts:
+                yield "experts_per_token", f"between 1 and experts ({self.experts})", self.experts_per_token
+            if self.moe_intermediate < 1:
+                yield "moe_intermediate", "a positive expert width when experts > 0", self.moe_intermediate
+        else:
+            for f in ("experts_per_token", "moe_intermediate", "shared_expert_intermediate"):
+                if getattr(self, f):
+                    yield f, "0 for a dense model (experts = 0)", getattr(self, f)
+            if self.shared_expert_gate:
+                yield "shared_expert_gate", "false for a dense model (experts = 0)", True
+        if self.shared_expert_gate and not self.shared_expert_intermediate:
+            yield "shared_expert_gate", "false without a shared expert (shared_expert_intermediate = 0)", True
+        if self.full_attention_layers > self.layers:
+            yield "full_attention_layers", f"at most layers ({self.layers})", self.full_attention_layers
 
     # ---- derived shapes
     @property
@@ -93,33 +145,35 @@ class LlmSpec(Spec):
         return self.kv_heads * self.head_dim
 
     @property
-    def linear_shapes(self) -> dict[str, tuple[int, int]]:
-        """Per decoder layer: projection name -> (in_features, out_features)."""
-        h, q, kv, i = self.hidden, self.q_dim, self.kv_dim, self.intermediate
-        return {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
-                "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    def window_of(self, layer: int) -> int:
+        """Keys a query of decoder layer ``layer`` attends to (0: all; full causal attention)."""
+        return 0 if (self.sliding_window == 0 or layer < self.full_attention_layers) else self.sliding_window
 
     @property
-    def linear_params_per_layer(self) -> int:
-        return sum(a * b for a, b in self.linear_shapes.values())
+    def head_out_channels(self) -> int:
+        return self.vocab if self.output_head == "lm" else 1
+
+    def _params(self) -> Any:
+        from hwmodel.graph import params_of
+
+        return params_of(self)
 
     @property
     def linear_params(self) -> int:
-        """Weights of all decoder-layer projections (what streams from memory every token)."""
-        return self.layers * self.linear_params_per_layer
-
-    @property
-    def out_channels_per_layer(self) -> int:
-        return sum(b for _a, b in self.linear_shapes.values())
+        """Weights of all decoder-layer projections, every expert and router included (from the graph)."""
+        return self._params().weights
 
     @property
     def bias_params(self) -> int:
-        return self.layers * (self.q_dim + 2 * self.kv_dim) if self.qkv_bias else 0
+        return self._params().bias
 
     @property
     def norm_params(self) -> int:
-        """RMSNorm gains: two per layer plus the final norm."""
-        return (2 * self.layers + 1) * self.hidden
+        """Norm gains (and LayerNorm biases), q/k norm gains, the final norm."""
+        return self._params().norm
 
     @property
     def embedding_params(self) -> int:
@@ -127,18 +181,14 @@ class LlmSpec(Spec):
 
     @property
     def head_params(self) -> int:
-        """Output head: vocab x hidden LM head (shared with the embedding if tied), or a hidden->1 value head."""
-        return self.vocab * self.hidden if self.output_head == "lm" else self.hidden + 1
-
-    @property
-    def head_out_channels(self) -> int:
-        return self.vocab if self.output_head == "lm" else 1
+        """Output head weights: vocab x hidden (LM head, tied or not), or hidden for a value head."""
+        return self.head_out_channels * self.hidden
 
     @property
     def total_params(self) -> int:
         """All parameters, a tied LM head counted once."""
-        head = 0 if (self.output_head == "lm" and self.tied_embeddings) else self.head_params
-        return self.linear_params + self.bias_params + self.norm_params + self.embedding_params + head
+        p = self._params()
+        return p.weights + p.bias + p.norm + p.embed + p.head
 
     @property
     def kv_elements_per_token(self) -> int:
@@ -146,7 +196,11 @@ class LlmSpec(Spec):
         return 2 * self.layers * self.kv_dim
 
     def kv_bytes(self, ctx_tokens: int, kv_bits: int) -> int:
-        return ctx_tokens * self.kv_elements_per_token * kv_bits // 8
+        """Bytes of the KV cache of ``ctx_tokens`` tokens (all layers; a sliding window does not shrink the
+        reservation here: the back-ends reserve the full context)."""
+        from hwmodel.graph import kv_cache_bytes
+
+        return kv_cache_bytes(self, kv_bits, ctx_tokens)
 
 
 # ================================================================================================ links

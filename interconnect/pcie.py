@@ -29,6 +29,7 @@ import numpy as np
 
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import BoardSpec, LinkSpec, library
+from hwmodel.graph import kv_cache_bytes
 
 if TYPE_CHECKING:
     from gpu.latency import GpuEngine
@@ -224,10 +225,10 @@ def kv_migration(engine: GpuEngine, fpga: BoardSpec | str, prompt_tokens: int, p
     route = path_between(path, src, dst)
     llm = engine.llm
     timeline = engine.prefill_timeline(prompt_tokens)
-    layer_bytes = prompt_tokens * 2 * llm.kv_dim * kv_bits / 8
+    layer_bytes = kv_cache_bytes(llm, kv_bits, float(prompt_tokens), layers=1)
     if kv_bits < engine.kv_bits:  # quantization kernel per layer: read the layer's KV, write the quantized copy
         rf = engine.roofline
-        read = prompt_tokens * 2 * llm.kv_dim * engine.kv_bits / 8
+        read = kv_cache_bytes(llm, engine.kv_bits, float(prompt_tokens), layers=1)
         t_quant = rf.t_kernel_s + (read + layer_bytes) / (rf.eta_bw * rf.bw_bytes_per_s)
     else:
         t_quant = 0.0

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fpga import isa
-from fpga.compiler import (Compiler, PrefetchError, build_layout, group_bytes, load_stream_program,
+from fpga.compiler import (Compiler, linear_ops, PrefetchError, build_layout, group_bytes, load_stream_program,
                            max_prefetch_ratio, prefetch_fits)
 from fpga.instruction_design import DESIGN_DIR, design_names, load_design
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
@@ -112,12 +112,13 @@ def test_decode_reads_every_weight_and_the_kv_cache_once(k: int) -> None:
     by_buf = {b: sum(int(isa.request_bytes(r).sum()) for r in ld if r[isa.F_TAG] == b) for b in range(5)}
     weights = (llm.linear_params + llm.head_params) * d.weight_bits // 8
     assert by_buf[isa.BUF_WEIGHT] == weights
-    out_rows = llm.layers * llm.out_channels_per_layer + llm.head_out_channels
-    per_row_groups = [math.ceil(i / 128) for i, _o in llm.linear_shapes.values()]
-    meta = llm.layers * sum(g * o for g, (_i, o) in zip(per_row_groups, llm.linear_shapes.values()))
+    shapes = [(op.in_features, op.out_features) for op in linear_ops(d, llm).values() if op.name != "lm_head"]
+    per_row_groups = [math.ceil(i / 128) for i, _o in shapes]
+    meta = llm.layers * sum(g * o for g, (_i, o) in zip(per_row_groups, shapes))
     meta += math.ceil(llm.hidden / 128) * llm.head_out_channels
     assert by_buf[isa.BUF_SCALE] == by_buf[isa.BUF_ZERO] == 2 * meta
-    assert out_rows > 0
+    # the gathered embedding row: its weights and (fp16 scale + fp16 zero) per group
+    assert by_buf[isa.BUF_ACT] == llm.hidden * d.weight_bits // 8 + 2 * 2 * math.ceil(llm.hidden / 128)
     assert by_buf[isa.BUF_KV] == llm.kv_bytes(ctx, d.kv_bits)
     st_ = prog[prog[:, isa.F_OP] == isa.OP_ST]
     kv_st = sum(int(isa.request_bytes(r).sum()) for r in st_ if r[isa.F_TAG] == isa.BUF_KV)

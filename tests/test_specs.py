@@ -64,7 +64,7 @@ CASES = [
      "{ value = ..., source"),
     ("qwen2.5-0.5b", "llm", r"^vocab = ", "vocabulary = ", "vocabulary", "a known field name"),
     ("qwen2.5-0.5b", "llm", r'^architecture = \{ value = "qwen2"', 'architecture = { value = "gpt"', "architecture",
-     "one of 'qwen2', 'llama'"),
+     "one of 'llama', 'mistral', 'qwen2'"),
     ("u280", "fpga-board", r"^pc_peak_bw_bytes_per_s = \{ value = 14.375e9", "pc_peak_bw_bytes_per_s = { value = -1.0",
      "hbm.pc_peak_bw_bytes_per_s", "a positive number"),
     ("u280", "fpga-board", r"^pc_measured_bw_bytes_per_s = \{ value = 13.28e9",

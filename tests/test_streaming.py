@@ -19,8 +19,19 @@ from hwmodel.specs import library
 from tests.streaming_gen import small_board, small_design, small_llm
 
 
-def _floors_hold(res, board) -> None:  # type: ignore[no-untyped-def]
+def _floors_hold(res, board, design=None, llm=None, ctx=0) -> None:  # type: ignore[no-untyped-def]
     assert res.seconds >= res.hbm_bytes / board.hbm.peak_bw_bytes_per_s
+    if design is not None:  # the floor from the operator graph, not from the program's own counts
+        from fpga.program import quant_of
+        from hwmodel.graph import decode
+
+        g = decode(llm, quant_of(design), ctx)
+        b = g.bytes
+        per_token = b.weights + b.metadata + b.bias + b.kv_read + b.kv_write  # norm gains stay on chip
+        assert res.seconds >= per_token / board.hbm.peak_bw_bytes_per_s
+        mac_ops = {"qkv", "o_proj", "gate_up", "down", "attention", "lm_head"}
+        mac_lanes = sum(e.lanes for e in design.engines if set(e.ops) & mac_ops)  # every MAC engine busy
+        assert res.seconds >= g.macs / (mac_lanes * design.clock_hz)
     ch_peak = hbm.channel_peak_bytes_per_s(board)
     for c in res.channels:
         assert res.seconds >= (c["read_bytes"] + c["write_bytes"]) / ch_peak
@@ -41,7 +52,7 @@ def test_no_token_beats_its_physical_floors(data: st.DataObject) -> None:
     except DesignError:
         assume(False)
         raise
-    _floors_hold(res, board)
+    _floors_hold(res, board, design, llm, ctx)
     assert sum(res.engine_cycles["mac0" if "mac0" in res.engine_cycles else next(iter(res.engine_cycles))]
                [k] for k in ("busy", "drain", "stall_in", "stall_mem", "stall_out", "done")) == res.cycles
 
@@ -49,7 +60,8 @@ def test_no_token_beats_its_physical_floors(data: st.DataObject) -> None:
 def test_draft_u280_latency_and_utilization() -> None:
     res = simulate_token("draft-u280", 512)
     board = library().board("u280")
-    _floors_hold(res, board)
+    d = load_design("draft-u280")
+    _floors_hold(res, board, d, d.llm_spec(), 512)
     assert 1.1e-3 < res.seconds < 2.5e-3
     assert 0.5 < res.hbm_utilization < 0.95
     assert res.engine_cycles["linear"]["stall_mem"] > 0  # the projections wait on HBM: memory-bound

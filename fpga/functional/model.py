@@ -36,6 +36,47 @@ class DraftModelError(HwmodelError):
     """A draft-model request that cannot run: bad tokens, decode before any context, capacity exceeded."""
 
 
+#: quantized tensor -> the graph operators whose rows it stacks (the functional datapath's fusion)
+_TENSORS = {"qkv_q": ("q_proj", "k_proj", "v_proj"), "o_q": ("o_proj",), "gu_q": ("gate_proj", "up_proj"),
+            "down_q": ("down_proj",)}
+
+
+def check_layer_structure(llm: LlmSpec, params: QuantizedParams) -> None:
+    """Check the W8A8 datapath's layer against the operator graph (:mod:`hwmodel.graph`): the graph features it
+    implements, and every stacked weight tensor's shape = the graph operators it fuses (rows concatenated).
+    Raises :class:`DraftModelError` naming the feature or tensor."""
+    from hwmodel.graph import build_graph, per_channel
+
+    unsupported = [name for name, on in (
+        ("a mixture of experts", llm.experts > 0), ("q/k norms", llm.qk_norm), ("LayerNorm", llm.norm == "layer"),
+        ("an ungated MLP", llm.mlp != "gated"), ("sliding-window attention", llm.sliding_window > 0),
+        ("an o-projection bias", llm.o_bias), ("MLP biases", llm.mlp_bias), ("a value head", llm.output_head != "lm"),
+        (f"the {llm.hidden_act} activation", llm.hidden_act != "silu")) if on]
+    if unsupported:
+        raise DraftModelError(f"'{llm.name}' has {', '.join(unsupported)}, which the functional W8A8 datapath "
+                              f"(Qwen2/LLaMA layer) does not implement")
+    g = build_graph(llm, per_channel(8, 8), "decode", 1, 0)
+    L = llm.layers
+    for tensor, names in _TENSORS.items():
+        ops = [g.find(n) for n in names]
+        want = (L, sum(o.out_features for o in ops), ops[0].in_features)
+        got = tuple(getattr(params, tensor).shape)
+        if got != want:
+            raise DraftModelError(f"'{llm.name}': tensor {tensor} has shape {got}, the graph's {'+'.join(names)} "
+                                  f"need {want}")
+    qkv_bias = g.find("q_proj").bias
+    if qkv_bias and tuple(params.qkv_b.shape) != (L, params.qkv_q.shape[1]):
+        raise DraftModelError(f"'{llm.name}': the graph's q/k/v biases need qkv_b of shape "
+                              f"{(L, params.qkv_q.shape[1])}, got {tuple(params.qkv_b.shape)}")
+    head = next(o for o in g.epilogue if o.kind == "head")
+    for tensor, want in (("emb_q", (llm.vocab, llm.hidden)), ("lm_q", (head.out_features, head.in_features)),
+                         ("ln1_g", (L, g.find("attn_norm").in_features)), ("ln2_g", (L, g.find("ffn_norm").in_features)),
+                         ("norm_g", (g.find("final_norm", "epilogue").in_features,))):
+        got = tuple(getattr(params, tensor).shape)
+        if got != want:
+            raise DraftModelError(f"'{llm.name}': tensor {tensor} has shape {got}, the graph needs {want}")
+
+
 def default_kvmu(capacity: int) -> Any:
     """The project's KVMU (``fpga.kvmu.Kvmu``) with one-cycle commands."""
     from fpga.kvmu import Kvmu
@@ -65,6 +106,7 @@ class DraftModel:
                                   f"positions for '{llm.name}', got {capacity!r}")
         if decode_rows < 1 or prefill_chunk < 1 or min_window < 1:
             raise DraftModelError("decode_rows, prefill_chunk and min_window must be at least 1")
+        check_layer_structure(llm, params)
         self.llm = llm
         self.params = params
         self.capacity = int(capacity)

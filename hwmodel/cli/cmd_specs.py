@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import click
@@ -93,3 +94,21 @@ def _units(cls: Any, prefix: str = "") -> dict[str, str]:
         else:
             out[prefix + f.name] = f.metadata.get("unit", "")
     return out
+
+
+@specs.command("import-hf")
+@click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Spec name to give the model (lower-case; the file is NAME.toml).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Directory to write NAME.toml into (use it with --spec-dir).")
+@click.option("--hf-id", default=None, help="Hugging Face repository id for the sources (default: the config's "
+                                            "_name_or_path).")
+@click.option("--display-name", default=None, help="Human-readable name (default: the repository's last part).")
+def import_hf_cmd(config: Path, name: str, out_dir: Path, hf_id: str | None, display_name: str | None) -> None:
+    """Write a sourced LLM spec from a Hugging Face CONFIG.json (Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2-MoE,
+    Qwen3-MoE). A field it cannot map is refused with its name; `--spec-dir OUT` then makes the model usable by
+    every command."""
+    from hwmodel.hf_import import import_hf
+
+    path = import_hf(config, name, out_dir, hf_id=hf_id, display_name=display_name)
+    click.echo(f"wrote {path}  (use: hwmodel --spec-dir {path.parent} ... --llm {name})")
