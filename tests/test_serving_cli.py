@@ -23,7 +23,7 @@ def test_serve_run_writes_metrics_requests_trace(tmp_path: Path, fake_engines: N
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", "a100+7xu280", "--n", "30", "--rate", "0.5",
                                   "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
-    assert "tok/s" in r.output and "node0/fpga6" in r.output
+    assert "tok/s" in r.output and "node0/decode6" in r.output
     m = json.loads((tmp_path / "metrics.json").read_text())
     assert m["requests"] == 30 and m["throughput_tok_per_s"] > 0
     rows = (tmp_path / "requests.csv").read_text().splitlines()
@@ -64,14 +64,14 @@ def test_errors_are_one_line(args: list[str], msg: str, fake_engines: None) -> N
 def test_bad_cluster_file_names_field(tmp_path: Path, fake_engines: None) -> None:
     p = tmp_path / "c.toml"
     p.write_text('name = "c"\ndisplay_name = "c"\nllm = "llama2-7b"\n[[nodes]]\nname = "a"\n'
-                 'gpus = [{ device = "a100-40gb", count = 0 }]\n[nodes.host]\n'
+                 'prefill = [{ device = "a100-40gb", count = 0 }]\n[nodes.host]\n'
                  'sampling_s_per_logit = { value = 1e-9, source = "x" }\n')
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", str(p)])
-    assert r.exit_code == 2 and "c.toml: field 'nodes[0].gpus[0].count': expected a positive number" in r.output
+    assert r.exit_code == 2 and "c.toml: field 'nodes[0].prefill[0].count': expected a positive number" in r.output
     p.write_text(p.read_text().replace("count = 0", "count = 1").replace('"a100-40gb"', '"a100"'))
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", str(p)])
-    assert r.exit_code == 2 and "field 'nodes[0].gpus[0].device': expected a known GPU" in r.output
-    p.write_text(p.read_text() + '[[nodes]]\nname = "b"\nfpgas = [{ design = "x", count = 1 }]\n[nodes.host]\n'
+    assert r.exit_code == 2 and "field 'nodes[0].prefill[0].device': expected a GPU spec or an FPGA design" in r.output
+    p.write_text(p.read_text() + '[[nodes]]\nname = "b"\ndecode = [{ device = "x", count = 1 }]\n[nodes.host]\n'
                  'sampling_s_per_logit = { value = 1e-9, source = "x" }\n')
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", str(p)])
     assert r.exit_code == 2 and "field 'network': expected a [network] table" in r.output

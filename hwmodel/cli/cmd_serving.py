@@ -69,6 +69,24 @@ def _cluster_options(f: Any) -> Any:
     return f
 
 
+def _register_scheduler_files(_ctx: Any, _param: Any, paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    from hwmodel.serving.schedulers import load_scheduler_file
+
+    for p in paths:
+        load_scheduler_file(p)
+    return paths
+
+
+def _scheduler_options(f: Any) -> Any:
+    f = click.option("--scheduler", default="fcfs", show_default=True,
+                     help="Scheduler name: fcfs, spf, memory-aware, slo-aware, or one a --scheduler-file adds.")(f)
+    return click.option("--scheduler-file", "scheduler_files", multiple=True, is_eager=True,
+                        type=click.Path(dir_okay=False, path_type=Path), callback=_register_scheduler_files,
+                        expose_value=False,
+                        help="A Python file defining a scheduler (a Scheduler subclass decorated with "
+                             "@register_scheduler, hwmodel.serving.schedulers); repeatable.")(f)
+
+
 def _slo_options(f: Any) -> Any:
     f = click.option("--slo-tpot", type=float, default=0.05, show_default=True,
                      help="Time-per-output-token SLO (s).")(f)
@@ -80,8 +98,7 @@ def _slo_options(f: Any) -> Any:
 @click.option("--cluster", "cluster_name", default="a100+7xu280", show_default=True,
               help="Built-in cluster name (`hwmodel serve clusters`) or a cluster TOML path.")
 @_cluster_options
-@click.option("--scheduler", type=click.Choice(["fcfs", "spf", "memory-aware", "slo-aware"]), default="fcfs",
-              show_default=True)
+@_scheduler_options
 @_stream_options
 @_slo_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -129,7 +146,7 @@ def serve_clusters(as_json: bool) -> None:
     for name in builtin_cluster_names():
         c = load_cluster(name)
         rows.append({"name": name, "display_name": c.display_name, "llm": c.llm, "nodes": len(c.nodes),
-                     "gpus": c.gpu_count, "fpgas": c.fpga_count, "kv_path": c.kv_path,
+                     "prefill pool": c.prefill_count, "decode pool": c.decode_count, "kv_path": c.kv_path,
                      "network": c.network.link if c.network else None})
     if as_json:
         echo_json(rows)
@@ -153,8 +170,7 @@ def serve_clusters(as_json: bool) -> None:
 @click.option("--prompt", default="1536", show_default=True)
 @click.option("--output", default="512", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--scheduler", type=click.Choice(["fcfs", "spf", "memory-aware", "slo-aware"]), default="fcfs",
-              show_default=True)
+@_scheduler_options
 @_slo_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/serve-sweep"),
               show_default=True, help="Writes sweep.json and throughput_vs_load.png here.")

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hwmodel.serving.metrics import Metrics, request_arrays
 from hwmodel.serving.simulator import SimResult
 
@@ -24,7 +26,7 @@ def jsonable(obj: Any) -> Any:
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [jsonable(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+    if isinstance(obj, np.generic):
         obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
@@ -38,7 +40,7 @@ def write_json(path: Path, obj: Any) -> Path:
 
 
 def write_request_csv(path: Path, result: SimResult) -> Path:
-    """One row per request: arrival, lengths, devices, path, milestone times, decode steps per device kind."""
+    """One row per request: arrival, lengths, devices, path, milestone times, decode steps per pool."""
     from hwmodel.report.tables import write_csv
 
     cols = request_arrays(result)
@@ -58,17 +60,17 @@ def metrics_table(rows: Sequence[tuple[str, Metrics]], title: str) -> Any:
 
     t = Table(title=title)
     for col in ("run", "tok/s", "req/s", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "SLO ok", "goodput req/s",
-                "J/token", "cost k$", "tok/s per k$", "util GPU/FPGA", "GPU-decoded"):
+                "J/token", "cost k$", "tok/s per k$", "util prefill/decode pool", "decoded by prefill pool"):
         t.add_column(col, justify="left" if col == "run" else "right")
     for label, m in rows:
         u = m.mean_utilization
-        dec = m.decode_tokens_gpu + m.decode_tokens_fpga
+        dec = m.decode_tokens_prefill_pool + m.decode_tokens_decode_pool
         t.add_row(label, f"{m.throughput_tok_per_s:.1f}", f"{m.request_rate_per_s:.3f}",
                   f"{_ms(m.ttft_s.p50)} / {_ms(m.ttft_s.p99)}", f"{_ms(m.tpot_s.p50)} / {_ms(m.tpot_s.p99)}",
                   f"{m.slo_attainment:.0%}", f"{m.goodput_req_per_s:.3f}", f"{m.energy_per_token_j:.2f}",
                   f"{m.cost_usd / 1e3:.1f}", f"{m.tok_per_s_per_usd * 1e3:.2f}",
-                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("gpu", "fpga")),
-                  f"{m.decode_tokens_gpu / dec:.0%}" if dec else "-")
+                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("prefill", "decode")),
+                  f"{m.decode_tokens_prefill_pool / dec:.0%}" if dec else "-")
     return t
 
 
@@ -107,14 +109,14 @@ def beyond_table(rows: Sequence[dict[str, Any]], title: str) -> Any:
     from rich.table import Table
 
     t = Table(title=title)
-    for col in ("cluster", "KV path", "sat. tok/s", "tok/s per k$", "util GPU/FPGA", "load req/s",
+    for col in ("cluster", "KV path", "sat. tok/s", "tok/s per k$", "util prefill/decode pool", "load req/s",
                 "TTFT p50/p90 (ms)", "KV exposed p50/max (ms)", "migrations at load"):
         t.add_column(col, justify="left" if col in ("cluster", "KV path", "migrations at load") else "right")
     for r in rows:
         m, a = r["metrics"], r["at_load"]
         u = m.mean_utilization
         t.add_row(r["cluster"], r["kv_path"], f"{m.throughput_tok_per_s:.1f}", f"{m.tok_per_s_per_usd * 1e3:.2f}",
-                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("gpu", "fpga")),
+                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("prefill", "decode")),
                   f"{r['offered_req_per_s']:.3f}", f"{_ms(a.ttft_s.p50)} / {_ms(a.ttft_s.p90)}",
                   f"{_ms(a.kv_exposed_s.p50)} / {_ms(a.kv_exposed_s.max)}",
                   ", ".join(f"{k} {v}" for k, v in a.kv_migrations.items()))
@@ -168,7 +170,7 @@ def perfetto_trace(result: SimResult, path: Path, max_requests: int | None = Non
         tracks[name] = [Slice(start, end, f"{kind} r{ids[0]}" + (f" +{len(ids) - 1}" if len(ids) > 1 else ""),
                               kind, {"requests": list(ids)})
                         for start, end, kind, ids in d.segments if keep is None or keep.intersection(ids)]
-        if d.kind == "fpga":
+        if d.role == "decode":
             kv_track[d.index] = f"{d.name} KV in"
             tracks[kv_track[d.index]] = []
     for rs in result.requests:
