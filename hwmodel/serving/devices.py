@@ -185,6 +185,7 @@ class DeviceModel:
     kv_quant_s: Callable[[float, float], float] | None = None  # (read, write bytes) -> one quantization kernel
     max_ctx: int | None = None  # the longest context the device holds (default: the LLM's)
     cache_key: tuple[Any, ...] | None = None  # what the engine's numbers depend on (disk cache); None: no cache
+    prefill_grid_tokens: int = 0  # > 0: prefill times interpolated between multiples of this (see prefill_s)
     table: DecodeTable = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
@@ -201,6 +202,8 @@ class DeviceModel:
         self._batch_grid: dict[int, dict[int, float]] = {}
         self.context_limit = limit  # tokens of context the device can hold
         self.saved_contexts = 0  # contexts of the table already in the disk cache
+        self.prefill_memo: dict[int, float] = {}  # engine prefill times by prompt length (disk-cached)
+        self.saved_prefills = 0
 
     def kv_bytes(self, ctx_tokens: int) -> int:
         """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it."""
@@ -220,8 +223,27 @@ class DeviceModel:
         return ctx_tokens <= self.context_limit and \
             self.weights_bytes + self.kv_bytes(ctx_tokens) <= self.memory_bytes
 
+    def _engine_prefill_s(self, n_tokens: int) -> float:
+        v = self.prefill_memo.get(n_tokens)
+        if v is None:
+            v = float(self.engine.prefill_s(n_tokens, 0))
+            self.prefill_memo[n_tokens] = v
+        return v
+
     def prefill_s(self, n_tokens: int) -> float:
-        return float(self.engine.prefill_s(n_tokens, 0))
+        """The engine's prefill time (memoized, disk-cached). With ``prefill_grid_tokens`` (engines whose prefill
+        is an expensive cycle-level run: the FPGA designs) only prompts that are multiples of the grid are run,
+        and a prompt in between is interpolated linearly between its two grid neighbours (exact on the grid; the
+        instruction-driven design prefills in 128-token blocks, so its time is close to linear inside one)."""
+        g = self.prefill_grid_tokens
+        if g <= 0 or n_tokens % g == 0:
+            return self._engine_prefill_s(n_tokens)
+        lo = max(1, (n_tokens // g) * g)
+        hi = min(-(-n_tokens // g) * g, self.context_limit)
+        if hi <= lo:
+            return self._engine_prefill_s(n_tokens)
+        a, b = self._engine_prefill_s(lo), self._engine_prefill_s(hi)
+        return a + (b - a) * (n_tokens - lo) / (hi - lo)
 
     def prefill_plan(self, n_tokens: int, kv_bits_out: int | None = None) -> PrefillPlan:
         """Prefill of ``n_tokens`` whose KV cache leaves the device at ``kv_bits_out`` bits (None: it stays).
@@ -350,7 +372,8 @@ class EngineFactory:
     def _path(self, model: DeviceModel) -> Path | None:
         if self.cache is None or model.cache_key is None:
             return None
-        digest = hashlib.sha256(repr((model.cache_key, model.decode_table, _code_hash())).encode()).hexdigest()
+        digest = hashlib.sha256(repr((model.cache_key, model.decode_table, model.max_ctx,
+                                      _code_hash())).encode()).hexdigest()
         return self.cache / f"decode-{model.label}-{digest[:20]}.npz"
 
     def _load(self, model: DeviceModel) -> None:
@@ -359,7 +382,9 @@ class EngineFactory:
             try:
                 with np.load(path) as z:
                     model.table.restore(z["val"], z["have"])
+                    model.prefill_memo.update(zip((int(n) for n in z["prefill_n"]), (float(t) for t in z["prefill_s"])))
                 model.saved_contexts = int(model.table.snapshot()[1].sum())
+                model.saved_prefills = len(model.prefill_memo)
             except (OSError, ValueError, KeyError):
                 pass  # a damaged cache file is ignored and rewritten by save()
 
@@ -370,13 +395,16 @@ class EngineFactory:
             if path is None:
                 continue
             val, have = model.table.snapshot()
-            if int(have.sum()) <= model.saved_contexts:
+            if int(have.sum()) <= model.saved_contexts and len(model.prefill_memo) <= model.saved_prefills:
                 continue
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-                np.savez(tmp, val=val, have=have)
+                pn = sorted(model.prefill_memo)
+                np.savez(tmp, val=val, have=have, prefill_n=np.array(pn, dtype=np.int64),
+                         prefill_s=np.array([model.prefill_memo[n] for n in pn], dtype=float))
                 os.replace(tmp, path)
                 model.saved_contexts = int(have.sum())
+                model.saved_prefills = len(pn)
             except OSError:
                 pass  # a read-only cache directory only costs the next run its set-up time

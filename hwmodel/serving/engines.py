@@ -207,6 +207,7 @@ def _build_instruction(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, f
                        weights_bytes=int(engine.weights_bytes), kv_bits=design.kv_bits,
                        link=lib.link(group.link or board.host_link), price_usd=board.price_usd, max_decode_batch=1,
                        kv_bytes_fn=engine.kv_bytes, host_sampled=True, decode_table=group.decode_table or "steps",
+                       prefill_grid_tokens=int(design.tiling.prefill_token_block),
                        cache_key=("instruction", repr(engine.design), repr(board), repr(llm), engine.prefetch_ratio))
 
 
@@ -235,6 +236,7 @@ def _build_streaming(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, fie
                        weights_bytes=int(weights), kv_bits=design.kv_bits,
                        link=lib.link(group.link or board.host_link), price_usd=board.price_usd, max_decode_batch=1,
                        host_sampled=True, decode_table=group.decode_table or "grid", max_ctx=design.max_ctx,
+                       prefill_grid_tokens=128,
                        cache_key=("streaming", repr(design), repr(board), repr(llm)))
 
 

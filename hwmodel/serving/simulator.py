@@ -531,5 +531,10 @@ def simulate(cluster: ResolvedCluster, requests: Sequence[Request], scheduler: s
              slo: Slo | None = None, factory: DeviceFactory | None = None, per_token_events: bool = False,
              record_segments: bool = False) -> SimResult:
     """Run ``requests`` on ``cluster`` (see :class:`Simulation`)."""
-    return Simulation(cluster, requests, scheduler, slo=slo, factory=factory, per_token_events=per_token_events,
-                      record_segments=record_segments).run()
+    own = factory is None
+    factory = factory or EngineFactory()
+    res = Simulation(cluster, requests, scheduler, slo=slo, factory=factory, per_token_events=per_token_events,
+                     record_segments=record_segments).run()
+    if own:
+        factory.save()  # type: ignore[attr-defined]  # the default factory keeps its tables for the next run
+    return res

@@ -103,6 +103,7 @@ class GlitchesStudy:
     def __init__(self, config: StudyConfig | None = None, factory: DeviceFactory | None = None,
                  progress: Progress | None = None) -> None:
         self.cfg = config or StudyConfig()
+        self._own_factory = factory is None
         self.factory = factory or EngineFactory()
         self.progress = progress or (lambda _msg: None)
         self.saturation = poisson_stream(self.cfg.requests, math.inf, self.cfg.prompt, self.cfg.output,
@@ -113,6 +114,8 @@ class GlitchesStudy:
         self.progress(f"{spec.name} ({scheduler})")
         res = simulate(resolve_cluster(spec), requests if requests is not None else self.saturation, scheduler,
                        slo=self.cfg.slo, factory=self.factory, record_segments=record)
+        if self._own_factory:
+            self.factory.save()  # type: ignore[attr-defined]
         return compute_metrics(res), res
 
     # ------------------------------------------------------------------------------------------ parts
