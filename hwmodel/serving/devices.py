@@ -204,12 +204,16 @@ class DeviceModel:
         self.saved_contexts = 0  # contexts of the table already in the disk cache
         self.prefill_memo: dict[int, float] = {}  # engine prefill times by prompt length (disk-cached)
         self.saved_prefills = 0
+        self._kv_memo: dict[int, int] = {}
 
     def kv_bytes(self, ctx_tokens: int) -> int:
-        """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it."""
-        if self.kv_bytes_fn is not None:
-            return int(self.kv_bytes_fn(ctx_tokens))
-        return self.llm.kv_bytes(ctx_tokens, self.kv_bits)
+        """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it (memoized)."""
+        v = self._kv_memo.get(ctx_tokens)
+        if v is None:
+            v = int(self.kv_bytes_fn(ctx_tokens)) if self.kv_bytes_fn is not None else \
+                self.llm.kv_bytes(ctx_tokens, self.kv_bits)
+            self._kv_memo[ctx_tokens] = v
+        return v
 
     def batch_kv_bytes(self, final_ctxs: Sequence[int]) -> int:
         """KV memory of a decode batch whose requests end at ``final_ctxs`` tokens (padded or one per request)."""

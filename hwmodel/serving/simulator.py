@@ -34,9 +34,10 @@ request); device memory never exceeds its capacity. The tests check these over r
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -159,8 +160,10 @@ class Simulation:
 
     def __init__(self, cluster: ResolvedCluster, requests: Sequence[Request], scheduler: Scheduler | str = "fcfs",
                  *, slo: Slo | None = None, factory: DeviceFactory | None = None, lib: SpecLibrary | None = None,
-                 per_token_events: bool = False, record_segments: bool = False) -> None:
+                 per_token_events: bool = False, record_segments: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> None:
         self.cluster = cluster
+        self.progress = progress  # called with (finished, total) every 1 % of the requests
         self.slo = slo or Slo()
         self.scheduler = make_scheduler(scheduler, self.slo) if isinstance(scheduler, str) else scheduler
         self.per_token = per_token_events
@@ -175,11 +178,14 @@ class Simulation:
         self.vocab = cluster.llm.vocab
         self.states = [ReqState(r) for r in requests]
         self._paths: dict[tuple[int, int], Path] = {}
+        self._free_dec = list(self.decoders)  # decode-pool devices holding no request, by index
+        self._free_idx = [d.index for d in self._free_dec]
         self._check_placeable()
         prefillers = list({id(d.model): d.model for d in (self.prefillers or self.decoders)}.values())
         self.scheduler.estimate_prefill_s = \
             lambda rs: min(m.prefill_plan(rs.prompt_tokens).busy_s for m in prefillers)
         self.finished = 0
+        self._progress_every = max(1, len(self.states) // 100)
         self._queued_prefill_only = 0  # queued requests with a single output token (they need no decoder)
 
     # ------------------------------------------------------------------------------------------ set-up
@@ -218,13 +224,19 @@ class Simulation:
 
     def _check_placeable(self) -> None:
         """Refuse, up front and by request, a request that no device of the cluster could ever hold."""
+        models = list({id(d.model): d.model for d in self.devices}.values())  # one check per kind of device
+        pre = list({id(d.model): d.model for d in self.prefillers}.values())
+        dec = list({id(d.model): d.model for d in self.decoders}.values())
+        seen: set[tuple[int, int]] = set()
         for rs in self.states:
-            if self.prefillers:
-                ok_prefill = any(g.model.weights_bytes + g.model.kv_bytes(rs.prompt_tokens) <= g.model.memory_bytes
-                                 for g in self.prefillers)
-                ok_decode = rs.steps_left == 0 or any(d.model.fits_alone(rs.final_ctx) for d in self.devices)
+            if (rs.prompt_tokens, rs.output_tokens) in seen:
+                continue
+            seen.add((rs.prompt_tokens, rs.output_tokens))
+            if pre:
+                ok_prefill = any(m.weights_bytes + m.kv_bytes(rs.prompt_tokens) <= m.memory_bytes for m in pre)
+                ok_decode = rs.steps_left == 0 or any(m.fits_alone(rs.final_ctx) for m in models)
             else:
-                ok_prefill = ok_decode = any(f.model.fits_alone(rs.final_ctx) for f in self.decoders)
+                ok_prefill = ok_decode = any(m.fits_alone(rs.final_ctx) for m in dec)
             if not (ok_prefill and ok_decode):
                 raise HwmodelError(
                     f"request {rs.id} ({rs.prompt_tokens} prompt + {rs.output_tokens} output tokens) fits on no "
@@ -281,9 +293,20 @@ class Simulation:
             if not placed:
                 return
 
+    def _reserve(self, f: Device, rs: ReqState) -> None:
+        f.reserved = rs
+        i = bisect.bisect_left(self._free_idx, f.index)
+        del self._free_idx[i], self._free_dec[i]
+
+    def _unreserve(self, f: Device) -> None:
+        f.reserved = None
+        i = bisect.bisect_left(self._free_idx, f.index)
+        self._free_idx.insert(i, f.index)
+        self._free_dec.insert(i, f)
+
     def _free_devices(self) -> tuple[list[Device], list[Device]] | None:
         """(GPUs free to prefill, FPGAs free to take a request), or None when nothing can start now."""
-        fpgas = [f for f in self.decoders if f.reserved is None]
+        fpgas = list(self._free_dec)
         if not self.prefillers:
             return ([], fpgas) if fpgas else None
         gpus = [g for g in self.prefillers if g.state != PREFILL and not g.pending]
@@ -312,7 +335,7 @@ class Simulation:
         if fits:
             f = self.scheduler.pick_decoder(rs, fits, {g.node for g in free_gpus})
             g = min(free_gpus, key=lambda d: (d.node != f.node, len(d.batch) > 0, len(d.batch), d.index))
-            f.reserved = rs
+            self._reserve(f, rs)
             f.alloc(f.model.kv_bytes(rs.final_ctx))
             self._assign_prefill(rs, g, f, g.model.kv_bytes(rs.prompt_tokens))
             return True
@@ -365,7 +388,7 @@ class Simulation:
             plan = g.model.prefill_plan(rs.prompt_tokens, dest.model.kv_bits)
             path = self.path(g, dest)
             rs.path_kind = path.kind
-            self.calendar.prune(t0)
+            self.calendar.prune(t0, path.keys)
             mig = migrate(self.calendar, path, kv_dst, [t0 + x for x in plan.layer_ready_s],
                           host_free_s=t0 + plan.host_done_s)
             rs.t_kv_ready = max(mig.kv_ready_s, t0 + plan.busy_s)  # usable once the prefill is done
@@ -466,7 +489,7 @@ class Simulation:
 
     # ------------------------------------------------------------------------------------------ FPGA
     def _assign_local(self, rs: ReqState, f: Device) -> None:
-        f.reserved = rs
+        self._reserve(f, rs)
         f.alloc(f.model.kv_bytes(rs.final_ctx))
         rs.prefill_dev = rs.decode_dev = f.index
         rs.path_kind = "local"
@@ -488,7 +511,7 @@ class Simulation:
             link.effective_bw_bytes_per_s + f.host_sampling_s
         if rs.steps_left == 0:
             f.free(f.model.kv_bytes(rs.final_ctx))
-            f.reserved = None
+            self._unreserve(f)
             self._finish(rs, rs.t_first_token)
             self.kick()
             return
@@ -515,7 +538,7 @@ class Simulation:
             f.segments.append((t0, env.now, "decode", (rs.id,)))
         f.state = IDLE
         f.free(f.model.kv_bytes(rs.final_ctx))
-        f.reserved = None
+        self._unreserve(f)
         self._finish(rs)
         self.kick()
 
@@ -525,6 +548,8 @@ class Simulation:
         rs.t_finish = self.env.now if t_s is None else t_s
         rs.done += 1
         self.finished += 1
+        if self.progress is not None and self.finished % self._progress_every == 0:
+            self.progress(self.finished, len(self.states))
 
 
 def simulate(cluster: ResolvedCluster, requests: Sequence[Request], scheduler: str = "fcfs", *,
