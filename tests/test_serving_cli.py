@@ -87,7 +87,8 @@ def test_serve_sweep_plot(tmp_path: Path, fake_engines: None) -> None:
 
 def test_reproduce_glitches_quick(tmp_path: Path, fake_engines: None) -> None:
     r = CliRunner().invoke(main, ["reproduce", "--out", str(tmp_path), "glitches", "--quick", "--requests", "40",
-                                  "--gpu", "h200"])
+                                  "--gpu", "h200", "--mix-requests", "16", "--scale-nodes", "3",
+                                  "--scale-requests", "300"])
     assert r.exit_code == 0, r.output
     out = tmp_path / "glitches"
     data = json.loads((out / "glitches.json").read_text())
@@ -103,3 +104,13 @@ def test_reproduce_glitches_quick(tmp_path: Path, fake_engines: None) -> None:
     summary = (out / "summary.md").read_text()
     assert "(1.28x)" in summary and "(2.38x)" in summary and "| slo-aware |" in summary
     assert "published" in r.output and "would need a U280 at" in r.output
+    # the workload mix: every grid point and distribution per config, averages, break-even prices, heat-map
+    mix = data["mix"]
+    assert {"8xgpu", "gpu+7xfpga", "gpu+7xfpga/k4"} <= set(mix["averages"])
+    assert mix["averages"]["8xgpu"]["mean_throughput_ratio"] == 1.0 and mix["averages"]["8xgpu"]["points"] == 28
+    assert {"1536+512", "lognormal-long", "lognormal-short"} <= {r["workload"] for r in mix["rows"]}
+    assert all(b["break_even_fpga_to_gpu_price"] > -1 for b in mix["break_even"]) and mix["break_even"]
+    assert (out / "mix_heatmap.png").stat().st_size > 1000
+    assert {"gpu+7xu280-streaming", "gpu+7xv80", "8xv80"} <= {r["config"] for r in data["decoders"]["rows"]}
+    assert data["scale"]["devices"] == 24 and data["scale"]["metrics"]["requests"] == 300
+    assert "## Scale run" in summary and "grid mean" in summary

@@ -78,6 +78,9 @@ class FakeFactory:
         self.gpu_padded = gpu_padded
         self.built: dict[str, DeviceModel] = {}
 
+    def save(self) -> None:
+        """Nothing to keep between runs."""
+
     def build(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
         """Stand-in engines: an A100-like one for any GPU spec name, a U280-like one for any other device."""
         try:

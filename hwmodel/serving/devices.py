@@ -315,6 +315,9 @@ class DeviceFactory(Protocol):
 
     def build(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel: ...
 
+    def save(self) -> None:
+        """Keep what was learned (decode tables) for later runs; may do nothing."""
+
 
 def cache_dir() -> Path | None:
     """Where decode tables are kept between runs: ``$HWMODEL_CACHE_DIR``, else ``~/.cache/hwmodel/serving``;

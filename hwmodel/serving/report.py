@@ -226,4 +226,59 @@ def glitches_markdown(result: dict[str, Any]) -> str:
     out.append("\n## Schedulers\n")
     out.append(markdown_table(["scheduler", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "SLO ok", "goodput req/s"],
                               rows))
+    if result.get("mix"):
+        out.append("\n" + mix_markdown(result["mix"]))
+    if result.get("decoders"):
+        out.append("\n" + mix_markdown(result["decoders"], "Decoder styles and boards (same A100 prefill; "
+                                        "streaming U280s at glitches-u280's resources; V80)",
+                                        [c for c in ("gpu+7xfpga", "gpu+7xfpga/k4", "gpu+7xu280-streaming",
+                                                     "gpu+7xv80", "8xv80")]))
+    if result.get("scale"):
+        out.append("\n" + scale_markdown(result["scale"]))
     return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------- mix study
+MIX_COLUMNS = ("8xfpga", "gpu+7xfpga", "8xfpga/k4", "gpu+7xfpga/k4")
+
+
+def mix_markdown(summary: dict[str, Any], title: str = "Workload mix: throughput ratio vs 8 x A100",
+                 configs: Sequence[str] = MIX_COLUMNS) -> str:
+    """Per-workload throughput ratios (cost-efficiency ratios in brackets), the grid averages, prices and the
+    break-even FPGA/GPU price ratios, as Markdown."""
+    from hwmodel.report.tables import markdown_table
+
+    by = {(r["workload"], r["config"]): r for r in summary["rows"]}
+    configs = [c for c in configs if any(r["config"] == c for r in summary["rows"])]
+    workloads = list(dict.fromkeys(r["workload"] for r in summary["rows"]))
+    rows = [[w, f"{by[(w, '8xgpu')]['throughput_tok_per_s']:.1f}" if (w, "8xgpu") in by else "-"]
+            + [f"{by[(w, c)]['throughput_ratio']:.2f}x ({by[(w, c)]['cost_efficiency_ratio']:.2f}x)"
+               if (w, c) in by else "-" for c in configs] for w in workloads]
+    av = summary["averages"]
+    rows.append(["**grid mean**", ""] + [f"**{av[c]['mean_throughput_ratio']:.2f}x** "
+                                          f"({av[c]['mean_cost_efficiency_ratio']:.2f}x)" if c in av else "-"
+                                          for c in configs])
+    out = [f"## {title}\n", markdown_table(["workload (prompt+output)", "8xA100 tok/s"] + list(configs), rows,
+                                           "lr" + "r" * len(configs))]
+    pr = summary["prices"]
+    out.append(f"\nPrices (assumptions, [M] in the specs): {pr['gpu']} ${pr['gpu_usd']:,.0f} ({pr['gpu_source']}); "
+               f"{pr['fpga']} ${pr['fpga_usd']:,.0f} ({pr['fpga_source']}); FPGA/GPU = {pr['fpga_to_gpu']:.2f}.\n")
+    be = [[b["config"], b["workload"], f"{b['throughput_ratio']:.2f}x", f"{b['break_even_fpga_to_gpu_price']:.2f}",
+           f"{b['spec_fpga_to_gpu_price']:.2f}"] for b in summary["break_even"]]
+    out.append(markdown_table(["config", "workload", "throughput ratio", "U280/A100 price at which the published "
+                               "2.38x holds", "spec price ratio"], be, "llrrr"))
+    out.append("\nDistributions (assumed log-normal laws, not trace fits): "
+               + "; ".join(f"{k}: {v['prompt']} / {v['output']} ({v['what']})"
+                           for k, v in summary["distributions"].items()) + ".\n")
+    return "\n".join(out)
+
+
+def scale_markdown(res: dict[str, Any]) -> str:
+    p, m = res["point"], res["metrics"]
+    h = res["host_s"]
+    return (f"## Scale run\n\n{p['nodes']} nodes x ({p['node_cluster']}), {res['devices']} devices, "
+            f"{p['requests']:,} requests ({p['prompt']} / {p['output']}, Poisson {p['rate_per_node_per_s']:g}/s per "
+            f"node): {m.throughput_tok_per_s:,.0f} tok/s simulated; host time {h['total']:.1f} s "
+            f"(simulation {h['simulate']:.1f} s, set-up {h['setup']:.1f} s), "
+            f"{res['host_s_per_request'] * 1e6:.0f} us per request, peak memory {res['peak_rss_bytes'] / 2**30:.2f} "
+            "GiB.\n")
