@@ -197,7 +197,7 @@ class DeviceModel:
         if self.weights_bytes >= self.memory_bytes:
             raise HwmodelError(f"{self.label}: the {self.llm.name} weights ({self.weights_bytes / 1e9:.2f} GB) do "
                                f"not fit in its {self.memory_bytes / 1e9:.2f} GB of memory")
-        self._power = {p: float(self.engine.power_w(p)) for p in Phase}
+        self._power: dict[Phase, float] | None = None  # by phase, on first use (or from the disk cache)
         self._plans: dict[tuple[int, int | None], PrefillPlan] = {}
         self._batch_grid: dict[int, dict[int, float]] = {}
         self.context_limit = limit  # tokens of context the device can hold
@@ -205,6 +205,7 @@ class DeviceModel:
         self.prefill_memo: dict[int, float] = {}  # engine prefill times by prompt length (disk-cached)
         self.saved_prefills = 0
         self._kv_memo: dict[int, int] = {}
+        self.saved_power = False
 
     def kv_bytes(self, ctx_tokens: int) -> int:
         """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it (memoized)."""
@@ -307,6 +308,8 @@ class DeviceModel:
         return y[0] + w * (y[1] - y[0])
 
     def power_w(self, phase: Phase) -> float:
+        if self._power is None:
+            self._power = {p: float(self.engine.power_w(p)) for p in Phase}
         return self._power[phase]
 
 
@@ -390,8 +393,11 @@ class EngineFactory:
                 with np.load(path) as z:
                     model.table.restore(z["val"], z["have"])
                     model.prefill_memo.update(zip((int(n) for n in z["prefill_n"]), (float(t) for t in z["prefill_s"])))
+                    if "power_w" in z.files:
+                        model._power = {p: float(w) for p, w in zip(Phase, z["power_w"])}
                 model.saved_contexts = int(model.table.snapshot()[1].sum())
                 model.saved_prefills = len(model.prefill_memo)
+                model.saved_power = model._power is not None
             except (OSError, ValueError, KeyError):
                 pass  # a damaged cache file is ignored and rewritten by save()
 
@@ -402,14 +408,17 @@ class EngineFactory:
             if path is None:
                 continue
             val, have = model.table.snapshot()
-            if int(have.sum()) <= model.saved_contexts and len(model.prefill_memo) <= model.saved_prefills:
+            if int(have.sum()) <= model.saved_contexts and len(model.prefill_memo) <= model.saved_prefills \
+                    and model.saved_power:
                 continue
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
                 pn = sorted(model.prefill_memo)
                 np.savez(tmp, val=val, have=have, prefill_n=np.array(pn, dtype=np.int64),
-                         prefill_s=np.array([model.prefill_memo[n] for n in pn], dtype=float))
+                         prefill_s=np.array([model.prefill_memo[n] for n in pn], dtype=float),
+                         power_w=np.array([model.power_w(p) for p in Phase], dtype=float))
+                model.saved_power = True
                 os.replace(tmp, path)
                 model.saved_contexts = int(have.sum())
                 model.saved_prefills = len(pn)
