@@ -270,11 +270,11 @@ def _prefetch_note(head: dict) -> str:
 @click.option("--requests", "n_requests", type=click.IntRange(min=10), default=1000, show_default=True,
               help="Requests per saturation run.")
 @click.option("--quick", is_flag=True, help="Fewer requests and load points (a smoke run).")
-@click.option("--mix-requests", type=click.IntRange(min=10), default=400, show_default=True,
+@click.option("--mix-requests", type=click.IntRange(min=10), default=200, show_default=True,
               help="Requests per point of the workload-mix grid and of the decoder comparison.")
-@click.option("--scale-nodes", type=click.IntRange(min=1), default=8, show_default=True,
+@click.option("--scale-nodes", type=click.IntRange(min=1), default=4, show_default=True,
               help="Nodes (A100 + 7 x U280 each) of the scale run.")
-@click.option("--scale-requests", type=click.IntRange(min=10), default=20000, show_default=True,
+@click.option("--scale-requests", type=click.IntRange(min=10), default=5000, show_default=True,
               help="Requests of the scale run (the 64-node, 1,000,000-request run is benchmarks/bench_serving.py).")
 @click.pass_context
 def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: int, quick: bool, mix_requests: int,
