@@ -23,7 +23,7 @@ def test_serve_run_writes_metrics_requests_trace(tmp_path: Path, fake_engines: N
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", "a100+7xu280", "--n", "30", "--rate", "0.5",
                                   "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
-    assert "tok/s" in r.output and "node0/fpga6" in r.output
+    assert "tok/s" in r.output and "node0/decode6" in r.output
     m = json.loads((tmp_path / "metrics.json").read_text())
     assert m["requests"] == 30 and m["throughput_tok_per_s"] > 0
     rows = (tmp_path / "requests.csv").read_text().splitlines()
@@ -64,14 +64,14 @@ def test_errors_are_one_line(args: list[str], msg: str, fake_engines: None) -> N
 def test_bad_cluster_file_names_field(tmp_path: Path, fake_engines: None) -> None:
     p = tmp_path / "c.toml"
     p.write_text('name = "c"\ndisplay_name = "c"\nllm = "llama2-7b"\n[[nodes]]\nname = "a"\n'
-                 'gpus = [{ device = "a100-40gb", count = 0 }]\n[nodes.host]\n'
+                 'prefill = [{ device = "a100-40gb", count = 0 }]\n[nodes.host]\n'
                  'sampling_s_per_logit = { value = 1e-9, source = "x" }\n')
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", str(p)])
-    assert r.exit_code == 2 and "c.toml: field 'nodes[0].gpus[0].count': expected a positive number" in r.output
+    assert r.exit_code == 2 and "c.toml: field 'nodes[0].prefill[0].count': expected a positive number" in r.output
     p.write_text(p.read_text().replace("count = 0", "count = 1").replace('"a100-40gb"', '"a100"'))
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", str(p)])
-    assert r.exit_code == 2 and "field 'nodes[0].gpus[0].device': expected a known GPU" in r.output
-    p.write_text(p.read_text() + '[[nodes]]\nname = "b"\nfpgas = [{ design = "x", count = 1 }]\n[nodes.host]\n'
+    assert r.exit_code == 2 and "field 'nodes[0].prefill[0].device': expected a GPU spec or an FPGA design" in r.output
+    p.write_text(p.read_text() + '[[nodes]]\nname = "b"\ndecode = [{ device = "x", count = 1 }]\n[nodes.host]\n'
                  'sampling_s_per_logit = { value = 1e-9, source = "x" }\n')
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", str(p)])
     assert r.exit_code == 2 and "field 'network': expected a [network] table" in r.output
@@ -87,7 +87,8 @@ def test_serve_sweep_plot(tmp_path: Path, fake_engines: None) -> None:
 
 def test_reproduce_glitches_quick(tmp_path: Path, fake_engines: None) -> None:
     r = CliRunner().invoke(main, ["reproduce", "--out", str(tmp_path), "glitches", "--quick", "--requests", "40",
-                                  "--gpu", "h200"])
+                                  "--gpu", "h200", "--mix-requests", "16", "--scale-nodes", "3",
+                                  "--scale-requests", "300"])
     assert r.exit_code == 0, r.output
     out = tmp_path / "glitches"
     data = json.loads((out / "glitches.json").read_text())
@@ -103,3 +104,13 @@ def test_reproduce_glitches_quick(tmp_path: Path, fake_engines: None) -> None:
     summary = (out / "summary.md").read_text()
     assert "(1.28x)" in summary and "(2.38x)" in summary and "| slo-aware |" in summary
     assert "published" in r.output and "would need a U280 at" in r.output
+    # the workload mix: every grid point and distribution per config, averages, break-even prices, heat-map
+    mix = data["mix"]
+    assert {"8xgpu", "gpu+7xfpga", "gpu+7xfpga/k4"} <= set(mix["averages"])
+    assert mix["averages"]["8xgpu"]["mean_throughput_ratio"] == 1.0 and mix["averages"]["8xgpu"]["points"] == 28
+    assert {"1536+512", "lognormal-long", "lognormal-short"} <= {r["workload"] for r in mix["rows"]}
+    assert all(b["break_even_fpga_to_gpu_price"] > -1 for b in mix["break_even"]) and mix["break_even"]
+    assert (out / "mix_heatmap.png").stat().st_size > 1000
+    assert {"gpu+7xu280-streaming", "gpu+7xv80", "8xv80"} <= {r["config"] for r in data["decoders"]["rows"]}
+    assert data["scale"]["devices"] == 24 and data["scale"]["metrics"]["requests"] == 300
+    assert "## Scale run" in summary and "grid mean" in summary

@@ -15,7 +15,7 @@ from tests.test_serving_sim import check_invariants, cluster_from
 
 @pytest.fixture(scope="module")
 def factory() -> EngineFactory:
-    return EngineFactory()
+    return EngineFactory(cache=False)
 
 
 def test_hybrid_node_on_real_engines(factory: EngineFactory) -> None:
@@ -27,19 +27,20 @@ def test_hybrid_node_on_real_engines(factory: EngineFactory) -> None:
     from fpga.instruction import InstructionEngine
     from gpu.latency import GpuEngine
 
-    assert isinstance(gpu.model.engine, GpuEngine) and isinstance(fpga.model.engine, InstructionEngine)
+    inner = [getattr(d.model.engine, "engine", d.model.engine) for d in (gpu, fpga)]  # unwrap serving declarations
+    assert isinstance(inner[0], GpuEngine) and isinstance(inner[1], InstructionEngine)
     assert fpga.model.weights_bytes == fpga.model.engine.weights_bytes
     assert fpga.model.kv_bytes(100) == fpga.model.engine.kv_bytes(100)
     assert fpga.model.memory_bytes == library().board("u280").memory_bytes
     assert fpga.model.link.name == "pcie-gen3-x16" and gpu.model.link.name == "pcie-gen4-x16"
     assert gpu.model.padded_batch  # HF pads a batch to its longest request
-    assert all(rs.path_kind == "host-staged" for rs in res.requests if rs.steps_fpga)
+    assert all(rs.path_kind == "host-staged" for rs in res.requests if rs.steps_decode_pool)
 
 
 def test_fpga_decode_is_a_non_decreasing_step_function(factory: EngineFactory) -> None:
     """The 'steps' decode table is exact only for non-decreasing per-context times: check it on the design."""
     c = resolve_cluster(load_cluster("a100+7xu280"))
-    engine = factory.fpga(c.spec.nodes[0].fpgas[0], c.llm, library(), "x", "y").engine
+    engine = factory.build(c.spec.nodes[0].decode[0], c.llm, library(), "x", "y").engine
     values = [engine.decode_s(ctx) for ctx in range(20, 90)]
     assert all(a <= b for a, b in zip(values, values[1:]))
     table = DecodeTable(engine.decode_s, "steps", c.llm.max_position - 1)
@@ -50,12 +51,11 @@ def test_fpga_decode_is_a_non_decreasing_step_function(factory: EngineFactory) -
 def test_design_for_another_llm_is_refused(factory: EngineFactory) -> None:
     c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1}],
                        "fpgas": [{"design": "glitches-u280", "count": 1}]}], llm="qwen2.5-0.5b")
-    with pytest.raises(SpecError, match="nodes\\[0\\].fpgas\\[0\\].design.*a design for the cluster's LLM "
+    with pytest.raises(SpecError, match="nodes\\[0\\].decode\\[0\\].device.*a design for the cluster's LLM "
                                         "'qwen2.5-0.5b'"):
         simulate(c, [Request(0, 0.0, 8, 2)], factory=factory)
 
 
 def test_unknown_design_is_refused(factory: EngineFactory) -> None:
-    c = cluster_from([{"fpgas": [{"design": "no-such-design", "count": 1}]}])
-    with pytest.raises(SpecError, match="nodes\\[0\\].fpgas\\[0\\].design.*known FPGA design"):
-        simulate(c, [Request(0, 0.0, 8, 2)], factory=factory)
+    with pytest.raises(SpecError, match="nodes\\[0\\].decode\\[0\\].device.*a GPU spec or an FPGA design"):
+        cluster_from([{"fpgas": [{"design": "no-such-design", "count": 1}]}])

@@ -10,15 +10,22 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from hwmodel.bounds import resident_bytes
-from hwmodel.engine import Engine, Phase
+from hwmodel.engine import Capability, Engine, Phase
+from hwmodel.errors import UnknownNameError
 from hwmodel.serving.devices import DeviceModel
+from hwmodel.serving.engines import Builder, register_builder
 from hwmodel.specs import GpuSpec, LinkSpec, LlmSpec, SpecLibrary, library
 
 
 @dataclasses.dataclass
 class AffineEngine:
     """prefill = a * n; decode(ctx) = b + c * ctx; batched step = b * (1 + growth * (B - 1)) + c * sum(ctx)."""
+
+    CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER,
+                              Capability.BATCH_DECODER, Capability.POWERED})
 
     name: str
     prefill_per_token_s: float
@@ -34,6 +41,9 @@ class AffineEngine:
 
     def decode_s(self, ctx: int) -> float:
         return self.decode_base_s + self.decode_per_ctx_s * ctx
+
+    def decode_steps_s(self, ctx0: int, n_steps: int) -> np.ndarray:
+        return np.array([self.decode_s(ctx0 + i) for i in range(n_steps)])
 
     def decode_batch_s(self, ctxs: list[int]) -> float:
         kv = len(ctxs) * max(ctxs) if self.padded else sum(ctxs)
@@ -68,28 +78,46 @@ class FakeFactory:
         self.gpu_padded = gpu_padded
         self.built: dict[str, DeviceModel] = {}
 
+    def save(self) -> None:
+        """Nothing to keep between runs."""
+
+    def build(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
+        """Stand-in engines: an A100-like one for any GPU spec name, a U280-like one for any other device."""
+        try:
+            spec = lib.gpu(group.device)
+        except UnknownNameError:
+            return self.fpga(group, llm, lib, where, field)
+        return self.gpu(group, spec, llm, lib.link(group.link or spec.host_link))
+
     def gpu(self, group: Any, spec: GpuSpec, llm: LlmSpec, link: LinkSpec) -> DeviceModel:
         key = f"gpu:{spec.name}:{group.max_decode_batch}"
         if key not in self.built:
             self.built[key] = DeviceModel(
-                kind="gpu", label=spec.name, engine=AffineEngine(spec.name, **self.gpu_kw, padded=self.gpu_padded),
+                label=spec.name, engine=AffineEngine(spec.name, **self.gpu_kw, padded=self.gpu_padded),
                 llm=llm,
-                memory_bytes=self.gpu_memory_bytes or spec.memory_bytes, weights_bytes=resident_bytes(llm, 16, 16, 0), kv_bits=group.kv_bits,
+                memory_bytes=self.gpu_memory_bytes or spec.memory_bytes, weights_bytes=resident_bytes(llm, 16, 16, 0), kv_bits=getattr(group, "kv_bits", None) or 16,
                 link=link, price_usd=spec.price_usd, max_decode_batch=group.max_decode_batch,
                 mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s, padded_batch=self.gpu_padded)
         return self.built[key]
 
     def fpga(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
-        key = f"fpga:{group.design}"
+        key = f"fpga:{group.device}"
         if key not in self.built:
             board = lib.board("u280")
             weights = self.fpga_weights_bytes if self.fpga_weights_bytes is not None else \
                 resident_bytes(llm, 4, 8, 0)
             self.built[key] = DeviceModel(
-                kind="fpga", label=group.design, engine=AffineEngine(group.design, **self.fpga_kw), llm=llm,
+                label=group.device, engine=AffineEngine(group.device, **self.fpga_kw), llm=llm,
                 memory_bytes=self.fpga_memory_bytes, weights_bytes=weights, kv_bits=self.fpga_kv_bits,
-                link=lib.link(group.link or board.host_link), price_usd=board.price_usd)
+                link=lib.link(group.link or board.host_link), price_usd=board.price_usd, host_sampled=True)
         return self.built[key]
+
+
+# the stand-in FPGA design's name is known to the cluster loader through a builder of its own (adding a device
+# family is one registered builder)
+register_builder(Builder("fake", lambda name, _lib: name.startswith("fake-"),
+                         lambda group, llm, lib, where, field: FakeFactory().fpga(group, llm, lib, where, field),
+                         frozenset(), "stand-in FPGA designs named fake-*, tests only"))
 
 
 def test_affine_engine_is_an_engine() -> None:
@@ -106,7 +134,7 @@ def test_published_proportions() -> None:
 
 def test_fake_factory_builds_from_library() -> None:
     lib = library()
-    m = FakeFactory().fpga(type("G", (), {"design": "fake-u280", "link": None})(), lib.llm("llama2-7b"), lib, "x", "y")
+    m = FakeFactory().fpga(type("G", (), {"device": "fake-u280", "link": None})(), lib.llm("llama2-7b"), lib, "x", "y")
     assert m.fits_alone(4096) and m.link.name == "pcie-gen3-x16"
 
 

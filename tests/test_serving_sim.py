@@ -15,6 +15,7 @@ from hwmodel.serving.cluster import ClusterSpec, load_cluster, resolve_cluster
 from hwmodel.serving.metrics import compute_metrics
 from hwmodel.serving.schedulers import SCHEDULERS, Slo
 from hwmodel.serving.simulator import SimResult, simulate
+from hwmodel.specs import library
 from hwmodel.workload.requests import Fixed, Request, Uniform, poisson_stream
 from tests.test_serving_fakes import A100_LIKE, U280_LIKE, FakeFactory
 
@@ -24,8 +25,16 @@ GiB = 2**30
 
 def cluster_from(nodes: list[dict[str, Any]], kv_path: str = "host-staged", network: str | None = None,
                  llm: str = "llama2-7b") -> Any:
+    def pools(n: dict[str, Any]) -> dict[str, Any]:  # shorthand: gpus -> prefill pool, fpgas (design) -> decode pool
+        out = {k: v for k, v in n.items() if k not in ("gpus", "fpgas")}
+        if n.get("gpus"):
+            out["prefill"] = n["gpus"]
+        if n.get("fpgas"):
+            out["decode"] = [{("device" if k == "design" else k): v for k, v in g.items()} for g in n["fpgas"]]
+        return out
+
     table: dict[str, Any] = {"name": "test", "display_name": "test", "llm": llm, "kv_path": kv_path,
-                             "nodes": [{"host": HOST, **n} | {"name": f"n{i}"} for i, n in enumerate(nodes)]}
+                             "nodes": [{"host": HOST, **pools(n)} | {"name": f"n{i}"} for i, n in enumerate(nodes)]}
     if network:
         table["network"] = {"link": network}
     return resolve_cluster(build(ClusterSpec, table, path="<test>"))
@@ -38,8 +47,8 @@ def check_invariants(res: SimResult, requests: list[Request]) -> None:
     for rs in res.requests:
         r = by_id[rs.id]
         assert rs.done == 1, f"request {rs.id} completed {rs.done} times"
-        assert rs.steps_gpu + rs.steps_fpga == r.output_tokens - 1, "decode steps not conserved"
-        assert rs.steps_gpu == 0 or rs.steps_fpga == 0, "a request decoded on two devices"
+        assert rs.steps_prefill_pool + rs.steps_decode_pool == r.output_tokens - 1, "decode steps not conserved"
+        assert rs.steps_prefill_pool == 0 or rs.steps_decode_pool == 0, "a request decoded on two devices"
         assert rs.ctx == r.prompt_tokens + r.output_tokens - 1
         assert r.arrival_s <= rs.t_prefill_start <= rs.t_prefill_end <= rs.t_first_token <= rs.t_finish
         if r.output_tokens > 1:
@@ -53,7 +62,7 @@ def check_invariants(res: SimResult, requests: list[Request]) -> None:
             assert e0 <= s1 + 1e-12, f"{d.name} ran two things at once: {(s0, e0)} and {s1}"
         busy = sum(e - s for s, e, _, _ in segs)
         assert busy == pytest.approx(d.phase_s[Phase.PREFILL] + d.phase_s[Phase.DECODE], rel=1e-9, abs=1e-12)
-        if d.kind == "fpga":
+        if d.role == "decode":
             assert all(len(ids) == 1 for _, _, _, ids in segs)
         else:
             assert all(len(ids) <= d.model.max_decode_batch for _, _, _, ids in segs)
@@ -108,8 +117,8 @@ def test_fast_path_equals_per_token_reference(case: tuple[Any, list[Request], st
     fast = simulate(cluster, reqs, sched, factory=factory, record_segments=True)
     ref = simulate(cluster, reqs, sched, factory=factory, per_token_events=True)
     for a, b in zip(sorted(fast.requests, key=lambda r: r.id), sorted(ref.requests, key=lambda r: r.id)):
-        assert (a.prefill_dev, a.decode_dev, a.steps_gpu, a.steps_fpga) == \
-            (b.prefill_dev, b.decode_dev, b.steps_gpu, b.steps_fpga)
+        assert (a.prefill_dev, a.decode_dev, a.steps_prefill_pool, a.steps_decode_pool) == \
+            (b.prefill_dev, b.decode_dev, b.steps_prefill_pool, b.steps_decode_pool)
         for f in ("t_prefill_start", "t_first_token", "t_decode_start", "t_finish"):
             assert getattr(a, f) == pytest.approx(getattr(b, f), rel=1e-9, abs=1e-9, nan_ok=True), f
 
@@ -152,7 +161,7 @@ def test_single_request_hybrid_timeline_by_hand() -> None:
         4 / flink.effective_bw_bytes_per_s
     assert rs.t_finish - rs.t_decode_start == pytest.approx(steps + 511 * per_token, rel=1e-9)
     m = compute_metrics(res)
-    assert m.decode_tokens_fpga == 511 and m.decode_tokens_gpu == 0
+    assert m.decode_tokens_decode_pool == 511 and m.decode_tokens_prefill_pool == 0
     assert m.kv_migrations == {"host-staged": 1}
 
 
@@ -175,7 +184,7 @@ def test_fcfs_prefills_in_arrival_order_and_gpu_takes_overflow() -> None:
     starts = [rs.t_prefill_start for rs in sorted(res.requests, key=lambda r: r.arrival_s)]
     assert starts == sorted(starts)
     m = compute_metrics(res)
-    assert m.decode_tokens_gpu > 0, "the GPU never decoded although all FPGAs were busy"
+    assert m.decode_tokens_prefill_pool > 0, "the GPU never decoded although all FPGAs were busy"
     # the GPU decodes only requests it took when every FPGA was busy: while it prefills for an FPGA it is preempted
     gpu = res.devices[0]
     kinds = [k for _, _, k, _ in sorted(gpu.segments)]
@@ -294,7 +303,7 @@ class _RealGpuFakeFpga(FakeFactory):
     def gpu(self, group: Any, spec: Any, llm: Any, link: Any) -> Any:
         from hwmodel.serving.devices import EngineFactory
 
-        return EngineFactory().gpu(group, spec, llm, link)
+        return EngineFactory(cache=False).build(group, llm, library(), "test", "gpu")
 
 
 @pytest.mark.parametrize("kv_path, pcie_path", [("host-staged", "host"), ("p2p", "p2p")])

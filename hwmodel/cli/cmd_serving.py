@@ -69,6 +69,24 @@ def _cluster_options(f: Any) -> Any:
     return f
 
 
+def _register_scheduler_files(_ctx: Any, _param: Any, paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    from hwmodel.serving.schedulers import load_scheduler_file
+
+    for p in paths:
+        load_scheduler_file(p)
+    return paths
+
+
+def _scheduler_options(f: Any) -> Any:
+    f = click.option("--scheduler", default="fcfs", show_default=True,
+                     help="Scheduler name: fcfs, spf, memory-aware, slo-aware, or one a --scheduler-file adds.")(f)
+    return click.option("--scheduler-file", "scheduler_files", multiple=True, is_eager=True,
+                        type=click.Path(dir_okay=False, path_type=Path), callback=_register_scheduler_files,
+                        expose_value=False,
+                        help="A Python file defining a scheduler (a Scheduler subclass decorated with "
+                             "@register_scheduler, hwmodel.serving.schedulers); repeatable.")(f)
+
+
 def _slo_options(f: Any) -> Any:
     f = click.option("--slo-tpot", type=float, default=0.05, show_default=True,
                      help="Time-per-output-token SLO (s).")(f)
@@ -80,8 +98,7 @@ def _slo_options(f: Any) -> Any:
 @click.option("--cluster", "cluster_name", default="a100+7xu280", show_default=True,
               help="Built-in cluster name (`hwmodel serve clusters`) or a cluster TOML path.")
 @_cluster_options
-@click.option("--scheduler", type=click.Choice(["fcfs", "spf", "memory-aware", "slo-aware"]), default="fcfs",
-              show_default=True)
+@_scheduler_options
 @_stream_options
 @_slo_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -129,7 +146,7 @@ def serve_clusters(as_json: bool) -> None:
     for name in builtin_cluster_names():
         c = load_cluster(name)
         rows.append({"name": name, "display_name": c.display_name, "llm": c.llm, "nodes": len(c.nodes),
-                     "gpus": c.gpu_count, "fpgas": c.fpga_count, "kv_path": c.kv_path,
+                     "prefill pool": c.prefill_count, "decode pool": c.decode_count, "kv_path": c.kv_path,
                      "network": c.network.link if c.network else None})
     if as_json:
         echo_json(rows)
@@ -153,8 +170,7 @@ def serve_clusters(as_json: bool) -> None:
 @click.option("--prompt", default="1536", show_default=True)
 @click.option("--output", default="512", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--scheduler", type=click.Choice(["fcfs", "spf", "memory-aware", "slo-aware"]), default="fcfs",
-              show_default=True)
+@_scheduler_options
 @_slo_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/serve-sweep"),
               show_default=True, help="Writes sweep.json and throughput_vs_load.png here.")
@@ -254,14 +270,24 @@ def _prefetch_note(head: dict) -> str:
 @click.option("--requests", "n_requests", type=click.IntRange(min=10), default=1000, show_default=True,
               help="Requests per saturation run.")
 @click.option("--quick", is_flag=True, help="Fewer requests and load points (a smoke run).")
+@click.option("--mix-requests", type=click.IntRange(min=10), default=200, show_default=True,
+              help="Requests per point of the workload-mix grid and of the decoder comparison.")
+@click.option("--scale-nodes", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Nodes (A100 + 7 x U280 each) of the scale run.")
+@click.option("--scale-requests", type=click.IntRange(min=10), default=5000, show_default=True,
+              help="Requests of the scale run (the 64-node, 1,000,000-request run is benchmarks/bench_serving.py).")
 @click.pass_context
-def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: int, quick: bool) -> None:
-    """GLITCHES: 8 x A100 vs 8 x U280 vs A100 + 7 x U280 (LLaMA2-7B, 1536/512), and beyond."""
+def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: int, quick: bool, mix_requests: int,
+                       scale_nodes: int, scale_requests: int) -> None:
+    """GLITCHES: 8 x A100 vs 8 x U280 vs A100 + 7 x U280 (LLaMA2-7B, 1536/512), and beyond: the comparison over a
+    prompt x output grid and length distributions with averages and break-even prices, streaming and V80
+    decoders, a scale run."""
     from rich.progress import Progress
 
     from hwmodel.serving.cluster import load_cluster
-    from hwmodel.serving.report import (beyond_table, glitches_markdown, headline_table, metrics_table,
-                                        perfetto_trace, plot_load, write_json)
+    from hwmodel.serving import mix, scale
+    from hwmodel.serving.report import (beyond_table, glitches_markdown, headline_table, metrics_table, mix_markdown,
+                                        perfetto_trace, plot_load, scale_markdown, write_json)
     from hwmodel.serving.study import PUBLISHED, GlitchesStudy, StudyConfig
     from hwmodel.specs import library
 
@@ -285,12 +311,30 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
         load = study.load(capacity)
         scheds = study.schedulers(capacity)
         _m, hybrid_run = study.run(load_cluster("a100+7xu280"), study.saturation[:40], record=True)
+        mix_n = min(mix_requests, 100) if quick else mix_requests
+        mpts = mix.points(requests=mix_n)
+        dpts = [p for p in mix.decoder_points(requests=mix_n) if p["config"] not in mix.CONFIGS]
+        bar.update(task, total=runs + len(mpts) + len(dpts) + 1)
+        step = lambda _i, _n, p: bar.update(task, advance=1, description=f"{p['config']} {p['workload']}")  # noqa: E731
+        mix_res = mix.run(mpts, step, factory=study.factory)
+        dec_res = mix.run(dpts, step, factory=study.factory)
+        study.factory.save()  # type: ignore[attr-defined]
+        mix_sum = mix.summarize(mix_res)
+        dec_sum = mix.summarize(dec_res + [r for r in mix_res if r["workload"] in {p["workload"] for p in dpts}])
+        bar.update(task, description=f"scale run: {scale_nodes} nodes, {scale_requests:,} requests")
+        sc = scale.run_scale(scale.scale_point(nodes=scale_nodes, requests=min(scale_requests, 2000) if quick
+                                               else scale_requests), factory=study.factory,
+                             progress=lambda done, total: bar.update(task, description=f"scale run: {done:,}/"
+                                                                                       f"{total:,} requests"))
+        bar.update(task, advance=1)
     result = {"published": PUBLISHED, "config": cfg, "headline": heads, "beyond": beyond, "gpu_batch": batches,
-              "load": load, "schedulers": scheds}
+              "load": load, "schedulers": scheds, "mix": mix_sum, "mix_points": mix_res, "decoders": dec_sum,
+              "scale": sc}
     write_json(out_dir / "glitches.json", result)
     (out_dir / "summary.md").write_text(glitches_markdown(result))
     plot_load(load, out_dir / "throughput_vs_load.png", "LLaMA2-7B, 1536/512 tokens, FCFS, Poisson arrivals")
     perfetto_trace(hybrid_run, out_dir / "hybrid_trace.json")
+    mix.heatmap(mix_sum, out_dir / "mix_heatmap.png")
     for h in heads:
         con.print(headline_table(h, f"8-card node, {h['gpu']} (saturation, {cfg.requests} requests of "
                                     f"{cfg.prompt.spec}/{cfg.output.spec})"))
@@ -316,8 +360,16 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
     con.print(metrics_table([(r["scheduler"], r["metrics"]) for r in scheds],
                             f"Schedulers on A100 + 7 x U280 (GPU batch <= {cfg.scheduler_gpu_batch}), log-normal "
                             f"lengths, 90% load, SLO TTFT {cfg.slo.ttft_s:g} s / TPOT {cfg.slo.tpot_s * 1e3:g} ms"))
+    from rich.markdown import Markdown
+
+    con.print(Markdown(mix_markdown(mix_sum, f"Workload mix ({mix_n} requests per point): throughput ratio vs "
+                                             "8 x A100 (cost-efficiency ratio)")))
+    con.print(Markdown(mix_markdown(dec_sum, "Decoder styles and boards", ["gpu+7xfpga", "gpu+7xfpga/k4",
+                                                                           "gpu+7xu280-streaming", "gpu+7xv80",
+                                                                           "8xv80"])))
+    con.print(Markdown(scale_markdown(sc)))
     click.echo(f"wrote {out_dir / 'glitches.json'}, {out_dir / 'summary.md'}, {out_dir / 'throughput_vs_load.png'}, "
-               f"{out_dir / 'hybrid_trace.json'}")
+               f"{out_dir / 'mix_heatmap.png'}, {out_dir / 'hybrid_trace.json'}")
 
 
 reproduce_glitches.order = 90  # type: ignore[attr-defined]

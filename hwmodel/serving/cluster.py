@@ -11,15 +11,18 @@ the PCIe switch), one ``[[nodes]]`` table per server, and a ``[network]`` link w
 
     [[nodes]]
     name = "node0"
-    gpus = [{ device = "a100-40gb", count = 1, framework = "hf" }]
-    fpgas = [{ design = "glitches-u280", count = 7 }]
+    prefill = [{ device = "a100-40gb", count = 1, framework = "hf" }]
+    decode = [{ device = "glitches-u280", count = 7 }]
     [nodes.host]
     sampling_s_per_logit = { value = 5.9e-9, source = "..." }
 
-Every device hangs off its node's host by its own PCIe link (the device spec's ``host_link`` unless ``link`` names
+Each node has a *prefill pool* and a *decode pool*, each a list of device groups; a group names any device the
+engine builders know (a GPU spec with a framework, an instruction-driven or a streaming FPGA design) at any clock.
+Every device hangs off its node's host by its own PCIe link (the device's ``host_link`` unless ``link`` names
 another link spec). Built-in clusters live in ``hwmodel/serving/clusters/*.toml``; a path to a TOML file works
-wherever a cluster name does. Names of GPUs, designs and links are checked against the spec library when the
-cluster is resolved (:func:`resolve_cluster`), with the file and field in the error.
+wherever a cluster name does. Device and link names are checked when the cluster is resolved
+(:func:`resolve_cluster`), and each engine's capabilities against its role when the devices are built, with the
+file and field in the error.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from pathlib import Path
 
 from hwmodel.errors import SpecError, UnknownNameError
 from hwmodel.schema import internal, load_toml_as, non_empty, one_of, plain, positive, sourced
-from hwmodel.specs import GpuSpec, LinkSpec, LlmSpec, SpecLibrary, library
+from hwmodel.specs import LinkSpec, LlmSpec, SpecLibrary, library
 
 CLUSTER_DIR = Path(__file__).resolve().parent / "clusters"
 KV_PATHS = ("host-staged", "p2p")
@@ -37,30 +40,33 @@ GPU_FRAMEWORKS = ("hf", "vllm", "vllm-eager")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class GpuGroup:
-    """``count`` identical GPUs of one node."""
+class DeviceGroup:
+    """``count`` identical devices of one node in one role (a prefill pool or a decode pool).
 
-    device: str = plain(doc="GPU spec name (gpu/devices/*.toml)")
+    ``device`` names a GPU spec (gpu/devices/*.toml, with a serving ``framework``) or an FPGA design (an
+    instruction-driven design, fpga/designs/instruction/*.toml, or a streaming design, fpga/designs/*.toml), at
+    any clock and on the board its design names. ``engine`` picks the engine builder (see
+    :mod:`hwmodel.serving.engines`); by default the first registered builder that knows the name. Fields that a
+    builder does not use are refused by it (e.g. ``prefetch_ratio`` on a GPU)."""
+
+    device: str = plain(doc="GPU spec name or FPGA design name")
     count: int = plain(check=positive)
-    framework: str = plain(default="hf", check=one_of(*GPU_FRAMEWORKS), doc="serving framework of the GPU model")
-    weight_bits: int = plain(default=16, check=one_of(4, 8, 16))
-    kv_bits: int = plain(default=16, check=one_of(4, 8, 16))
+    engine: str | None = plain(default=None, doc="engine builder (gpu, instruction, streaming); default: inferred "
+                                                 "from the device name")
+    framework: str | None = plain(default=None, check=one_of(*GPU_FRAMEWORKS),
+                                  doc="serving framework of a GPU model (default hf)")
+    weight_bits: int | None = plain(default=None, check=one_of(4, 8, 16), doc="GPU weight precision (default 16)")
+    kv_bits: int | None = plain(default=None, check=one_of(4, 8, 16), doc="GPU KV precision (default 16)")
     max_decode_batch: int = plain(default=1, check=positive,
-                                  doc="most requests one GPU decodes together (1 = HF batch-1 serving)")
-    link: str | None = plain(default=None, doc="link spec to the host; default: the GPU's host_link")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class FpgaGroup:
-    """``count`` identical FPGA cards of one node, each loaded with the same accelerator design."""
-
-    design: str = plain(doc="instruction-driven accelerator design (fpga.instruction.load_design)")
-    count: int = plain(check=positive)
-    prefetch_ratio: int | None = plain(default=None, check=positive, doc="override the design's prefetch ratio")
-    clock_hz: float | None = plain(default=None, check=positive, unit="Hz", doc="override the kernel clock")
-    link: str | None = plain(default=None, doc="link spec to the host; default: the board's host_link")
-    decode_table: str = plain(default="steps", check=one_of("exact", "steps"),
-                              doc="per-context decode times: every context, or bisected steps (see devices.py)")
+                                  doc="most requests one device decodes together (1 = batch-1 serving); > 1 needs "
+                                      "the batch-decoder capability")
+    prefetch_ratio: int | None = plain(default=None, check=positive,
+                                       doc="override an instruction design's prefetch ratio")
+    clock_hz: float | None = plain(default=None, check=positive, unit="Hz", doc="override an FPGA kernel clock")
+    link: str | None = plain(default=None, doc="link spec to the host; default: the device's host_link")
+    decode_table: str | None = plain(default=None, check=one_of("exact", "steps"),
+                                     doc="per-context decode times: every context, or bisected steps (devices.py); "
+                                         "default: the builder's")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -76,16 +82,21 @@ class HostSpec:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class NodeSpec:
-    """One server: its GPUs, FPGAs and host."""
+    """One server: its prefill pool, its decode pool and its host.
+
+    Prefill-pool devices prefill every request (and decode some themselves when no decode-pool device is free and
+    they have the decoder capability); decode-pool devices decode one request each from a migrated KV cache. A
+    cluster with no prefill pool at all prefills on the decode-pool device that will decode (which then needs the
+    prefiller capability)."""
 
     name: str = plain()
-    gpus: tuple[GpuGroup, ...] = plain(default=())
-    fpgas: tuple[FpgaGroup, ...] = plain(default=())
+    prefill: tuple[DeviceGroup, ...] = plain(default=(), doc="prefill pool")
+    decode: tuple[DeviceGroup, ...] = plain(default=(), doc="decode pool")
     host: HostSpec
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:
-        if not self.gpus and not self.fpgas:
-            yield "gpus", "at least one GPU or FPGA group in the node", ()
+        if not self.prefill and not self.decode:
+            yield "prefill", "at least one prefill or decode group in the node", ()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -119,26 +130,29 @@ class ClusterSpec:
             yield "network", "a [network] table with a link, since the cluster has several nodes", None
 
     @property
-    def gpu_count(self) -> int:
-        return sum(g.count for n in self.nodes for g in n.gpus)
+    def prefill_count(self) -> int:
+        return sum(g.count for n in self.nodes for g in n.prefill)
 
     @property
-    def fpga_count(self) -> int:
-        return sum(f.count for n in self.nodes for f in n.fpgas)
+    def decode_count(self) -> int:
+        return sum(f.count for n in self.nodes for f in n.decode)
+
+    def groups(self) -> Iterator[tuple[int, str, int, DeviceGroup]]:
+        """(node index, role, group index, group) for every device group, prefill pools first in each node."""
+        for i, n in enumerate(self.nodes):
+            for role, pool in (("prefill", n.prefill), ("decode", n.decode)):
+                for j, g in enumerate(pool):
+                    yield i, role, j, g
 
 
 @dataclasses.dataclass(frozen=True)
 class ResolvedCluster:
-    """A cluster spec with every name looked up: the LLM, GPU specs, links."""
+    """A cluster spec with the LLM and the network looked up (devices are resolved by the engine builders when
+    the simulation builds them, :mod:`hwmodel.serving.engines`)."""
 
     spec: ClusterSpec
     llm: LlmSpec
-    gpu_specs: Mapping[str, GpuSpec]
-    links: Mapping[str, LinkSpec]
     network: LinkSpec | None
-
-    def gpu_link(self, group: GpuGroup) -> LinkSpec:
-        return self.links[group.link or self.gpu_specs[group.device].host_link]
 
 
 def builtin_cluster_names() -> list[str]:
@@ -157,8 +171,11 @@ def load_cluster(name_or_path: str | Path) -> ClusterSpec:
 
 
 def resolve_cluster(spec: ClusterSpec, lib: SpecLibrary | None = None, llm: str | None = None) -> ResolvedCluster:
-    """Look up the LLM, the GPUs and the links of ``spec``; errors name the cluster file and the field.
-    ``llm`` overrides the cluster's model. (FPGA designs are resolved with the engines, see devices.py.)"""
+    """Look up the LLM, the network link and every device group's device name; errors name the cluster file and
+    the field. ``llm`` overrides the cluster's model. (Engines are built, and their capabilities checked against
+    their roles, when a simulation starts: :func:`hwmodel.serving.engines.check_roles`.)"""
+    from hwmodel.serving.engines import resolve_builder
+
     lib = lib or library()
     where = spec.origin or spec.name
 
@@ -169,16 +186,10 @@ def resolve_cluster(spec: ClusterSpec, lib: SpecLibrary | None = None, llm: str 
             raise SpecError(where, field, f"a known {exc.what} (" + ", ".join(exc.choices) + ")", name) from None
 
     llm_spec = lookup("llm", llm or spec.llm, "llm")
-    gpus: dict[str, GpuSpec] = {}
-    links: dict[str, LinkSpec] = {}
-    for i, node in enumerate(spec.nodes):
-        for j, g in enumerate(node.gpus):
-            gpu = lookup("gpu", g.device, f"nodes[{i}].gpus[{j}].device")
-            gpus[g.device] = gpu  # type: ignore[assignment]
-            link = g.link or gpu.host_link  # type: ignore[attr-defined]
-            links[link] = lookup("link", link, f"nodes[{i}].gpus[{j}].link")  # type: ignore[assignment]
-        for j, f in enumerate(node.fpgas):
-            if f.link is not None:
-                links[f.link] = lookup("link", f.link, f"nodes[{i}].fpgas[{j}].link")  # type: ignore[assignment]
+    for i, role, j, g in spec.groups():
+        field = f"nodes[{i}].{role}[{j}]"
+        resolve_builder(g, lib, where, field)
+        if g.link is not None:
+            lookup("link", g.link, f"{field}.link")
     network = lookup("link", spec.network.link, "network.link") if spec.network else None
-    return ResolvedCluster(spec, llm_spec, gpus, links, network)  # type: ignore[arg-type]
+    return ResolvedCluster(spec, llm_spec, network)  # type: ignore[arg-type]

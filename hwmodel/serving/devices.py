@@ -1,36 +1,39 @@
 """What the serving simulator knows about each device: its engine, memory, KV precision, link and price.
 
-A :class:`DeviceModel` wraps one :class:`hwmodel.engine.Engine` with the facts placement needs: the device memory,
-the bytes the replicated weights take, the bytes of one request's KV cache at a context length, the PCIe link to
-the host, the price and how many requests it may decode together. A :class:`DeviceFactory` builds them from a
-cluster's GPU and FPGA groups; :class:`EngineFactory` (the default) uses the project's device models:
+A :class:`DeviceModel` wraps one engine (:mod:`hwmodel.engine`, with its declared capabilities) with the facts
+placement needs: the device memory, the bytes the replicated weights take, the bytes of one request's KV cache at a
+context length, the PCIe link to the host, the price, how many requests it may decode together, whether the host
+samples its tokens, and how long quantizing a KV cache for another device's precision takes on it. A
+:class:`DeviceFactory` builds one per device group of a cluster; :class:`EngineFactory` (the default) uses the
+registered engine builders (:mod:`hwmodel.serving.engines`: GPUs, instruction-driven and streaming FPGA designs).
 
-* GPUs: :class:`gpu.latency.GpuEngine` (calibrated roofline per serving framework), memory from the GPU spec;
-* FPGAs: :func:`fpga.instruction.load_design` + :class:`fpga.instruction.InstructionEngine` (instruction-driven,
-  GLITCHES / FlightLLM style), HBM from the design's board.
-
-Identical groups share one engine instance, so per-context decode times (memoized by the engines) and the
-cumulative :class:`DecodeTable` are computed once per kind of device, not once per card.
+Identical groups share one device model, so per-context decode times and the cumulative :class:`DecodeTable` are
+computed once per kind of device, not once per card; with a cache directory (:func:`cache_dir`) the tables are
+also kept on disk between runs, keyed by everything the engine's numbers depend on (the device, board and LLM
+specs, the options, and the source of the device-model code).
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from hwmodel.engine import Engine, Phase
-from hwmodel.errors import HwmodelError, SpecError
-from hwmodel.specs import GpuSpec, LinkSpec, LlmSpec, SpecLibrary
+from hwmodel.engine import Capability, Phase, has
+from hwmodel.errors import HwmodelError
+from hwmodel.specs import LinkSpec, LlmSpec, SpecLibrary
 
 
 BATCH_GRID_TOKENS = 64  # context resolution of the batched-decode tables (see DeviceModel.decode_batch_s)
 
 
-DECODE_TABLES = ("exact", "steps")
-STEP_GRID_TOKENS = 32  # grid of the "steps" decode table (see DecodeTable)
+DECODE_TABLES = ("exact", "steps", "grid")
+STEP_GRID_TOKENS = 32  # grid of the "steps" and "grid" decode tables (see DecodeTable)
 
 
 class DecodeTable:
@@ -43,7 +46,12 @@ class DecodeTable:
     of the context (KV read in blocks, as the instruction-driven FPGA tiles attention): it asks for the contexts
     on a global grid every ``STEP_GRID_TOKENS`` tokens and bisects each grid interval whose ends differ, so an
     interval with equal ends is known to be constant -- exact for non-decreasing functions, with a few calls per
-    step instead of one per context."""
+    step instead of one per context.
+
+    ``mode="grid"`` is for engines whose per-context call is expensive and whose decode time grows smoothly with
+    the context (the streaming FPGA: one more KV entry per token streamed through the attention engine): it asks
+    for the grid contexts only and interpolates linearly between them -- an approximation whose error is bounded
+    by the change of the step time over one grid interval (tests bound it against direct calls)."""
 
     def __init__(self, decode_s: Callable[[int], float], mode: str = "exact", max_ctx: int | None = None) -> None:
         if mode not in DECODE_TABLES:
@@ -92,6 +100,19 @@ class DecodeTable:
         if self.mode == "exact":
             for c in range(lo, hi):
                 self._eval(c)
+        elif self.mode == "grid":
+            a0 = (lo // g) * g
+            b1 = -(-hi // g) * g
+            for a in range(a0, b1, g):
+                b = a + g if self.max_ctx is None else min(a + g, self.max_ctx)
+                if b > a and not self._have[a:b + 1].all():
+                    va, vb = self._eval(a), self._eval(b)
+                    gap = ~self._have[a + 1:b]
+                    w = np.arange(1, b - a) / (b - a)
+                    self._val[a + 1:b][gap] = (va + w * (vb - va))[gap]
+                    self._have[a + 1:b] = True
+                elif b <= a:
+                    self._eval(a)
         else:  # whole global grid intervals, so the result never depends on the order of requests
             a0 = (lo // g) * g
             b1 = -(-hi // g) * g
@@ -103,6 +124,16 @@ class DecodeTable:
                     self._fill_steps(a, b)
                 elif b <= a:
                     self._eval(a)
+        self._cum = np.concatenate([[0.0], np.cumsum(np.where(self._have, self._val, 0.0))])
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+        """The known per-context values (for the disk cache)."""
+        return self._val.copy(), self._have.copy()
+
+    def restore(self, val: np.ndarray, have: np.ndarray) -> None:
+        """Values from an earlier :meth:`snapshot` of an engine with the same cache key."""
+        self._val = np.asarray(val, dtype=float).copy()
+        self._have = np.asarray(have, dtype=bool).copy()
         self._cum = np.concatenate([[0.0], np.cumsum(np.where(self._have, self._val, 0.0))])
 
     def step_s(self, ctx: int) -> float:
@@ -137,9 +168,8 @@ class PrefillPlan:
 class DeviceModel:
     """One kind of device serving the LLM (shared by every card of a group)."""
 
-    kind: str  # "gpu" or "fpga"
     label: str  # spec or design name, for reports
-    engine: Engine
+    engine: Any  # an engine with declared capabilities (hwmodel.engine)
     llm: LlmSpec
     memory_bytes: int
     weights_bytes: int
@@ -148,30 +178,43 @@ class DeviceModel:
     price_usd: float
     max_decode_batch: int = 1
     kv_bytes_fn: Callable[[int], int] | None = None
-    mem_bw_bytes_per_s: float = 0.0  # device memory bandwidth, for the KV quantization pass on a GPU
+    mem_bw_bytes_per_s: float = 0.0  # device memory bandwidth, for the KV quantization pass without kv_quant_s
     padded_batch: bool = False  # a decode batch's KV is padded to its longest request (HF DynamicCache)
     decode_table: str = "exact"  # how the per-context decode table is filled (see DecodeTable)
+    host_sampled: bool = False  # the host samples every token from logits sent over PCIe (FPGA decoders)
+    kv_quant_s: Callable[[float, float], float] | None = None  # (read, write bytes) -> one quantization kernel
+    max_ctx: int | None = None  # the longest context the device holds (default: the LLM's)
+    cache_key: tuple[Any, ...] | None = None  # what the engine's numbers depend on (disk cache); None: no cache
+    prefill_grid_tokens: int = 0  # > 0: prefill times interpolated between multiples of this (see prefill_s)
     table: DecodeTable = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("gpu", "fpga"):
-            raise ValueError(f"device kind must be 'gpu' or 'fpga', got {self.kind!r}")
-        self.table = DecodeTable(self.engine.decode_s, self.decode_table, self.llm.max_position - 1)
-        if self.max_decode_batch > 1 and not hasattr(self.engine, "decode_batch_s"):
-            raise HwmodelError(f"{self.label}: max_decode_batch {self.max_decode_batch} needs an engine with "
-                               "decode_batch_s (batched decode); this engine decodes one request at a time")
+        limit = self.llm.max_position if self.max_ctx is None else min(self.max_ctx, self.llm.max_position)
+        self.table = DecodeTable(self.engine.decode_s, self.decode_table, limit - 1)
+        if self.max_decode_batch > 1 and not has(self.engine, Capability.BATCH_DECODER):
+            raise HwmodelError(f"{self.label}: max_decode_batch {self.max_decode_batch} needs an engine with the "
+                               "batch-decoder capability; this engine decodes one request at a time")
         if self.weights_bytes >= self.memory_bytes:
             raise HwmodelError(f"{self.label}: the {self.llm.name} weights ({self.weights_bytes / 1e9:.2f} GB) do "
                                f"not fit in its {self.memory_bytes / 1e9:.2f} GB of memory")
-        self._power = {p: float(self.engine.power_w(p)) for p in Phase}
+        self._power: dict[Phase, float] | None = None  # by phase, on first use (or from the disk cache)
         self._plans: dict[tuple[int, int | None], PrefillPlan] = {}
         self._batch_grid: dict[int, dict[int, float]] = {}
+        self.context_limit = limit  # tokens of context the device can hold
+        self.saved_contexts = 0  # contexts of the table already in the disk cache
+        self.prefill_memo: dict[int, float] = {}  # engine prefill times by prompt length (disk-cached)
+        self.saved_prefills = 0
+        self._kv_memo: dict[int, int] = {}
+        self.saved_power = False
 
     def kv_bytes(self, ctx_tokens: int) -> int:
-        """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it."""
-        if self.kv_bytes_fn is not None:
-            return int(self.kv_bytes_fn(ctx_tokens))
-        return self.llm.kv_bytes(ctx_tokens, self.kv_bits)
+        """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it (memoized)."""
+        v = self._kv_memo.get(ctx_tokens)
+        if v is None:
+            v = int(self.kv_bytes_fn(ctx_tokens)) if self.kv_bytes_fn is not None else \
+                self.llm.kv_bytes(ctx_tokens, self.kv_bits)
+            self._kv_memo[ctx_tokens] = v
+        return v
 
     def batch_kv_bytes(self, final_ctxs: Sequence[int]) -> int:
         """KV memory of a decode batch whose requests end at ``final_ctxs`` tokens (padded or one per request)."""
@@ -182,16 +225,36 @@ class DeviceModel:
         return sum(self.kv_bytes(c) for c in final_ctxs)
 
     def fits_alone(self, ctx_tokens: int) -> bool:
-        return self.weights_bytes + self.kv_bytes(ctx_tokens) <= self.memory_bytes
+        return ctx_tokens <= self.context_limit and \
+            self.weights_bytes + self.kv_bytes(ctx_tokens) <= self.memory_bytes
+
+    def _engine_prefill_s(self, n_tokens: int) -> float:
+        v = self.prefill_memo.get(n_tokens)
+        if v is None:
+            v = float(self.engine.prefill_s(n_tokens, 0))
+            self.prefill_memo[n_tokens] = v
+        return v
 
     def prefill_s(self, n_tokens: int) -> float:
-        return float(self.engine.prefill_s(n_tokens, 0))
+        """The engine's prefill time (memoized, disk-cached). With ``prefill_grid_tokens`` (engines whose prefill
+        is an expensive cycle-level run: the FPGA designs) only prompts that are multiples of the grid are run,
+        and a prompt in between is interpolated linearly between its two grid neighbours (exact on the grid; the
+        instruction-driven design prefills in 128-token blocks, so its time is close to linear inside one)."""
+        g = self.prefill_grid_tokens
+        if g <= 0 or n_tokens % g == 0:
+            return self._engine_prefill_s(n_tokens)
+        lo = max(1, (n_tokens // g) * g)
+        hi = min(-(-n_tokens // g) * g, self.context_limit)
+        if hi <= lo:
+            return self._engine_prefill_s(n_tokens)
+        a, b = self._engine_prefill_s(lo), self._engine_prefill_s(hi)
+        return a + (b - a) * (n_tokens - lo) / (hi - lo)
 
     def prefill_plan(self, n_tokens: int, kv_bits_out: int | None = None) -> PrefillPlan:
         """Prefill of ``n_tokens`` whose KV cache leaves the device at ``kv_bits_out`` bits (None: it stays).
 
-        Layer ends come from the engine's ``prefill_timeline`` when it has one (gpu.latency), else the prefill is
-        split evenly over the layers. Leaving at fewer bits than the device keeps costs one quantization kernel
+        Layer ends come from the engine's ``prefill_timeline`` when it declares the prefill-timeline capability,
+        else the prefill is split evenly over the layers. Leaving at fewer bits than the device keeps costs one quantization kernel
         per layer on the device's stream (read the layer's KV, write the quantized copy), which delays every
         later layer: the convention of :func:`interconnect.pcie.kv_migration`.
         """
@@ -200,9 +263,8 @@ class DeviceModel:
         if plan is not None:
             return plan
         layers = self.llm.layers
-        timeline = getattr(self.engine, "prefill_timeline", None)
-        if timeline is not None:
-            tl = timeline(n_tokens)
+        if has(self.engine, Capability.PREFILL_TIMELINE):
+            tl = self.engine.prefill_timeline(n_tokens)
             total, ends, host_done = float(tl.total_s), [float(x) for x in tl.layer_end_s], float(tl.host_done_s)
         else:
             total = self.prefill_s(n_tokens)
@@ -211,9 +273,8 @@ class DeviceModel:
         if kv_bits_out is not None and kv_bits_out < self.kv_bits:
             read = n_tokens * 2 * self.llm.kv_dim * self.kv_bits / 8
             write = n_tokens * 2 * self.llm.kv_dim * kv_bits_out / 8
-            rf = getattr(self.engine, "roofline", None)
-            if rf is not None:
-                t_quant = rf.t_kernel_s + (read + write) / (rf.eta_bw * rf.bw_bytes_per_s)
+            if self.kv_quant_s is not None:
+                t_quant = self.kv_quant_s(read, write)
             elif self.mem_bw_bytes_per_s > 0:
                 t_quant = (read + write) / self.mem_bw_bytes_per_s
         plan = PrefillPlan(total + layers * t_quant, tuple(e + (k + 1) * t_quant for k, e in enumerate(ends)),
@@ -239,72 +300,127 @@ class DeviceModel:
         for k in (k0, k0 + BATCH_GRID_TOKENS):
             if k not in grid:
                 try:
-                    grid[k] = float(self.engine.decode_batch_s([k] * b))  # type: ignore[attr-defined]
+                    grid[k] = float(self.engine.decode_batch_s([k] * b))
                 except HwmodelError:  # a grid point past the memory limit: ask for this step itself
-                    return float(self.engine.decode_batch_s(list(ctxs)))  # type: ignore[attr-defined]
+                    return float(self.engine.decode_batch_s(list(ctxs)))
             y.append(grid[k])
         w = (x - k0) / BATCH_GRID_TOKENS
         return y[0] + w * (y[1] - y[0])
 
     def power_w(self, phase: Phase) -> float:
+        if self._power is None:
+            self._power = {p: float(self.engine.power_w(p)) for p in Phase}
         return self._power[phase]
 
 
 class DeviceFactory(Protocol):
-    """Builds the device model of a GPU group or an FPGA group of a cluster (see module docstring)."""
+    """Builds the device model of one device group of a cluster (``where``/``field`` name it in errors)."""
 
-    def gpu(self, group: Any, spec: GpuSpec, llm: LlmSpec, link: LinkSpec) -> DeviceModel: ...
+    def build(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel: ...
 
-    def fpga(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel: ...
+    def save(self) -> None:
+        """Keep what was learned (decode tables) for later runs; may do nothing."""
+
+
+def cache_dir() -> Path | None:
+    """Where decode tables are kept between runs: ``$HWMODEL_CACHE_DIR``, else ``~/.cache/hwmodel/serving``;
+    ``HWMODEL_CACHE_DIR=off`` (or an empty value) disables the disk cache."""
+    env = os.environ.get("HWMODEL_CACHE_DIR")
+    if env is not None:
+        return None if env.strip() in ("", "off", "0") else Path(env)
+    return Path.home() / ".cache" / "hwmodel" / "serving"
+
+
+_CODE_HASH: str | None = None
+
+
+def _code_hash() -> str:
+    """A digest of the device-model source (gpu/, fpga/, interconnect/, hwmodel/specs.py and fitted parameters):
+    a cached table is stale as soon as any of it changes."""
+    global _CODE_HASH
+    if _CODE_HASH is None:
+        root = Path(__file__).resolve().parents[2]
+        h = hashlib.sha256()
+        files = [root / "hwmodel" / "specs.py", root / "hwmodel" / "serving" / "devices.py"]
+        for d in ("gpu", "fpga", "interconnect", "calibration/params"):
+            if (root / d).is_dir():
+                files += sorted(p for p in (root / d).rglob("*") if p.suffix in (".py", ".json", ".toml"))
+        for f in files:
+            if f.is_file():
+                h.update(str(f.relative_to(root)).encode())
+                h.update(f.read_bytes())
+        _CODE_HASH = h.hexdigest()[:16]
+    return _CODE_HASH
 
 
 class EngineFactory:
-    """The project's calibrated device models (gpu.latency, fpga.instruction), one engine per distinct group."""
+    """The project's device models through the registered engine builders, one model per distinct group, decode
+    tables cached on disk (``cache``: a directory, None for :func:`cache_dir`, False for none)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: Path | None | bool = None) -> None:
         self._memo: dict[tuple[Any, ...], DeviceModel] = {}
+        self.cache: Path | None = cache_dir() if cache is None or cache is True else (cache or None)  # type: ignore[assignment]
 
-    def gpu(self, group: Any, spec: GpuSpec, llm: LlmSpec, link: LinkSpec) -> DeviceModel:
-        key = ("gpu", spec.name, llm.name, group.framework, group.weight_bits, group.kv_bits,
-               group.max_decode_batch, link.name)
+    @staticmethod
+    def group_key(group: Any, llm: LlmSpec) -> tuple[Any, ...]:
+        return (llm.name,) + tuple(getattr(group, f.name) for f in dataclasses.fields(group) if f.name != "count")
+
+    def build(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
+        from hwmodel.serving.engines import resolve_builder
+
+        key = self.group_key(group, llm)
         if key not in self._memo:
-            try:
-                from gpu.latency import GpuEngine
-            except ImportError as exc:
-                raise HwmodelError(f"the GPU latency model (gpu/latency.py) is not available: {exc}") from None
-
-            engine = GpuEngine(spec, llm, framework=group.framework, weight_bits=group.weight_bits,
-                               kv_bits=group.kv_bits)
-            self._memo[key] = DeviceModel(
-                kind="gpu", label=spec.name, engine=engine, llm=llm, memory_bytes=spec.memory_bytes,
-                weights_bytes=int(engine.weights_bytes), kv_bits=group.kv_bits,
-                link=link, price_usd=spec.price_usd, max_decode_batch=group.max_decode_batch,
-                mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s,
-                padded_batch=engine.framework.kv_layout == "padded")
+            builder = resolve_builder(group, lib, where, field)
+            model = builder.build(group, llm, lib, where, field)
+            self._memo[key] = model
+            self._load(model)
         return self._memo[key]
 
-    def fpga(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
-        key = ("fpga", group.design, group.prefetch_ratio, group.clock_hz, group.link, group.decode_table, llm.name)
-        if key not in self._memo:
-            try:
-                from fpga.instruction import InstructionEngine, load_design
-            except ImportError as exc:
-                raise HwmodelError("the instruction-driven FPGA model (fpga/instruction.py) is not available: "
-                                   f"{exc}") from None
+    def models(self) -> list[DeviceModel]:
+        return list(self._memo.values())
 
+    def _path(self, model: DeviceModel) -> Path | None:
+        if self.cache is None or model.cache_key is None:
+            return None
+        digest = hashlib.sha256(repr((model.cache_key, model.decode_table, model.max_ctx,
+                                      _code_hash())).encode()).hexdigest()
+        return self.cache / f"decode-{model.label}-{digest[:20]}.npz"
+
+    def _load(self, model: DeviceModel) -> None:
+        path = self._path(model)
+        if path is not None and path.is_file():
             try:
-                design = load_design(group.design)
-            except HwmodelError as exc:
-                raise SpecError(where, field, f"a known FPGA design ({exc})", group.design) from None
-            if design.llm != llm.name:
-                raise SpecError(where, field, f"a design for the cluster's LLM {llm.name!r} (this design runs "
-                                f"{design.llm!r})", group.design)
-            engine = InstructionEngine(design, prefetch_ratio=group.prefetch_ratio, clock_hz=group.clock_hz)
-            board = lib.board(design.board)
-            link = lib.link(group.link or board.host_link)
-            self._memo[key] = DeviceModel(
-                kind="fpga", label=group.design, engine=engine, llm=llm, memory_bytes=board.memory_bytes,
-                weights_bytes=int(engine.weights_bytes), kv_bits=design.kv_bits, link=link,
-                price_usd=board.price_usd, max_decode_batch=1, kv_bytes_fn=engine.kv_bytes,
-                decode_table=group.decode_table)
-        return self._memo[key]
+                with np.load(path) as z:
+                    model.table.restore(z["val"], z["have"])
+                    model.prefill_memo.update(zip((int(n) for n in z["prefill_n"]), (float(t) for t in z["prefill_s"])))
+                    if "power_w" in z.files:
+                        model._power = {p: float(w) for p, w in zip(Phase, z["power_w"])}
+                model.saved_contexts = int(model.table.snapshot()[1].sum())
+                model.saved_prefills = len(model.prefill_memo)
+                model.saved_power = model._power is not None
+            except (OSError, ValueError, KeyError):
+                pass  # a damaged cache file is ignored and rewritten by save()
+
+    def save(self) -> None:
+        """Write every model's decode table that learned new contexts since it was loaded."""
+        for model in self._memo.values():
+            path = self._path(model)
+            if path is None:
+                continue
+            val, have = model.table.snapshot()
+            if int(have.sum()) <= model.saved_contexts and len(model.prefill_memo) <= model.saved_prefills \
+                    and model.saved_power:
+                continue
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+                pn = sorted(model.prefill_memo)
+                np.savez(tmp, val=val, have=have, prefill_n=np.array(pn, dtype=np.int64),
+                         prefill_s=np.array([model.prefill_memo[n] for n in pn], dtype=float),
+                         power_w=np.array([model.power_w(p) for p in Phase], dtype=float))
+                model.saved_power = True
+                os.replace(tmp, path)
+                model.saved_contexts = int(have.sum())
+                model.saved_prefills = len(pn)
+            except OSError:
+                pass  # a read-only cache directory only costs the next run its set-up time

@@ -48,7 +48,7 @@ class Dist:
 @dataclasses.dataclass(frozen=True)
 class DeviceUse:
     name: str
-    kind: str
+    role: str  # prefill or decode pool
     model: str
     utilization: float
     prefill_s: float
@@ -81,8 +81,8 @@ class Metrics:
     energy_per_token_j: float
     cost_usd: float
     tok_per_s_per_usd: float
-    decode_tokens_gpu: int
-    decode_tokens_fpga: int
+    decode_tokens_prefill_pool: int
+    decode_tokens_decode_pool: int
     kv_migrations: dict[str, int]
     kv_exposed_s: Dist
     devices: tuple[DeviceUse, ...]
@@ -94,7 +94,7 @@ class Metrics:
     def mean_utilization(self) -> dict[str, float]:
         out: dict[str, list[float]] = {}
         for d in self.devices:
-            out.setdefault(d.kind, []).append(d.utilization)
+            out.setdefault(d.role, []).append(d.utilization)
         return {k: float(np.mean(v)) for k, v in out.items()}
 
 
@@ -108,7 +108,7 @@ def request_arrays(result: SimResult) -> dict[str, np.ndarray]:
         "t_prefill_start_s": [r.t_prefill_start for r in rs], "t_prefill_end_s": [r.t_prefill_end for r in rs],
         "t_first_token_s": [r.t_first_token for r in rs], "t_kv_ready_s": [r.t_kv_ready for r in rs],
         "t_decode_start_s": [r.t_decode_start for r in rs], "t_finish_s": [r.t_finish for r in rs],
-        "decode_steps_gpu": [r.steps_gpu for r in rs], "decode_steps_fpga": [r.steps_fpga for r in rs],
+        "decode_steps_prefill_pool": [r.steps_prefill_pool for r in rs], "decode_steps_decode_pool": [r.steps_decode_pool for r in rs],
         "kv_bytes_moved": [r.kv_bytes_moved for r in rs],
     }
     return {k: np.asarray(v) for k, v in cols.items()}
@@ -137,7 +137,7 @@ def compute_metrics(result: SimResult) -> Metrics:
         e = sum(d.phase_s[p] * m.power_w(p) for p in Phase if p is not Phase.IDLE) + idle * m.power_w(Phase.IDLE)
         energy += e
         cost += m.price_usd
-        devices.append(DeviceUse(d.name, d.kind, m.label, busy / window if window > 0 else 0.0,
+        devices.append(DeviceUse(d.name, d.role, m.label, busy / window if window > 0 else 0.0,
                                  d.phase_s[Phase.PREFILL], d.phase_s[Phase.DECODE], d.phase_s[Phase.TRANSFER], e,
                                  d.mem_peak, m.memory_bytes))
     tokens = int(out.sum())
@@ -153,6 +153,6 @@ def compute_metrics(result: SimResult) -> Metrics:
         slo_ttft_s=slo.ttft_s, slo_tpot_s=slo.tpot_s, slo_attainment=float(good.mean()),
         goodput_req_per_s=float(good.sum()) / window if window > 0 else math.inf,
         energy_j=energy, energy_per_token_j=energy / tokens, cost_usd=cost, tok_per_s_per_usd=thr / cost,
-        decode_tokens_gpu=int(a["decode_steps_gpu"].sum()), decode_tokens_fpga=int(a["decode_steps_fpga"].sum()),
+        decode_tokens_prefill_pool=int(a["decode_steps_prefill_pool"].sum()), decode_tokens_decode_pool=int(a["decode_steps_decode_pool"].sum()),
         kv_migrations=dict(sorted(Counter(str(p) for p in a["path"][moved]).items())),
         kv_exposed_s=Dist.of(exposed), devices=tuple(devices))

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hwmodel.serving.metrics import Metrics, request_arrays
 from hwmodel.serving.simulator import SimResult
 
@@ -24,7 +26,7 @@ def jsonable(obj: Any) -> Any:
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [jsonable(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+    if isinstance(obj, np.generic):
         obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
@@ -38,7 +40,7 @@ def write_json(path: Path, obj: Any) -> Path:
 
 
 def write_request_csv(path: Path, result: SimResult) -> Path:
-    """One row per request: arrival, lengths, devices, path, milestone times, decode steps per device kind."""
+    """One row per request: arrival, lengths, devices, path, milestone times, decode steps per pool."""
     from hwmodel.report.tables import write_csv
 
     cols = request_arrays(result)
@@ -58,17 +60,17 @@ def metrics_table(rows: Sequence[tuple[str, Metrics]], title: str) -> Any:
 
     t = Table(title=title)
     for col in ("run", "tok/s", "req/s", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "SLO ok", "goodput req/s",
-                "J/token", "cost k$", "tok/s per k$", "util GPU/FPGA", "GPU-decoded"):
+                "J/token", "cost k$", "tok/s per k$", "util prefill/decode pool", "decoded by prefill pool"):
         t.add_column(col, justify="left" if col == "run" else "right")
     for label, m in rows:
         u = m.mean_utilization
-        dec = m.decode_tokens_gpu + m.decode_tokens_fpga
+        dec = m.decode_tokens_prefill_pool + m.decode_tokens_decode_pool
         t.add_row(label, f"{m.throughput_tok_per_s:.1f}", f"{m.request_rate_per_s:.3f}",
                   f"{_ms(m.ttft_s.p50)} / {_ms(m.ttft_s.p99)}", f"{_ms(m.tpot_s.p50)} / {_ms(m.tpot_s.p99)}",
                   f"{m.slo_attainment:.0%}", f"{m.goodput_req_per_s:.3f}", f"{m.energy_per_token_j:.2f}",
                   f"{m.cost_usd / 1e3:.1f}", f"{m.tok_per_s_per_usd * 1e3:.2f}",
-                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("gpu", "fpga")),
-                  f"{m.decode_tokens_gpu / dec:.0%}" if dec else "-")
+                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("prefill", "decode")),
+                  f"{m.decode_tokens_prefill_pool / dec:.0%}" if dec else "-")
     return t
 
 
@@ -107,14 +109,14 @@ def beyond_table(rows: Sequence[dict[str, Any]], title: str) -> Any:
     from rich.table import Table
 
     t = Table(title=title)
-    for col in ("cluster", "KV path", "sat. tok/s", "tok/s per k$", "util GPU/FPGA", "load req/s",
+    for col in ("cluster", "KV path", "sat. tok/s", "tok/s per k$", "util prefill/decode pool", "load req/s",
                 "TTFT p50/p90 (ms)", "KV exposed p50/max (ms)", "migrations at load"):
         t.add_column(col, justify="left" if col in ("cluster", "KV path", "migrations at load") else "right")
     for r in rows:
         m, a = r["metrics"], r["at_load"]
         u = m.mean_utilization
         t.add_row(r["cluster"], r["kv_path"], f"{m.throughput_tok_per_s:.1f}", f"{m.tok_per_s_per_usd * 1e3:.2f}",
-                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("gpu", "fpga")),
+                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("prefill", "decode")),
                   f"{r['offered_req_per_s']:.3f}", f"{_ms(a.ttft_s.p50)} / {_ms(a.ttft_s.p90)}",
                   f"{_ms(a.kv_exposed_s.p50)} / {_ms(a.kv_exposed_s.max)}",
                   ", ".join(f"{k} {v}" for k, v in a.kv_migrations.items()))
@@ -168,7 +170,7 @@ def perfetto_trace(result: SimResult, path: Path, max_requests: int | None = Non
         tracks[name] = [Slice(start, end, f"{kind} r{ids[0]}" + (f" +{len(ids) - 1}" if len(ids) > 1 else ""),
                               kind, {"requests": list(ids)})
                         for start, end, kind, ids in d.segments if keep is None or keep.intersection(ids)]
-        if d.kind == "fpga":
+        if d.role == "decode":
             kv_track[d.index] = f"{d.name} KV in"
             tracks[kv_track[d.index]] = []
     for rs in result.requests:
@@ -224,4 +226,59 @@ def glitches_markdown(result: dict[str, Any]) -> str:
     out.append("\n## Schedulers\n")
     out.append(markdown_table(["scheduler", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "SLO ok", "goodput req/s"],
                               rows))
+    if result.get("mix"):
+        out.append("\n" + mix_markdown(result["mix"]))
+    if result.get("decoders"):
+        out.append("\n" + mix_markdown(result["decoders"], "Decoder styles and boards (same A100 prefill; "
+                                        "streaming U280s at glitches-u280's resources; V80)",
+                                        [c for c in ("gpu+7xfpga", "gpu+7xfpga/k4", "gpu+7xu280-streaming",
+                                                     "gpu+7xv80", "8xv80")]))
+    if result.get("scale"):
+        out.append("\n" + scale_markdown(result["scale"]))
     return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------- mix study
+MIX_COLUMNS = ("8xfpga", "gpu+7xfpga", "8xfpga/k4", "gpu+7xfpga/k4")
+
+
+def mix_markdown(summary: dict[str, Any], title: str = "Workload mix: throughput ratio vs 8 x A100",
+                 configs: Sequence[str] = MIX_COLUMNS) -> str:
+    """Per-workload throughput ratios (cost-efficiency ratios in brackets), the grid averages, prices and the
+    break-even FPGA/GPU price ratios, as Markdown."""
+    from hwmodel.report.tables import markdown_table
+
+    by = {(r["workload"], r["config"]): r for r in summary["rows"]}
+    configs = [c for c in configs if any(r["config"] == c for r in summary["rows"])]
+    workloads = list(dict.fromkeys(r["workload"] for r in summary["rows"]))
+    rows = [[w, f"{by[(w, '8xgpu')]['throughput_tok_per_s']:.1f}" if (w, "8xgpu") in by else "-"]
+            + [f"{by[(w, c)]['throughput_ratio']:.2f}x ({by[(w, c)]['cost_efficiency_ratio']:.2f}x)"
+               if (w, c) in by else "-" for c in configs] for w in workloads]
+    av = summary["averages"]
+    rows.append(["**grid mean**", ""] + [f"**{av[c]['mean_throughput_ratio']:.2f}x** "
+                                          f"({av[c]['mean_cost_efficiency_ratio']:.2f}x)" if c in av else "-"
+                                          for c in configs])
+    out = [f"## {title}\n", markdown_table(["workload (prompt+output)", "8xA100 tok/s"] + list(configs), rows,
+                                           "lr" + "r" * len(configs))]
+    pr = summary["prices"]
+    out.append(f"\nPrices (assumptions, [M] in the specs): {pr['gpu']} ${pr['gpu_usd']:,.0f} ({pr['gpu_source']}); "
+               f"{pr['fpga']} ${pr['fpga_usd']:,.0f} ({pr['fpga_source']}); FPGA/GPU = {pr['fpga_to_gpu']:.2f}.\n")
+    be = [[b["config"], b["workload"], f"{b['throughput_ratio']:.2f}x", f"{b['break_even_fpga_to_gpu_price']:.2f}",
+           f"{b['spec_fpga_to_gpu_price']:.2f}"] for b in summary["break_even"]]
+    out.append(markdown_table(["config", "workload", "throughput ratio", "U280/A100 price at which the published "
+                               "2.38x holds", "spec price ratio"], be, "llrrr"))
+    out.append("\nDistributions (assumed log-normal laws, not trace fits): "
+               + "; ".join(f"{k}: {v['prompt']} / {v['output']} ({v['what']})"
+                           for k, v in summary["distributions"].items()) + ".\n")
+    return "\n".join(out)
+
+
+def scale_markdown(res: dict[str, Any]) -> str:
+    p, m = res["point"], res["metrics"]
+    h = res["host_s"]
+    return (f"## Scale run\n\n{p['nodes']} nodes x ({p['node_cluster']}), {res['devices']} devices, "
+            f"{p['requests']:,} requests ({p['prompt']} / {p['output']}, Poisson {p['rate_per_node_per_s']:g}/s per "
+            f"node): {m.throughput_tok_per_s:,.0f} tok/s simulated; host time {h['total']:.1f} s "
+            f"(simulation {h['simulate']:.1f} s, set-up {h['setup']:.1f} s), "
+            f"{res['host_s_per_request'] * 1e6:.0f} us per request, peak memory {res['peak_rss_bytes'] / 2**30:.2f} "
+            "GiB.\n")

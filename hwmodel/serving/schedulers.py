@@ -1,4 +1,5 @@
-"""Request schedulers of the serving simulator, selectable by name.
+"""Request schedulers of the serving simulator, selectable by name; one file each (hwmodel/serving/policies/*.py,
+or any file loaded with :func:`load_scheduler_file`), registered with :func:`register_scheduler`.
 
 A scheduler decides two things: the *order* in which queued requests are offered to the cluster, and *which* free
 FPGA takes a request (plus, for the SLO-aware policy, whether a GPU may take one more request into its decode
@@ -24,6 +25,9 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import importlib
+import importlib.util
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -45,7 +49,7 @@ class Slo:
             raise HwmodelError(f"SLOs must be positive seconds, got ttft {self.ttft_s}, tpot {self.tpot_s}")
 
 
-class _SortedQueue:
+class SortedQueue:
     """Requests kept sorted by a key (bisect insertion; removal by key lookup)."""
 
     def __init__(self) -> None:
@@ -83,7 +87,7 @@ class Scheduler:
             raise HwmodelError(f"scheduler window must be >= 1 request, got {window}")
         self.slo = slo
         self.window = window
-        self._q = _SortedQueue()
+        self._q = SortedQueue()
         self._key_of: dict[int, tuple[Any, ...]] = {}
         self.estimate_prefill_s: Callable[[ReqState], float] = lambda rs: 0.0
 
@@ -105,94 +109,66 @@ class Scheduler:
         """Queued requests in the order they are offered to the cluster (just the head if strict)."""
         return self._q.items[: 1 if self.strict else self.window]
 
-    def pick_fpga(self, rs: ReqState, fpgas: Sequence[Device], gpu_nodes: set[int]) -> Device:
+    def pick_decoder(self, rs: ReqState, fpgas: Sequence[Device], gpu_nodes: set[int]) -> Device:
         """Among free FPGAs that fit ``rs``: the first (by index) on a node with a free GPU, else the first."""
         for f in fpgas:
             if f.node in gpu_nodes:
                 return f
         return fpgas[0]
 
-    def admit_gpu_decode(self, g: Device, rs: ReqState) -> bool:
+    def admit_batch_decode(self, g: Device, rs: ReqState) -> bool:
         """May GPU ``g`` take ``rs`` into its decode batch (beyond the batch-size and memory limits)?"""
         return True
 
 
-class Fcfs(Scheduler):
-    name = "fcfs"
-    summary = "first-come-first-served, head-of-line blocking (published GLITCHES policy)"
+SCHEDULERS: dict[str, type[Scheduler]] = {}
+BUILTIN_POLICIES = ("fcfs", "spf", "memory_aware", "slo_aware")  # modules of hwmodel/serving/policies/
 
 
-class ShortestPromptFirst(Scheduler):
-    name = "spf"
-    summary = "shortest prompt first, with backfilling"
-    strict = False
-
-    def key(self, rs: ReqState) -> tuple[Any, ...]:
-        return (rs.prompt_tokens, rs.arrival_s, rs.id)
-
-
-class MemoryAware(Scheduler):
-    name = "memory-aware"
-    summary = "arrival order with backfilling; best-fit FPGA memory"
-    strict = False
-
-    def pick_fpga(self, rs: ReqState, fpgas: Sequence[Device], gpu_nodes: set[int]) -> Device:
-        def leftover(f: Device) -> tuple[int, bool, int]:
-            m = f.model
-            return (m.memory_bytes - m.weights_bytes - m.kv_bytes(rs.final_ctx), f.node not in gpu_nodes, f.index)
-
-        return min(fpgas, key=leftover)
+def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
+    """Class decorator: make ``cls`` selectable by its ``name`` (a new scheduler is one file that defines a
+    :class:`Scheduler` subclass with this decorator; load it with :func:`load_scheduler_file`)."""
+    if not (isinstance(cls, type) and issubclass(cls, Scheduler)) or not cls.name:
+        raise HwmodelError(f"{cls!r}: a scheduler is a Scheduler subclass with a non-empty name")
+    SCHEDULERS[cls.name] = cls
+    return cls
 
 
-class SloAware(Scheduler):
-    name = "slo-aware"
-    summary = "earliest TTFT deadline first; hopeless requests last; GPU batches capped by the TPOT SLO"
-    strict = False
-
-    def __init__(self, slo: Slo, window: int = 256) -> None:
-        super().__init__(slo, window)
-        self._late = _SortedQueue()
-        self._in_late: set[int] = set()
-
-    def key(self, rs: ReqState) -> tuple[Any, ...]:
-        # latest time the prefill may start and still meet the TTFT SLO
-        return (rs.arrival_s + self.slo.ttft_s - self.estimate_prefill_s(rs), rs.id)
-
-    def _demote(self, now_s: float) -> None:
-        while len(self._q) and self._q.keys[0][0] < now_s:
-            k, rs = self._q.pop_front()
-            self._key_of[rs.id] = (rs.arrival_s, rs.id)
-            self._late.push(self._key_of[rs.id], rs)
-            self._in_late.add(rs.id)
-
-    def remove(self, rs: ReqState) -> None:
-        k = self._key_of.pop(rs.id)
-        if rs.id in self._in_late:
-            self._in_late.discard(rs.id)
-            self._late.remove(k, rs)
-        else:
-            self._q.remove(k, rs)
-
-    def __len__(self) -> int:
-        return len(self._q) + len(self._late)
-
-    def candidates(self, now_s: float) -> list[ReqState]:
-        self._demote(now_s)
-        live = self._q.items[: self.window]
-        return live + self._late.items[: self.window - len(live)] if len(live) < self.window else live
-
-    def admit_gpu_decode(self, g: Device, rs: ReqState) -> bool:
-        """A batch grows only while its step stays within the TPOT SLO (a lone request is always admitted, so
-        nothing starves)."""
-        ctxs = [r.ctx for r in g.batch] + [r.prompt_tokens for r in g.joining] + [rs.prompt_tokens]
-        return len(ctxs) == 1 or g.model.decode_batch_s(ctxs) <= self.slo.tpot_s
+def load_scheduler_file(path: str | Path) -> list[str]:
+    """Import a Python file that registers schedulers; returns the names it added."""
+    p = Path(path)
+    if not p.is_file():
+        raise HwmodelError(f"{p}: expected an existing Python file defining a scheduler")
+    before = set(SCHEDULERS)
+    spec = importlib.util.spec_from_file_location(f"hwmodel_scheduler_{p.stem}", p)
+    if spec is None or spec.loader is None:
+        raise HwmodelError(f"{p}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - a user file: report it in one line
+        raise HwmodelError(f"{p}: importing the scheduler failed: {type(exc).__name__}: {exc}") from None
+    added = sorted(set(SCHEDULERS) - before) or [c.name for c in vars(module).values()
+                                                  if isinstance(c, type) and issubclass(c, Scheduler)
+                                                  and c.name and SCHEDULERS.get(c.name) is c]
+    if not added:
+        raise HwmodelError(f"{p}: defines no scheduler (a Scheduler subclass decorated with @register_scheduler)")
+    return added
 
 
-SCHEDULERS: dict[str, type[Scheduler]] = {c.name: c for c in (Fcfs, ShortestPromptFirst, MemoryAware, SloAware)}
+def _load_builtins() -> None:
+    for mod in BUILTIN_POLICIES:
+        importlib.import_module(f"hwmodel.serving.policies.{mod}")
+
+
+def scheduler_names() -> list[str]:
+    _load_builtins()
+    return list(SCHEDULERS)
 
 
 def make_scheduler(name: str, slo: Slo, window: int = 256) -> Scheduler:
-    """A scheduler by name (``fcfs``, ``spf``, ``memory-aware``, ``slo-aware``)."""
+    """A registered scheduler by name (built-ins: ``fcfs``, ``spf``, ``memory-aware``, ``slo-aware``)."""
+    _load_builtins()
     if name not in SCHEDULERS:
         raise UnknownNameError("scheduler", name, list(SCHEDULERS))
     return SCHEDULERS[name](slo, window)

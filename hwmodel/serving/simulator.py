@@ -1,38 +1,43 @@
-"""Discrete-event simulator of a GPU-prefill / FPGA-decode serving cluster (system B, GLITCHES-style), on SimPy.
+"""Discrete-event simulator of a prefill-pool / decode-pool serving cluster (system B, GLITCHES-style), on SimPy.
 
-What happens to a request (MISSION.md section B):
+Every device belongs to a role: the *prefill pool* or the *decode pool* of its node (cluster.py). In the published
+GLITCHES node the prefill pool is one GPU and the decode pool seven instruction-driven U280s, but any engine with
+the capabilities a role needs may take it (engines.py); nothing here asks what a device is. What happens to a
+request (MISSION.md section B):
 
 1. It arrives and waits in the scheduler's queue.
-2. It is *placed* when a prefill device and a decode destination are both free: a GPU that is not prefilling
-   (a GPU busy decoding is preempted at its next step boundary, as iteration-level schedulers do) and a free FPGA
-   whose memory holds the weights plus this request's whole KV cache (``prompt + output - 1`` tokens, reserved up
-   front, as a server without paging reserves ``max_tokens``). If every FPGA is busy (or none fits) and the
-   request can be placed nowhere else, a GPU with room in its decode batch and memory takes it and decodes it
-   itself. A cluster without GPUs prefills on the FPGA that will decode. Requests wait when memory is short.
-3. The GPU prefills the prompt (the engine's prefill timeline) and quantizes each layer's KV cache for the FPGA
-   (one memory-bound kernel per layer: read FP16, write the FPGA's precision; the convention of
+2. It is *placed* when a prefill device and a decode destination are both free: a prefill device that is not
+   prefilling (one busy decoding is preempted at its next step boundary, as iteration-level schedulers do) and a
+   free decode-pool device whose memory holds the weights plus this request's whole KV cache (``prompt + output
+   - 1`` tokens, reserved up front, as a server without paging reserves ``max_tokens``). If every decode-pool
+   device is busy (or none fits), a prefill device with room in its decode batch and memory takes the request and
+   decodes it itself. A cluster without a prefill pool prefills on the decode-pool device that will decode.
+   Requests wait when memory is short.
+3. The prefill device prefills the prompt (the engine's prefill timeline when it declares one) and quantizes each
+   layer's KV cache to the decoder's precision (one memory-bound kernel per layer; the convention of
    :func:`interconnect.pcie.kv_migration`). Layer i's KV leaves as soon as layer i is done, over the cluster's path
-   (host-staged or peer-to-peer, across the network when the FPGA is on another node), through link calendars
+   (host-staged or peer-to-peer, across the network when the decoder is on another node), through link calendars
    shared with other migrations (see :mod:`.transfer`).
-4. The first token comes from the prefill's logits, sent to the host and sampled there (GPU -> host logits, host
-   sampling); its id goes to the FPGA. The FPGA decodes once the whole KV cache has arrived and it has that id.
-5. Each decode step on an FPGA is the engine's ``decode_s(ctx)`` at the step's context, then logits -> host over
-   PCIe, host sampling, token id -> FPGA. An FPGA decodes one request at a time, start to finish, so its decode
-   is one timed event: the sum of the per-step times (a prefix sum of the memoized per-context times) plus the
-   per-token round trips. A GPU decodes its batch step by step (``decode_batch_s``; the per-context table at
-   batch 1); a run of steps with unchanged membership is one event, cut short at a step boundary when a prefill
-   preempts it or a request joins. With ``per_token_events`` every step is its own event (the reference the
-   fast path is tested against).
+4. The first token comes from the prefill's logits, sent to the host and sampled there; its id goes to the
+   decoder, which starts once the whole KV cache has arrived and it has that id.
+5. Each decode step of a decode-pool device is the engine's ``decode_s(ctx)`` at the step's context, plus -- on a
+   host-sampled device (an FPGA) -- logits -> host over PCIe, host sampling, token id -> device. A decode-pool
+   device decodes one request at a time, start to finish, so its decode is one timed event: a prefix sum of the
+   memoized per-context times plus the per-token round trips. A prefill device decodes its own batch step by step
+   (``decode_batch_s``; the per-context table at batch 1); a run of steps with unchanged membership is one event,
+   cut short at a step boundary when a prefill preempts it or a request joins. With ``per_token_events`` every
+   step is its own event (the reference the fast path is tested against).
 
 Every request completes exactly once; tokens are conserved (``output - 1`` decode steps per request); a device runs
-one thing at a time (a GPU prefill and its decode steps never overlap; an FPGA holds one request); device memory
-never exceeds its capacity. The tests check these over random streams and clusters.
+one thing at a time (a prefill and its device's decode steps never overlap; a decode-pool device holds one
+request); device memory never exceeds its capacity. The tests check these over random streams and clusters.
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -56,7 +61,7 @@ class ReqState:
 
     __slots__ = ("req", "id", "arrival_s", "prompt_tokens", "output_tokens", "final_ctx", "prefill_dev",
                  "decode_dev", "path_kind", "t_prefill_start", "t_prefill_end", "t_first_token", "t_kv_ready",
-                 "t_decode_start", "t_finish", "ctx", "steps_left", "steps_gpu", "steps_fpga", "kv_bytes_moved",
+                 "t_decode_start", "t_finish", "ctx", "steps_left", "steps_prefill_pool", "steps_decode_pool", "kv_bytes_moved",
                  "gpu_stage_bytes", "done")
 
     def __init__(self, req: Request) -> None:
@@ -74,8 +79,8 @@ class ReqState:
         self.t_kv_ready = self.t_decode_start = self.t_finish = nan
         self.ctx = req.prompt_tokens
         self.steps_left = req.output_tokens - 1
-        self.steps_gpu = 0
-        self.steps_fpga = 0
+        self.steps_prefill_pool = 0
+        self.steps_decode_pool = 0
         self.kv_bytes_moved = 0
         self.gpu_stage_bytes = 0
         self.done = 0
@@ -84,16 +89,16 @@ class ReqState:
 class Device:
     """Run-time state of one card."""
 
-    __slots__ = ("index", "name", "node", "model", "kind", "state", "pending", "batch", "reserved", "mem_used",
+    __slots__ = ("index", "name", "node", "model", "role", "state", "pending", "batch", "reserved", "mem_used",
                  "mem_peak", "phase_s", "proc", "wake", "interrupted", "host_sampling_s", "token_overhead_s",
                  "segments", "joining", "batch_bytes")
 
-    def __init__(self, index: int, name: str, node: int, model: DeviceModel) -> None:
+    def __init__(self, index: int, name: str, node: int, model: DeviceModel, role: str) -> None:
         self.index = index
         self.name = name
         self.node = node
         self.model = model
-        self.kind = model.kind
+        self.role = role  # "prefill" or "decode" (the pool it belongs to)
         self.state = IDLE
         self.pending: list[tuple[ReqState, Device | None]] = []  # prefills assigned to this GPU
         self.batch: list[ReqState] = []  # requests this GPU decodes
@@ -155,8 +160,10 @@ class Simulation:
 
     def __init__(self, cluster: ResolvedCluster, requests: Sequence[Request], scheduler: Scheduler | str = "fcfs",
                  *, slo: Slo | None = None, factory: DeviceFactory | None = None, lib: SpecLibrary | None = None,
-                 per_token_events: bool = False, record_segments: bool = False) -> None:
+                 per_token_events: bool = False, record_segments: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> None:
         self.cluster = cluster
+        self.progress = progress  # called with (finished, total) every 1 % of the requests
         self.slo = slo or Slo()
         self.scheduler = make_scheduler(scheduler, self.slo) if isinstance(scheduler, str) else scheduler
         self.per_token = per_token_events
@@ -165,58 +172,71 @@ class Simulation:
         self.env = simpy.Environment()
         self.calendar = LinkCalendar()
         self.devices = self._build_devices(factory or EngineFactory())
-        self.gpus = [d for d in self.devices if d.kind == "gpu"]
-        self.fpgas = [d for d in self.devices if d.kind == "fpga"]
+        self.prefillers = [d for d in self.devices if d.role == "prefill"]  # the prefill pools
+        self.decoders = [d for d in self.devices if d.role == "decode"]  # the decode pools
         self.layers = cluster.llm.layers
         self.vocab = cluster.llm.vocab
         self.states = [ReqState(r) for r in requests]
         self._paths: dict[tuple[int, int], Path] = {}
+        self._free_dec = list(self.decoders)  # decode-pool devices holding no request, by index
+        self._free_idx = [d.index for d in self._free_dec]
         self._check_placeable()
-        prefillers = list({id(d.model): d.model for d in (self.gpus or self.fpgas)}.values())
+        prefillers = list({id(d.model): d.model for d in (self.prefillers or self.decoders)}.values())
         self.scheduler.estimate_prefill_s = \
             lambda rs: min(m.prefill_plan(rs.prompt_tokens).busy_s for m in prefillers)
         self.finished = 0
+        self._progress_every = max(1, len(self.states) // 100)
         self._queued_prefill_only = 0  # queued requests with a single output token (they need no decoder)
 
     # ------------------------------------------------------------------------------------------ set-up
     def _build_devices(self, factory: DeviceFactory) -> list[Device]:
+        """One :class:`Device` per card, prefill pools first in each node; every engine's capabilities are checked
+        against its role (:func:`hwmodel.serving.engines.check_roles`) before anything runs."""
+        from hwmodel.serving.engines import check_roles
+
         spec = self.cluster.spec
         where = spec.origin or spec.name
+        models = {(i, role, j): factory.build(g, self.cluster.llm, self.lib, where, f"nodes[{i}].{role}[{j}]")
+                  for i, role, j, g in spec.groups()}
+        check_roles(spec, models)
         devices: list[Device] = []
         for ni, node in enumerate(spec.nodes):
             host = node.host
-            for gi, group in enumerate(node.gpus):
-                gspec = self.cluster.gpu_specs[group.device]
-                model = factory.gpu(group, gspec, self.cluster.llm, self.cluster.gpu_link(group))
-                for _ in range(group.count):
-                    k = sum(d.kind == "gpu" and d.node == ni for d in devices)
-                    devices.append(Device(len(devices), f"{node.name}/gpu{k}", ni, model))
-            for fi, group in enumerate(node.fpgas):
-                model = factory.fpga(group, self.cluster.llm, self.lib, where, f"nodes[{ni}].fpgas[{fi}].design")
-                for _ in range(group.count):
-                    k = sum(d.kind == "fpga" and d.node == ni for d in devices)
-                    devices.append(Device(len(devices), f"{node.name}/fpga{k}", ni, model))
+            for role, pool in (("prefill", node.prefill), ("decode", node.decode)):
+                k = 0
+                for gi, group in enumerate(pool):
+                    model = models[(ni, role, gi)]
+                    for _ in range(group.count):
+                        devices.append(Device(len(devices), f"{node.name}/{role}{k}", ni, model, role))
+                        k += 1
             logits_bytes = self.cluster.llm.vocab * host.logits_bytes_per_value
             for d in devices:
                 if d.node != ni:
                     continue
                 link = d.model.link
-                d.host_sampling_s = host.sampling_s_per_logit * self.cluster.llm.vocab
-                # per decoded token on an FPGA: logits -> host, sampling, token id -> FPGA
+                d.host_sampling_s = host.sampling_s_per_logit * self.cluster.llm.vocab  # one token on the host
+                # per decoded token on a host-sampled device: logits -> host, sampling, token id -> device
                 d.token_overhead_s = (link.latency_s + logits_bytes / link.effective_bw_bytes_per_s
                                       + d.host_sampling_s
-                                      + link.latency_s + host.token_id_bytes / link.effective_bw_bytes_per_s)
+                                      + link.latency_s + host.token_id_bytes / link.effective_bw_bytes_per_s) \
+                    if d.model.host_sampled else 0.0
         return devices
 
     def _check_placeable(self) -> None:
         """Refuse, up front and by request, a request that no device of the cluster could ever hold."""
+        models = list({id(d.model): d.model for d in self.devices}.values())  # one check per kind of device
+        pre = list({id(d.model): d.model for d in self.prefillers}.values())
+        dec = list({id(d.model): d.model for d in self.decoders}.values())
+        seen: set[tuple[int, int]] = set()
         for rs in self.states:
-            if self.gpus:
-                ok_prefill = any(g.model.weights_bytes + g.model.kv_bytes(rs.prompt_tokens) <= g.model.memory_bytes
-                                 for g in self.gpus)
-                ok_decode = rs.steps_left == 0 or any(d.model.fits_alone(rs.final_ctx) for d in self.devices)
+            if (rs.prompt_tokens, rs.output_tokens) in seen:
+                continue
+            seen.add((rs.prompt_tokens, rs.output_tokens))
+            if pre:
+                ok_prefill = any(m.weights_bytes + m.kv_bytes(rs.prompt_tokens) <= m.memory_bytes for m in pre)
+                ok_decode = rs.steps_left == 0 or any(m.fits_alone(rs.final_ctx) for m in models)
             else:
-                ok_prefill = ok_decode = any(f.model.fits_alone(rs.final_ctx) for f in self.fpgas)
+                ok_prefill = ok_decode = any(m.fits_alone(rs.final_ctx) for m in dec)
             if not (ok_prefill and ok_decode):
                 raise HwmodelError(
                     f"request {rs.id} ({rs.prompt_tokens} prompt + {rs.output_tokens} output tokens) fits on no "
@@ -233,8 +253,8 @@ class Simulation:
 
     # ------------------------------------------------------------------------------------------ run
     def run(self) -> SimResult:
-        for g in self.gpus:
-            g.proc = self.env.process(self._gpu_loop(g))
+        for g in self.prefillers:
+            g.proc = self.env.process(self._prefill_loop(g))
         self.env.process(self._arrivals())
         self.env.run()
         if self.finished != len(self.states):
@@ -273,12 +293,23 @@ class Simulation:
             if not placed:
                 return
 
+    def _reserve(self, f: Device, rs: ReqState) -> None:
+        f.reserved = rs
+        i = bisect.bisect_left(self._free_idx, f.index)
+        del self._free_idx[i], self._free_dec[i]
+
+    def _unreserve(self, f: Device) -> None:
+        f.reserved = None
+        i = bisect.bisect_left(self._free_idx, f.index)
+        self._free_idx.insert(i, f.index)
+        self._free_dec.insert(i, f)
+
     def _free_devices(self) -> tuple[list[Device], list[Device]] | None:
         """(GPUs free to prefill, FPGAs free to take a request), or None when nothing can start now."""
-        fpgas = [f for f in self.fpgas if f.reserved is None]
-        if not self.gpus:
+        fpgas = list(self._free_dec)
+        if not self.prefillers:
             return ([], fpgas) if fpgas else None
-        gpus = [g for g in self.gpus if g.state != PREFILL and not g.pending]
+        gpus = [g for g in self.prefillers if g.state != PREFILL and not g.pending]
         if not gpus:
             return None
         if not fpgas and not self._queued_prefill_only \
@@ -289,37 +320,37 @@ class Simulation:
     def _place(self, rs: ReqState, gpus: list[Device], fpgas: list[Device]) -> bool:
         """Start ``rs`` on free devices if the cluster rules (module docstring) allow it now."""
         fits = [f for f in fpgas if f.model.fits_alone(rs.final_ctx)]
-        if not self.gpus:
+        if not self.prefillers:
             if not fits:
                 return False
-            self._assign_fpga_local(rs, self.scheduler.pick_fpga(rs, fits, set()))
+            self._assign_local(rs, self.scheduler.pick_decoder(rs, fits, set()))
             return True
         free_gpus = [g for g in gpus if g.mem_free() >= g.model.kv_bytes(rs.prompt_tokens)]
         if not free_gpus:
             return False
         if rs.steps_left == 0:  # one output token: a prefill is all it needs
             g = min(free_gpus, key=lambda d: (len(d.batch), d.index))
-            self._assign_gpu(rs, g, None, g.model.kv_bytes(rs.prompt_tokens))
+            self._assign_prefill(rs, g, None, g.model.kv_bytes(rs.prompt_tokens))
             return True
         if fits:
-            f = self.scheduler.pick_fpga(rs, fits, {g.node for g in free_gpus})
+            f = self.scheduler.pick_decoder(rs, fits, {g.node for g in free_gpus})
             g = min(free_gpus, key=lambda d: (d.node != f.node, len(d.batch) > 0, len(d.batch), d.index))
-            f.reserved = rs
+            self._reserve(f, rs)
             f.alloc(f.model.kv_bytes(rs.final_ctx))
-            self._assign_gpu(rs, g, f, g.model.kv_bytes(rs.prompt_tokens))
+            self._assign_prefill(rs, g, f, g.model.kv_bytes(rs.prompt_tokens))
             return True
         # every FPGA busy (or too small): a GPU decodes the request itself if its batch and memory allow
         local = [g for g in free_gpus if len(g.batch) + len(g.joining) < g.model.max_decode_batch
-                 and g.mem_free() >= g.batch_bytes_with(rs) - g.batch_bytes and self.scheduler.admit_gpu_decode(g, rs)]
+                 and g.mem_free() >= g.batch_bytes_with(rs) - g.batch_bytes and self.scheduler.admit_batch_decode(g, rs)]
         if not local:
             return False
         g = min(local, key=lambda d: (len(d.batch), d.index))
         g.joining.append(rs)
         g.rebalance_batch_memory()
-        self._assign_gpu(rs, g, g, 0)
+        self._assign_prefill(rs, g, g, 0)
         return True
 
-    def _assign_gpu(self, rs: ReqState, g: Device, dest: Device | None, gpu_bytes: int) -> None:
+    def _assign_prefill(self, rs: ReqState, g: Device, dest: Device | None, gpu_bytes: int) -> None:
         g.alloc(gpu_bytes)
         rs.gpu_stage_bytes = gpu_bytes
         rs.prefill_dev = g.index
@@ -333,20 +364,20 @@ class Simulation:
             g.proc.interrupt()
 
     # ------------------------------------------------------------------------------------------ GPU
-    def _gpu_loop(self, g: Device) -> Any:
+    def _prefill_loop(self, g: Device) -> Any:
         env = self.env
         while True:
             if g.pending:
                 rs, dest = g.pending.pop(0)
-                yield from self._gpu_prefill(g, rs, dest)
+                yield from self._prefill(g, rs, dest)
             elif g.batch:
-                yield from self._gpu_decode(g)
+                yield from self._batch_decode(g)
             else:
                 g.state = IDLE
                 g.wake = env.event()
                 yield g.wake
 
-    def _gpu_prefill(self, g: Device, rs: ReqState, dest: Device | None) -> Any:
+    def _prefill(self, g: Device, rs: ReqState, dest: Device | None) -> Any:
         env = self.env
         g.state = PREFILL
         t0 = env.now
@@ -357,7 +388,7 @@ class Simulation:
             plan = g.model.prefill_plan(rs.prompt_tokens, dest.model.kv_bits)
             path = self.path(g, dest)
             rs.path_kind = path.kind
-            self.calendar.prune(t0)
+            self.calendar.prune(t0, path.keys)
             mig = migrate(self.calendar, path, kv_dst, [t0 + x for x in plan.layer_ready_s],
                           host_free_s=t0 + plan.host_done_s)
             rs.t_kv_ready = max(mig.kv_ready_s, t0 + plan.busy_s)  # usable once the prefill is done
@@ -388,7 +419,7 @@ class Simulation:
             to_fpga = dest.model.link.latency_s + (self.cluster.network.latency_s if dest.node != g.node
                                                    and self.cluster.network else 0.0)
             start = max(rs.t_kv_ready, rs.t_first_token + to_fpga)
-            env.process(self._fpga_decode(dest, rs, start))
+            env.process(self._pool_decode(dest, rs, start))
             self._release_at(g, rs.gpu_stage_bytes, rs.t_kv_ready)
         self.kick()
 
@@ -405,15 +436,19 @@ class Simulation:
         ev.callbacks.append(release)
 
     def _step_ends(self, g: Device, n: int) -> np.ndarray:
-        """End times (relative) of the next ``n`` decode steps of ``g``'s batch."""
+        """End times (relative) of the next ``n`` decode steps of ``g``'s batch (plus the per-token round trip to
+        the host on a host-sampled device)."""
         if len(g.batch) == 1:
-            return g.model.table.cumulative_from(g.batch[0].ctx, n)
-        n = min(n, _GPU_CHUNK_STEPS)
-        base = [r.ctx for r in g.batch]
-        times = [g.model.decode_batch_s([c + j for c in base]) for j in range(n)]
-        return np.cumsum(times)
+            ends = g.model.table.cumulative_from(g.batch[0].ctx, n)
+        else:
+            n = min(n, _GPU_CHUNK_STEPS)
+            base = [r.ctx for r in g.batch]
+            ends = np.cumsum([g.model.decode_batch_s([c + j for c in base]) for j in range(n)])
+        if g.token_overhead_s > 0.0:
+            ends = ends + g.token_overhead_s * np.arange(1, len(ends) + 1)
+        return ends
 
-    def _gpu_decode(self, g: Device) -> Any:
+    def _batch_decode(self, g: Device) -> Any:
         env = self.env
         n = 1 if self.per_token else min(r.steps_left for r in g.batch)
         ends = self._step_ends(g, n)
@@ -442,7 +477,7 @@ class Simulation:
         for r in g.batch:
             r.ctx += done
             r.steps_left -= done
-            r.steps_gpu += done
+            r.steps_prefill_pool += done
             if r.steps_left == 0:
                 finished.append(r)
         if finished:
@@ -453,14 +488,14 @@ class Simulation:
             self.kick()
 
     # ------------------------------------------------------------------------------------------ FPGA
-    def _assign_fpga_local(self, rs: ReqState, f: Device) -> None:
-        f.reserved = rs
+    def _assign_local(self, rs: ReqState, f: Device) -> None:
+        self._reserve(f, rs)
         f.alloc(f.model.kv_bytes(rs.final_ctx))
         rs.prefill_dev = rs.decode_dev = f.index
         rs.path_kind = "local"
-        self.env.process(self._fpga_prefill_decode(f, rs))
+        self.env.process(self._local_prefill_decode(f, rs))
 
-    def _fpga_prefill_decode(self, f: Device, rs: ReqState) -> Any:
+    def _local_prefill_decode(self, f: Device, rs: ReqState) -> Any:
         env = self.env
         rs.t_prefill_start = env.now
         busy_s = f.model.prefill_plan(rs.prompt_tokens).busy_s
@@ -476,13 +511,13 @@ class Simulation:
             link.effective_bw_bytes_per_s + f.host_sampling_s
         if rs.steps_left == 0:
             f.free(f.model.kv_bytes(rs.final_ctx))
-            f.reserved = None
+            self._unreserve(f)
             self._finish(rs, rs.t_first_token)
             self.kick()
             return
-        yield from self._fpga_decode(f, rs, rs.t_first_token + link.latency_s)
+        yield from self._pool_decode(f, rs, rs.t_first_token + link.latency_s)
 
-    def _fpga_decode(self, f: Device, rs: ReqState, start_s: float) -> Any:
+    def _pool_decode(self, f: Device, rs: ReqState, start_s: float) -> Any:
         env = self.env
         if start_s > env.now:
             yield env.timeout(start_s - env.now)
@@ -497,13 +532,13 @@ class Simulation:
             yield env.timeout(f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s)
             rs.ctx += n
         rs.steps_left = 0
-        rs.steps_fpga += n
+        rs.steps_decode_pool += n
         f.phase_s[Phase.DECODE] += env.now - t0
         if self.record:
             f.segments.append((t0, env.now, "decode", (rs.id,)))
         f.state = IDLE
         f.free(f.model.kv_bytes(rs.final_ctx))
-        f.reserved = None
+        self._unreserve(f)
         self._finish(rs)
         self.kick()
 
@@ -513,11 +548,18 @@ class Simulation:
         rs.t_finish = self.env.now if t_s is None else t_s
         rs.done += 1
         self.finished += 1
+        if self.progress is not None and self.finished % self._progress_every == 0:
+            self.progress(self.finished, len(self.states))
 
 
 def simulate(cluster: ResolvedCluster, requests: Sequence[Request], scheduler: str = "fcfs", *,
              slo: Slo | None = None, factory: DeviceFactory | None = None, per_token_events: bool = False,
              record_segments: bool = False) -> SimResult:
     """Run ``requests`` on ``cluster`` (see :class:`Simulation`)."""
-    return Simulation(cluster, requests, scheduler, slo=slo, factory=factory, per_token_events=per_token_events,
-                      record_segments=record_segments).run()
+    own = factory is None
+    factory = factory or EngineFactory()
+    res = Simulation(cluster, requests, scheduler, slo=slo, factory=factory, per_token_events=per_token_events,
+                     record_segments=record_segments).run()
+    if own:
+        factory.save()  # type: ignore[attr-defined]  # the default factory keeps its tables for the next run
+    return res

@@ -27,7 +27,7 @@ from typing import Any
 from hwmodel.serving.cluster import ClusterSpec, load_cluster, resolve_cluster
 from hwmodel.serving.devices import DeviceFactory, EngineFactory
 from hwmodel.serving.metrics import Metrics, compute_metrics
-from hwmodel.serving.schedulers import SCHEDULERS, Slo
+from hwmodel.serving.schedulers import Slo
 from hwmodel.serving.simulator import SimResult, simulate
 from hwmodel.specs import library
 from hwmodel.workload.requests import Fixed, LengthDist, LogNormal, poisson_stream
@@ -35,15 +35,25 @@ from hwmodel.workload.requests import Fixed, LengthDist, LogNormal, poisson_stre
 PUBLISHED = {"throughput_ratio": 1.28, "cost_efficiency_ratio": 2.38,
              "source": "GLITCHES (Tsinghua & SenseTime, IEEE HPEC 2024): A100 + 7 x U280 vs 8 x A100, LLaMA2-7B, "
                        "1536/512 (shared/MISSION.md section B)"}
+STUDY_SCHEDULERS = ("fcfs", "spf", "memory-aware", "slo-aware")  # the built-ins, in this order
 HEADLINE = {"8xgpu": "8xa100", "8xu280": "8xu280", "gpu+7xu280": "a100+7xu280"}
 Progress = Callable[[str], None]
 
 
-def with_gpu(spec: ClusterSpec, gpu: str) -> ClusterSpec:
-    """``spec`` with every GPU group running ``gpu`` (name and display name updated)."""
-    nodes = tuple(dataclasses.replace(n, gpus=tuple(dataclasses.replace(g, device=gpu) for g in n.gpus))
+def with_groups(spec: ClusterSpec, match: Callable[[str, Any], bool], **changes: Any) -> ClusterSpec:
+    """``spec`` with ``changes`` applied to every device group for which ``match(role, group)`` holds."""
+    def pool(role: str, groups: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(dataclasses.replace(g, **changes) if match(role, g) else g for g in groups)
+
+    nodes = tuple(dataclasses.replace(n, prefill=pool("prefill", n.prefill), decode=pool("decode", n.decode))
                   for n in spec.nodes)
-    return dataclasses.replace(spec, nodes=nodes, name=spec.name.replace("a100", gpu),
+    return dataclasses.replace(spec, nodes=nodes)
+
+
+def with_gpu(spec: ClusterSpec, gpu: str, replaced: str = "a100-40gb") -> ClusterSpec:
+    """``spec`` with every group of device ``replaced`` running ``gpu`` (name and display name updated)."""
+    out = with_groups(spec, lambda _role, g: g.device == replaced, device=gpu)
+    return dataclasses.replace(out, name=spec.name.replace("a100", gpu),
                                display_name=spec.display_name.replace("A100 40GB", gpu))
 
 
@@ -52,17 +62,22 @@ def with_kv_path(spec: ClusterSpec, kv_path: str) -> ClusterSpec:
 
 
 def with_prefetch(spec: ClusterSpec, ratio: int) -> ClusterSpec:
-    """``spec`` with every FPGA group decoding at prefetch/coalescing ratio ``ratio``."""
-    nodes = tuple(dataclasses.replace(n, fpgas=tuple(dataclasses.replace(f, prefetch_ratio=ratio) for f in n.fpgas))
-                  for n in spec.nodes)
-    return dataclasses.replace(spec, nodes=nodes, name=f"{spec.name}/k{ratio}",
+    """``spec`` with every group of an instruction-driven design decoding at prefetch/coalescing ratio ``ratio``
+    (the only engine with a prefetch ratio)."""
+    from hwmodel.serving.engines import BUILDERS
+    from hwmodel.specs import library
+
+    lib = library()
+    out = with_groups(spec, lambda _role, g: g.engine in (None, "instruction")
+                      and BUILDERS["instruction"].knows(g.device, lib), prefetch_ratio=ratio)
+    return dataclasses.replace(out, name=f"{spec.name}/k{ratio}",
                                display_name=f"{spec.display_name}, prefetch k={ratio}")
 
 
 def with_gpu_batch(spec: ClusterSpec, batch: int) -> ClusterSpec:
-    nodes = tuple(dataclasses.replace(n, gpus=tuple(dataclasses.replace(g, max_decode_batch=batch) for g in n.gpus))
-                  for n in spec.nodes)
-    return dataclasses.replace(spec, nodes=nodes, name=f"{spec.name}/batch{batch}")
+    """``spec`` with every prefill-pool group allowed to decode ``batch`` requests together."""
+    out = with_groups(spec, lambda role, _g: role == "prefill", max_decode_batch=batch)
+    return dataclasses.replace(out, name=f"{spec.name}/batch{batch}")
 
 
 @dataclasses.dataclass
@@ -88,6 +103,7 @@ class GlitchesStudy:
     def __init__(self, config: StudyConfig | None = None, factory: DeviceFactory | None = None,
                  progress: Progress | None = None) -> None:
         self.cfg = config or StudyConfig()
+        self._own_factory = factory is None
         self.factory = factory or EngineFactory()
         self.progress = progress or (lambda _msg: None)
         self.saturation = poisson_stream(self.cfg.requests, math.inf, self.cfg.prompt, self.cfg.output,
@@ -98,6 +114,8 @@ class GlitchesStudy:
         self.progress(f"{spec.name} ({scheduler})")
         res = simulate(resolve_cluster(spec), requests if requests is not None else self.saturation, scheduler,
                        slo=self.cfg.slo, factory=self.factory, record_segments=record)
+        if self._own_factory:
+            self.factory.save()  # type: ignore[attr-defined]
         return compute_metrics(res), res
 
     # ------------------------------------------------------------------------------------------ parts
@@ -107,10 +125,10 @@ class GlitchesStudy:
         k = self.cfg.fpga_prefetch_ratio
         for key, name in HEADLINE.items():
             spec = load_cluster(name)
-            if gpu != "a100-40gb" and spec.gpu_count:
+            if gpu != "a100-40gb" and spec.prefill_count:
                 spec = with_gpu(spec, gpu)
             rows[key] = self.run(spec)[0]
-            if spec.fpga_count and k != 1:
+            if spec.decode_count and k != 1:
                 rows[f"{key}/k{k}"] = self.run(with_prefetch(spec, k))[0]
         base = rows["8xgpu"]
         out: dict[str, Any] = {"gpu": gpu, "rows": {}}
@@ -201,4 +219,4 @@ class GlitchesStudy:
         rate = load_fraction * capacity_req_per_s * self.cfg.output.max_tokens / mean_out
         reqs = [dataclasses.replace(r, arrival_s=r.arrival_s / rate) for r in unit]
         spec = with_gpu_batch(load_cluster("a100+7xu280"), self.cfg.scheduler_gpu_batch)
-        return [{"scheduler": s, "metrics": self.run(spec, reqs, s)[0]} for s in SCHEDULERS]
+        return [{"scheduler": s, "metrics": self.run(spec, reqs, s)[0]} for s in STUDY_SCHEDULERS]

@@ -54,6 +54,11 @@ class Path:
     stages: tuple[Stage, ...]
     host_started: tuple[bool, ...] = ()
 
+    @property
+    def keys(self) -> tuple[Hashable, ...]:
+        """Every link direction the path holds."""
+        return tuple(k for st in self.stages for k in st.keys)
+
     def uncontended_s(self, n_bytes: float) -> float:
         """One chunk of ``n_bytes`` through every stage in turn, links otherwise idle."""
         return sum(s.time_s(n_bytes) for s in self.stages)
@@ -95,9 +100,12 @@ class LinkCalendar:
         self._starts: dict[Hashable, list[float]] = {}
         self._ends: dict[Hashable, list[float]] = {}
 
-    def prune(self, now_s: float) -> None:
-        """Forget intervals that ended before ``now_s`` (no later request can be ready before now)."""
-        for key, ends in self._ends.items():
+    def prune(self, now_s: float, keys: Sequence[Hashable] | None = None) -> None:
+        """Forget intervals that ended before ``now_s`` (no later request can be ready before now), on ``keys``
+        only when given (the directions a migration is about to use; the others keep theirs until they are used,
+        which changes no booking)."""
+        for key in (self._ends if keys is None else keys):
+            ends = self._ends.get(key)
             if ends and ends[0] < now_s:
                 # intervals are disjoint and sorted, so their ends are sorted too
                 k = bisect.bisect_left(ends, now_s)

@@ -1,0 +1,1 @@
+"""The built-in serving schedulers, one module each (registered on import; see hwmodel.serving.schedulers)."""
