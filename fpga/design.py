@@ -73,6 +73,10 @@ class EngineSpec:
                                       doc="cycles a dataflow iteration of tile_rows outputs adds beyond its "
                                           "issue cycles (systolic-chain fill plus the serial drain of its "
                                           "outputs): the next tile starts only after they pass")
+    scale_rows_per_cycle: int = plain(default=0, check=_non_negative,
+                                      doc="0: per-row weight scales ride inline with the weights; > 0: they come "
+                                          "from a port of their own at this many output rows per cycle, which "
+                                          "bounds a matrix-vector block's issue cycles")
     slr: int = plain(default=0, check=_non_negative,
                      doc="super logic region (die) the engine is placed in; each crossing between engines adds "
                          "the design's slr_crossing_cycles to their FIFO latency")

@@ -339,7 +339,10 @@ class _Compiler:
             while done < rows:
                 r = min(rpt, rows - done)
                 fill = e.tile_overhead_cycles * tile_ends(done, done + r, rows, e.tile_rows)
-                t = seg.block(eng, _cdiv(r * cols, e.lanes) + fill, op, drain=first)
+                issue = _cdiv(r * cols, e.lanes)
+                if e.scale_rows_per_cycle:  # the scale port delivers scale_rows_per_cycle output rows per cycle
+                    issue = max(issue, _cdiv(r, e.scale_rows_per_cycle))
+                t = seg.block(eng, issue + fill, op, drain=first)
                 first = False
                 self.weight_reqs(seg, t, eng, r * rb)
                 done += r

@@ -60,7 +60,8 @@ def small_design(draw: Any, board: BoardSpec, llm: LlmSpec) -> StreamingDesign:
             burst_bytes=draw(st.sampled_from([32, 64, 128, 256, 512])), buffer_depth=draw(st.integers(1, 6)),
             max_outstanding=draw(st.integers(1, 4)), pipeline_latency_cycles=draw(st.integers(0, 10)),
             order=draw(st.sampled_from(["output", "input"])), tile_rows=draw(st.sampled_from([0, 0, 1, 3, 8])),
-            tile_overhead_cycles=draw(st.integers(0, 12)), slr=draw(st.integers(0, 2))))
+            tile_overhead_cycles=draw(st.integers(0, 12)), slr=draw(st.integers(0, 2)),
+            scale_rows_per_cycle=draw(st.sampled_from([0, 0, 1, 2]))))
     for i, ops in enumerate(vec_ops):
         if not ops:
             continue
