@@ -131,10 +131,10 @@ class StreamingDesign:
     attn_q_serial: bool = plain(default=False,
                                 doc="the query heads of a GQA group run one after another, each re-streaming "
                                     "the group's K and V blocks from HBM (FlexLLM's attn_group_loop)")
-    layer_io_axi_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
-                                     doc="0: the residual stream flows on chip from layer to layer; > 0: each "
-                                         "layer's output is stored to HBM and read back before the next layer "
-                                         "starts, a barrier of this many AXI (memory-clock) cycles of round trip")
+    layer_io_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
+                                 doc="0: the residual stream flows on chip from layer to layer; > 0: each layer's "
+                                     "output is stored to HBM and read back before the next layer starts (a "
+                                     "barrier costing this many cycles)")
     slr_crossing_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
                                      doc="pipeline registers an activation FIFO gains per SLR boundary it crosses")
     engines: tuple[EngineSpec, ...] = plain(doc="the engines")

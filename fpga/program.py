@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-import math
 from typing import Any
 
 import numpy as np
@@ -836,8 +835,7 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
         _place(arrs["dkind"], arrs["didx"], arrs["doff"], first, xprod, eng, cyc, lat, hop, extra, dep, off)
 
     place(hs, np.array([0], dtype=np.int64), x_prod[:1])
-    # the layer round trip through HBM, in kernel cycles at this design's clock
-    io = math.ceil(design.layer_io_axi_cycles * design.clock_hz / c.b.hbm.axi_clock_hz)
+    io = design.layer_io_cycles
     if io > 0:  # each layer reads its whole input back from HBM: every entry waits for the last one plus the trip
         place(ls, base, np.ascontiguousarray(np.broadcast_to(x_prod[:L, -1:], (L, n_x))), io)
     else:

@@ -83,4 +83,4 @@ def small_design(draw: Any, board: BoardSpec, llm: LlmSpec) -> StreamingDesign:
         rotation_ops=tuple(o for o in elementwise if o in rotated), softmax_passes=draw(st.integers(1, 3)),
         softmax_lanes=draw(st.sampled_from([0, 1, 4])),
         attn_head_parallel=draw(st.sampled_from([1, llm.kv_heads])), attn_q_serial=draw(st.booleans()),
-        layer_io_axi_cycles=draw(st.sampled_from([0, 0, 1, 17])), slr_crossing_cycles=draw(st.integers(0, 3)))
+        layer_io_cycles=draw(st.sampled_from([0, 0, 1, 17])), slr_crossing_cycles=draw(st.integers(0, 3)))
