@@ -62,3 +62,19 @@ def test_derived_draft_at_200_and_300_mhz() -> None:
     assert 1.2 < t200 / t300 < 1.5
     with pytest.raises(Exception, match="attn_head_parallel"):
         simulate_token(dataclasses.replace(d, attn_head_parallel=3), ctx=8)
+
+
+@pytest.mark.parametrize("name", ["flexllm-u280-mem-opt", "flexllm-draft-u280"])
+def test_token_program_is_clock_independent(name: str) -> None:
+    """The DSE reuses one token program across clocks: the mechanisms must not make it depend on the clock."""
+    import numpy as np
+
+    from fpga.program import compile_token
+    from hwmodel.specs import library
+
+    d = load_design(name)
+    lib = library()
+    a = compile_token(dataclasses.replace(d, clock_hz=1.0), lib.board(d.board), lib.llm(d.llm), 64)
+    b = compile_token(d, lib.board(d.board), lib.llm(d.llm), 64)
+    for key in ("t_cyc", "t_off", "t_dep", "t_drain", "r_table"):
+        assert np.array_equal(getattr(a, key), getattr(b, key)), key
