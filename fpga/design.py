@@ -67,8 +67,9 @@ class EngineSpec:
     order: str = plain(default="output", check=one_of("output", "input"),
                        doc="matrix-vector loop order: output-stationary or input-stationary")
     tile_rows: int = plain(default=0, check=_non_negative,
-                           doc="outputs (matrix-vector) or cached tokens (attention) per HLS dataflow iteration; "
-                               "0 = one flattened pipeline, no per-tile fill/drain")
+                           doc="outputs (matrix-vector), or cached tokens of K and head dimensions of V "
+                               "(attention), per HLS dataflow iteration; 0 = one flattened pipeline, no per-tile "
+                               "fill/drain")
     tile_overhead_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
                                       doc="cycles a dataflow iteration of tile_rows outputs adds beyond its "
                                           "issue cycles (systolic-chain fill plus the serial drain of its "

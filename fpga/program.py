@@ -426,8 +426,10 @@ class _Compiler:
                         toks += n
                         seg.reqs[self.port0[eng] + p].append(
                             (n * tb, bases[kind] + i * tpr * tb, 0, t, 0, KIND_KV))
-                lo = sum(min(tpr * i, tokens[p]) for p in range(P))
-                fill = e.tile_overhead_cycles * tile_ends(lo, lo + toks, ctx, e.tile_rows)
+                fill = 0
+                if kind == 0:  # K: one dataflow iteration per tile_rows cached tokens (V: per tile_rows dims, below)
+                    lo = sum(min(tpr * i, tokens[p]) for p in range(P))
+                    fill = e.tile_overhead_cycles * tile_ends(lo, lo + toks, ctx, e.tile_rows)
                 seg.cyc[t] = max(1, _cdiv(toks * hd * gq * hp, e.lanes) + fill)
                 self.macs += toks * hd * gq * hp
 
@@ -447,7 +449,9 @@ class _Compiler:
                     for i in range(n_tiles):
                         kv_tile(0, i)
                         kv_tile(1, i)
-                t = seg.block(eng, _cdiv(hd * gq * hp, vc), op, drain=True)  # normalise and emit
+                # V's dataflow iterations (tile_rows head dimensions each, over all tokens) drain, then normalise
+                v_fill = e.tile_overhead_cycles * _cdiv(hd, e.tile_rows) if e.tile_rows else 0
+                t = seg.block(eng, _cdiv(hd * gq * hp, vc) + v_fill, op, drain=True)
             out.append((DEP_LOCAL, t, (h + 1) * g * hd * hp))
             # the new token's K and V go to the port that owns token ctx
             p = self.port0[eng] + wport

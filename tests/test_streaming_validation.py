@@ -11,9 +11,9 @@ from fpga.streaming_validation import PUBLISHED_RATIO, a100_hf_decode_s, fpga_de
 
 
 def test_deployed_flexllm_prediction_stays_within_its_guard() -> None:
-    """Predicted (0 fitted parameters) ratio today 1.58 against 1.64: the guard holds it within 6 %."""
+    """Predicted (0 fitted parameters) ratio today 1.675 against 1.64 (+2.1 %): the guard holds it within 4 %."""
     ratio = a100_hf_decode_s() / fpga_decode_s()
-    assert abs(ratio / PUBLISHED_RATIO - 1) < 0.06, ratio
+    assert abs(ratio / PUBLISHED_RATIO - 1) < 0.04, ratio
 
 
 def test_rows_are_labelled_honestly() -> None:
