@@ -18,7 +18,9 @@ from hwmodel.validate.table import Validation, build, markdown, write
 
 @pytest.fixture(scope="module")
 def validation() -> Validation:
-    return build(cv=True, system_a_limit=40, jobs=1)
+    opts = guards.load_guards().get("options") or {}
+    return build(cv=True, system_a_limit=opts.get("system_a_limit", 40), jobs=1,
+                 system_b_requests=opts.get("system_b_requests", 200))
 
 
 def test_every_area_is_in_the_table_with_roles_and_sources(validation: Validation) -> None:
@@ -140,6 +142,7 @@ def test_contributed_rows_are_imported_when_present(monkeypatch: pytest.MonkeyPa
                          "band": None, "unit": "tokens/s", "role": "predicted", "free_params": 1, "workload": "w",
                          "source": "s", "note": ""}]
     monkeypatch.setitem(sys.modules, "fpga.streaming_validation", mod)
+    monkeypatch.setattr(providers, "CONTRIBUTED", ("fpga.streaming_validation",))
     rows, found = providers.contributed_rows()
     assert "fpga.streaming_validation" in found
     assert [r["name"] for r in rows if r["area"] == "FPGA streaming"] == ["flexllm decode"]

@@ -11,17 +11,17 @@ from hwmodel.cli.cmd_reproduce import reproduce
 
 
 def _run(out_dir: Path | None, cv: bool, limit: int | None, jobs: int, as_json: bool, readme: bool,
-         update_guards: bool) -> None:
+         update_guards: bool, b_requests: int = 200) -> None:
     from hwmodel.validate import guards, readme as readme_mod
     from hwmodel.validate.table import build, summary, write
 
-    v = build(cv=cv, system_a_limit=limit, jobs=jobs)
+    v = build(cv=cv, system_a_limit=limit, jobs=jobs, system_b_requests=b_requests)
     written = write(v, out_dir) if out_dir is not None else []
     if readme:
         changed = readme_mod.rewrite(v)
         click.echo(f"{readme_mod.README}: {'rewritten' if changed else 'already current'}", err=as_json)
     if update_guards:
-        click.echo(f"wrote {guards.write_guards(v.rows)}", err=as_json)
+        click.echo(f"wrote {guards.write_guards(v.rows, v.options)}", err=as_json)
     if as_json:
         echo_json(v.as_dict())
         return
@@ -48,7 +48,12 @@ def _run(out_dir: Path | None, cv: bool, limit: int | None, jobs: int, as_json: 
     if not guards.GUARDS_PATH.is_file():
         click.echo(f"guards: {guards.GUARDS_PATH} not found (hwmodel validate --update-guards writes it)")
         return
-    bad = guards.violations(v.rows)
+    g = guards.load_guards()
+    if g.get("options", v.options) != v.options:
+        click.echo(f"guards: recorded with {g['options']}, this run used {v.options}; not compared "
+                   "(the test suite compares them at the recorded options)")
+        return
+    bad = guards.violations(v.rows, g)
     click.echo("guards: all within their committed limits" if not bad else
                "guards exceeded:\n  " + "\n  ".join(bad))
 
@@ -60,6 +65,8 @@ def _run(out_dir: Path | None, cv: bool, limit: int | None, jobs: int, as_json: 
               help="Add a leave-one-out row for every fitted point that can be left out (refits).")
 @click.option("--system-a-limit", "limit", type=click.IntRange(min=1), default=40, show_default=True,
               help="System A rows replay the first N problems of each dataset.")
+@click.option("--system-b-requests", "b_requests", type=click.IntRange(min=10, max=100_000), default=200,
+              show_default=True, help="Requests per simulated system-B point (8-card node at saturation).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes for the system A replays.")
 @click.option("--readme", is_flag=True,
@@ -67,12 +74,12 @@ def _run(out_dir: Path | None, cv: bool, limit: int | None, jobs: int, as_json: 
 @click.option("--update-guards", is_flag=True,
               help="Rewrite hwmodel/validate/guards.json with today's errors (say why in the commit).")
 @click.option("--json", "as_json", is_flag=True, help="Print every row (and the accounting) as JSON.")
-def validate_cmd(out_dir: Path | None, cv: bool, limit: int, jobs: int, readme: bool, update_guards: bool,
-                 as_json: bool) -> None:
+def validate_cmd(out_dir: Path | None, cv: bool, limit: int, b_requests: int, jobs: int, readme: bool,
+                 update_guards: bool, as_json: bool) -> None:
     """Every published or measured figure (GPU, edge, HBM, FPGA instruction, FPGA streaming, system A, system B):
     model value, role (fitted / fitted-derived / predicted / leave-one-out), the family's free parameters, error
     or band position, physical bound, source. Checks the guards (docs/validation.md)."""
-    _run(out_dir, cv, limit, jobs, as_json, readme, update_guards)
+    _run(out_dir, cv, limit, jobs, as_json, readme, update_guards, b_requests)
 
 
 @reproduce.command("validate")

@@ -35,7 +35,7 @@ from hwmodel.studies.runner import run_points
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, trace_stats
 
-AREA = "system A (reasoning)"
+AREA = "system A"
 SOURCE = "MISSION.md section A (HeteroReason)"
 GPU_FREE = 8  # fitted parameters of the GPU latency family (gpu/params.py FITTED_NAMES)
 PUBLISHED_BT_ACCURACY_GAIN_PTS = {"config1": 2.0, "config2": 5.0}  # measurements.md s3, Table III of the paper

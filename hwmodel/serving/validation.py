@@ -39,7 +39,7 @@ def _device_rows() -> list[dict[str, Any]]:
 
     def row(name: str, model: float, published: float, unit: str, role: str, note: str,
             workload: str = PAIR) -> None:
-        rows.append({"area": "system-b", "name": name, "model": float(model), "published": published, "band": None,
+        rows.append({"area": "system B", "name": name, "model": float(model), "published": published, "band": None,
                      "unit": unit, "role": role, "free_params": None, "workload": workload, "source": SRC,
                      "note": note})
 
@@ -86,10 +86,10 @@ def rows(requests: int = 200) -> list[dict[str, Any]]:
         for label, t, ce in ((pair_label, pub[cfg]["throughput_ratio"], pub[cfg]["cost_efficiency_ratio"]),
                              (grid_label, avg[cfg]["mean_throughput_ratio"], avg[cfg]["mean_cost_efficiency_ratio"])):
             be = mix.break_even_price_ratio(t, mix.PUBLISHED_COST_EFFICIENCY_RATIO)
-            out.append({"area": "system-b", "name": f"A100 + 7 x U280 vs 8 x A100 throughput, {tag}", "model": t,
+            out.append({"area": "system B", "name": f"A100 + 7 x U280 vs 8 x A100 throughput, {tag}", "model": t,
                         "published": mix.PUBLISHED_THROUGHPUT_RATIO, "band": None, "unit": "x", "role": "predicted",
                         "free_params": 0, "workload": label, "source": mix.PUBLISHED_SOURCE, "note": why})
-            out.append({"area": "system-b", "name": f"A100 + 7 x U280 vs 8 x A100 cost efficiency, {tag}", "model": ce,
+            out.append({"area": "system B", "name": f"A100 + 7 x U280 vs 8 x A100 cost efficiency, {tag}", "model": ce,
                         "published": mix.PUBLISHED_COST_EFFICIENCY_RATIO, "band": None, "unit": "x",
                         "role": "predicted", "free_params": 0, "workload": label, "source": mix.PUBLISHED_SOURCE,
                         "note": f"{why}; spec prices are assumptions (U280/A100 = {ratio:.2f}); the published 2.38x "

@@ -39,10 +39,12 @@ def measure(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "groups": {g: {"mean": sum(v) / len(v), "max": max(v), "n": len(v)} for g, v in groups.items()}}
 
 
-def write_guards(rows: Sequence[Mapping[str, Any]], path: Path = GUARDS_PATH) -> Path:
+def write_guards(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None,
+                 path: Path = GUARDS_PATH) -> Path:
+    """Record today's errors, and the build options they were measured at (the tests rebuild at those)."""
     m = measure(rows)
     doc = {"doc": "hwmodel/validate/guards.py: today's |error| per guarded row; a value may grow to "
-                  f"|error| x {1 + REL_MARGIN} + {ABS_MARGIN}", **m}
+                  f"|error| x {1 + REL_MARGIN} + {ABS_MARGIN}", "options": dict(options or {}), **m}
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return path
 

@@ -197,10 +197,14 @@ def system_a_rows(limit: int | None = 40, jobs: int = 1, work_dir: Path | None =
 
 
 # ------------------------------------------------------------------------------------------------ contributed
-def contributed_rows() -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows of the other areas' ``rows()`` functions (each module imported when present); the modules found."""
+def contributed_rows(system_a_limit: int | None = 40, jobs: int = 1,
+                     system_b_requests: int = 200) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows of the other areas' ``rows()`` functions (each module imported when present); the modules found.
+    System A's replays are limited to the first ``system_a_limit`` problems per dataset, on ``jobs`` workers."""
     out: list[dict[str, Any]] = []
     found = []
+    kwargs = {"hwmodel.reasoning.validation": {"limit": system_a_limit, "workers": jobs},
+              "hwmodel.serving.validation": {"requests": system_b_requests}}
     for mod in CONTRIBUTED:
         try:
             m = importlib.import_module(mod)
@@ -209,5 +213,5 @@ def contributed_rows() -> tuple[list[dict[str, Any]], list[str]]:
                 continue
             raise
         found.append(mod)
-        out += [check(r, f"{mod}.rows()") for r in m.rows()]
+        out += [check(r, f"{mod}.rows()") for r in m.rows(**kwargs.get(mod, {}))]
     return out, found

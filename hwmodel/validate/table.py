@@ -31,18 +31,28 @@ class Validation:
                 "summary": summary(self.rows), "rows": self.rows}
 
 
-def build(cv: bool = True, system_a_limit: int | None = 40, jobs: int = 1) -> Validation:
-    """Run every provider (see :mod:`hwmodel.validate.providers`)."""
-    own = (providers.gpu_rows(cv) + providers.hbm_rows() + providers.fpga_instruction_rows(cv)
-           + providers.system_a_rows(system_a_limit, jobs) + providers.system_b_rows())
-    extra, found = providers.contributed_rows()
+def build(cv: bool = True, system_a_limit: int | None = 40, jobs: int = 1,
+          system_b_requests: int = 200) -> Validation:
+    """Run every provider (see :mod:`hwmodel.validate.providers`). An area whose own module contributes rows
+    (HBM, FPGA streaming, system A, system B) is taken from that module alone; the built-in provider of the same
+    area runs only when the module is absent."""
+    extra, found = providers.contributed_rows(system_a_limit=system_a_limit, jobs=jobs,
+                                              system_b_requests=system_b_requests)
+    covered = {r["area"] for r in extra}
+    own = providers.gpu_rows(cv) + providers.fpga_instruction_rows(cv)
+    if "HBM" not in covered:
+        own += providers.hbm_rows()
+    if "system A" not in covered:
+        own += providers.system_a_rows(system_a_limit, jobs)
+    if "system B" not in covered:
+        own += providers.system_b_rows()
     rows = dedupe(own + extra)
     for r in rows:
         r["error"] = error(r)
         r["band_position"] = band_position(r)
     rows.sort(key=lambda r: (AREAS.index(r["area"]) if r["area"] in AREAS else len(AREAS), r["area"]))
     return Validation(rows, providers.accounting_rows(), found,
-                      {"cv": cv, "system_a_limit": system_a_limit})
+                      {"cv": cv, "system_a_limit": system_a_limit, "system_b_requests": system_b_requests})
 
 
 def dedupe(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,331 @@
+"""The Python API: everything the ``hwmodel`` command does, as functions returning typed results.
+
+    import hwmodel as hw
+    eng = hw.streaming_engine("draft-u280")            # or hw.gpu_engine / hw.instruction_engine / hw.make_engine(...)
+    hw.decode(eng, ctx=512).seconds                   # one token, cycle-level
+    hw.physical_bounds("qwen2.5-0.5b", "u280", ctx=0).decode_floor_peak_s
+    trace = hw.generate_trace("gsm8k", limit=20)
+    hw.replay(trace, "heteroreason").summary.speedup_over(...)
+    hw.serve("a100+7xu280", n=200).metrics.throughput_tok_per_s
+    hw.sweep("examples/sweeps/draft_u280.toml", "out/sweep").fronts
+    hw.freq_study("draft-u280", measured_mhz=200, target_mhz=300)
+    hw.validation_table().rows
+
+Every result has ``to_dict()`` (JSON-ready) and, where it is a table, ``records()`` (a list of flat dicts, what
+``pandas.DataFrame(records)`` takes). Specs come from the built-in library plus the directories given to
+:func:`use_spec_dirs` (the CLI's ``--spec-dir``). Errors a user can act on raise :class:`hwmodel.HwmodelError`
+with a one-line message. The CLI is a thin layer over these functions and the modules they call
+(docs/api.md).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hwmodel.engine import Phase
+from hwmodel.errors import HwmodelError
+
+
+def _jsonable(v: Any) -> Any:
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return _jsonable(dataclasses.asdict(v))
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        return v.item()
+    if isinstance(v, Path):
+        return str(v)
+    return v
+
+
+# ================================================================================================ specs
+def use_spec_dirs(dirs: Iterable[str | Path]) -> None:
+    """Add user spec directories (TOML files: LLMs, boards, GPUs, links) in front of the built-in ones."""
+    from hwmodel.specs import set_extra_spec_dirs
+
+    paths = tuple(Path(d) for d in dirs)
+    for p in paths:
+        if not p.is_dir():
+            raise HwmodelError(f"spec directory '{p}' does not exist or is not a directory")
+    set_extra_spec_dirs(paths)
+
+
+def spec_library() -> Any:
+    """The spec library (built-in specs and the user directories): ``.names(kind)``, ``.llm(name)``, ..."""
+    from hwmodel.specs import library
+
+    return library()
+
+
+def llm(name: str) -> Any:
+    """An LLM spec by name (``hwmodel specs list``)."""
+    return spec_library().llm(name)
+
+
+def board(name: str) -> Any:
+    """An FPGA board spec by name."""
+    return spec_library().board(name)
+
+
+def gpu(name: str) -> Any:
+    """A GPU spec by name."""
+    return spec_library().gpu(name)
+
+
+def import_hf_config(config: str | Path, name: str, out_dir: str | Path | None = None) -> Path:
+    """Write a sourced LLM TOML from a Hugging Face ``config.json`` (as ``hwmodel specs import-hf``)."""
+    from hwmodel.hf_import import import_hf
+
+    return Path(import_hf(Path(config), name, Path(out_dir) if out_dir else Path(".")))
+
+
+# ================================================================================================ engines
+def streaming_engine(design: str | Path, clock_mhz: float | None = None) -> Any:
+    """The cycle-level streaming FPGA decoder for a built-in design name or a design TOML (``fpga decode``)."""
+    from fpga.streaming import StreamingEngine
+
+    return StreamingEngine(design, clock_hz=None if clock_mhz is None else clock_mhz * 1e6)
+
+
+def instruction_engine(design: str | Path = "glitches-u280", prefetch_ratio: int | None = None,
+                       clock_mhz: float | None = None) -> Any:
+    """The instruction-driven FPGA accelerator (GLITCHES-style) for a design name or TOML."""
+    from fpga.instruction import InstructionEngine
+
+    return InstructionEngine(design, prefetch_ratio=prefetch_ratio,
+                             clock_hz=None if clock_mhz is None else clock_mhz * 1e6)
+
+
+def gpu_engine(gpu_name: str, llm_name: str, framework: str = "vllm", weight_bits: int | None = None) -> Any:
+    """The calibrated GPU model of ``llm_name`` on ``gpu_name`` under ``framework`` (``hwmodel gpu frameworks``)."""
+    from gpu.latency import GpuEngine
+
+    return GpuEngine(gpu_name, llm_name, framework=framework, weight_bits=weight_bits)
+
+
+def make_engine(backend: str, llm_name: str, **settings: Any) -> Any:
+    """Any back-end by name, as a system spec's ``[devices.NAME]`` entry would build it, e.g.
+    ``make_engine("streaming", "qwen2.5-0.5b", design="draft-v80")`` or
+    ``make_engine("gpu", "qwen2.5-0.5b", gpu="h200", framework="vllm")``."""
+    from hwmodel.backends import DeviceEntry, build_device
+    from hwmodel.schema import build
+
+    src = "hwmodel.api.make_engine argument"
+    fields = {"attach": "host-driven", **settings, "backend": backend}
+    table = {k: (v if k == "label" else {"value": v, "source": src}) for k, v in fields.items() if v is not None}
+    entry = build(DeviceEntry, table, path="hwmodel.api.make_engine")
+    return build_device(entry, llm_name, where="hwmodel.api.engine").engine
+
+
+def capabilities(eng: Any) -> list[str]:
+    """The capabilities an engine declares (``hwmodel.engine.Capability`` values)."""
+    from hwmodel.engine import capabilities as caps
+
+    return sorted(c.value for c in caps(eng))
+
+
+@dataclasses.dataclass(frozen=True)
+class OpTiming:
+    """One operation on one engine: time, the power the engine reports for the phase, and the energy."""
+
+    engine: str
+    operation: str
+    n_tokens: int
+    ctx: int
+    seconds: float
+    power_w: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.n_tokens / self.seconds if self.seconds > 0 else math.inf
+
+    @property
+    def energy_j(self) -> float:
+        return self.seconds * self.power_w
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j}
+
+
+def _power(eng: Any, phase: Phase) -> float:
+    try:
+        return float(eng.power_w(phase))
+    except (AttributeError, NotImplementedError):
+        return math.nan
+
+
+def decode(eng: Any, ctx: int = 0) -> OpTiming:
+    """Decode one token at context ``ctx`` on any engine."""
+    if ctx < 0:
+        raise HwmodelError(f"ctx must be >= 0, got {ctx}")
+    return OpTiming(eng.name, "decode", 1, ctx, float(eng.decode_s(ctx)), _power(eng, Phase.DECODE))
+
+
+def prefill(eng: Any, n_tokens: int, ctx: int = 0) -> OpTiming:
+    """Prefill ``n_tokens`` new tokens after ``ctx`` cached ones on any engine."""
+    if n_tokens < 1 or ctx < 0:
+        raise HwmodelError(f"prefill needs n_tokens >= 1 and ctx >= 0, got {n_tokens} and {ctx}")
+    return OpTiming(eng.name, "prefill", n_tokens, ctx, float(eng.prefill_s(n_tokens, ctx)),
+                    _power(eng, Phase.PREFILL))
+
+
+def decode_curve(eng: Any, ctxs: Sequence[int]) -> list[dict[str, Any]]:
+    """``decode`` at each context, as records."""
+    return [decode(eng, c).to_dict() for c in ctxs]
+
+
+def physical_bounds(llm_name: str, device: str, weight_bits: int | None = None, kv_bits: int | None = None,
+           ctx: int = 0, prefill_tokens: int = 1024) -> Any:
+    """Physical floors of one point (``hwmodel bounds``); ``.as_dict()`` for JSON."""
+    from hwmodel.bounds import bounds as _bounds, default_bits
+
+    dev = spec_library().device(device)
+    wb, kb = default_bits(dev)
+    return _bounds(llm(llm_name), dev, weight_bits or wb, kv_bits or kb, ctx, prefill_tokens)
+
+
+# ================================================================================================ system A
+def generate_trace(dataset: str, target: str = "qwen2.5-math-7b", backtracking: bool = True, *,
+                   limit: int | None = None, seed: int | None = None) -> Any:
+    """A reasoning trace of ``dataset`` (math500, gsm8k, gaokao2023en, olympiadbench) (``workload generate``)."""
+    from hwmodel.workload.generator import DEFAULT_SEED, generate
+
+    return generate(dataset, target, backtracking, seed=DEFAULT_SEED if seed is None else seed, limit=limit)
+
+
+def read_trace(path: str | Path) -> Any:
+    """A trace file (JSONL, optionally gzipped), validated line by line."""
+    from hwmodel.workload.traceio import read_trace as _read
+
+    return _read(Path(path))
+
+
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    """A trace replayed under one policy on one system: per-problem metrics and their summary."""
+
+    policy: str
+    system: str
+    rows: tuple[Any, ...]
+    summary: Any
+
+    def records(self) -> list[dict[str, Any]]:
+        return [_jsonable(r) for r in self.rows]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy, "system": self.system, "summary": _jsonable(self.summary),
+                "problems": len(self.rows)}
+
+
+def replay(trace: Any, policy: str = "heteroreason", system: str = "config1", draft: str | None = None) -> Replay:
+    """Replay ``trace`` (a Trace or a path) with a system-A policy (``hwmodel reason policies``) on a built-in
+    system or a system TOML; ``draft`` names another device of the system for the draft role."""
+    from hwmodel.reasoning.metrics import summarize
+    from hwmodel.reasoning.runner import run_trace
+    from hwmodel.reasoning.system import build_platform
+
+    if isinstance(trace, (str, Path)):
+        trace = read_trace(trace)
+    platform = build_platform(system, policy, draft=draft)
+    rows = tuple(run_trace(trace, policy, platform, system))
+    return Replay(policy, system, rows, summarize(rows))
+
+
+# ================================================================================================ system B
+@dataclasses.dataclass(frozen=True)
+class Serving:
+    """A cluster run: the metrics (throughput, TTFT/TPOT percentiles, energy, per-device use) and each request."""
+
+    cluster: str
+    scheduler: str
+    metrics: Any
+    result: Any
+
+    def records(self) -> list[dict[str, Any]]:
+        from hwmodel.serving.metrics import request_arrays
+
+        arrays = request_arrays(self.result)
+        keys = list(arrays)
+        n = len(arrays[keys[0]]) if keys else 0
+        return [{k: _jsonable(arrays[k][i]) for k in keys} for i in range(n)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "scheduler": self.scheduler, "metrics": _jsonable(self.metrics)}
+
+
+def requests(n: int, rate_per_s: float = math.inf, prompt: str = "1536", output: str = "512",
+             seed: int = 0) -> tuple[Any, ...]:
+    """A Poisson request stream; lengths as the CLI writes them (``1536``, ``uniform:A:B``, ``lognormal:M:S:MAX``)."""
+    from hwmodel.workload.requests import parse_length, poisson_stream
+
+    return poisson_stream(n, rate_per_s, parse_length(prompt, "prompt"), parse_length(output, "output"), seed)
+
+
+def serve(cluster: str | Path = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n: int = 200,
+          rate_per_s: float = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0,
+          scheduler: str = "fcfs") -> Serving:
+    """Run a request stream on a built-in cluster or a cluster TOML (``hwmodel serve run``)."""
+    from hwmodel.serving.cluster import load_cluster, resolve_cluster
+    from hwmodel.serving.metrics import compute_metrics
+    from hwmodel.serving.simulator import simulate
+
+    spec = load_cluster(cluster)
+    reqs = tuple(reqs) if reqs is not None else requests(n, rate_per_s, prompt, output, seed)
+    res = simulate(resolve_cluster(spec), reqs, scheduler)
+    return Serving(spec.name, scheduler, compute_metrics(res), res)
+
+
+# ================================================================================================ studies
+def sweep(spec: str | Path, out_dir: str | Path, workers: int | None = None, scheduler: str | None = None,
+          progress: bool = False) -> Any:
+    """Run (or resume) a design-space sweep and write its report, fronts and Pareto explorer; returns the
+    :class:`hwmodel.dse.SweepReport` (``.fronts``, ``.feasible``, ``.column(metric)``)."""
+    from hwmodel.dse import load_plan, read_report, run_sweep, write_report
+
+    plan = load_plan(Path(spec))
+    run_sweep(plan, Path(out_dir), workers=workers, scheduler=scheduler, progress=progress)
+    rep = read_report(plan, Path(out_dir))
+    write_report(rep, Path(out_dir))
+    return rep
+
+
+def freq_study(design: str, measured_mhz: float = 200.0, target_mhz: float = 300.0, ctx: int = 512) -> Any:
+    """What a streaming design measured at one clock does at another (``hwmodel study freq``); ``.as_dict()``."""
+    from hwmodel.dse.freq import run_freq_study
+
+    return run_freq_study(design, measured_mhz * 1e6, target_mhz * 1e6, ctx)
+
+
+def validation_table(cv: bool = True, system_a_limit: int | None = 40, system_b_requests: int = 200) -> Any:
+    """Every published or measured figure beside the model (``hwmodel validate``): ``.rows`` and ``.as_dict()``."""
+    from hwmodel.validate.table import build
+
+    return build(cv=cv, system_a_limit=system_a_limit, system_b_requests=system_b_requests)
+
+
+def reproduce(study: str | None = None, out_dir: str | Path = "out") -> int:
+    """Run one study of ``hwmodel reproduce`` (all of them when ``study`` is None); returns the exit code."""
+    from click.testing import CliRunner
+
+    from hwmodel.cli import main
+
+    args = ["reproduce", "--out", str(out_dir)] + ([study] if study else [])
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    if res.exit_code:
+        raise HwmodelError(res.output.strip().splitlines()[-1] if res.output.strip() else f"exit {res.exit_code}")
+    return res.exit_code
+
+
+__all__ = ["OpTiming", "Replay", "Serving", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "make_engine",
+           "freq_study", "generate_trace", "gpu", "gpu_engine", "import_hf_config", "instruction_engine", "llm",
+           "prefill", "read_trace", "replay", "reproduce", "requests", "serve", "spec_library", "streaming_engine",
+           "sweep", "use_spec_dirs", "validation_table"]
