@@ -27,7 +27,8 @@ The channel (docs/hbm.md; times in memory-side AXI cycles, JEDEC timings rounded
   ACTs issue in order; a PRE waits for every earlier column command to its bank.
 * **Refresh** (PG276 tREFI, JEDEC tRFC, all-bank): windows ``[off + k tREFI, off + k tREFI + tRFC)`` with a
   per-channel offset (the channel state's refresh phase), during which no command issues; a window closes every
-  bank. An access whose command would fall at or after the start of the next window is re-planned after it.
+  bank. An access whose column command would fall at or after the start of the next window is re-planned after
+  it (``refresh_defers`` counts windows that began while a request was waiting at the controller).
 
 Clock domains: times are integer cycles of their own domain; both map onto a common tick (``tk`` ticks per kernel
 cycle, ``ta`` per AXI cycle, from the exact ratio of the two clocks), so cycle-stepped and event-driven models
@@ -73,7 +74,9 @@ HP_BA_BITS = 34  # bank = bg << ba_bits | ba
 HP_REF_PHASE = 35  # refresh phase of channel 0 (AXI cycles into its tREFI period at t = 0)
 HP_LUT_LO = 36  # offset of the bank LUT of the bits below the row field
 HP_LUT_HI = 37  # offset of the bank LUT of the bits above the row field
-HP_N = 38
+HP_RUN_BITS = 38  # low address bits that are bank-group bits then column bits (0: no streaming fast path)
+HP_RUN_P = 39  # bank groups those low bits cycle through (2^bank-group bits among them)
+HP_N = 40
 
 # ------------------------------------------------------------------------------------------ channel state
 NB = 16  # banks (JEDEC HBM2 / HBM2E)
@@ -178,6 +181,14 @@ def hbm_params(board: BoardSpec, kernel_clock_hz: float, refresh_phase_cycles: i
     p[HP_REF_PHASE] = refresh_phase_cycles % int(p[HP_REFI])
     p[HP_LUT_LO] = HP_N
     p[HP_LUT_HI] = HP_N + (1 << lo_bits)
+    nbg = 0
+    while nbg < len(m.low) and m.low[nbg][0] == "BG":
+        nbg += 1
+    ncol = 0
+    while nbg + ncol < len(m.low) and m.low[nbg + ncol][0] == "CA":
+        ncol += 1
+    p[HP_RUN_BITS] = nbg + ncol if ncol else 0
+    p[HP_RUN_P] = 1 << nbg
     for v in range(1 << lo_bits):
         p[HP_N + v] = m.bank_of(m.low, v)
     for v in range(1 << hi_bits):
@@ -297,6 +308,79 @@ def _close_all(st: np.ndarray, c: int, we: int) -> None:
     st[c, CS_CLOSED_AT] = we
 
 
+@njit(cache=True, inline="always")
+def _run_delta(p: np.ndarray, per: int, c1: int, c2: int) -> int:
+    """Steady column-command increment of a row-hit run cycling through ``per`` bank groups."""
+    if per == 1:
+        return max(p[HP_CCDS], p[HP_CCDL])
+    return c1 - c2
+
+
+@njit(cache=True)
+def _stream_run(p: np.ndarray, st: np.ndarray, c: int, ga: int, ga0: int, ga1: int, bmask: int, per: int,
+                c1: int, c2: int, c3: int, c4: int, ready: int, cmd_gap: int, ws: int, is_write: int) -> int:
+    """Commit in closed form the row-hit granules ``ga ..`` of a streaming run (see channel_request_at) when the
+    last ``per`` increments are the steady one and no other bound (arrival, burst command rate, read/write
+    turnaround, refresh) can bind; returns the next granule, or -ga when the run does not apply (the caller then
+    takes the general path for ``ga``)."""
+    s_, l_ = p[HP_CCDS], p[HP_CCDL]
+    if per > 4:
+        return -ga
+    if per == 1:
+        dl = max(s_, l_)
+    else:
+        dl = c1 - c2
+        if per >= 3 and c2 - c3 != dl:
+            return -ga
+        if per >= 4 and c3 - c4 != dl:
+            return -ga
+        if dl != max(s_, l_ - (per - 1) * dl):
+            return -ga
+    nxt = c1 + dl
+    if ready > nxt or cmd_gap > (p[HP_BURST_BEATS] - 1) * s_ + dl:
+        return -ga
+    bab = p[HP_BA_BITS]
+    # every bank group of the block: turnaround bounds are fixed during a one-direction run
+    base = ga & ~bmask
+    for j in range(per):
+        bg = granule_bank(p, base + j) >> bab
+        if is_write:
+            if st[c, CS_LAST_RD_COL] + p[HP_RTW] > nxt:
+                return -ga
+        else:
+            if st[c, CS_LAST_WR_END] + p[HP_WTRS] > nxt or st[c, CS_BG_WR_END + bg] + p[HP_WTRL] > nxt:
+                return -ga
+    k = min(base + bmask + 1 - ga, ga1 - ga, (ws - 1 - c1) // dl)
+    if k < 2:
+        return -ga
+    cl = p[HP_CL]
+    last = c1 + k * dl
+    bb = p[HP_BURST_BEATS]
+    for t in range(max(ga, ga + k - per), ga + k):
+        colt = c1 + (t - ga + 1) * dl
+        bank = granule_bank(p, t)
+        bg = bank >> bab
+        st[c, CS_BG_COL + bg] = colt
+        if is_write:
+            st[c, CS_BG_WR_END + bg] = colt + cl + 1
+            st[c, CS_B_WR + bank] = colt + cl + 1
+        else:
+            st[c, CS_B_RD + bank] = colt
+    # AXI bursts that start inside the run (counted from the request's first granule)
+    r0 = (ga - ga0 + bb - 1) // bb  # first burst index starting at or after ga
+    r1 = (ga + k - 1 - ga0) // bb  # last burst index starting before ga + k
+    if r1 >= r0:
+        st[c, CS_BURSTS] += r1 - r0 + 1
+        st[c, CS_BURST_COL] = c1 + (ga0 + r1 * bb - ga + 1) * dl
+    st[c, CS_LAST_COL] = last
+    if is_write:
+        st[c, CS_LAST_WR_END] = last + cl + 1
+    else:
+        st[c, CS_LAST_RD_COL] = last
+    st[c, CS_BUS_FREE] = last + cl + 1
+    return ga + k
+
+
 # ------------------------------------------------------------------------------------------ one request
 @njit(cache=True)
 def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr: int, nbytes: int,
@@ -327,16 +411,38 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
     first = -1
     ga = ga0
     nb_in_burst = 0
+    run_bits = p[HP_RUN_BITS]
+    bmask = (1 << run_bits) - 1
+    per = p[HP_RUN_P]
+    run_len = 0  # granules of this request committed in a row inside the current block (no refresh between)
+    c1 = c2 = c3 = c4 = 0  # column commands of the last four granules of this request
     while ga < ga1:
         if nb_in_burst == bb:
             nb_in_burst = 0
+        if run_bits > 0 and run_len >= per and (ga & bmask) != 0 and ga1 - ga > 1:
+            # streaming fast path: the last `per` granules opened every bank of this block (same row), so the
+            # rest of the block are row hits whose column commands follow col_i = max(col_{i-1} + tCCD_S,
+            # col_{i-per} + tCCD_L); once the increments are constant and no other bound can bind, they stay so
+            ga = _stream_run(p, st, c, ga, ga0, ga1, bmask, per, c1, c2, c3, c4, ready, cmd_gap, ws, is_write)
+            if ga > 0:
+                d_last = st[c, CS_LAST_COL]
+                # rebuild the history from the constant increment (the run only happens with one)
+                step_ = _run_delta(p, per, c1, c2)
+                run_len += (d_last - c1) // step_
+                c4 = d_last - 3 * step_
+                c3 = d_last - 2 * step_
+                c2 = d_last - step_
+                c1 = d_last
+                nb_in_burst = (ga - ga0) % bb
+                continue
+            ga = -ga
         bank = granule_bank(p, ga)
         row = granule_row(p, ga)
         bg = bank >> bab
         lo = ready
         if nb_in_burst == 0:
             lo = max(lo, st[c, CS_BURST_COL] + cmd_gap)
-        deferred = False
+        refreshed = False
         while True:
             # column command bounds that do not depend on the bank's row
             col = max(lo, st[c, CS_LAST_COL] + ccds, st[c, CS_BG_COL + bg] + ccdl)
@@ -346,29 +452,26 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
                 col = max(col, st[c, CS_LAST_WR_END] + p[HP_WTRS], st[c, CS_BG_WR_END + bg] + p[HP_WTRL])
             open_row = st[c, CS_B_ROW + bank]
             act = -1
-            first_cmd = col
             if open_row != row:
                 t = ready if look else max(ready, st[c, CS_LAST_COL])
                 if open_row >= 0:
                     pre = max(t, st[c, CS_B_ACT + bank] + p[HP_RAS], st[c, CS_B_RD + bank] + p[HP_RTP],
                               st[c, CS_B_WR + bank] + p[HP_WR])
                     a = pre + p[HP_RP]
-                    first_cmd = pre
                 else:
                     a = max(t, st[c, CS_CLOSED_AT])
                 a = max(a, st[c, CS_B_ACT + bank] + p[HP_RC], st[c, CS_LAST_ACT] + p[HP_RRDS],
                         st[c, CS_BG_ACT + bg] + p[HP_RRDL], st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW])
-                if open_row < 0:
-                    first_cmd = a
                 act = a
                 col = max(col, a + p[HP_RCD])
             if col < ws:
                 break
             # the access would meet the next refresh window: every bank closes at its start; re-plan after it
-            if first_cmd < we and not deferred:
+            # (counted when the request was already waiting at the controller as the window began)
+            if arrival <= ws:
                 st[c, CS_REFRESH_DEFERS] += 1
-                deferred = True
             _close_all(st, c, we)
+            refreshed = True
             lo = max(lo, we)
             ws, we = refresh_window(p, off, we)
         if act >= 0:
@@ -399,6 +502,11 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
             first = d
         st[c, CS_BUS_FREE] = d + 1
         nb_in_burst += 1
+        c4, c3, c2, c1 = c3, c2, c1, col
+        if (ga & bmask) == 0 or refreshed:
+            run_len = 1 if not refreshed else 0
+        else:
+            run_len += 1
         ga += 1
     st[c, CS_WS] = ws
     st[c, CS_WE] = we

@@ -116,25 +116,23 @@ class _Channel:
 
     def step(self, m: int, on_first: callable, on_end: callable) -> None:  # type: ignore[valid-type]
         p, s = self.p, self.s
+        off, refi, rfc = s[hbm.CS_REF_OFF], p[hbm.HP_REFI], p[hbm.HP_RFC]
+        if m >= off and (m - off) % refi == 0:  # a refresh window starts: every bank closes, plans are void
+            if self.queue and self.queue[0][1] <= m:
+                s[hbm.CS_REFRESH_DEFERS] += 1
+            for b in range(hbm.NB):
+                s[hbm.CS_B_ROW + b] = -1
+            s[hbm.CS_CLOSED_AT] = m + rfc
+            self.lo = m + rfc
+            self.plan = None
         if not self.queue:
             return
         if self.plan is None:
             self.plan = self._plan()
-        act, col, first_cmd = self.plan
+        act, col, _first_cmd = self.plan
         if m < col:
             return
-        ws, we = self._window(max(s[hbm.CS_LAST_COL], s[hbm.CS_CLOSED_AT], 0))
         req, arrival, addr, nbytes, write, i = self.queue[0]
-        if col >= ws:  # a refresh window comes first: all banks close at its start, re-plan after it
-            if first_cmd < we and self.deferred_req != (id(self.queue[0]), i):
-                s[hbm.CS_REFRESH_DEFERS] += 1
-                self.deferred_req = (id(self.queue[0]), i)
-            for b in range(hbm.NB):
-                s[hbm.CS_B_ROW + b] = -1
-            s[hbm.CS_CLOSED_AT] = we
-            self.lo = max(self.lo, we)
-            self.plan = None
-            return
         g = p[hbm.HP_GRANULE]
         bank, row, bg = self._where(addr // g + i)
         if act >= 0:
