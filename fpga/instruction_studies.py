@@ -131,11 +131,14 @@ class ProfileRow:
         return dataclasses.asdict(self)
 
 
-def raw_bandwidth(board: BoardSpec, access_bytes: int, total_bytes_per_channel: int) -> float:
-    """Every port of the board streaming ``access_bytes`` requests with 64 in flight and a port that never limits:
-    the HBM channel model alone (:func:`fpga.hbm.profile_bandwidth`), summed over the ports."""
+def raw_bandwidth(board: BoardSpec, access_bytes: int, total_bytes_per_channel: int, pattern: str = "sequential",
+                  write_fraction: float = 0.0) -> float:
+    """Every port of the board issuing ``access_bytes`` requests in ``pattern`` (sequential, strided:BYTES,
+    random[:SPAN]; a ``write_fraction`` of them writes) to its own pseudo-channel with 64 in flight and a port that
+    never limits: the HBM channel model alone (:func:`fpga.hbm.profile_bandwidth`), summed over the ports."""
     r = hbm.profile_bandwidth(board, board.hbm.axi_clock_hz, access_bytes, outstanding=64, port_width_bits=4096,
-                              total_bytes=max(total_bytes_per_channel, access_bytes))
+                              total_bytes=max(total_bytes_per_channel, access_bytes), pattern=pattern,
+                              write_fraction=write_fraction)
     return float(r["bw_bytes_per_s"]) * board.hbm.axi_ports
 
 
@@ -151,7 +154,8 @@ def scheduler_bandwidth(design: InstructionDesign, access_bytes: int, total_byte
 
 
 def profile_hbm(board: BoardSpec, design: InstructionDesign, sizes: Iterable[int],
-                total_bytes_per_channel: int = 2 << 20, progress: Progress | None = None) -> list[ProfileRow]:
+                total_bytes_per_channel: int = 2 << 20, progress: Progress | None = None,
+                pattern: str = "sequential", write_fraction: float = 0.0) -> list[ProfileRow]:
     """Effective bandwidth versus access size: raw (HBM model), through the instruction scheduler, and through the
     scheduler with each weight access followed by its scale and zero-point accesses (the decode lowering's
     pattern)."""
@@ -160,7 +164,7 @@ def profile_hbm(board: BoardSpec, design: InstructionDesign, sizes: Iterable[int
     peak = board.hbm.peak_bw_bytes_per_s
     rows = []
     for b in sizes:
-        raw = raw_bandwidth(board, b, total_bytes_per_channel)
+        raw = raw_bandwidth(board, b, total_bytes_per_channel, pattern, write_fraction)
         via = scheduler_bandwidth(design, b, total_bytes_per_channel)
         meta = scheduler_bandwidth(design, b, total_bytes_per_channel, with_metadata=True)
         rows.append(ProfileRow(b, raw, raw / peak, via, via / peak, meta, meta / peak))

@@ -412,7 +412,7 @@ def simulate_token(design: StreamingDesign | str | Path, ctx: int, clock_hz: flo
 
 def run_program(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: Program, ctx: int,
                 with_lm_head: bool) -> TokenResult:
-    p = hbm.hbm_params(board, design.clock_hz)
+    p = hbm.hbm_params(board, design.clock_hz, hbm.token_refresh_phase(board, ctx))
     out = run_kernel(p, prog)
     status, total, start, cnt, _i, _l, _f, _e, st, _sweeps = out
     if status:

@@ -38,87 +38,153 @@ class RefResult:
 
 
 class _Channel:
-    """One pseudo-channel, stepped one AXI cycle at a time."""
+    """One pseudo-channel, stepped one AXI cycle at a time (bank-level rules of :mod:`fpga.hbm`).
+
+    The head column access is planned by testing every timing rule as a predicate cycle after cycle (PRE, ACT,
+    column command), from the committed state of the earlier accesses; the column command issues when the stepped
+    AXI clock reaches it, unless a refresh window starts first (then every bank closes and the access is
+    re-planned after the window)."""
 
     def __init__(self, p: list[int]) -> None:
         self.p = p
-        self.bus_free = 0
-        self.open_row = -1
-        self.closed_at = 0
-        self.last_dir = -1
-        self.counters = [0] * hbm.CS_N
-        self.queue: collections.deque[list[int]] = collections.deque()  # [request, arrival, addr, bytes, write, burst]
-        self.defer_mark = -1
+        self.s = [int(x) for x in hbm.new_channel_state()]
+        self.s[hbm.CS_REF_OFF] = p[hbm.HP_REFI] - p[hbm.HP_REF_PHASE] % p[hbm.HP_REFI]
+        self.queue: collections.deque[list[int]] = collections.deque()  # [request, arrival, addr, bytes, write, i]
+        self.plan: tuple[int, int, int] | None = None  # (act or -1, column command, first command)
+        self.lo = 0  # re-plan bound after a refresh window
+        self.deferred_req = -1
+        self.counters = self.s  # counters live in the state list (same slots as the fast model)
+
+    # -- the address map and timing rules, one predicate each
+    def _where(self, ga: int) -> tuple[int, int, int]:
+        p = self.p
+        lo = ga & ((1 << p[hbm.HP_ROW_SHIFT]) - 1)
+        hi = (ga >> p[hbm.HP_HI_SHIFT]) & p[hbm.HP_HI_MASK]
+        bank = p[p[hbm.HP_LUT_LO] + lo] | p[p[hbm.HP_LUT_HI] + hi]
+        return bank, (ga >> p[hbm.HP_ROW_SHIFT]) & p[hbm.HP_ROW_MASK], bank >> p[hbm.HP_BA_BITS]
+
+    def _window(self, t: int) -> tuple[int, int]:
+        p, off = self.p, self.s[hbm.CS_REF_OFF]
+        k = 0
+        while off + k * p[hbm.HP_REFI] + p[hbm.HP_RFC] <= t:
+            k += 1
+        return off + k * p[hbm.HP_REFI], off + k * p[hbm.HP_REFI] + p[hbm.HP_RFC]
+
+    def _plan(self) -> tuple[int, int, int]:
+        p, s = self.p, self.s
+        req, arrival, addr, nbytes, write, i = self.queue[0]
+        g = p[hbm.HP_GRANULE]
+        ga = addr // g + i
+        bank, row, bg = self._where(ga)
+        ready = arrival + p[hbm.HP_FRONT]
+        lo = max(ready, self.lo)
+        if i % p[hbm.HP_BURST_BEATS] == 0:
+            gap = p[hbm.HP_CMD] * (p[hbm.HP_MISALIGN] if addr % g else 1)
+            lo = max(lo, s[hbm.CS_BURST_COL] + gap)
+        act = -1
+        first_cmd = -1
+        col_from = lo
+        if s[hbm.CS_B_ROW + bank] != row:
+            t = ready if p[hbm.HP_LOOKAHEAD] else max(ready, s[hbm.CS_LAST_COL])
+            if s[hbm.CS_B_ROW + bank] >= 0:  # precharge first
+                while not (t >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RAS] and t >= s[hbm.CS_B_RD + bank] + p[hbm.HP_RTP]
+                           and t >= s[hbm.CS_B_WR + bank] + p[hbm.HP_WR]):
+                    t += 1
+                first_cmd = t
+                t += p[hbm.HP_RP]
+            else:
+                t = max(t, s[hbm.CS_CLOSED_AT])
+            faw = s[hbm.CS_FAW + s[hbm.CS_FAW_PTR]]
+            while not (t >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RC] and t >= s[hbm.CS_LAST_ACT] + p[hbm.HP_RRDS]
+                       and t >= s[hbm.CS_BG_ACT + bg] + p[hbm.HP_RRDL] and t >= faw + p[hbm.HP_FAW]):
+                t += 1
+            act = t
+            if first_cmd < 0:
+                first_cmd = act
+            col_from = max(col_from, act + p[hbm.HP_RCD])
+        t = col_from
+        while True:
+            ok = t >= s[hbm.CS_LAST_COL] + p[hbm.HP_CCDS] and t >= s[hbm.CS_BG_COL + bg] + p[hbm.HP_CCDL]
+            if write:
+                ok = ok and t >= s[hbm.CS_LAST_RD_COL] + p[hbm.HP_RTW]
+            else:
+                ok = ok and t >= s[hbm.CS_LAST_WR_END] + p[hbm.HP_WTRS] and t >= s[hbm.CS_BG_WR_END + bg] + p[hbm.HP_WTRL]
+            if ok:
+                break
+            t += 1
+        return act, t, (t if first_cmd < 0 else first_cmd)
 
     def step(self, m: int, on_first: callable, on_end: callable) -> None:  # type: ignore[valid-type]
-        p = self.p
-        refi, rfc = p[hbm.HP_REFI], p[hbm.HP_RFC]
-        k = m // refi
-        if k >= 1 and m - k * refi < rfc:  # inside a refresh window: every bank is (being) refreshed
-            self.open_row = -1
-            self.closed_at = k * refi + rfc
+        p, s = self.p, self.s
+        off, refi, rfc = s[hbm.CS_REF_OFF], p[hbm.HP_REFI], p[hbm.HP_RFC]
+        if m >= off and (m - off) % refi == 0:  # a refresh window starts: every bank closes, plans are void
+            if self.queue and self.queue[0][1] <= m:
+                s[hbm.CS_REFRESH_DEFERS] += 1
+            for b in range(hbm.NB):
+                s[hbm.CS_B_ROW + b] = -1
+            s[hbm.CS_CLOSED_AT] = m + rfc
+            self.lo = m + rfc
+            self.plan = None
+        if not self.queue:
             return
-        if m < self.bus_free or not self.queue:
+        if self.plan is None:
+            self.plan = self._plan()
+        act, col, _first_cmd = self.plan
+        if m < col:
             return
         req, arrival, addr, nbytes, write, i = self.queue[0]
         g = p[hbm.HP_GRANULE]
-        g0 = addr // g
-        g1 = -(-(addr + nbytes) // g)
-        b0 = g0 + i * p[hbm.HP_BURST_BEATS]
-        beats = min(g1, b0 + p[hbm.HP_BURST_BEATS]) - b0
-        cmds = 2 if addr % g else 1
-        dur = max(beats, cmds * p[hbm.HP_CMD])
-        row = b0 * g // p[hbm.HP_ROW_BYTES]
-        lat = arrival + p[hbm.HP_LAT_HIT]
-        if self.open_row == -1:
-            ok = m >= lat + p[hbm.HP_ACT] and m >= self.closed_at + p[hbm.HP_ACT]
-        elif self.open_row == row:
-            ok = m >= lat
+        bank, row, bg = self._where(addr // g + i)
+        if act >= 0:
+            if s[hbm.CS_B_ROW + bank] >= 0:
+                s[hbm.CS_ROW_MISSES] += 1
+            s[hbm.CS_ACTS] += 1
+            s[hbm.CS_B_ROW + bank] = row
+            s[hbm.CS_B_ACT + bank] = act
+            s[hbm.CS_LAST_ACT] = act
+            s[hbm.CS_BG_ACT + bg] = act
+            k = s[hbm.CS_FAW_PTR]
+            s[hbm.CS_FAW + k] = act
+            s[hbm.CS_FAW_PTR] = (k + 1) & 3
+        s[hbm.CS_LAST_COL] = col
+        s[hbm.CS_BG_COL + bg] = col
+        d = col + p[hbm.HP_CL]
+        if write:
+            s[hbm.CS_LAST_WR_END] = d + 1
+            s[hbm.CS_BG_WR_END + bg] = d + 1
+            s[hbm.CS_B_WR + bank] = d + 1
         else:
-            ok = m >= lat + p[hbm.HP_PREACT] and m >= self.bus_free + p[hbm.HP_ROWSW]
-        if self.last_dir >= 0 and self.last_dir != write and m < self.bus_free + p[hbm.HP_TURN]:
-            ok = False
-        if not ok:
-            return
-        next_window = (k + 1) * refi
-        if m + dur > next_window:
-            if self.defer_mark != k + 1:
-                self.counters[hbm.CS_REFRESH_DEFERS] += 1
-                self.defer_mark = k + 1
-            return
-        c = self.counters
-        if self.open_row != -1 and self.open_row != row:
-            c[hbm.CS_ROW_MISSES] += 1
+            s[hbm.CS_LAST_RD_COL] = col
+            s[hbm.CS_B_RD + bank] = col
+        if i % p[hbm.HP_BURST_BEATS] == 0:
+            s[hbm.CS_BURST_COL] = col
+            s[hbm.CS_BURSTS] += 1
         if i == 0:
-            on_first(req, m)
-        self.bus_free = m + dur
-        self.open_row = row
-        self.last_dir = write
-        c[hbm.CS_BUSY] += dur
-        c[hbm.CS_BUS_BYTES] += beats * g
-        c[hbm.CS_BURSTS] += 1
-        if b0 + p[hbm.HP_BURST_BEATS] >= g1:  # last burst of the request
+            on_first(req, d)
+        s[hbm.CS_BUS_FREE] = d + 1
+        self.plan = None
+        self.lo = 0
+        n_g = -(-(addr + nbytes) // g) - addr // g
+        if i + 1 == n_g:  # last granule of the request
             self.queue.popleft()
-            c[hbm.CS_REQS] += 1
-            c[hbm.CS_WR_BYTES if write else hbm.CS_RD_BYTES] += nbytes
-            c[hbm.CS_LAST_END] = m + dur
-            on_end(req, m + dur)
+            s[hbm.CS_BUSY] += n_g
+            s[hbm.CS_BUS_BYTES] += n_g * g
+            s[hbm.CS_LAST_DIR] = write
+            s[hbm.CS_REQS] += 1
+            s[hbm.CS_WR_BYTES if write else hbm.CS_RD_BYTES] += nbytes
+            s[hbm.CS_LAST_END] = d + 1
+            on_end(req, d + 1)
         else:
             self.queue[0][5] = i + 1
 
     def state(self) -> np.ndarray:
-        s = np.array(self.counters, dtype=np.int64)
-        s[hbm.CS_BUS_FREE] = self.bus_free
-        s[hbm.CS_OPEN_ROW] = self.open_row
-        s[hbm.CS_CLOSED_AT] = self.closed_at
-        s[hbm.CS_LAST_DIR] = self.last_dir
-        return s
+        return np.array(self.s, dtype=np.int64)
 
 
 def simulate_reference(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int,
                        with_lm_head: bool = True, max_kernel_cycles: int = 5_000_000) -> RefResult:
     prog = compile_token(design, board, llm, ctx, with_lm_head, per_port=True)
-    p = [int(x) for x in hbm.hbm_params(board, design.clock_hz)]
+    p = [int(x) for x in hbm.hbm_params(board, design.clock_hz, hbm.token_refresh_phase(board, ctx))]
     return run_reference(p, prog, max_kernel_cycles)
 
 

@@ -222,7 +222,10 @@ class LinkSpec(Spec):
 # ================================================================================================ FPGA boards
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HbmSpec:
-    """High-bandwidth memory of an FPGA board, seen from the fabric (AXI / NoC ports into pseudo-channels)."""
+    """High-bandwidth memory of an FPGA board, seen from the fabric (AXI / NoC ports into pseudo-channels).
+
+    The DRAM timing (``t*_s``) is JEDEC-style data in seconds, converted to memory-side AXI cycles by rounding up
+    (fpga/hbm.py); the address map is the HBM IP's ``ADDR_BIT`` list (PG276), most significant bit first."""
 
     stacks: int = sourced(check=positive)
     pseudo_channels: int = sourced(check=positive)
@@ -234,24 +237,47 @@ class HbmSpec:
     axi_clock_hz: float = sourced(check=positive, unit="Hz", doc="the memory-side port clock domain")
     port_bw_cap_bytes_per_s: float = sourced(check=positive, unit="B/s",
                                             doc="most one port can move (AXI width x clock, or a NoC link cap)")
-    granule_bytes: int = sourced(check=positive, unit="B", doc="smallest access (AxSIZE)")
-    min_efficient_burst_bytes: int = sourced(check=positive, unit="B", doc="burst size that reaches sustained BW")
+    granule_bytes: int = sourced(check=positive, unit="B", doc="smallest access (AxSIZE), one column access")
+    min_efficient_burst_bytes: int = sourced(check=positive, unit="B",
+                                             doc="smallest burst at full linear rate: the AXI command rate")
     latency_page_hit_cycles: int = sourced(check=positive, unit="axi cycles")
-    latency_page_closed_cycles: int = sourced(check=positive, unit="axi cycles")
-    latency_page_miss_cycles: int = sourced(check=positive, unit="axi cycles")
-    row_bytes: int = sourced(check=positive, unit="B", doc="DRAM page (row buffer) size per pseudo-channel")
+    latency_page_closed_cycles: int = sourced(check=positive, unit="axi cycles", doc="measured; validation only")
+    latency_page_miss_cycles: int = sourced(check=positive, unit="axi cycles", doc="measured; validation only")
     misaligned_efficiency: float = sourced(check=fraction, doc="efficiency of a non-granule-aligned access")
-    # ---- cycle-level channel timing (fpga/hbm.py)
     axi3_burst_beats: int = sourced(check=positive, doc="longest AXI3 burst the controller takes (AxLEN + 1)")
-    command_cycles: int = sourced(check=positive, unit="axi cycles",
-                                  doc="fewest data-bus cycles one AXI3 burst occupies (command rate limit)")
+    # ---- DRAM organisation, address map and controller (fpga/hbm.py)
+    banks: int = sourced(check=positive, doc="banks per pseudo-channel")
+    bank_groups: int = sourced(check=positive, doc="bank groups per pseudo-channel")
+    address_map: str = sourced(doc="HBM IP ADDR_BIT list, MSB first: RA (all row bits), BGi, BAi, CAi")
+    controller_policy: str = sourced(check=one_of("in-order", "lookahead"),
+                                     doc="in-order: every command in arrival order; lookahead: PRE/ACT of queued "
+                                         "accesses issue early (PG276 look-ahead precharge/activate), column "
+                                         "commands and data stay in order per AXI ID")
+    # ---- JEDEC timing (seconds)
+    tcl_s: float = sourced(check=positive, unit="s", doc="column command -> data (read latency)")
+    trcd_s: float = sourced(check=positive, unit="s", doc="ACT -> column command, same bank")
+    trp_s: float = sourced(check=positive, unit="s", doc="PRE -> ACT, same bank")
+    tras_s: float = sourced(check=positive, unit="s", doc="ACT -> PRE, same bank")
+    trc_s: float = sourced(check=positive, unit="s", doc="ACT -> ACT, same bank (>= tRAS + tRP)")
+    tccds_s: float = sourced(check=positive, unit="s", doc="column -> column, different bank group")
+    tccdl_s: float = sourced(check=positive, unit="s", doc="column -> column, same bank group")
+    trrds_s: float = sourced(check=positive, unit="s", doc="ACT -> ACT, different bank group")
+    trrdl_s: float = sourced(check=positive, unit="s", doc="ACT -> ACT, same bank group")
+    tfaw_s: float = sourced(check=positive, unit="s", doc="window holding at most four ACTs")
+    twtrs_s: float = sourced(check=positive, unit="s", doc="write data end -> read, different bank group")
+    twtrl_s: float = sourced(check=positive, unit="s", doc="write data end -> read, same bank group")
+    trtw_s: float = sourced(check=positive, unit="s", doc="read column -> write column")
+    twr_s: float = sourced(check=positive, unit="s", doc="write data end -> PRE, same bank")
+    trtp_s: float = sourced(check=positive, unit="s", doc="read column -> PRE, same bank")
     refresh_interval_s: float = sourced(check=positive, unit="s", doc="tREFI: one refresh every this long")
     refresh_cycle_s: float = sourced(check=positive, unit="s", doc="tRFC: the channel is blocked this long")
-    row_switch_cycles: int = sourced(check=non_negative, unit="axi cycles",
-                                     doc="data-bus bubble a row change costs in a busy stream (fitted)")
-    rw_turnaround_cycles: int = sourced(check=non_negative, unit="axi cycles", doc="bubble on read<->write switch")
+    # ---- fabric side
     switch_latency_cycles: int = sourced(check=non_negative, unit="axi cycles",
                                          doc="AXI switch / interconnect pipeline from the fabric port to the controller")
+    switch_segment_ports: int = sourced(check=positive,
+                                        doc="ports (and pseudo-channels) of one switch segment: local access")
+    lateral_hop_cycles: int = sourced(check=non_negative, unit="axi cycles",
+                                      doc="extra latency per lateral switch segment crossed")
     cdc_sync_cycles: int = sourced(check=non_negative, unit="cycles",
                                    doc="synchroniser stages of the asynchronous FIFO between kernel and AXI clocks")
     ports_per_pc: int = sourced(check=positive, doc="fabric ports that share one pseudo-channel's data bus")
@@ -273,6 +299,51 @@ class HbmSpec:
         if self.min_efficient_burst_bytes % self.granule_bytes:
             yield "min_efficient_burst_bytes", f"a multiple of granule_bytes ({self.granule_bytes})", \
                 self.min_efficient_burst_bytes
+        if self.axi_port_width_bits != 8 * self.granule_bytes:
+            yield "axi_port_width_bits", f"8 x granule_bytes ({8 * self.granule_bytes}): one granule per AXI beat", \
+                self.axi_port_width_bits
+        wire = self.axi_port_width_bits / 8 * self.axi_clock_hz
+        if self.port_bw_cap_bytes_per_s > wire * 1.0001:
+            yield "port_bw_cap_bytes_per_s", f"at most axi_port_width_bits / 8 x axi_clock_hz ({wire:g})", \
+                self.port_bw_cap_bytes_per_s
+        # JEDEC relations between declared timings (derived vs declared, as Ramulator 2 checks its presets)
+        for big, small, why in (("trc_s", None, "tRAS + tRP"), ("tras_s", "trcd_s", "tRCD"),
+                                ("tccdl_s", "tccds_s", "tCCD_S"), ("trrdl_s", "trrds_s", "tRRD_S"),
+                                ("twtrl_s", "twtrs_s", "tWTR_S"), ("tfaw_s", "trrds_s", "tRRD_S"),
+                                ("refresh_cycle_s", "trc_s", "tRC (a refresh outlasts every bank timer)")):
+            lo = self.tras_s + self.trp_s if small is None else getattr(self, small)
+            if getattr(self, big) < lo * (1 - 1e-9):
+                yield big, f"at least {why} ({lo:g} s)", getattr(self, big)
+        if self.refresh_cycle_s < self.tfaw_s:
+            yield "refresh_cycle_s", f"at least tFAW ({self.tfaw_s:g} s)", self.refresh_cycle_s
+        from hwmodel.hbm_map import parse_address_map
+
+        try:
+            m = parse_address_map(self.address_map)
+        except ValueError as exc:
+            yield "address_map", str(exc), self.address_map
+            return
+        if 2 ** (m.bank_bits + m.bg_bits) != self.banks:
+            yield "banks", f"2^(bank + bank-group bits of address_map) = {2 ** (m.bank_bits + m.bg_bits)}", self.banks
+        if 2 ** m.bg_bits != self.bank_groups:
+            yield "bank_groups", f"2^(bank-group bits of address_map) = {2 ** m.bg_bits}", self.bank_groups
+        pc = self.capacity_bytes // self.pseudo_channels // self.ports_per_pc
+        rows = pc // (self.row_bytes * self.banks) if self.row_bytes * self.banks else 0
+        if rows < 1 or rows & (rows - 1) or rows * self.row_bytes * self.banks != pc:
+            yield "address_map", (f"column and bank bits that divide a port's {pc} B share of a pseudo-channel into "
+                                  f"a power of two of rows"), self.address_map
+
+    @property
+    def row_bytes(self) -> int:
+        """DRAM page per bank: 2^(column bits of the address map) granules."""
+        from hwmodel.hbm_map import parse_address_map
+
+        return self.granule_bytes << parse_address_map(self.address_map).col_bits
+
+    @property
+    def command_cycles(self) -> int:
+        """Fewest AXI cycles between the first column commands of two AXI bursts (PG276 min efficient burst)."""
+        return self.min_efficient_burst_bytes // self.granule_bytes
 
     @property
     def peak_bw_bytes_per_s(self) -> float:

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fpga.design import ALL_OPS, HBM_OPS, EngineSpec, StreamingDesign
-from hwmodel.specs import BoardSpec, LlmSpec, library
+from hwmodel.specs import HbmSpec, BoardSpec, LlmSpec, library
 
 VECTOR_OPS = tuple(op for op in ALL_OPS if op not in HBM_OPS)
 
@@ -27,14 +27,40 @@ def small_llm(draw: Any, max_layers: int = 2) -> LlmSpec:
 @st.composite
 def small_board(draw: Any) -> BoardSpec:
     b = library().board(draw(st.sampled_from(["u280", "v80"])))
+    return dataclasses.replace(b, hbm=small_hbm(draw, b))
+
+
+SMALL_MAPS = ("RBC", "RCB", "BRC", "BRGCG", "RGBCG", "RA,BG1,BA1,BA0,CA1,BG0", "RA,BG1,BG0,BA1,BA0,CA2,CA1",
+              "BA1,BA0,RA,BG1,BG0,CA1")
+
+
+def small_hbm(draw: Any, b: BoardSpec) -> HbmSpec:
+    """The board's HBM with drawn JEDEC timings (in AXI cycles), address map, controller policy and short refresh
+    intervals, so a small token meets many refresh windows, row misses and bank conflicts."""
     axi = b.hbm.axi_clock_hz
-    h = dataclasses.replace(
-        b.hbm,
-        refresh_interval_s=draw(st.integers(150, 2000)) / axi, refresh_cycle_s=draw(st.integers(1, 60)) / axi,
-        row_bytes=draw(st.sampled_from([64, 256, 1024])), row_switch_cycles=draw(st.integers(0, 4)),
-        command_cycles=draw(st.integers(1, 2)), rw_turnaround_cycles=draw(st.integers(0, 4)),
+
+    def cyc(lo: int, hi: int) -> float:
+        return draw(st.integers(lo, hi)) / axi
+
+    trcd, trp, tras = cyc(1, 8), cyc(1, 8), cyc(1, 14)
+    tras = max(tras, trcd)
+    trc = tras + trp + cyc(0, 3)
+    tccds = cyc(1, 2)
+    tccdl = tccds + cyc(0, 2)
+    trrds = cyc(1, 3)
+    trrdl = trrds + cyc(0, 2)
+    tfaw = trrds + cyc(0, 10)
+    twtrs = cyc(1, 4)
+    rfc = max(trc, tfaw) + cyc(0, 40)
+    return dataclasses.replace(
+        b.hbm, refresh_interval_s=rfc + cyc(100, 2000), refresh_cycle_s=rfc,
+        address_map=draw(st.sampled_from(SMALL_MAPS)),
+        controller_policy=draw(st.sampled_from(["in-order", "lookahead"])),
+        tcl_s=cyc(1, 12), trcd_s=trcd, trp_s=trp, tras_s=tras, trc_s=trc, tccds_s=tccds, tccdl_s=tccdl,
+        trrds_s=trrds, trrdl_s=trrdl, tfaw_s=tfaw, twtrs_s=twtrs, twtrl_s=twtrs + cyc(0, 4), trtw_s=cyc(1, 10),
+        twr_s=cyc(1, 8), trtp_s=cyc(1, 4),
+        min_efficient_burst_bytes=b.hbm.granule_bytes * draw(st.integers(1, 4)),
         switch_latency_cycles=draw(st.integers(0, 6)), cdc_sync_cycles=draw(st.integers(0, 3)))
-    return dataclasses.replace(b, hbm=h)
 
 
 @st.composite

@@ -15,14 +15,16 @@ from fpga.streaming import run_kernel
 from fpga.streaming_ref import run_reference
 from tests.streaming_gen import small_board, small_design, small_llm
 
-# the open row, the closed-at cycle and the refresh-window cache describe the channel after its last burst; the
-# reference keeps stepping past it, so only the traffic counters, bus and direction are compared
-CHANNEL_SLOTS = [i for i in range(hbm.CS_N) if i not in (hbm.CS_OPEN_ROW, hbm.CS_CLOSED_AT, hbm.CS_NEXT_WS)]
+# the open rows, the closed-at cycle and the refresh-window cache describe the channel after its last access; the
+# reference keeps stepping past it (refresh closes its banks), so the traffic counters, bus and bank / bank-group
+# timers are compared
+CHANNEL_SLOTS = [i for i in hbm.TRAFFIC_SLOTS if not hbm.CS_B_ROW <= i < hbm.CS_B_ROW + hbm.NB]
 
 
-def assert_equivalent(design, board, llm, ctx: int, with_lm_head: bool = True) -> int:  # type: ignore[no-untyped-def]
+def assert_equivalent(design, board, llm, ctx: int, with_lm_head: bool = True,  # type: ignore[no-untyped-def]
+                      refresh_phase: int = 0) -> int:
     prog = compile_token(design, board, llm, ctx, with_lm_head, per_port=True)
-    p = hbm.hbm_params(board, design.clock_hz)
+    p = hbm.hbm_params(board, design.clock_hz, refresh_phase)
     status, total, start, cnt, issue, land, first, end, st_g, _sweeps = run_kernel(p, prog)
     ref = run_reference([int(x) for x in p], prog)
     assert status == ref.status  # both finish, or both find the design deadlocks
@@ -56,4 +58,5 @@ def test_fast_engine_equals_cycle_stepped_reference(data: st.DataObject) -> None
     except DesignError as exc:
         assume("buffer_depth" not in str(exc))
         raise
-    assert_equivalent(design, board, llm, ctx, with_lm_head=data.draw(st.booleans()))
+    assert_equivalent(design, board, llm, ctx, with_lm_head=data.draw(st.booleans()),
+                      refresh_phase=data.draw(st.integers(0, 4000)))

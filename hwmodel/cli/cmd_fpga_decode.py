@@ -172,48 +172,103 @@ def designs_cmd(as_json: bool) -> None:
 @click.option("--freq-mhz", type=click.FloatRange(min=1), default=300.0, show_default=True, help="Kernel clock.")
 @click.option("--sizes", default="32,64,128,256,512,1024,4096,16384,65536", show_default=True,
               help="Request sizes in bytes (comma list).")
-@click.option("--outstanding", default="1,4,16", show_default=True, help="Requests in flight (comma list).")
+@click.option("--outstanding", default="1,4,16,64", show_default=True, help="Requests in flight (comma list).")
 @click.option("--port-width", type=click.Choice(["64", "128", "256", "512", "1024"]), default="512",
               show_default=True, help="Kernel-side port width in bits.")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
               help="Start address offset (non-multiples of 32 B are misaligned).")
-@click.option("--fit", is_flag=True, help="Fit the exposed row-switch bubble to the board's measured bandwidth.")
+@click.option("--pattern", default="sequential", show_default=True,
+              help="sequential | strided:BYTES | random[:SPAN] (SPAN in bytes, K/M/G suffixes; default the whole "
+                   "pseudo-channel).")
+@click.option("--write-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Fraction of requests that are writes (seeded).")
+@click.option("--channels", default="0", show_default=True,
+              help="Pseudo-channels the port reaches (comma list / a:b ranges): the port-to-channel map.")
+@click.option("--port", type=click.IntRange(min=0), default=None, help="AXI port (default: the first channel's).")
+@click.option("--total-bytes", type=click.IntRange(min=1), default=4 << 20, show_default=True,
+              help="Bytes moved per point.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of random patterns.")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="Write bandwidth vs request size, one line per outstanding count (PNG or SVG).")
 @json_option
 def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, port_width: str, offset: int,
-                    fit: bool, as_json: bool) -> None:
-    """Effective bandwidth of one HBM port versus request size and outstanding requests (sequential reads)."""
+                    pattern: str, write_fraction: float, channels: str, port: int | None, total_bytes: int,
+                    seed: int, plot: str | None, as_json: bool) -> None:
+    """Effective bandwidth of one HBM port versus request size and outstanding requests, for a traffic pattern,
+    read/write mix and port-to-channel map (bank-level channel model and the HBM switch, docs/hbm.md)."""
     from fpga import hbm
     from hwmodel.specs import library
 
     b = library().board(board)
-    if fit:
-        best, modelled, measured = hbm.fit_row_switch(b)
-        out = {"board": board, "row_switch_cycles": best, "modelled_bw_bytes_per_s": modelled,
-               "measured_bw_bytes_per_s": measured, "relative_error": modelled / measured - 1}
-        if as_json:
-            echo_json(out)
-        else:
-            click.echo(f"{board}: row_switch_cycles = {best} -> {fmt_bw(modelled)} per channel vs measured "
-                       f"{fmt_bw(measured)} ({100 * (modelled / measured - 1):+.2f} %)")
-        return
+    hbm.parse_pattern(pattern)
     size_list = [int(x) for x in _range(sizes, "--sizes") or []]
     outs = [int(x) for x in _range(outstanding, "--outstanding") or []]
     if any(s <= 0 for s in size_list) or any(o <= 0 for o in outs):
         raise HwmodelError("--sizes and --outstanding must be positive")
+    chans = parse_channels(channels)
     rows = [hbm.profile_bandwidth(b, freq_mhz * 1e6, s, outstanding=o, port_width_bits=int(port_width),
-                                  offset_bytes=offset) for s in size_list for o in outs]
+                                  offset_bytes=offset, pattern=pattern, write_fraction=write_fraction,
+                                  channels=chans, port=port, total_bytes=max(total_bytes, s), seed=seed)
+            for s in size_list for o in outs]
+    if plot:
+        plot_profile(rows, size_list, outs, plot, f"{board}: {pattern}, {len(chans)} channel(s), "
+                                                  f"{int(100 * write_fraction)} % writes, {freq_mhz:g} MHz")
     if as_json:
         echo_json(rows)
         return
     from rich.table import Table
 
     t = Table("request", *(f"{o} outstanding" for o in outs),
-              title=f"{board}: one {port_width}-bit port at {freq_mhz:g} MHz, sequential reads"
+              title=f"{board}: one {port_width}-bit port at {freq_mhz:g} MHz, {pattern}, "
+                    f"{int(100 * write_fraction)} % writes, channels {channels}"
                     + (f", offset {offset} B" if offset else "") + " (GB/s, efficiency vs channel peak)")
     for s in size_list:
         cells = [r for r in rows if r["req_bytes"] == s]
         t.add_row(f"{s} B", *(f"{r['bw_bytes_per_s'] / 1e9:.2f} ({100 * r['efficiency']:.0f} %)" for r in cells))
     console().print(t)
+
+
+def parse_channels(text: str) -> tuple[int, ...]:
+    """'0,1,4:8' -> (0, 1, 4, 5, 6, 7)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if ":" in part:
+                a, c = part.split(":", 1)
+                out.extend(range(int(a), int(c)))
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise HwmodelError(f"--channels: '{part}' is not a channel number or a:b range") from None
+    if not out:
+        raise HwmodelError("--channels: at least one pseudo-channel")
+    return tuple(out)
+
+
+def plot_profile(rows: list[dict[str, Any]], sizes: list[int], outs: list[int], path: str, title: str) -> None:
+    """Bandwidth vs request size, one line per outstanding-request count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for o in outs:
+        ys = [next(r["bw_bytes_per_s"] for r in rows if r["req_bytes"] == s and r["outstanding"] == o) / 1e9
+              for s in sizes]
+        ax.plot(sizes, ys, marker="o", label=f"{o} outstanding")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("request size (B)")
+    ax.set_ylabel("bandwidth (GB/s)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def freq_table(ctx: int = 512, freqs: tuple[int, ...] = (150, 200, 225, 250, 300, 350, 400, 450)) -> list[dict[str, Any]]:

@@ -141,9 +141,13 @@ def _plot_sweep(rows: Any, design: Any, path: Path) -> None:
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write CSV.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write a PNG/SVG plot of bandwidth versus access size.")
+@click.option("--pattern", default="sequential", show_default=True,
+              help="Raw column: sequential | strided:BYTES | random[:SPAN] (docs/hbm.md).")
+@click.option("--write-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Raw column: fraction of requests that are writes.")
 @json_option
 def profile_hbm_cmd(board: Any, design: Any, sizes: str, csv_out: Path | None, plot_out: Path | None,
-                    as_json: bool) -> None:
+                    pattern: str, write_fraction: float, as_json: bool) -> None:
     """Effective HBM bandwidth versus access size (256 B ... 1 MB): raw (the HBM channel model, every port, many
     requests in flight), through the instruction scheduler and datamover, and with each weight load's scale and
     zero-point loads (the decode's pattern): the curve that explains why small loads waste HBM."""
@@ -161,7 +165,11 @@ def profile_hbm_cmd(board: Any, design: Any, sizes: str, csv_out: Path | None, p
 
     with Progress(transient=True, console=console()) as prog:
         task = prog.add_task("profiling", total=len(size_list))
-        rows = profile_hbm(board, design, size_list, progress=lambda: prog.advance(task))
+        from fpga.hbm import parse_pattern
+
+        parse_pattern(pattern)
+        rows = profile_hbm(board, design, size_list, progress=lambda: prog.advance(task), pattern=pattern,
+                           write_fraction=write_fraction)
     data = [r.as_dict() for r in rows]
     if csv_out:
         _write_csv(csv_out, data)
