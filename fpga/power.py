@@ -31,7 +31,7 @@ COEFF_UW_PER_MHZ = {"dsp": 3.0, "lut": 0.03, "ff": 0.006, "bram18k": 1.5, "uram"
 ACTIVITY_FLOOR = 0.1
 HBM_PJ_PER_BIT = 3.9
 #: fitted by fit_fabric_scale() (tests/test_resources_power.py checks that re-fitting reproduces it)
-K_FABRIC = 0.659
+K_FABRIC = 0.632
 REFERENCE_CTX = 512
 
 
