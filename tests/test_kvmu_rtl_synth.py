@@ -55,7 +55,7 @@ def test_fpga_designs_shows_the_kvmu() -> None:
     rec = synth.recorded()
     rows = {r["name"]: r for r in json.loads(CliRunner().invoke(main, ["fpga", "designs", "--json"]).output)}
     assert rows["draft-u280"]["blocks"]["kvmu"]["lut"] == rec["lut"]
-    assert rows["flexllm-u280"]["blocks"] == {}
+    assert rows["flexllm-u280-mem-opt-new"]["blocks"] == {}
     res = CliRunner().invoke(main, ["fpga", "designs"], terminal_width=250)
     assert res.exit_code == 0
     assert f"{rec['lut']}/{rec['ff']}" in res.output and f"yosys {rec['yosys']}" in res.output
