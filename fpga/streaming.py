@@ -444,7 +444,7 @@ class StreamingEngine:
     """
 
     CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.CONTEXT_BOUND})
+                              Capability.CONTEXT_BOUND, Capability.OPERATOR_TIMES})
 
     def __init__(self, design: StreamingDesign | str | Path, clock_hz: float | None = None,
                  validate: bool = True) -> None:
@@ -494,6 +494,52 @@ class StreamingEngine:
             raise DesignError(f"prefill needs at least one token, got {n_tokens}")
         return self.ingest_s(n_tokens - 1, ctx) + self.decode_s(ctx + n_tokens - 1)
 
+    def layer_operator_shares_s(self, ctx: int) -> dict[str, float]:
+        """Seconds per layer of each streaming operator in one ingested token at ``ctx`` (logits discarded).
+
+        Operators of a dataflow design overlap, so their spans add up to more than the token: each operator gets
+        the token's time in proportion to its span (first start to last result, summed over layers), which makes
+        the operators' times add up to the token exactly. Layer operators are divided by the layer count; the
+        embedding is reported once."""
+        tok = self.token(ctx, with_lm_head=False)
+        spans = tok.op_span_cycles
+        scale = tok.seconds / max(1, sum(spans.values()))
+        layers = self.llm.layers
+        return {op: span * scale / (1 if op in _ONCE_PER_PASS else layers) for op, span in spans.items()}
+
+    def operator_times_s(self, n_tokens: int, ctx: int) -> dict[str, float]:
+        """Canonical operators' seconds per layer for ``n_tokens`` ingested one after another from ``ctx``
+        (:mod:`hwmodel.interop.vidur`). The design has no batched datapath: a pass of ``n`` tokens is ``n``
+        tokens. Every operator but attention takes its share of a token at context 0
+        (:meth:`layer_operator_shares_s`), the same at every context; attention takes the rest of the token at
+        its context, so the operators of a token at any context add up to that token exactly. Over ``n`` tokens
+        attention is integrated by the trapezoid rule between the first and the last (its per-token time is
+        affine in the context; ``tests/test_interop.py`` bounds the error). The KV write happens inside the
+        attention engine (``kv_write`` 0)."""
+        if n_tokens < 1 or ctx < 0:
+            raise DesignError(f"operator times need n_tokens >= 1 and ctx >= 0, got {n_tokens}, {ctx}")
+        base = self.layer_operator_shares_s(0)
+        layers = self.llm.layers
+        out = dict.fromkeys(("input_norm", "qkv_proj", "rope", "kv_write", "attention", "o_proj", "residual_add",
+                             "post_norm", "up_proj", "act", "down_proj", "embed"), 0.0)
+        fixed_once = sum(v for op, v in base.items() if op in _ONCE_PER_PASS)
+        fixed_layer = 0.0
+        for op, sec in base.items():
+            canon = _CANONICAL_OPERATOR.get(op)
+            if canon is None or canon == "attention":
+                continue
+            out[canon] += n_tokens * sec
+            if op not in _ONCE_PER_PASS:
+                fixed_layer += sec
+
+        def attention(c: int) -> float:
+            return (self.token(c, with_lm_head=False).seconds - fixed_once) / layers - fixed_layer
+
+        a0 = attention(ctx)
+        a1 = attention(ctx + n_tokens - 1) if n_tokens > 1 else a0
+        out["attention"] = n_tokens * (a0 + a1) / 2.0
+        return out
+
     def power_w(self, phase: Phase) -> float:
         from fpga.power import phase_power_w
 
@@ -505,3 +551,11 @@ class StreamingEngine:
     @property
     def memo_size(self) -> int:
         return len(self._memo)
+
+
+_ONCE_PER_PASS = frozenset({"embed", "final_norm", "lm_head", "argmax"})
+#: streaming operator -> canonical operator (hwmodel.interop.vidur); the head operators have none
+_CANONICAL_OPERATOR = {"embed": "embed", "attn_norm": "input_norm", "qkv": "qkv_proj", "rope": "rope",
+                       "attention": "attention", "o_proj": "o_proj", "attn_add": "residual_add",
+                       "ffn_norm": "post_norm", "gate_up": "up_proj", "silu_mul": "act", "down": "down_proj",
+                       "ffn_add": "residual_add"}

@@ -90,7 +90,7 @@ class GpuEngine:
     CAPABILITIES = frozenset({
         Capability.DECODER, Capability.PREFILLER, Capability.VECTOR_PREFILLER, Capability.INGESTER,
         Capability.SCORER, Capability.PREFILL_SCORER, Capability.BATCH_DECODER, Capability.PREFILL_TIMELINE,
-        Capability.OP_COSTED, Capability.POWERED, Capability.MEMORY_FACTS})
+        Capability.OP_COSTED, Capability.POWERED, Capability.MEMORY_FACTS, Capability.OPERATOR_TIMES})
     max_ctx = None  # MemoryFacts: bounded only by memory (``_check_fits`` refuses what does not fit)
 
     def __init__(self, gpu: GpuSpec | str, llm: LlmSpec | str, framework: str | Framework = "vllm",
@@ -178,6 +178,22 @@ class GpuEngine:
         return self._decode_blocks[b]
 
     # ------------------------------------------------------------------------------------------------ engine API
+    def operator_times_s(self, n_tokens: int, ctx: int) -> dict[str, float]:
+        """GPU time per layer of each canonical operator (:mod:`hwmodel.interop.vidur`): the roofline time of the
+        framework's kernels of one single-sequence pass, grouped by the operator they implement (activation
+        quantization kernels go with the projection they feed). Host launch overhead is not included: serving
+        simulators model CPU overheads on their own."""
+        prog = build_program(self.llm, self.framework.program, Pass.single(n_tokens, ctx, 1), self.weight_bits,
+                             self.kv_bits, "auto")
+        times = launch.PassTimes.of(prog, self.roofline)
+        out = dict.fromkeys(("input_norm", "qkv_proj", "rope", "kv_write", "attention", "o_proj", "residual_add",
+                             "post_norm", "up_proj", "act", "down_proj"), 0.0)
+        for name, t in zip(prog.layer.names, np.asarray(times.layer)[:, 0]):
+            out[kernel_operator(name)] += float(t)
+        out["embed"] = float(sum(t for name, t in zip(prog.prologue.names, np.asarray(times.prologue)[:, 0])
+                                 if name == "embedding"))
+        return out
+
     def prefill_cost(self, n_tokens: int, ctx: int = 0) -> OpCost:
         """Prefill of ``n_tokens`` on top of ``ctx`` cached tokens, with its breakdown."""
         n = _count("prefill tokens", n_tokens, 1)
@@ -346,3 +362,23 @@ class GpuEngine:
     def _max_ctx(self) -> int:
         free = self.gpu.memory_bytes - self.weights_bytes
         return max(0, int(free // max(1, self.llm.kv_bytes(1, self.kv_bits))) - 1)
+
+
+_KERNEL_OPERATORS = (  # (kernel name or prefix, canonical operator), first match wins
+    ("fused_add_rmsnorm_1", "input_norm"), ("input_norm", "input_norm"), ("fused_add_rmsnorm_2", "post_norm"),
+    ("post_norm", "post_norm"), ("qkv_in.", "qkv_proj"), ("qkv_proj", "qkv_proj"), ("q_proj", "qkv_proj"),
+    ("k_proj", "qkv_proj"), ("v_proj", "qkv_proj"), ("rotary", "rope"), ("rope_", "rope"),
+    ("reshape_and_cache", "kv_write"), ("cache_cat_", "kv_write"), ("attention", "attention"), ("sdpa", "attention"),
+    ("transpose", "attention"), ("repeat_kv", "attention"), ("o_in.", "o_proj"), ("o_proj", "o_proj"),
+    ("residual_", "residual_add"), ("mlp_in.", "up_proj"), ("gate_up_proj", "up_proj"), ("gate_proj", "up_proj"),
+    ("up_proj", "up_proj"), ("silu_and_mul", "act"), ("silu", "act"), ("mul", "act"), ("down_in.", "down_proj"),
+    ("down_proj", "down_proj"),
+)
+
+
+def kernel_operator(name: str) -> str:
+    """The canonical operator a framework kernel implements (a kernel no rule knows is an error, never dropped)."""
+    for prefix, op in _KERNEL_OPERATORS:
+        if name == prefix or name.startswith(prefix + ".") or (prefix.endswith((".", "_")) and name.startswith(prefix)):
+            return op
+    raise HwmodelError(f"GPU kernel '{name}' maps to no operator (gpu/latency.py _KERNEL_OPERATORS)")

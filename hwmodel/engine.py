@@ -48,6 +48,7 @@ class Capability(str, enum.Enum):
     POWERED = "powered"  # power_w(phase)
     MEMORY_FACTS = "memory-facts"  # memory_capacity_bytes, resident_bytes, kv_bytes(ctx), max_ctx
     CONTEXT_BOUND = "context-bound"  # max_ctx: the engine holds at most this many tokens (a KV reservation)
+    OPERATOR_TIMES = "operator-times"  # operator_times_s(n, ctx): seconds per layer of each canonical operator
 
 
 @runtime_checkable
@@ -153,12 +154,22 @@ class ContextBound(Protocol):
         ...
 
 
+@runtime_checkable
+class OperatorTimed(Protocol):
+    def operator_times_s(self, n_tokens: int, ctx: int) -> dict[str, float]:
+        """Seconds per decoder layer of each canonical operator of a pass of ``n_tokens`` after ``ctx`` (input_norm,
+        qkv_proj, rope, kv_write, attention, o_proj, residual_add, post_norm, up_proj, act, down_proj) and of the
+        embedding (``embed``, once per pass); see :mod:`hwmodel.interop.vidur`."""
+        ...
+
+
 PROTOCOLS: dict[Capability, type] = {
     Capability.DECODER: Decoder, Capability.PREFILLER: Prefiller, Capability.VECTOR_PREFILLER: VectorPrefiller,
     Capability.INGESTER: Ingester, Capability.SCORER: Scorer, Capability.PREFILL_SCORER: PrefillScorer,
     Capability.BATCH_DECODER: BatchDecoder,
     Capability.PREFILL_TIMELINE: PrefillTimelined, Capability.OP_COSTED: OpCosted, Capability.POWERED: Powered,
     Capability.MEMORY_FACTS: MemoryFacts, Capability.CONTEXT_BOUND: ContextBound,
+    Capability.OPERATOR_TIMES: OperatorTimed,
 }
 
 

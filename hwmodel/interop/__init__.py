@@ -1,0 +1,1 @@
+"""Interoperability with other tools: serving-simulator profile bundles (Vidur)."""
