@@ -76,3 +76,12 @@ def test_reasoning_timeline_nests(tmp_path: Path) -> None:
                                  "--policy", policy, "--out", str(out)])
         assert r.exit_code == 0, r.output
         assert check_nesting(json.loads(out.read_text())) == [], policy
+
+
+def test_serving_trace_nests(tmp_path: Path) -> None:
+    r = CliRunner().invoke(main, ["serve", "run", "--cluster", "a100+7xu280", "--n", "24", "--rate", "2",
+                                  "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    assert check_nesting(trace) == []
+    assert any(e["ph"] == "X" and e.get("cat") == "decode" for e in trace["traceEvents"])
