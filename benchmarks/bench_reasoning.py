@@ -23,16 +23,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from hwmodel.reasoning import system as system_mod  # noqa: E402
-from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine  # noqa: E402
+from hwmodel.reasoning.costs import TimedEngine  # noqa: E402
 from hwmodel.reasoning.policies import POLICIES  # noqa: E402
+from hwmodel.sampled import ContextSampledEngine  # noqa: E402
 from hwmodel.reasoning.runner import run_trace  # noqa: E402
 from hwmodel.reasoning.study import study_traces  # noqa: E402
 from hwmodel.reasoning.system import MissingDeviceModelError, build_platform  # noqa: E402
 
 
 def _fresh_engines() -> None:
-    for fn in (system_mod.gpu_engine, system_mod.fpga_engine, system_mod.prompt_migrations):
-        fn.cache_clear()
+    system_mod.clear_engine_memo()
 
 
 def bench_policies(dataset: str, config: str, limit: int | None) -> None:
@@ -89,18 +89,18 @@ def bench_gpu_prefill(config: str, limit: int | None) -> None:
 
 
 def bench_fpga_sampling(config: str) -> None:
-    try:
-        streaming = system_mod._module("fpga.streaming", "FPGA streaming accelerator model")
-    except MissingDeviceModelError as exc:
-        print(f"FPGA sampling skipped: {exc}")
-        return
-    sysc = system_mod.load_system(config)
-    exact = streaming.StreamingEngine(streaming.load_design(sysc.fpga_design), clock_hz=sysc.fpga_clock_hz)
+    from fpga import streaming
+
+    from hwmodel.backends.streaming import DEFAULT_CTX_GRID
+    from hwmodel.reasoning.policies import policy
+
+    dev = system_mod.load_system(config).device(policy("heteroreason").draft_device)
+    exact = streaming.StreamingEngine(streaming.load_design(dev.design), clock_hz=dev.clock_hz)
     ctxs = range(0, 512)
     t_ref = _timed(lambda: [exact.decode_s(c) for c in ctxs])
-    grid = system_mod.FPGA_CTX_GRID
-    sampled = ContextSampledEngine(streaming.StreamingEngine(streaming.load_design(sysc.fpga_design),
-                                                             clock_hz=sysc.fpga_clock_hz), grid=grid)
+    grid = dev.ctx_grid or DEFAULT_CTX_GRID
+    sampled = ContextSampledEngine(streaming.StreamingEngine(streaming.load_design(dev.design),
+                                                             clock_hz=dev.clock_hz), grid=grid)
     t_fast = _timed(lambda: [sampled.decode_s(c) for c in ctxs])
     err = max(abs(sampled.decode_s(c) - exact.decode_s(c)) / exact.decode_s(c) for c in ctxs)
     print(f"FPGA decode_s over contexts 0..511: {len(ctxs) / t_ref:.1f}/s every context simulated (reference), "

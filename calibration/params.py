@@ -1,61 +1,12 @@
-"""Fitted parameter files (``calibration/params/*.json``): what device models load at run time.
-
-A file holds, for one model family (``"gpu"``, later ``"fpga-instruction"``...), the fitted parameters with their
-unit, bounds and meaning, the fixed (not fitted) constants, and a record of the fit (points used, residuals, the
-command that reproduces it). Floats are written with ``repr`` precision, so loading returns exactly what the fit
-produced and ``hwmodel calibrate --check`` can compare a re-fit with the committed file.
-"""
+"""Fitted parameter files (``calibration/params/*.json``): written here by the fitter, read by device models through
+the neutral :mod:`hwmodel.params` (which this module re-exports, so the fitter and its tests keep their names)."""
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
-
-from hwmodel.errors import HwmodelError
-
-PARAMS_DIR = Path(__file__).resolve().parent / "params"
-
-
-class ParamsFileError(HwmodelError):
-    """A parameter file is missing, unreadable or lacks a parameter a model needs."""
-
-
-def params_path(model: str) -> Path:
-    return PARAMS_DIR / f"{model}.json"
-
-
-def read_params_file(path: Path | str) -> dict[str, Any]:
-    """The whole JSON document of a parameter file (one-line error when missing or malformed)."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ParamsFileError(f"{path}: parameter file not found (run `hwmodel calibrate --fit`)") from None
-    except json.JSONDecodeError as exc:
-        raise ParamsFileError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("params"), dict):
-        raise ParamsFileError(f"{path}: expected a JSON object with a 'params' table")
-    return doc
-
-
-def load_values(path: Path | str) -> dict[str, float]:
-    """Fitted and fixed parameter values by name (floats)."""
-    doc = read_params_file(path)
-    out: dict[str, float] = {}
-    for section in ("params", "fixed"):
-        for name, entry in doc.get(section, {}).items():
-            value = entry.get("value") if isinstance(entry, dict) else None
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-                raise ParamsFileError(f"{path}: {section}.{name}.value: expected a finite number, got {value!r}")
-            out[name] = float(value)
-    return out
-
-
-def write_params_file(path: Path | str, model: str, params: Mapping[str, Mapping[str, Any]],
-                      fixed: Mapping[str, Mapping[str, Any]], fit: Mapping[str, Any], description: str) -> None:
-    """Write a parameter file (sorted keys, a trailing newline, so re-fits diff cleanly)."""
-    doc = {"model": model, "description": description, "params": dict(params), "fixed": dict(fixed), "fit": dict(fit)}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+from hwmodel.params import (  # noqa: F401 - re-exported
+    PARAMS_DIR,
+    ParamsFileError,
+    load_values,
+    params_path,
+    read_params_file,
+    write_params_file,
+)

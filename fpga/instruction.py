@@ -17,10 +17,12 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fpga import instruction_sim
 from fpga.compiler import Compiler, Program, build_layout, max_prefetch_ratio
 from fpga.instruction_design import InstructionDesign, design_names, load_design
-from hwmodel.engine import Phase
+from hwmodel.engine import Capability, Phase
 from hwmodel.errors import HwmodelError
 
 __all__ = ["InstructionEngine", "RunResult", "load_design", "design_names", "InstructionDesign"]
@@ -78,6 +80,9 @@ class InstructionEngine:
     own clock, so time does not scale with it).
     """
 
+    CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
+                              Capability.MEMORY_FACTS, Capability.CONTEXT_BOUND})
+
     def __init__(self, design: InstructionDesign | str | Path, prefetch_ratio: int | None = None,
                  clock_hz: float | None = None) -> None:
         d = _resolve(design)
@@ -112,6 +117,14 @@ class InstructionEngine:
     def max_ctx(self) -> int:
         return self.llm.max_position
 
+    @property
+    def memory_capacity_bytes(self) -> int:
+        return int(self.hbm_capacity_bytes)
+
+    @property
+    def resident_bytes(self) -> int:
+        return int(self.weights_bytes)
+
     # ---- runs
     def run(self, program: Program) -> RunResult:
         counters = instruction_sim.simulate_program(self.design, program)
@@ -134,6 +147,10 @@ class InstructionEngine:
     # ---- Engine protocol
     def decode_s(self, ctx: int) -> float:
         return self.decode(ctx).seconds
+
+    def decode_steps_s(self, ctx0: int, n_steps: int) -> np.ndarray:
+        """Times of ``n_steps`` consecutive decoded tokens at contexts ``ctx0 .. ctx0 + n_steps - 1``."""
+        return np.array([self.decode_s(ctx0 + i) for i in range(n_steps)], dtype=float)
 
     def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
         return self.prefill(n_tokens, ctx, True).seconds

@@ -38,7 +38,8 @@ class QuantSpec:
 
     group_size: int = sourced(check=positive, doc="input channels sharing one scale / zero point")
     scale_bits: int = sourced(check=one_of(8, 16, 32), unit="bit")
-    zero_bits: int = sourced(check=one_of(4, 8, 16, 32), unit="bit", doc="zero point (stored scaled: s*z, fp16)")
+    zero_bits: int = sourced(check=one_of(0, 4, 8, 16, 32), unit="bit",
+                             doc="zero point (stored scaled: s*z, fp16); 0 for symmetric quantization (no zero point)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -208,14 +209,14 @@ def _get_dotted(obj: Any, dotted: str) -> Any:
 
 def calibrated_values() -> dict[str, float]:
     """The committed fitted and fixed values of the instruction-design calibration family."""
-    from calibration.params import load_values, params_path
+    from hwmodel.params import load_values, params_path
 
     return load_values(params_path(CALIBRATION_FAMILY))
 
 
 def _fill_calibrated(design: InstructionDesign, fields: list[str],
                      values: Mapping[str, float] | None = None) -> InstructionDesign:
-    from calibration.params import params_path
+    from hwmodel.params import params_path
 
     values = calibrated_values() if values is None else values
     absent = [f for f in fields if f not in values]

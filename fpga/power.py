@@ -2,10 +2,9 @@
 
 ``P = P_static(board) + k_fabric x f_MHz x sum_engines activity_e x (c . resources_e) + e_bit x 8 x HBM bytes/s``
 
-* ``P_static``: the card with its bitstream loaded and idle (HBM refreshed, PHYs up, fans). U280: 37.3 W, the
-  floor of the on-board power log of FlexLLM (fpga/data/flexllm_u280_llama32_1b_power_log.csv,
-  xbutil electrical report; 37.3-59.8 W over 51 samples). V80: no measurement; 45 W [estimate: larger card, two
-  HBM2e stacks, more transceivers].
+* ``P_static``: the card with its bitstream loaded and idle (HBM refreshed, PHYs up, fans): the board TOML's
+  ``static_power_w`` (fpga/boards/*.toml, with its source; U280 37.3 W, the floor of FlexLLM's on-board power log
+  fpga/data/flexllm_u280_llama32_1b_power_log.csv), so a new board is one TOML file.
 * Fabric dynamic power per MHz at full activity, per resource (``COEFF_UW_PER_MHZ``): DSP 3.0, LUT 0.03, FF 0.006,
   BRAM18K 1.5, URAM 3.0 uW/MHz [estimate, UltraScale+ power-estimator magnitudes at 25 % toggle]. An engine's
   activity is ``ACTIVITY_FLOOR`` (clock tree, idle toggling) plus the rest in proportion to its busy cycles in the
@@ -28,9 +27,6 @@ from fpga.resources import estimate
 from hwmodel.engine import Phase
 
 POWER_LOG = Path(__file__).resolve().parent / "data" / "flexllm_u280_llama32_1b_power_log.csv"
-STATIC_W = {"u280": 37.3, "v80": 45.0}
-STATIC_SOURCE = {"u280": "floor of the FlexLLM U280 power log (xbutil, 51 samples) [measured]",
-                 "v80": "no measurement; larger card with two HBM2e stacks [estimate]"}
 COEFF_UW_PER_MHZ = {"dsp": 3.0, "lut": 0.03, "ff": 0.006, "bram18k": 1.5, "uram": 3.0}
 ACTIVITY_FLOOR = 0.1
 HBM_PJ_PER_BIT = 3.9
@@ -40,11 +36,10 @@ REFERENCE_CTX = 512
 
 
 def static_w(board_name: str) -> float:
-    if board_name not in STATIC_W:
-        from hwmodel.errors import HwmodelError
+    """Static power of a board (its TOML's ``static_power_w``)."""
+    from hwmodel.specs import library
 
-        raise HwmodelError(f"no static power known for board '{board_name}' (known: {', '.join(STATIC_W)})")
-    return STATIC_W[board_name]
+    return float(library().board(board_name).static_power_w)
 
 
 def fabric_full_w(design: StreamingDesign) -> dict[str, float]:

@@ -33,7 +33,7 @@ from fpga import hbm
 from fpga.design import (ALL_OPS, DesignError, StreamingDesign, check_structure, design_names, load_design)
 from fpga.program import (R_ADDR, R_BYTES, R_DEP, R_DEP_OFF, R_OUTPREV, R_SLOT, R_SLOT_OFF, R_WRITE, Program,
                           compile_token)
-from hwmodel.engine import Phase
+from hwmodel.engine import Capability, Phase
 from hwmodel.specs import BoardSpec, LlmSpec
 
 __all__ = ["StreamingDesign", "TokenResult", "StreamingEngine", "load_design", "simulate_token", "validate_design",
@@ -443,6 +443,9 @@ class StreamingEngine:
     * ``power_w(phase)``: from :mod:`fpga.power` (static + dynamic at this design's activity).
     """
 
+    CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
+                              Capability.CONTEXT_BOUND})
+
     def __init__(self, design: StreamingDesign | str | Path, clock_hz: float | None = None,
                  validate: bool = True) -> None:
         if not isinstance(design, StreamingDesign):
@@ -471,8 +474,17 @@ class StreamingEngine:
             self._memo[key] = res
         return res
 
+    @property
+    def max_ctx(self) -> int:
+        """The KV-cache capacity the design reserves (tokens)."""
+        return self.design.max_ctx
+
     def decode_s(self, ctx: int) -> float:
         return self.token(ctx).seconds
+
+    def decode_steps_s(self, ctx0: int, n_steps: int) -> np.ndarray:
+        """Times of ``n_steps`` consecutive decoded tokens at contexts ``ctx0 .. ctx0 + n_steps - 1``."""
+        return np.array([self.token(ctx0 + i).seconds for i in range(n_steps)], dtype=float)
 
     def ingest_s(self, n_tokens: int, ctx: int) -> float:
         return sum(self.token(ctx + i, with_lm_head=False).seconds for i in range(n_tokens))

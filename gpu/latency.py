@@ -30,7 +30,7 @@ from gpu.kernels import Pass, Program, build_program
 from gpu.params import GpuParams, default_params
 from gpu.power import board_power_w, utilisation
 from hwmodel.bounds import resident_bytes
-from hwmodel.engine import Phase
+from hwmodel.engine import Capability, Phase
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import GpuSpec, LlmSpec, library
 
@@ -82,6 +82,12 @@ def _count(name: str, value: int, minimum: int) -> int:
 
 class GpuEngine:
     """An LLM on a GPU under a serving framework (implements :class:`hwmodel.engine.Engine`)."""
+
+    CAPABILITIES = frozenset({
+        Capability.DECODER, Capability.PREFILLER, Capability.VECTOR_PREFILLER, Capability.INGESTER,
+        Capability.SCORER, Capability.PREFILL_SCORER, Capability.BATCH_DECODER, Capability.PREFILL_TIMELINE,
+        Capability.OP_COSTED, Capability.POWERED, Capability.MEMORY_FACTS})
+    max_ctx = None  # MemoryFacts: bounded only by memory (``_check_fits`` refuses what does not fit)
 
     def __init__(self, gpu: GpuSpec | str, llm: LlmSpec | str, framework: str | Framework = "vllm",
                  weight_bits: int | None = None, kv_bits: int = 16, params: GpuParams | None = None,
@@ -173,6 +179,37 @@ class GpuEngine:
         """Prefill ``n_tokens`` new tokens on top of ``ctx`` cached ones (logits of the last one)."""
         return self.prefill_cost(n_tokens, ctx).time_s
 
+    def prefill_many(self, n_tokens: np.ndarray, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(time_s, power_w)`` of :meth:`prefill_cost` at many points ``(n_tokens[i], ctx[i])`` in one vectorized
+        pass (the same kernel program, roofline, eager launch queue and board power, element by element;
+        tests/test_reasoning_engines.py proves it equal to ``prefill_cost`` point by point). Refuses the batch if
+        any point does not fit."""
+        n = np.asarray(n_tokens, dtype=np.float64)
+        c = np.asarray(ctx, dtype=np.float64)
+        if n.size and (n.min() < 1 or c.min() < 0):
+            raise HwmodelError("prefill points need at least one token and a non-negative context")
+        if n.size:
+            self._check_fits(int((n + c).max()))
+        head = n if self.llm.output_head == "value" else np.ones_like(n)
+        tl, prog = self._run(Pass.single(n, c, head), graph=False)
+        u = utilisation(self.gpu, prog.total_bytes(), prog.total_ops(), tl.total_s, self.weight_bits)
+        return (np.asarray(tl.total_s, dtype=float),
+                np.asarray(board_power_w(self.gpu, u, self.power_gamma), dtype=float))
+
+    # ---- MemoryFacts
+    @property
+    def memory_capacity_bytes(self) -> int:
+        return int(self.gpu.memory_bytes)
+
+    @property
+    def resident_bytes(self) -> int:
+        """Weights and everything else resident, KV cache excluded."""
+        return int(self.weights_bytes)
+
+    def kv_bytes(self, ctx: int) -> int:
+        """Bytes of one sequence's KV cache at ``ctx`` tokens (at the engine's KV precision)."""
+        return int(self.llm.kv_bytes(ctx, self.kv_bits))
+
     def decode_cost(self, ctx: int) -> OpCost:
         """One decode step at context ``ctx``, with its breakdown."""
         c = _count("context length", ctx, 0)
@@ -218,11 +255,14 @@ class GpuEngine:
 
     def score_cost(self, n_tokens: int, ctx: int, prefix_cache: bool = False) -> OpCost:
         """A PRM scoring pass (see :meth:`score_s`), with its breakdown."""
+        return self.prefill_cost(*self.score_pass(n_tokens, ctx, prefix_cache))
+
+    def score_pass(self, n_tokens: int, ctx: int, prefix_cache: bool = False) -> tuple[int, int]:
+        """The ``(tokens, ctx)`` of the prefill pass that scores a step (a PRM scores with a prefill): the new
+        tokens on top of the cached prefix with prefix caching, the whole context from scratch without."""
         n = _count("scored tokens", n_tokens, 1)
         c = _count("context length", ctx, 0)
-        if prefix_cache:
-            return self.prefill_cost(n, c)
-        return self.prefill_cost(c + n, 0)
+        return (n, c) if prefix_cache else (c + n, 0)
 
     def score_s(self, n_tokens: int, ctx: int, prefix_cache: bool = False) -> float:
         """Score a step of ``n_tokens`` after ``ctx`` tokens with a prefill-only pass: the whole ``ctx + n_tokens``

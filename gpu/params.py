@@ -21,7 +21,7 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
-from calibration.params import ParamsFileError, load_values, params_path
+from hwmodel.params import ParamsFileError, load_values, params_path
 
 FITTED_NAMES = ("eta_bw", "t_kernel_s", "c_op_host_s", "c_op_edge_s", "t_step_vllm_s", "eta_compute_hf",
                 "eta_compute_vllm", "power_gamma")

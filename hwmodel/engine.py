@@ -38,13 +38,16 @@ class Capability(str, enum.Enum):
 
     DECODER = "decoder"  # decode_s(ctx), decode_steps_s(ctx0, n): one token at a time, vectorized over contexts
     PREFILLER = "prefiller"  # prefill_s(n, ctx)
+    VECTOR_PREFILLER = "vector-prefiller"  # prefill_many(ns, ctxs): (time_s, power_w) of many prefills at once
     INGESTER = "ingester"  # ingest_s(n, ctx): forward passes whose logits are discarded (shadow synchronization)
     SCORER = "scorer"  # score_s(n, ctx, prefix_cache): a PRM value-head pass
+    PREFILL_SCORER = "prefill-scorer"  # score_pass(n, ctx, prefix_cache): the prefill pass that scores a step
     BATCH_DECODER = "batch-decoder"  # decode_batch_s(ctxs): one step of a batch of requests
     PREFILL_TIMELINE = "prefill-timeline"  # prefill_timeline(n, ctx): when each layer's KV is ready
     OP_COSTED = "op-costed"  # prefill_cost/decode_cost: time and power of one operation (per-operation power)
     POWERED = "powered"  # power_w(phase)
     MEMORY_FACTS = "memory-facts"  # memory_capacity_bytes, resident_bytes, kv_bytes(ctx), max_ctx
+    CONTEXT_BOUND = "context-bound"  # max_ctx: the engine holds at most this many tokens (a KV reservation)
 
 
 @runtime_checkable
@@ -68,6 +71,13 @@ class Prefiller(Protocol):
 
 
 @runtime_checkable
+class VectorPrefiller(Protocol):
+    def prefill_many(self, n_tokens: np.ndarray, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(time_s, power_w)`` of the prefills ``(n_tokens[i], ctx[i])``, exactly as one by one, in one pass."""
+        ...
+
+
+@runtime_checkable
 class Ingester(Protocol):
     def ingest_s(self, n_tokens: int, ctx: int) -> float:
         """Forward passes over ``n_tokens`` tokens that arrive from elsewhere; logits discarded (KV filled)."""
@@ -78,6 +88,13 @@ class Ingester(Protocol):
 class Scorer(Protocol):
     def score_s(self, n_tokens: int, ctx: int, prefix_cache: bool = False) -> float:
         """A reward-model pass scoring ``n_tokens`` after ``ctx`` (recomputing ``ctx`` without prefix caching)."""
+        ...
+
+
+@runtime_checkable
+class PrefillScorer(Protocol):
+    def score_pass(self, n_tokens: int, ctx: int, prefix_cache: bool = False) -> tuple[int, int]:
+        """The ``(tokens, ctx)`` of the prefill whose time and power are those of scoring ``n_tokens`` after ``ctx``."""
         ...
 
 
@@ -128,11 +145,20 @@ class MemoryFacts(Protocol):
         ...
 
 
+@runtime_checkable
+class ContextBound(Protocol):
+    @property
+    def max_ctx(self) -> int | None:
+        """The longest context the engine holds (None: unbounded)."""
+        ...
+
+
 PROTOCOLS: dict[Capability, type] = {
-    Capability.DECODER: Decoder, Capability.PREFILLER: Prefiller, Capability.INGESTER: Ingester,
-    Capability.SCORER: Scorer, Capability.BATCH_DECODER: BatchDecoder,
+    Capability.DECODER: Decoder, Capability.PREFILLER: Prefiller, Capability.VECTOR_PREFILLER: VectorPrefiller,
+    Capability.INGESTER: Ingester, Capability.SCORER: Scorer, Capability.PREFILL_SCORER: PrefillScorer,
+    Capability.BATCH_DECODER: BatchDecoder,
     Capability.PREFILL_TIMELINE: PrefillTimelined, Capability.OP_COSTED: OpCosted, Capability.POWERED: Powered,
-    Capability.MEMORY_FACTS: MemoryFacts,
+    Capability.MEMORY_FACTS: MemoryFacts, Capability.CONTEXT_BOUND: ContextBound,
 }
 
 

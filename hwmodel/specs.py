@@ -284,6 +284,8 @@ class BoardSpec(Spec):
     max_kernel_clock_hz: float = sourced(check=positive, unit="Hz", doc="fabric clock ceiling for the studies")
     host_link: str = sourced(doc="name of the link spec of the host interface")
     max_power_w: float = sourced(check=positive, unit="W")
+    static_power_w: float = sourced(check=positive, unit="W",
+                                    doc="the card idle with a bitstream loaded (HBM refreshed, PHYs up, fans)")
     price_usd: float = sourced(check=positive, unit="USD")
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:

@@ -74,9 +74,12 @@ def fixed_migration(n_tokens: int) -> PromptMigration:
                            transfer_s=transfer, kv_bytes=n_tokens * 6144)
 
 
-def make_platform(draft_on: str = "gpu", draft_speed: float = 1.0, prm_speed: float = 1.0,
+def make_platform(draft_device: str = "server", draft_speed: float = 1.0, prm_speed: float = 1.0,
                   kvmu: bool = True) -> Platform:
-    if draft_on == "fpga":
+    """Test platform; ``draft_device`` as the policies name it: "server" (a GPU model server), "fpga" (a resident,
+    host-driven draft), "edge" (a remote model server)."""
+    resident = draft_device == "fpga"
+    if resident:
         draft = FixedEngine("fpga", 0.0015 / draft_speed, 1e-4 / draft_speed, 1.5e-3 / draft_speed, 45.0, 30.0)
     else:
         draft = FixedEngine("gpu-draft", 0.010 / draft_speed, 2e-5 / draft_speed, busy_w=150.0)
@@ -85,12 +88,13 @@ def make_platform(draft_on: str = "gpu", draft_speed: float = 1.0, prm_speed: fl
     return Platform(draft=TimedEngine(draft), prm=TimedEngine(prm), target=TimedEngine(target), links=FixedLinks(),
                     device_names={"draft": draft.name, "prm": "gpu-prm", "target": "gpu-target"},
                     prompt_migration=fixed_migration,
-                    api_call_overhead_s=0.002, draft_api_call_overhead_s=0.002 if draft_on != "fpga" else 0.0,
+                    api_call_overhead_s=0.002, draft_api_call_overhead_s=0.0 if resident else 0.002,
+                    draft_told_verdict=draft_device != "server",
                     kvmu_factory=(lambda: Kvmu(1 << 16)) if kvmu else None)
 
 
 def platform_for(policy: str, **kw) -> Platform:  # noqa: ANN003
-    return make_platform(POLICIES[policy].draft_on, **kw)
+    return make_platform(POLICIES[policy].draft_device, **kw)
 
 
 def build_problem(decisions: list[tuple[bool, bool]], lengths: list[int], backtracking: bool) -> Problem:
@@ -294,9 +298,10 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     monkeypatch.setattr(reproduce_mod, "build_platform", test_builder)
     datasets = ("math500", "gsm8k")
     result, report = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1)
-    units = study_mod.study_units(datasets, study_mod.CONFIGS, study_mod.STUDY_POLICIES)
-    assert len(units) == len(datasets) * (2 * len(study_mod.STUDY_POLICIES) - len(study_mod.FIRST_CONFIG_ONLY))
-    variants = sum(1 if u.policy in study_mod.WITH_BACKTRACKING_ONLY else 2 for u in units)
+    units = study_mod.study_units(datasets, study_mod.CONFIGS, study_mod.STUDY_POLICIES, study_mod.DRAFT_PLACEMENTS)
+    assert len(units) == len(datasets) * (2 * len(study_mod.STUDY_POLICIES) - len(study_mod.FIRST_CONFIG_ONLY)
+                                          + 2 * len(study_mod.DRAFT_PLACEMENTS))
+    variants = sum(1 if (u.policy in study_mod.WITH_BACKTRACKING_ONLY or u.draft) else 2 for u in units)
     assert len(result.rows) == variants * 6
     rows = read_csv(tmp_path / "problems.csv")
     assert len(rows) == len(result.rows)
@@ -310,9 +315,14 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     tracks = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     assert sum(t.startswith(("draft", "prm", "target")) for t in tracks) == 3
     assert len(list((tmp_path / "traces").glob("*.jsonl.gz"))) == len(datasets) * 2 * 2
+    assert "Other draft devices" in text and "draft on fpga-instruction" in text
+    outputs = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*"))
+               if p.is_file() and p.name != "run.json"}
     again, _ = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1, resume=True)
     assert again.resumed_units == len(units)
     assert again.rows == result.rows
+    assert {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*"))
+            if p.is_file() and p.name != "run.json"} == outputs  # resumed: byte-identical outputs
 
 
 # ------------------------------------------------------------------------------------------------ co-simulation

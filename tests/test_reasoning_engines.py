@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwmodel.engine import Phase
-from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine, gpu_prefill_block
+from hwmodel.engine import Capability, Phase
+from hwmodel.reasoning.costs import TimedEngine
+from hwmodel.sampled import ContextSampledEngine
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def test_vectorized_gpu_prefill_equals_prefill_cost(gpu_engines) -> None:  # noq
     for eng in gpu_engines.values():
         n = rng.integers(1, 600, 40)
         c = rng.integers(0, 3000, 40)
-        t, p = gpu_prefill_block(eng, n, c)
+        t, p = eng.prefill_many(n, c)
         for k in range(len(n)):
             cost = eng.prefill_cost(int(n[k]), int(c[k]))
             assert t[k] == cost.time_s
@@ -72,6 +73,8 @@ def test_decode_progress_is_consistent_with_the_span(gpu_engines) -> None:  # no
 class _TokenEngine:
     """A token-by-token test engine whose per-token time has a kink and jitter in the context."""
 
+    CAPABILITIES = frozenset({Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
+                              Capability.CONTEXT_BOUND})
     name: str = "tokenwise"
     max_ctx: int = 2048
     calls: int = 0

@@ -45,13 +45,16 @@ def test_real_device_models_commit_the_trace_and_keep_communication_small(trace,
 
 def test_system_files_are_validated(tmp_path: Path) -> None:
     s = load_system("config2")
-    assert s.target_llm == "qwen2.5-math-1.5b" and "enforce-eager" in s.sources["gpu_framework"]
+    assert s.target_llm == "qwen2.5-math-1.5b" and "enforce-eager" in s.sources["devices.server.framework"]
     bad = tmp_path / "bad.toml"
     bad.write_text(Path(s.origin).read_text().replace('"qwen2.5-math-1.5b"', '"gpt-9"'))
     with pytest.raises(SpecError, match="target_llm"):
         load_system(str(bad))
     with pytest.raises(SpecError, match="fpga_clok_hz"):
         build(ReasoningSystem, {"fpga_clok_hz": 1}, path="x.toml")
+    bad.write_text(Path(s.origin).read_text().replace('prm = { value = "server"', 'prm = { value = "servr"'))
+    with pytest.raises(SpecError, match=r"roles\.prm.*servr"):
+        load_system(str(bad))
 
 
 def test_workload_and_reason_commands(tmp_path: Path, trace) -> None:  # noqa: ANN001

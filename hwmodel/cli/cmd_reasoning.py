@@ -12,7 +12,10 @@ from hwmodel.cli.cmd_reproduce import reproduce
 reason = group("reason", "System A: step-wise speculative reasoning policies replayed on traces "
                          "(baseline, step-ahead, heteroreason, edge-draft).")
 
-_POLICY_HELP = "Policy: baseline, step-ahead, heteroreason, heteroreason-reprefill or edge-draft."
+_POLICY_HELP = ("Policy: baseline, step-ahead, heteroreason, heteroreason-reprefill, edge-draft, step-ahead-submit, "
+                "or one registered by a file named in $HWMODEL_PLUGINS (`hwmodel reason policies` lists them).")
+_DRAFT_HELP = ("Put the draft on this device of the system ([devices.NAME] in its TOML) instead of the policy's own "
+               "(e.g. fpga-instruction, fpga-v80, h200 in config1).")
 
 
 @reason.command("policies")
@@ -22,9 +25,9 @@ def policies_cmd() -> None:
 
     from hwmodel.reasoning.policies import POLICIES
 
-    table = Table("policy", "label", "draft on", "step-ahead", "draft sync", "what it models")
+    table = Table("policy", "label", "draft device", "step-ahead", "draft sync", "what it models")
     for p in POLICIES.values():
-        table.add_row(p.name, p.label, p.draft_on, "yes" if p.step_ahead else "no", p.sync, p.description)
+        table.add_row(p.name, p.label, p.draft_device, "yes" if p.step_ahead else "no", p.sync, p.description)
     console().print(table)
 
 
@@ -35,8 +38,8 @@ def systems_cmd() -> None:
 
     for n in system_names():
         s = load_system(n)
-        click.echo(f"{n}: {s.display_name} (GPUs {s.gpu}/{s.gpu_framework}, FPGA {s.fpga_design} @ "
-                   f"{s.fpga_clock_hz / 1e6:.0f} MHz)")
+        devices = "; ".join(f"{name} = {d.describe()}" for name, d in s.devices.items())
+        click.echo(f"{n}: {s.display_name} ({devices})")
 
 
 @reason.command("run")
@@ -44,10 +47,12 @@ def systems_cmd() -> None:
 @click.option("--policy", "policy_name", default="heteroreason", show_default=True, help=_POLICY_HELP)
 @click.option("--system", "system_name", default="config1", show_default=True,
               help="Built-in configuration name or a system TOML file.")
+@click.option("--draft", "draft_device", default=None, metavar="DEVICE", help=_DRAFT_HELP)
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the per-problem metrics to this CSV file.")
 @json_option
-def run_cmd(trace_path: Path, policy_name: str, system_name: str, csv_path: Path | None, as_json: bool) -> None:
+def run_cmd(trace_path: Path, policy_name: str, system_name: str, draft_device: str | None, csv_path: Path | None,
+            as_json: bool) -> None:
     """Replay a trace under one policy: latency, goodput, energy, stall ratio, communication share."""
     from hwmodel.reasoning.metrics import CSV_FIELDS, summarize
     from hwmodel.reasoning.policies import policy
@@ -60,7 +65,7 @@ def run_cmd(trace_path: Path, policy_name: str, system_name: str, csv_path: Path
     system = load_system(system_name)
     trace = read_trace(trace_path)
     t0 = time.perf_counter()
-    rows = run_trace(trace, pol, build_platform(system, pol), system.name)
+    rows = run_trace(trace, pol, build_platform(system, pol, draft=draft_device), system.name)
     wall = time.perf_counter() - t0
     if csv_path is not None:
         write_csv(csv_path, (r.as_row() for r in rows), CSV_FIELDS)
@@ -120,12 +125,13 @@ def cosim_cmd(trace_path: Path, problem_id: str, system_name: str, capacity: int
     weights), its KV cache addressed through a recording KVMU; writes the KVMU waveform as VCD."""
     from hwmodel.reasoning.cosim import cosimulate, write_cosim_summary
     from hwmodel.reasoning.report import write_timeline
-    from hwmodel.reasoning.system import _module, build_platform, load_system
+    from fpga import kvmu as kvmu_mod
+    from fpga.functional import model as functional
+    from hwmodel.reasoning.policies import policy
+    from hwmodel.reasoning.system import build_platform, load_system
     from hwmodel.specs import library
     from hwmodel.workload.traceio import read_trace
 
-    functional = _module("fpga.functional.model", "functional W8A8 draft model")
-    kvmu_mod = _module("fpga.kvmu", "KVMU model")
     system = load_system(system_name)
     trace = read_trace(trace_path)
     problem = trace.problem(problem_id)
@@ -133,7 +139,8 @@ def cosim_cmd(trace_path: Path, problem_id: str, system_name: str, capacity: int
     model = functional.DraftModel.from_synthetic(library().llm(system.draft_llm), seed=seed, capacity=capacity,
                                                  kvmu=kvmu_mod.Kvmu(capacity, record=True))
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = cosimulate(problem, trace.header, platform, model, clock_hz=system.fpga_clock_hz,
+    clock_hz = system.device(policy("heteroreason").draft_device).clock_hz  # the KVMU's waveform clock
+    result = cosimulate(problem, trace.header, platform, model, clock_hz=clock_hz,
                         vcd_path=out_dir / "kvmu.vcd", seed=seed)
     write_cosim_summary(out_dir / "cosim.json", result, problem)
     write_timeline(out_dir / "timeline.json", problem, trace, "heteroreason", platform)
@@ -146,26 +153,31 @@ def cosim_cmd(trace_path: Path, problem_id: str, system_name: str, capacity: int
 @click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True, help="Worker processes.")
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="Only the first N problems of each dataset (quick look).")
-@click.option("--resume", is_flag=True, help="Reuse units already written under --out with the same inputs.")
+@click.option("--resume", is_flag=True,
+              help="Continue the study's journal under --out: units already finished with the same inputs are kept.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run the units on the Dask cluster at ADDRESS (e.g. tcp://host:8786) instead of local processes.")
 @click.pass_context
-def reproduce_heteroreason_cmd(ctx: click.Context, jobs: int, limit: int | None, resume: bool) -> None:
-    """System A: 4 datasets x 2 configurations x every policy, with and without backtracking; report.md beside
-    the published values, CSVs, ablation plot, Perfetto timelines."""
+def reproduce_heteroreason_cmd(ctx: click.Context, jobs: int, limit: int | None, resume: bool,
+                               scheduler: str | None) -> None:
+    """System A: 4 datasets x 2 configurations x every policy, with and without backtracking, and the draft on
+    other devices (instruction-driven FPGA, V80 streaming design, H200); report.md beside the published values,
+    CSVs, ablation plot, Perfetto timelines."""
     from rich.progress import Progress
 
     from hwmodel.reasoning.reproduce import reproduce_heteroreason
-    from hwmodel.reasoning.study import CONFIGS, STUDY_POLICIES, study_units
+    from hwmodel.reasoning.study import CONFIGS, DRAFT_PLACEMENTS, STUDY_POLICIES, study_units
     from hwmodel.workload.datasets import DATASETS
 
     out_dir: Path = (ctx.obj or {}).get("out_dir", Path("out")) / "heteroreason"
-    n_units = len(study_units(DATASETS, CONFIGS, STUDY_POLICIES))
+    n_units = len(study_units(DATASETS, CONFIGS, STUDY_POLICIES, DRAFT_PLACEMENTS))
     with Progress(console=console(), transient=True) as progress:
         task = progress.add_task("system A units", total=n_units)
-        result, report = reproduce_heteroreason(out_dir, jobs=jobs, limit=limit, resume=resume,
+        result, report = reproduce_heteroreason(out_dir, jobs=jobs, limit=limit, resume=resume, scheduler=scheduler,
                                                 on_unit_done=lambda u, n: progress.advance(task))
     for pol, why in result.skipped.items():
         click.echo(f"warning: policy {pol} not run: {why}", err=True)
-    click.echo(f"{len(result.rows)} problem replays in {result.wall_s:.1f} s ({jobs} workers); wrote {report}")
+    click.echo(f"{len(result.rows)} problem replays in {result.wall_s:.1f} s ({result.jobs} workers); wrote {report}")
 
 
 reproduce_heteroreason_cmd.order = 10  # type: ignore[attr-defined]

@@ -201,17 +201,30 @@ _REGISTRY: dict[str, str] = {
 
 
 def register(name: str, target: str) -> None:
-    """Register ``name`` for the evaluator object at ``module:ATTRIBUTE`` (imported when first used)."""
+    """Register ``name`` for the evaluator object at ``module:ATTRIBUTE`` or ``file.py:ATTRIBUTE`` (imported when
+    first used). A user's evaluator registers itself from its own file, loaded by ``HWMODEL_PLUGINS`` (every
+    process, workers included, loads those files before resolving a name it does not know)."""
     _REGISTRY[name] = target
 
 
+def _known(ref: str) -> bool:
+    if ref not in _REGISTRY:
+        from hwmodel.registry import load_env_plugins
+
+        load_env_plugins()
+    return ref in _REGISTRY
+
+
 def names() -> list[str]:
+    from hwmodel.registry import load_env_plugins
+
+    load_env_plugins()
     return sorted(_REGISTRY)
 
 
 def canonical_ref(ref: str, base_dir: Path | None = None) -> str:
     """A reference any process can resolve: registered names as they are, file paths made absolute."""
-    if ref in _REGISTRY:
+    if _known(ref):
         return ref
     if ":" not in ref:
         raise UnknownNameError("evaluator", ref, names() + ["<module>:<ATTRIBUTE>", "<file.py>:<ATTRIBUTE>"])
@@ -230,7 +243,7 @@ def canonical_ref(ref: str, base_dir: Path | None = None) -> str:
 @functools.lru_cache(maxsize=32)
 def resolve(ref: str) -> Evaluator:
     """The Evaluator a canonical reference names (cached per process)."""
-    target = _REGISTRY.get(ref, ref)
+    target = _REGISTRY[ref] if _known(ref) else ref
     if ":" not in target:
         raise UnknownNameError("evaluator", ref, names())
     module_name, attr = target.rsplit(":", 1)

@@ -91,19 +91,26 @@ def _system(name: str) -> Any:
     return load_system(name)
 
 
+def _accelerator(sys_: Any) -> Any:
+    """The configuration's device of the FPGA-draft policies' draft (design and clock defaults of a point)."""
+    from hwmodel.reasoning.policies import policy
+
+    return sys_.device(policy(FPGA_POLICIES[0]).draft_device)
+
+
 def _stream_params(p: Params) -> Params:
     """The streaming-decode parameters of the point's draft (design and clock from the configuration if absent)."""
     sys_ = _system(str(p["config"]))
     q = {k: v for k, v in p.items() if se.EVALUATOR.param(k) is not None and k not in ("ctx", "llm")}
-    q.setdefault("design", sys_.fpga_design)
-    q.setdefault("clock_mhz", sys_.fpga_clock_hz / 1e6)
+    q.setdefault("design", _accelerator(sys_).design)
+    q.setdefault("clock_mhz", _accelerator(sys_).clock_hz / 1e6)
     q["ctx"] = DRAFT_CTX
     return se.EVALUATOR.complete(q)
 
 
 def _check_space(values: Mapping[str, tuple[Scalar, ...]]) -> Iterable[tuple[str, str]]:
     configs = [_system(str(c)) for c in values.get("config", ("config1",))]
-    designs = values.get("design") or tuple(s.fpga_design for s in configs)
+    designs = values.get("design") or tuple(_accelerator(s).design for s in configs)
     yield from se._check_space({**values, "design": designs})
     for d in designs:
         try:
@@ -138,10 +145,11 @@ def evaluate(p: Params) -> dict[str, float]:
     """Replay the point's problems with its draft design on the FPGA (module docstring)."""
     from fpga.streaming import StreamingEngine
 
-    from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine
+    from hwmodel.reasoning.costs import TimedEngine
     from hwmodel.reasoning.metrics import summarize
     from hwmodel.reasoning.runner import run_trace
-    from hwmodel.reasoning.system import build_platform, prompt_migrations
+    from hwmodel.reasoning.system import build_platform, prompt_migrations_to
+    from hwmodel.sampled import ContextSampledEngine
     from hwmodel.specs import library
 
     q = _stream_params(p)
@@ -154,8 +162,7 @@ def evaluate(p: Params) -> dict[str, float]:
     board = library().board(design.board)
     platform = dataclasses.replace(
         base, draft=draft,
-        prompt_migration=prompt_migrations(sys_.gpu, sys_.draft_llm, sys_.gpu_framework, board.name,
-                                           int(design.kv_bits)),
+        prompt_migration=prompt_migrations_to(sys_, board.name, int(design.kv_bits)),
         device_names={**base.device_names, "draft": f"{board.display_name} ({design.name} @ "
                                                     f"{design.clock_hz / 1e6:.0f} MHz)"})
     key = (str(p["dataset"]), config, int(p["seed"]), int(p["problems"]), bool(p["backtracking"]))

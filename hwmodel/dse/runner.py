@@ -6,35 +6,35 @@ happens, so Ctrl-C, a killed worker or a killed sweep loses at most the chunks b
 Rerunning the same command evaluates exactly the points not yet in the file, so an interrupted sweep, resumed,
 ends with the same rows as an uninterrupted one (in a different order in the file; reports sort by point).
 
+The chunks run on the project's one study executor (:func:`hwmodel.studies.runner.execute`):
+
 * Local processes: a ``concurrent.futures.ProcessPoolExecutor`` (fork server where available, so workers start
-  from a clean, pre-imported interpreter), at most two chunks in flight per worker. A worker that dies (killed,
-  out of memory) breaks the pool: the unfinished chunks are queued again on a fresh pool, up to
-  ``MAX_POOL_RESTARTS`` times per run.
+  from a clean, pre-imported interpreter), at most two chunks in flight per worker; workers exit when this process
+  dies. A worker that dies (killed, out of memory) breaks the pool: the unfinished chunks are queued again on a
+  fresh pool, up to ``MAX_POOL_RESTARTS`` times per run.
 * Dask: the same chunks are submitted to a ``distributed.Client`` connected to ``--scheduler ADDRESS`` (or to a
   client passed in, e.g. a LocalCluster in tests); Dask reschedules the tasks of a lost worker itself.
+
+The sweep's journal is its ``results.csv`` (one row per finished point, the rows users read), not the runner's
+JSON-lines journal.
 """
 from __future__ import annotations
 
-import collections
 import dataclasses
 import math
-import multiprocessing
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from hwmodel.dse.spec import Point, SweepPlan
 from hwmodel.dse.store import ResultStore, Row
-from hwmodel.dse.worker import ChunkResult, evaluate_chunk, ignore_sigint
-from hwmodel.errors import HwmodelError
+from hwmodel.dse.worker import ChunkResult, evaluate_chunk
+from hwmodel.studies.runner import MAX_POOL_RESTARTS, default_workers, execute  # noqa: F401 - re-exported
 
-MAX_POOL_RESTARTS = 3
 DASK_CONNECT_TIMEOUT_S = 15.0
+
 Chunk = list[tuple[str, dict[str, Any]]]
 
 
@@ -59,13 +59,6 @@ class RunStats:
     @property
     def points_per_min(self) -> float:
         return 60.0 * self.evaluated / self.elapsed_s if self.elapsed_s > 0 else math.nan
-
-
-def default_workers() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def results_path(out_dir: Path) -> Path:
@@ -152,126 +145,17 @@ def run_sweep(plan: SweepPlan, out_dir: Path, *, workers: int | None = None, sch
                 advance(len(out))
 
             try:
-                if not chunks:
-                    pass
-                elif dask:
-                    stats.workers = _run_dask(plan.evaluator_ref, chunks, finished, scheduler, client)
-                elif n_workers == 1:
-                    for ch in chunks:
-                        finished(evaluate_chunk(plan.evaluator_ref, ch))
-                else:
-                    _run_local(plan.evaluator_ref, chunks, finished, n_workers)
+                used = execute(evaluate_chunk, plan.evaluator_ref, chunks, finished, workers=n_workers,
+                               scheduler=scheduler, client=client, start_method="forkserver",
+                               preload=("hwmodel.dse.worker",), connect_timeout_s=DASK_CONNECT_TIMEOUT_S)
+                if dask:
+                    stats.workers = used
             except KeyboardInterrupt:
                 stats.interrupted = True
         stats.elapsed_s = time.perf_counter() - start
         return stats
     finally:
         store.close()
-
-
-# ---------------------------------------------------------------------------------------------------- local
-def _mp_context() -> multiprocessing.context.BaseContext:
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["hwmodel.dse.worker"])
-        return ctx
-    return multiprocessing.get_context("spawn")  # pragma: no cover - Windows
-
-
-def _terminate(pool: ProcessPoolExecutor) -> None:
-    """Stop a pool now: cancel queued chunks and end running workers (their points are not finished)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    for p in procs:
-        p.join(timeout=5)
-
-
-def _run_local(ref: str, chunks: list[Chunk], finished: Callable[[ChunkResult], None], n_workers: int) -> None:
-    queue = collections.deque(chunks)
-    restarts = 0
-    ctx = _mp_context()
-    while queue:
-        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=ignore_sigint)
-        inflight: dict[Future[ChunkResult], Chunk] = {}
-        clean = False
-        try:
-            while queue or inflight:
-                while queue and len(inflight) < 2 * n_workers:
-                    fut = pool.submit(evaluate_chunk, ref, queue[0])  # raises if the pool broke: chunk stays queued
-                    inflight[fut] = queue.popleft()
-                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    if isinstance(fut.exception(), BrokenProcessPool):
-                        raise BrokenProcessPool(str(fut.exception()))
-                    inflight.pop(fut)
-                    finished(fut.result())
-            clean = True
-        except BrokenProcessPool:
-            # a worker died: keep what finished, queue the rest again (in order) on a fresh pool
-            for fut, ch in reversed(list(inflight.items())):
-                if fut.done() and not fut.cancelled() and fut.exception() is None:
-                    finished(fut.result())
-                else:
-                    queue.appendleft(ch)
-            restarts += 1
-            if restarts > MAX_POOL_RESTARTS:
-                raise HwmodelError(f"worker processes died {restarts} times (killed or out of memory); the finished "
-                                   "points are saved, rerun the same command to resume") from None
-        finally:
-            if clean:
-                pool.shutdown(wait=True)
-            else:
-                _terminate(pool)
-
-
-# ---------------------------------------------------------------------------------------------------- dask
-def _run_dask(ref: str, chunks: list[Chunk], finished: Callable[[ChunkResult], None], scheduler: str | None,
-              client: Any) -> int:
-    """Evaluate the chunks on a Dask cluster; returns the number of workers it had when starting."""
-    from distributed import Client, as_completed
-
-    own = client is None
-    if own:
-        try:
-            client = Client(scheduler, timeout=f"{DASK_CONNECT_TIMEOUT_S}s")
-        except (OSError, TimeoutError) as exc:
-            raise HwmodelError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
-    try:
-        n_workers = max(1, len(client.scheduler_info().get("workers", {})))
-        n_threads = max(n_workers, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
-        queue = collections.deque(chunks)
-        inflight: dict[Any, Chunk] = {}
-
-        def submit() -> Any:
-            ch = queue.popleft()
-            fut = client.submit(evaluate_chunk, ref, ch, pure=False, retries=2)
-            inflight[fut] = ch
-            return fut
-
-        ac = as_completed([submit() for _ in range(min(len(queue), 2 * n_threads))])
-        try:
-            for fut in ac:
-                inflight.pop(fut)
-                if fut.status == "error":
-                    exc = fut.exception()
-                    if isinstance(exc, HwmodelError):
-                        raise exc
-                    raise HwmodelError(f"a Dask task failed ({type(exc).__name__}: {exc}); the finished points are "
-                                       "saved, rerun the same command to resume")
-                finished(fut.result())
-                fut.release()
-                if queue:
-                    ac.add(submit())
-        finally:
-            for fut in inflight:
-                fut.cancel()
-        return n_workers
-    finally:
-        if own:
-            client.close()
 
 
 # ---------------------------------------------------------------------------------------------------- progress

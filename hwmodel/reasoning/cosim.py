@@ -122,7 +122,7 @@ def cosimulate(problem: Problem, header: TraceHeader, platform: Platform, model:
         raise HwmodelError(f"problem {problem.id} needs up to {need} KV positions, more than the functional model's "
                            f"capacity {model.capacity}: choose a shorter problem or a larger --capacity")
     draft = FunctionalDraft(model, clock_hz, seed)
-    pf = dataclasses.replace(platform, kvmu_factory=lambda: draft)
+    pf = dataclasses.replace(platform, kvmu_factory=lambda: draft, kvmu_clocked=True)
     outcome, sim = simulate_problem(problem, header, policy, pf, keep_log=True)
     if vcd_path is not None:
         write_vcd(model.kvmu.trace(), vcd_path, clock_hz=clock_hz)

@@ -7,13 +7,16 @@ simulations").
 * decode times (and energies) are cumulative tables over context lengths, so ``n`` consecutive decode steps, and
   how many of them finish within a given time (what a stopped generation has produced), are O(1) / O(log n);
 * per-token ingest times likewise (shadow synchronization ingests one token at a time);
-* prefill and PRM-scoring times are memoized by their arguments. For a GPU engine a miss computes a whole block of
-  neighbouring points in one vectorized pass (:func:`gpu_prefill_block`, exactly the engine's own ``prefill_cost``:
-  the tests compare them point by point, and the replay spot-checks blocks as it goes), because a full reproduction
-  asks for tens of thousands of distinct (tokens, context) pairs (measured: ~30 % of its CPU time saved).
+* prefill and PRM-scoring times are memoized by their arguments. For an engine with the ``vector-prefiller``
+  capability a miss computes a whole block of neighbouring points in one vectorized pass (the engine's own
+  ``prefill_many``, equal to its ``prefill_cost`` point by point: tests/test_reasoning_engines.py), because a full
+  reproduction asks for tens of thousands of distinct (tokens, context) pairs (measured: ~30 % of its CPU time
+  saved). An engine with ``prefill-scorer`` scores through that prefill memo (its ``score_pass``).
 
-Power: an engine that reports per-operation power (``prefill_cost(...).power_w``, ``decode_power_w(ctx)``: the GPU
-model) is charged per operation; otherwise at its per-phase ``power_w``. The wrapper never changes a time.
+What the wrapper does with an engine is decided by the capabilities the engine declares (:mod:`hwmodel.engine`),
+never by probing its attributes. Power: an ``op-costed`` engine (per-operation power: ``prefill_cost(...).power_w``,
+``decode_power_w(ctx)``) is charged per operation; otherwise at its per-phase ``power_w``. The wrapper never changes
+a time.
 """
 from __future__ import annotations
 
@@ -22,39 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from hwmodel.engine import Engine, Phase
+from hwmodel.engine import Capability, Engine, Phase, capabilities
+from hwmodel.sampled import ContextSampledEngine  # noqa: F401 - re-exported (it used to live here)
 
-_PREFILL_BLOCK = 256  # contexts per vectorized GPU prefill block
+_PREFILL_BLOCK = 256  # contexts per vectorized prefill block
 _FIRST_CHUNK = 1024  # contexts in the first block of a cumulative table; later blocks double it
-_CHECK_EVERY = 16  # every so many blocks, compare the vectorized pass with the engine's own prefill_cost
 
 
 def gpu_prefill_block(engine: Any, n_tokens: np.ndarray, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(time_s, power_w)`` of ``engine.prefill_cost(n, ctx)`` for many points in one vectorized pass.
-
-    Composed from the public pieces :meth:`gpu.latency.GpuEngine.prefill_cost` itself uses (the kernel program of a
-    single-sequence pass, the roofline per kernel, the eager launch queue, the utilisation-based board power);
-    ``tests/test_reasoning_engines.py`` proves it equal to ``prefill_cost`` point by point.
-    """
-    from gpu import launch
-    from gpu.kernels import Pass, build_program
-    from gpu.power import board_power_w, utilisation
-
-    n = np.asarray(n_tokens, dtype=np.float64)
-    c = np.asarray(ctx, dtype=np.float64)
-    head = n if engine.llm.output_head == "value" else np.ones_like(n)
-    prog = build_program(engine.llm, engine.framework.program, Pass.single(n, c, head), engine.weight_bits,
-                         engine.kv_bits, "auto")
-    times = launch.PassTimes.of(prog, engine.roofline)
-    tl = launch.eager(engine.c_op_s, times, start_s=engine.t_step_s)
-    u = utilisation(engine.gpu, prog.total_bytes(), prog.total_ops(), tl.total_s, engine.weight_bits)
-    return np.asarray(tl.total_s, dtype=float), np.asarray(board_power_w(engine.gpu, u, engine.power_gamma),
-                                                           dtype=float)
-
-
-def _is_gpu_engine(engine: Any) -> bool:
-    return all(hasattr(engine, a) for a in ("prefill_cost", "roofline", "framework", "c_op_s", "t_step_s",
-                                             "power_gamma", "decode_power_w", "weights_bytes", "gpu", "llm"))
+    """``(time_s, power_w)`` of many prefills in one pass: the engine's own ``prefill_many`` (kept for callers of
+    the old name)."""
+    return engine.prefill_many(n_tokens, ctx)
 
 
 class TimedEngine:
@@ -64,9 +45,15 @@ class TimedEngine:
         self.engine = engine
         self.vector_blocks = vector_blocks  # False: one engine call per (tokens, context) pair (the reference)
         self.name = engine.name
-        self.max_ctx: int | None = getattr(engine, "max_ctx", None)  # contexts the engine can hold, if bounded
-        self._gpu = _is_gpu_engine(engine)
-        self._per_ctx_power = hasattr(engine, "decode_power_w")
+        caps = self.capabilities = capabilities(engine)
+        # contexts the engine can hold, if bounded (the memory-facts capability; None: bounded only by memory)
+        bounded = Capability.MEMORY_FACTS in caps or Capability.CONTEXT_BOUND in caps
+        self.max_ctx: int | None = engine.max_ctx if bounded else None
+        self._steps = Capability.DECODER in caps  # decode_steps_s: vectorized over contexts
+        self._vector = Capability.VECTOR_PREFILLER in caps and Capability.MEMORY_FACTS in caps
+        self._op_costed = Capability.OP_COSTED in caps  # per-operation power (prefill_cost, decode_power_w)
+        self._score_by_prefill = Capability.PREFILL_SCORER in caps
+        self._per_ctx_power = self._op_costed
         self._cum: list[float] = [0.0]  # _cum[c] = sum of decode_s(x) for x < c
         self._cum_e: list[float] = [0.0]  # the same for decode energy
         self._cum_ing: list[float] = [0.0]  # the same for one-token ingests
@@ -94,10 +81,9 @@ class TimedEngine:
 
     def _grow(self, ctx: int) -> None:
         """Extend the cumulative decode tables to cover contexts [0, ctx]."""
-        steps = getattr(self.engine, "decode_steps_s", None)
         for have, top in self._chunks(len(self._cum) - 1, ctx):
-            if steps is not None:
-                times = np.asarray(steps(have, top - have), dtype=float)
+            if self._steps:
+                times = np.asarray(self.engine.decode_steps_s(have, top - have), dtype=float)
             else:
                 times = np.array([self.engine.decode_s(c) for c in range(have, top)], dtype=float)
             if self._per_ctx_power:
@@ -167,13 +153,12 @@ class TimedEngine:
 
     # ------------------------------------------------------------------------------------------------ prefill
     def _prefill_block(self, n: int, ctx: int) -> tuple[float, float] | None:
-        """Fill the memo around ``(n, ctx)`` in one vectorized pass: over a block of contexts at ``n`` tokens, or,
-        for a pass from an empty cache (``ctx == 0``: a prompt, a PRM scoring without prefix caching), over a block
-        of token counts. Every ``_CHECK_EVERY``-th block is checked against the engine's own ``prefill_cost`` at
-        the requested point. Returns None when the point is outside what the GPU can hold (the engine's own call
-        then refuses it)."""
-        eng = self.engine  # only points whose weights + KV fit the GPU (prefill_cost refuses the others)
-        room = int((eng.gpu.memory_bytes - eng.weights_bytes) // eng.llm.kv_bytes(1, eng.kv_bits))
+        """Fill the memo around ``(n, ctx)`` in one vectorized pass (the engine's ``prefill_many``): over a block of
+        contexts at ``n`` tokens, or, for a pass from an empty cache (``ctx == 0``: a prompt, a PRM scoring without
+        prefix caching), over a block of token counts. Returns None when the point is outside what the device can
+        hold (the engine's own call then refuses it)."""
+        eng = self.engine  # only points whose resident bytes + KV fit the memory (the engine refuses the others)
+        room = int((eng.memory_capacity_bytes - eng.resident_bytes) // eng.kv_bytes(1))
         if self.max_ctx is not None:
             room = min(room, self.max_ctx)
         if n + ctx > room:
@@ -188,12 +173,7 @@ class TimedEngine:
             cs = np.arange(c0, min(c0 + _PREFILL_BLOCK, room - n + 1))
             ns = np.full(len(cs), n)
             k = ctx - c0
-        times, power = gpu_prefill_block(eng, ns, cs)
-        if self._blocks % _CHECK_EVERY == 0:
-            cost = eng.prefill_cost(n, ctx)
-            if abs(times[k] - cost.time_s) > 1e-12 * cost.time_s or abs(power[k] - cost.power_w) > 1e-9 * cost.power_w:
-                raise TypeError(f"{self.name}: the vectorized prefill no longer matches prefill_cost at ({n}, {ctx}); "
-                                "update gpu_prefill_block")
+        times, power = eng.prefill_many(ns, cs)
         self._blocks += 1
         for nn, c, t, p in zip(ns.tolist(), cs.tolist(), times.tolist(), power.tolist()):
             self._prefill[(nn, c)] = (t, p)
@@ -204,10 +184,10 @@ class TimedEngine:
         key = (n_tokens, ctx)
         v = self._prefill.get(key)
         if v is None:
-            if self._gpu and self.vector_blocks:
+            if self._vector and self.vector_blocks:
                 v = self._prefill_block(n_tokens, ctx)
             if v is None:
-                if self._gpu:
+                if self._op_costed:
                     cost = self.engine.prefill_cost(n_tokens, ctx)  # refuses what does not fit, else exact
                     v = (float(cost.time_s), float(cost.power_w))
                 else:
@@ -219,18 +199,17 @@ class TimedEngine:
         return self.prefill(n_tokens, ctx)[0]
 
     def score(self, n_tokens: int, ctx: int, prefix_cache: bool) -> tuple[float, float]:
-        """``(time_s, power_w)`` of a PRM pass scoring ``n_tokens`` after ``ctx`` (GPU engines with ``score_s``).
+        """``(time_s, power_w)`` of a PRM pass scoring ``n_tokens`` after ``ctx`` (an engine with the ``scorer``
+        capability; the system refuses a PRM without it when it is loaded).
 
-        Without prefix caching the engine recomputes the whole ``ctx + n_tokens`` (``GpuEngine.score_s``), so the
-        memo is keyed by the total.
+        Without prefix caching the engine recomputes the whole ``ctx + n_tokens``, so the memo is keyed by the total.
+        A ``prefill-scorer`` scores with a prefill pass (its ``score_pass``), read from the prefill memo.
         """
         key = (n_tokens, ctx, True) if prefix_cache else (n_tokens + ctx, 0, False)
         v = self._score.get(key)
         if v is None:
-            if not hasattr(self.engine, "score_s"):
-                raise TypeError(f"engine {self.name} cannot score (no score_s)")
-            if self._gpu:  # GpuEngine.score_cost is a prefill pass: of the new tokens, or of the whole context
-                v = self.prefill(n_tokens, ctx) if prefix_cache else self.prefill(n_tokens + ctx, 0)
+            if self._score_by_prefill:  # a prefill pass: of the new tokens, or of the whole context
+                v = self.prefill(*self.engine.score_pass(n_tokens, ctx, prefix_cache))
             else:
                 v = (float(self.engine.score_s(n_tokens, ctx, prefix_cache=prefix_cache)), self.power_w(Phase.SCORE))
             self._score[key] = v
@@ -241,74 +220,3 @@ class TimedEngine:
         if p is None:
             p = self._power[phase] = float(self.engine.power_w(phase))
         return p
-
-
-class ContextSampledEngine:
-    """An adapter for *token-by-token* engines whose per-context simulation is expensive (the FPGA streaming draft:
-    one cycle-level token simulation per context length, tens of milliseconds each).
-
-    The per-token times -- decode (LM head and sampler included) and ingest (logits discarded) -- are simulated
-    exactly at every ``grid``-th context and linearly interpolated in between (a token's time grows by about one
-    KV row per context step; the error is measured in the tests and reported in docs/reasoning.md). Multi-token
-    operations are composed token by token, as such an engine defines them: ``ingest_s(n, ctx)`` sums the tokens
-    at ``ctx .. ctx + n - 1``; ``prefill_s(n, ctx)`` is ``n - 1`` ingested tokens and one decoded token (no
-    batched prefill datapath). The constructor checks that contract against the wrapped engine once. ``grid=1``
-    simulates every context (exact).
-    """
-
-    def __init__(self, engine: Any, grid: int = 16, max_ctx: int | None = None) -> None:
-        if grid < 1:
-            raise ValueError(f"grid must be >= 1, got {grid}")
-        self.engine = engine
-        self.grid = grid
-        if max_ctx is None:
-            max_ctx = getattr(engine, "max_ctx", None) or getattr(getattr(engine, "design", None), "max_ctx", None)
-        self.max_ctx = max_ctx
-        self.name = engine.name if grid == 1 else f"{engine.name} (sampled every {grid} contexts)"
-        self._decode_pts: dict[int, float] = {}
-        self._ingest_pts: dict[int, float] = {}
-        self._check_contract()
-
-    def _token_s(self, ctx: int, head: bool) -> float:
-        token = getattr(self.engine, "token", None)
-        if token is not None:
-            return float(token(ctx, with_lm_head=head).seconds)
-        return float(self.engine.decode_s(ctx) if head else self.engine.ingest_s(1, ctx))
-
-    def _check_contract(self) -> None:
-        c = 2 * self.grid
-        want = self.engine.prefill_s(2, c)
-        got = self._token_s(c, False) + self._token_s(c + 1, True)
-        if abs(want - got) > 1e-12 * max(1.0, abs(want)):
-            raise TypeError(f"{self.engine.name}: prefill_s is not token by token ({want} != {got}); "
-                            "ContextSampledEngine does not apply")
-
-    def _point(self, table: dict[int, float], ctx: int, head: bool) -> float:
-        v = table.get(ctx)
-        if v is None:
-            v = table[ctx] = self._token_s(ctx, head)
-        return v
-
-    def _interp(self, table: dict[int, float], ctx: int, head: bool) -> float:
-        lo = (ctx // self.grid) * self.grid
-        if lo == ctx or (self.max_ctx is not None and ctx >= self.max_ctx):
-            return self._point(table, ctx, head)  # beyond its capacity the engine refuses the context itself
-        hi = lo + self.grid
-        if self.max_ctx is not None and hi > self.max_ctx - 1:
-            hi = self.max_ctx - 1
-        a, b = self._point(table, lo, head), self._point(table, hi, head)
-        return a + (b - a) * (ctx - lo) / (hi - lo)
-
-    def decode_s(self, ctx: int) -> float:
-        return self._interp(self._decode_pts, ctx, True)
-
-    def ingest_s(self, n_tokens: int, ctx: int) -> float:
-        return sum(self._interp(self._ingest_pts, ctx + i, False) for i in range(n_tokens))
-
-    def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
-        if n_tokens < 1:
-            raise ValueError(f"prefill needs at least one token, got {n_tokens}")
-        return self.ingest_s(n_tokens - 1, ctx) + self.decode_s(ctx + n_tokens - 1)
-
-    def power_w(self, phase: Phase) -> float:
-        return float(self.engine.power_w(phase))

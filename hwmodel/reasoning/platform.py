@@ -46,10 +46,12 @@ class Platform:
     target: TimedEngine
     links: LinkModel
     device_names: dict[str, str]  # role -> display name of its device
-    prompt_migration: Callable[[int], PromptMigration] | None = None  # FPGA draft: prompt prefill + KV migration
+    prompt_migration: Callable[[int], PromptMigration] | None = None  # resident draft: prompt prefill + KV migration
     prm_prefix_cache: bool = False
     api_call_overhead_s: float = 0.0  # per request to a GPU model server (OpenAI API round trip)
-    draft_api_call_overhead_s: float = 0.0  # the same for the draft (0 when the host drives the FPGA directly)
+    draft_api_call_overhead_s: float = 0.0  # the same for the draft (0 when the host drives its device directly)
+    draft_told_verdict: bool = False  # the host sends each verdict to the draft's device over its link
     token_bytes: int = 4  # a token id on the wire (int32)
-    kvmu_factory: Callable[[], Any] | None = None  # a fresh KVMU per problem (FPGA draft), driven and checked
+    kvmu_factory: Callable[[], Any] | None = None  # a fresh KVMU per problem (resident draft), driven and checked
+    kvmu_clocked: bool = False  # the KVMU takes the replay's clock (bind_clock): a co-simulated KVMU
     description: dict[str, str] = dataclasses.field(default_factory=dict)

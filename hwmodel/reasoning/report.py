@@ -8,7 +8,6 @@ from pathlib import Path
 
 from hwmodel.reasoning.metrics import CSV_FIELDS, Summary
 from hwmodel.reasoning.platform import Platform
-from hwmodel.reasoning.policies import POLICIES
 from hwmodel.reasoning.runner import simulate_problem
 from hwmodel.reasoning.study import (
     PUBLISHED_COMM_SHARE_MAX,
@@ -16,6 +15,7 @@ from hwmodel.reasoning.study import (
     PUBLISHED_REJECT_RATE_MAX,
     PUBLISHED_T2_SPEEDUP_CONFIG1,
     StudyResult,
+    policy_label,
     speedup,
     study_traces,
     summary_index,
@@ -128,10 +128,9 @@ def render_report(result: StudyResult, datasets: Sequence[str], configs: Sequenc
     n_problems = sum(len(study_traces(d, configs[0], seed, limit)[0].problems) for d in datasets)
     out += [f"Built-in traces (seed {seed}{', first ' + str(limit) + ' problems each' if limit else ''}): "
             f"{n_problems} problems over {len(datasets)} datasets, {len(configs)} configurations, "
-            f"{len({s.policy for s in result.summaries})} policies (the ablation's with and without backtracking, "
-            f"the others with it); {len(result.rows)} problem replays. "
-            f"Run time {result.wall_s:.1f} s on {result.jobs} worker process(es)"
-            + (f" ({result.resumed_units} units resumed)" if result.resumed_units else "") + ".", ""]
+            f"{len({s.policy for s in result.summaries})} policies and draft placements (the ablation's with and "
+            f"without backtracking, the others with it); {len(result.rows)} problem replays. Run time, workers and "
+            "resumed units are in `run.json` (this report is byte-identical however the study was run).", ""]
     out += ["Every number below is an output of the device models replaying the traces; the published values are "
             "shown beside them and are not read by the model.", ""]
     if result.skipped:
@@ -145,9 +144,9 @@ def render_report(result: StudyResult, datasets: Sequence[str], configs: Sequenc
     out += [markdown_table(["policy", "devices"], rows, "ll"), ""]
     for c in configs:
         s = load_system(c)
-        out += [f"- **{c}**: {s.display_name}; GPU servers {s.gpu} with {s.gpu_framework}; PRM prefix caching "
-                f"{'on' if s.prm_prefix_cache else 'off'}; FPGA {s.fpga_design} at {s.fpga_clock_hz / 1e6:.0f} MHz; "
-                f"edge {s.edge_gpu} ({s.edge_framework}) over {s.edge_link}."]
+        devices = "; ".join(f"{n}: {d.describe()}" for n, d in s.devices.items())
+        out += [f"- **{c}**: {s.display_name}; PRM prefix caching {'on' if s.prm_prefix_cache else 'off'}; "
+                f"devices -- {devices}."]
     out.append("")
 
     # ---- traces
@@ -223,7 +222,7 @@ def render_report(result: StudyResult, datasets: Sequence[str], configs: Sequenc
             for p in ("baseline", "step-ahead", "heteroreason"):
                 s = idx.get((d, c, p, True))
                 if s is not None:
-                    rows.append([c, DATASET_TITLES.get(d, d), POLICIES[p].label, _pct(s.util_draft, 1),
+                    rows.append([c, DATASET_TITLES.get(d, d), policy_label(p), _pct(s.util_draft, 1),
                                  _pct(s.util_prm, 1), _pct(s.util_target, 1), fmt(s.goodput_tokens_per_s, 4),
                                  s.reused_target_tokens])
     out += ["Per-device utilization and goodput (committed tokens per second), with backtracking:", "",
@@ -248,6 +247,32 @@ def render_report(result: StudyResult, datasets: Sequence[str], configs: Sequenc
     out += [markdown_table(["config", "dataset", "re-prefill / shadow latency", "edge draft / FPGA draft latency"],
                            rows, "llrr"), ""]
 
+    # ---- other draft devices
+    placed = sorted({s.policy for s in result.summaries if "@" in s.policy})
+    if placed:
+        out += ["## Other draft devices (predictions, with backtracking)", "",
+                "Any device of a configuration can take the draft role (hwmodel/reasoning/systems/*.toml, "
+                "`[devices]`): the paper's policies replayed with the draft on an instruction-driven FPGA "
+                "(Qwen2.5-0.5B W8A8 on the GLITCHES U280 microarchitecture), on the streaming draft design estimated "
+                "on an Alveo V80, and on an H200 serving it like the baseline's GPUs. Nothing here is measured. "
+                "Speedup over the 3-GPU baseline on the same trace; latency relative to the same policy with its "
+                "own draft device.", ""]
+        rows = []
+        for c in configs:
+            for d in datasets:
+                for p in placed:
+                    s_ = idx.get((d, c, p, True))
+                    own = idx.get((d, c, p.partition("@")[0], True))
+                    if s_ is None:
+                        continue
+                    rows.append([c, DATASET_TITLES.get(d, d), policy_label(p), _x(speedup(idx, d, c, p, True)),
+                                 _x(s_.latency_total_s / own.latency_total_s) if own else "-",
+                                 fmt(s_.energy_per_token_j), f"{s_.comm_share * 100:.4f} %",
+                                 _pct(s_.util_draft, 1)])
+        out += [markdown_table(["config", "dataset", "policy and draft device", "speedup vs baseline",
+                                "latency vs own draft device", "J/token", "comm share", "draft utilization"], rows,
+                               "lllrrrrr"), ""]
+
     # ---- accuracy
     out += ["## Accuracy (from the traces)", ""]
     rows = []
@@ -259,6 +284,8 @@ def render_report(result: StudyResult, datasets: Sequence[str], configs: Sequenc
     out += [markdown_table(["config", "dataset", "without backtracking", "with backtracking"], rows, "llrr"), ""]
 
     out += ["## Files", "", "- `problems.csv`: one row per problem x policy x trace variant",
+            "- `journal.jsonl`: the study runner's journal (one line per finished unit; `--resume` continues it)",
+            "- `run.json`: run time, workers and resumed units of the last run",
             "- `summary.csv`: one row per dataset x configuration x policy x trace variant",
             "- `ablation.png`: the ablation plot", "- `traces/`: the replayed traces (JSONL, gzip)"]
     out += [f"- `{f}`: Perfetto / Chrome trace timeline (open in https://ui.perfetto.dev)" for f in timeline_files]

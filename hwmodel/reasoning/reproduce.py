@@ -13,7 +13,15 @@ from hwmodel.reasoning.report import (
     write_timeline,
     write_traces,
 )
-from hwmodel.reasoning.study import CONFIGS, STUDY_POLICIES, StudyResult, Unit, run_study, study_traces
+from hwmodel.reasoning.study import (
+    CONFIGS,
+    DRAFT_PLACEMENTS,
+    STUDY_POLICIES,
+    StudyResult,
+    Unit,
+    run_study,
+    study_traces,
+)
 from hwmodel.reasoning.system import build_platform
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED
@@ -22,13 +30,17 @@ TIMELINE_POLICIES = ("baseline", "step-ahead", "heteroreason")
 
 
 def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Sequence[str] = CONFIGS,
-                           policies: Sequence[str] = STUDY_POLICIES, seed: int = DEFAULT_SEED,
+                           policies: Sequence[str] = STUDY_POLICIES,
+                           placements: Sequence[tuple[str, str]] = DRAFT_PLACEMENTS, seed: int = DEFAULT_SEED,
                            limit: int | None = None, jobs: int = 2, resume: bool = False,
+                           scheduler: str | None = None,
                            on_unit_done: Callable[[Unit, int], None] | None = None) -> tuple[StudyResult, Path]:
-    """Run the study and write every output under ``out_dir``; returns the result and the report's path."""
+    """Run the study and write every output under ``out_dir``; returns the result and the report's path. Every
+    output but ``run.json`` (run time, workers, resumed units) is byte-identical however the study ran."""
     out_dir = Path(out_dir)
-    result = run_study(out_dir, datasets=datasets, configs=configs, policies=policies, seed=seed, limit=limit,
-                       jobs=jobs, resume=resume, on_unit_done=on_unit_done)
+    result = run_study(out_dir, datasets=datasets, configs=configs, policies=policies, placements=placements,
+                       seed=seed, limit=limit, jobs=jobs, resume=resume, scheduler=scheduler,
+                       on_unit_done=on_unit_done)
     write_tables(out_dir, result)
     write_ablation_plot(out_dir, result, datasets, configs)
     write_traces(out_dir, datasets, configs, seed, limit)
@@ -48,4 +60,7 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
     path = out_dir / "report.md"
     path.write_text(report, encoding="utf-8")
     (out_dir / "summary.json").write_text(json.dumps([s.as_row() for s in result.summaries], indent=1))
+    (out_dir / "run.json").write_text(json.dumps({"wall_s": result.wall_s, "workers": result.jobs,
+                                                  "resumed_units": result.resumed_units,
+                                                  "skipped": result.skipped}, indent=1) + "\n")
     return result, path

@@ -10,11 +10,16 @@ Operations (``ctx`` = tokens before the step, ``n`` = the step's tokens, delimit
 
 * a GPU model request (vLLM server, prefix caching): API overhead, the context ids over the link, a prefill of the
   tokens not in the device's prefix cache (the first new token), then ``n - 1`` decode steps;
-* an FPGA draft step: ``n`` decode passes at ``ctx .. ctx + n - 1`` (memoized per context by the engine);
+* a resident draft step (a host-driven accelerator keeping the draft's KV cache, e.g. the FPGA): ``n`` decode
+  passes at ``ctx .. ctx + n - 1`` (memoized per context by the engine);
 * a PRM verification: the step to the PRM, one prefill-only scoring pass (whole context unless the platform's PRM
   uses prefix caching), the verdict back;
-* FPGA synchronization after a target step: shadow (ingest each token as it arrives, while the target still
-  generates) or re-prefill (wait for the whole step, then prefill it).
+* resident-draft synchronization after a target step: shadow (ingest each token as it arrives, while the target
+  still generates) or re-prefill (wait for the whole step, then prefill it).
+
+What the replay does is decided by the policy (:mod:`hwmodel.reasoning.policies`: speculation, prefetch, the
+draft's sync mode) and by the platform's role properties (whether the host tells the draft's device each
+verdict); it never asks what kind of device a role runs on.
 
 Step-ahead (T2): after submitting a draft step the draft speculates the next one (depth one: it waits at the end of
 that step for the verdict -- the *speculation stall*). The target, idle in the baseline except on rejections, works
@@ -43,7 +48,7 @@ from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.platform import Platform
-from hwmodel.reasoning.policies import PolicySpec
+from hwmodel.reasoning.policies import Policy
 from hwmodel.reasoning.timeline import Activity, Device, Transfer
 from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
 from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, Replay, TraceHeader, replay_of
@@ -175,7 +180,7 @@ class ProblemOutcome:
 class ProblemSimulation:
     """Replays one problem under one policy on one platform (module docstring)."""
 
-    def __init__(self, problem: Problem, header: TraceHeader, policy: PolicySpec, platform: Platform,
+    def __init__(self, problem: Problem, header: TraceHeader, policy: Policy, platform: Platform,
                  keep_log: bool = False, replay: Replay | None = None) -> None:
         self.problem = problem
         self.header = header
@@ -205,11 +210,11 @@ class ProblemSimulation:
         self.draft_ready_s = 0.0  # when the draft has the committed context in its KV and may draft
         self.target_free_s = 0.0  # when the target GPU has finished a stopped generation's last forward pass
         self._discarded_ops: list[_Op] = []  # generations whose work was thrown away (energy counted at the end)
-        self.kvmu = platform.kvmu_factory() if (platform.kvmu_factory and policy.draft_on == "fpga") else None
-        if self.kvmu is not None and hasattr(self.kvmu, "bind_clock"):  # co-simulation: commands at replay time
+        self.kvmu = platform.kvmu_factory() if (platform.kvmu_factory and policy.resident_draft) else None
+        if self.kvmu is not None and platform.kvmu_clocked:  # co-simulation: commands at replay time
             self.kvmu.bind_clock(lambda: self.env.now)
         self.kvmu_commands = 0
-        self._pending_accept = False  # FPGA: an accepted step whose KVMU accept waits for the next step boundary
+        self._pending_accept = False  # KVMU: an accepted step whose accept command waits for the next step boundary
         self.end_s = 0.0
         self._next_draft_len = self._next_draft_lengths()
         self._first_target_at = self._first_at(TARGET)
@@ -329,8 +334,8 @@ class ProblemSimulation:
         op.end_s = env.now
         op.produced = op.produced_by(op.end_s)
 
-    def _fpga_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
-        """``n`` decode passes on the FPGA from context ``ctx``; interruptible at pass boundaries."""
+    def _resident_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
+        """``n`` decode passes on a resident draft from context ``ctx``; interruptible at pass boundaries."""
         env = self.env
         if not (yield from self._wait_to_start(op, wait_until_s)):
             return
@@ -345,8 +350,8 @@ class ProblemSimulation:
         op.done = True
 
     def _start_draft(self, op: _Op, wait_until_s: float = 0.0) -> _Op:
-        if self.policy.draft_on == "fpga":
-            op.proc = self.env.process(self._fpga_step(op, wait_until_s))
+        if self.policy.resident_draft:
+            op.proc = self.env.process(self._resident_step(op, wait_until_s))
         else:
             cache = self.draft_cache
             op.proc = self.env.process(self._gpu_request(op, self.pf.draft, cache, self.pf.draft_api_call_overhead_s,
@@ -389,7 +394,7 @@ class ProblemSimulation:
         t_in += self.pf.api_call_overhead_s
         score_s, power_w = self.pf.prm.score(a.tokens, ctx_tokens, self.pf.prm_prefix_cache)
         t_out = self._xfer("prm", "host", tb, f"verdict {i}", now + t_in + score_s)
-        if self.policy.draft_on != "gpu":  # the host tells the draft device (KVMU command / abort)
+        if self.pf.draft_told_verdict:  # the host tells the draft's device (KVMU command / abort)
             t_out += self._xfer("host", "draft", tb, f"verdict {i} to draft", now + t_in + score_s + t_out)
         self._record("prm", now + t_in, now + t_in + score_s, Phase.SCORE, f"score step {i} ({a.by})", power_w)
         yield env.timeout(t_in + score_s + t_out)
@@ -421,8 +426,8 @@ class ProblemSimulation:
         """The draft catches up with target step ``op`` (whose tokens are all emitted by now)."""
         tb = self.pf.token_bytes
         n = op.n
-        if self.policy.draft_on != "fpga":
-            # a GPU/edge draft server gets the step with its next request (prefix cache: prefill what is new)
+        if not self.policy.resident_draft:
+            # a draft model server gets the step with its next request (prefix cache: prefill what is new)
             self._xfer("target", "host", n * tb, f"{op.label}: tokens")
             return
         eng = self.pf.draft
@@ -459,8 +464,8 @@ class ProblemSimulation:
 
     # ------------------------------------------------------------------------------------------------ controller
     def _setup(self):  # noqa: ANN202 - SimPy sub-process
-        """FPGA draft: the GPU prefills the prompt with the draft model and the KV cache migrates once."""
-        if self.policy.draft_on != "fpga":
+        """Resident draft: a GPU prefills the prompt with the draft model and the KV cache migrates once."""
+        if not self.policy.resident_draft:
             return
         env = self.env
         p = self.problem.prompt_tokens
@@ -469,7 +474,7 @@ class ProblemSimulation:
         start = env.now
         mig = self.pf.prompt_migration(p) if self.pf.prompt_migration is not None else None
         if mig is None:
-            raise SimulationError("an FPGA draft needs a prompt migration model (platform.prompt_migration)")
+            raise SimulationError("a resident draft needs a prompt migration model (platform.prompt_migration)")
         self._record("target", start, start + mig.prefill_s, Phase.PREFILL, "draft prompt prefill (KV migration)",
                      mig.prefill_power_w)
         self.comm_s += mig.transfer_s

@@ -2,40 +2,48 @@
 
 4 datasets x 2 configurations x every policy; the ablation's policies (baseline, step-ahead, heteroreason) replay
 the trace without and with backtracking, the others (re-prefill, edge draft, the T2 sensitivity run) the trace with
-backtracking. Work is
-split into (dataset, configuration, policy) units run in parallel processes; each unit's per-problem rows are
-written as soon as it finishes, and a rerun with ``resume=True`` skips units already written with the same
-inputs. The published reference values below appear only in the report, beside the model's results; nothing in
-the model reads them.
+backtracking. Beyond the paper, the *draft placements* (:data:`DRAFT_PLACEMENTS`) replay a policy with the draft on
+another device of the configuration (the instruction-driven FPGA, a V80 streaming design, an H200), with
+backtracking; their rows carry the policy name ``policy@device``.
+
+Work is split into (dataset, configuration, policy[, draft device]) units, the points of the one study runner
+(:mod:`hwmodel.studies.runner`): local processes by default (forked, so they inherit the engines this process
+built), Dask with ``scheduler``, journaled in ``journal.jsonl`` as each unit finishes; a rerun with
+``resume=True`` skips the units already journaled under the same inputs, and the outputs are byte-identical to an
+uninterrupted run's. The published reference values below appear only in the report, beside the model's results;
+nothing in the model reads them.
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
 import dataclasses
 import functools
 import hashlib
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summarize_all
+from hwmodel.reasoning.policies import policy as get_policy
 from hwmodel.reasoning.runner import run_trace
 from hwmodel.reasoning.system import MissingDeviceModelError, build_platform, load_system
-from hwmodel.report.tables import read_csv, write_csv
+from hwmodel.report.tables import write_csv
+from hwmodel.studies.runner import run_points
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, GENERATOR_VERSION, generate_pair
 from hwmodel.workload.trace import Replay, Trace, replay_of
 
-STUDY_VERSION = 1
+STUDY_VERSION = 2
 CONFIGS = ("config1", "config2")
 STUDY_POLICIES = ("baseline", "step-ahead", "heteroreason", "heteroreason-reprefill", "edge-draft",
                   "step-ahead-submit")
 FIRST_CONFIG_ONLY = ("step-ahead-submit",)  # sensitivity runs: the first configuration only
 WITH_BACKTRACKING_ONLY = ("heteroreason-reprefill", "edge-draft", "step-ahead-submit")  # not in the ablation
+#: (policy, draft device of the configuration): the draft on devices beyond the paper's (predictions)
+DRAFT_PLACEMENTS = (("heteroreason", "fpga-instruction"), ("heteroreason", "fpga-v80"), ("step-ahead", "h200"))
+POINT_FN = "hwmodel.reasoning.study:unit_point"
 
 # Published values (MISSION.md section A) -- for the report only.
 PUBLISHED_T2_SPEEDUP_CONFIG1 = (1.25, 1.33)
@@ -49,16 +57,36 @@ class Unit:
     dataset: str
     config: str
     policy: str
+    draft: str | None = None  # a draft device of the configuration other than the policy's own
+
+    @property
+    def run_name(self) -> str:
+        """The policy as the rows name it: ``policy`` or ``policy@device``."""
+        return self.policy if self.draft is None else f"{self.policy}@{self.draft}"
 
     @property
     def name(self) -> str:
-        return f"{self.dataset}__{self.config}__{self.policy}"
+        return f"{self.dataset}__{self.config}__{self.run_name}"
+
+    def spec(self, seed: int, limit: int | None) -> dict[str, Any]:
+        return {"dataset": self.dataset, "config": self.config, "policy": self.policy, "draft": self.draft,
+                "seed": seed, "limit": limit}
 
 
-def study_units(datasets: Sequence[str], configs: Sequence[str], policies: Sequence[str]) -> list[Unit]:
-    """The (dataset, configuration, policy) units of a study (sensitivity policies on the first configuration)."""
-    return [Unit(d, c, p) for d in datasets for c in configs for p in policies
-            if c == configs[0] or p not in FIRST_CONFIG_ONLY]
+def policy_label(run_name: str) -> str:
+    """The table label of a row's policy name (``policy`` or ``policy@device``)."""
+    pol, _, dev = run_name.partition("@")
+    label = get_policy(pol).label
+    return f"{label}, draft on {dev}" if dev else label
+
+
+def study_units(datasets: Sequence[str], configs: Sequence[str], policies: Sequence[str],
+                placements: Sequence[tuple[str, str]] = ()) -> list[Unit]:
+    """The units of a study (sensitivity policies on the first configuration; placements on every one)."""
+    units = [Unit(d, c, p) for d in datasets for c in configs for p in policies
+             if c == configs[0] or p not in FIRST_CONFIG_ONLY]
+    units += [Unit(d, c, p, dev) for d in datasets for c in configs for p, dev in placements]
+    return units
 
 
 @functools.cache
@@ -77,18 +105,27 @@ def study_replays(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: in
 
 
 def run_unit(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None) -> list[ProblemMetrics]:
-    platform = build_platform(unit.config, unit.policy)
+    platform = build_platform(unit.config, unit.policy, draft=unit.draft)
     rows: list[ProblemMetrics] = []
     traces = study_traces(unit.dataset, unit.config, seed, limit)
+    only_bt = unit.policy in WITH_BACKTRACKING_ONLY or unit.draft is not None
     for trace, replays in zip(traces, study_replays(unit.dataset, unit.config, seed, limit)):
-        if unit.policy in WITH_BACKTRACKING_ONLY and not trace.header.backtracking:
+        if only_bt and not trace.header.backtracking:
             continue
         rows += run_trace(trace, unit.policy, platform, unit.config, replays=replays)
+    if unit.draft is not None:
+        rows = [dataclasses.replace(r, policy=unit.run_name) for r in rows]
     return rows
 
 
+def unit_point(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The study runner's point function: one unit's per-problem rows (JSON-serializable)."""
+    unit = Unit(spec["dataset"], spec["config"], spec["policy"], spec.get("draft"))
+    return [dataclasses.asdict(r) for r in run_unit(unit, spec["seed"], spec["limit"])]
+
+
 def fingerprint(seed: int, limit: int | None, configs: Sequence[str]) -> str:
-    """Identifies the inputs of a study run: a unit written under another fingerprint is recomputed."""
+    """Identifies the inputs of a study run: units journaled under another fingerprint are recomputed."""
     h = hashlib.sha256()
     h.update(json.dumps({"study": STUDY_VERSION, "generator": GENERATOR_VERSION, "seed": seed, "limit": limit},
                         sort_keys=True).encode())
@@ -97,19 +134,8 @@ def fingerprint(seed: int, limit: int | None, configs: Sequence[str]) -> str:
     return h.hexdigest()[:16]
 
 
-_TYPES = {f.name: f.type for f in dataclasses.fields(ProblemMetrics)}
-
-
-def _row_from_csv(d: dict[str, str]) -> ProblemMetrics:
-    kw: dict[str, Any] = {}
-    for k, t in _TYPES.items():
-        v = d[k]
-        kw[k] = (v == "True") if t == "bool" else int(v) if t == "int" else float(v) if t == "float" else v
-    return ProblemMetrics(**kw)
-
-
-def _unit_paths(out_dir: Path, unit: Unit) -> tuple[Path, Path]:
-    return out_dir / "units" / f"{unit.name}.csv", out_dir / "units" / f"{unit.name}.done"
+def _unit_csv(out_dir: Path, unit: Unit) -> Path:
+    return out_dir / "units" / f"{unit.name}.csv"
 
 
 @dataclasses.dataclass
@@ -122,10 +148,12 @@ class StudyResult:
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # policy -> why it could not run
 
 
-def available_policies(configs: Sequence[str], policies: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-    """Build every platform once (in this process, before workers fork, so they inherit the engines); a policy
-    whose device model this checkout lacks is skipped, with the reason."""
-    ok, skipped = [], {}
+def available_policies(configs: Sequence[str], policies: Sequence[str],
+                       placements: Sequence[tuple[str, str]] = ()) -> tuple[list[str], list[tuple[str, str]],
+                                                                          dict[str, str]]:
+    """Build every platform once (in this process, before workers fork, so they inherit the engines); a policy or
+    placement whose device model this checkout lacks is skipped, with the reason."""
+    ok, ok_place, skipped = [], [], {}
     for p in policies:
         try:
             for c in configs:
@@ -134,58 +162,46 @@ def available_policies(configs: Sequence[str], policies: Sequence[str]) -> tuple
             skipped[p] = str(exc)
         else:
             ok.append(p)
-    return ok, skipped
-
-
-def _worker_init() -> None:  # keep each worker to one thread of numeric libraries
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
+    for p, dev in placements:
+        try:
+            for c in configs:
+                build_platform(c, p, draft=dev)
+        except MissingDeviceModelError as exc:
+            skipped[f"{p}@{dev}"] = str(exc)
+        else:
+            ok_place.append((p, dev))
+    return ok, ok_place, skipped
 
 
 def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Sequence[str] = CONFIGS,
-              policies: Sequence[str] = STUDY_POLICIES, seed: int = DEFAULT_SEED, limit: int | None = None,
-              jobs: int = 2, resume: bool = False,
+              policies: Sequence[str] = STUDY_POLICIES, placements: Sequence[tuple[str, str]] = DRAFT_PLACEMENTS,
+              seed: int = DEFAULT_SEED, limit: int | None = None, jobs: int = 2, resume: bool = False,
+              scheduler: str | None = None,
               on_unit_done: Callable[[Unit, int], None] | None = None) -> StudyResult:
-    """Run every unit (in ``jobs`` processes), write each unit's rows as it finishes, return all rows."""
+    """Run every unit on the study runner (``jobs`` local processes, or Dask at ``scheduler``), journal each unit
+    as it finishes, write each unit's rows, return all rows (in unit order, however the units were run)."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     (out_dir / "units").mkdir(parents=True, exist_ok=True)
     fp = fingerprint(seed, limit, configs)
-    policies, skipped = available_policies(configs, policies)
-    units = study_units(datasets, configs, policies)
+    policies, placements, skipped = available_policies(configs, policies, placements)
+    units = study_units(datasets, configs, policies, placements)
     # biggest first for load balance (problems x relative cost of the policy)
     units.sort(key=lambda u: -len(study_traces(u.dataset, u.config, seed, limit)[0].problems))
-    rows_by_unit: dict[Unit, list[ProblemMetrics]] = {}
-    todo = []
-    resumed = 0
-    for u in units:
-        csv_path, done_path = _unit_paths(out_dir, u)
-        if resume and done_path.is_file() and done_path.read_text().strip() == fp and csv_path.is_file():
-            rows_by_unit[u] = [_row_from_csv(d) for d in read_csv(csv_path)]
-            resumed += 1
-            if on_unit_done:
-                on_unit_done(u, len(rows_by_unit[u]))
-        else:
-            todo.append(u)
+    by_name = {u.name: u for u in units}
 
-    def finish(u: Unit, rows: list[ProblemMetrics]) -> None:
-        csv_path, done_path = _unit_paths(out_dir, u)
-        write_csv(csv_path, (r.as_row() for r in rows), CSV_FIELDS)
-        done_path.write_text(fp + "\n")
-        rows_by_unit[u] = rows
+    def done(key: str, rows: list[dict[str, Any]]) -> None:
         if on_unit_done:
-            on_unit_done(u, len(rows))
+            on_unit_done(by_name[key], len(rows))
 
-    if jobs <= 1 or len(todo) <= 1:
-        for u in todo:
-            finish(u, run_unit(u, seed, limit))
-    else:
-        with cf.ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init) as pool:
-            futures = {pool.submit(run_unit, u, seed, limit): u for u in todo}
-            for fut in cf.as_completed(futures):
-                finish(futures[fut], fut.result())
+    run = run_points(POINT_FN, [(u.name, u.spec(seed, limit)) for u in units], journal=out_dir / "journal.jsonl",
+                     fingerprint=fp, workers=max(1, jobs), scheduler=scheduler, chunk_size=1, start_method="fork",
+                     fresh=not resume, on_result=done)
+    rows_by_unit = {u: [ProblemMetrics(**d) for d in run.results[u.name]] for u in units}
+    for u in units:
+        write_csv(_unit_csv(out_dir, u), (r.as_row() for r in rows_by_unit[u]), CSV_FIELDS)
     rows = [r for u in units for r in rows_by_unit[u]]
-    return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, jobs, resumed, skipped)
+    return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, run.workers, run.resumed, skipped)
 
 
 # ------------------------------------------------------------------------------------------------ derived results

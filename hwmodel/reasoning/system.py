@@ -1,26 +1,42 @@
 """System configurations of system A (TOML, hwmodel/reasoning/systems/*.toml) and the platforms built from them.
 
-A configuration names the three models and where each policy runs them: the baseline GPUs and their serving
-framework, the FPGA draft design and clock, the edge board. Every value carries its source. ``build_platform``
-turns a configuration and a policy into a :class:`~hwmodel.reasoning.platform.Platform` whose engines are the
-project's device models: ``gpu.latency.GpuEngine`` (GPU and edge board), ``fpga.streaming.StreamingEngine``
-(the FPGA draft), and ``interconnect.pcie`` for transfers. Engines are shared per process (memoized), so a
-reproduction builds each one once.
+A configuration names the three models, the devices of the system (``[devices.NAME]``: a GPU + framework, a
+streaming design, an instruction design, an edge board -- at any clock, on any board spec; see
+:class:`hwmodel.backends.DeviceEntry`) and which device plays each role by default (``[roles]``). A policy
+(:mod:`hwmodel.reasoning.policies`) names the device its draft runs on; a study may put the draft on any other
+device of the system. Every value carries its source.
+
+``build_platform`` turns a configuration, a policy and (optionally) a draft device into a
+:class:`~hwmodel.reasoning.platform.Platform`. It checks, before anything runs, that every role's engine has the
+capabilities the policy needs there (:func:`hwmodel.engine.require`) and that the draft's device is attached the
+way the policy drives it, and refuses otherwise with the role, the device and what is missing named. Engines are
+built by the device back-ends (:mod:`hwmodel.backends`) and shared per process (memoized), so a reproduction
+builds each one once. Nothing here asks what kind of device a role runs on.
+
+How the host reaches a device (``attach``):
+
+* ``local-server`` -- a model server on the host's own server (a GPU): each request pays the API overhead; the
+  host needs to tell it nothing between requests;
+* ``remote-server`` -- a model server on another box (an edge board over Ethernet): as above, and the host sends
+  it each verdict (to stop a speculation) over its link;
+* ``host-driven`` -- the host drives the device directly (XRT/DMA, no server): no API overhead, the device keeps
+  the draft's KV cache (a KVMU manages it, prompt KV migrated once from a GPU) and is told each verdict.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from hwmodel.backends import Device, DeviceEntry, build_device, clear_devices
+from hwmodel.engine import Capability, require
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
-from hwmodel.reasoning.costs import ContextSampledEngine, TimedEngine
-from hwmodel.reasoning.platform import Platform, PromptMigration
-from hwmodel.reasoning.policies import PolicySpec, policy as get_policy
+from hwmodel.reasoning.costs import TimedEngine
+from hwmodel.reasoning.platform import ROLES, Platform, PromptMigration
+from hwmodel.reasoning.policies import Policy, policy as get_policy
 from hwmodel.schema import internal, load_toml_as, non_negative, one_of, plain, positive, sourced
 from hwmodel.specs import library
 
@@ -29,6 +45,34 @@ SYSTEMS_DIR = Path(__file__).resolve().parent / "systems"
 
 class MissingDeviceModelError(HwmodelError):
     """A device model the platform needs is not part of this checkout."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Attachment:
+    """How the host reaches a device (module docstring)."""
+
+    name: str
+    api_call: bool  # requests go through a model server's API (api_call_overhead_s each)
+    resident: bool  # host-driven: the device keeps the draft's KV cache, managed by a KVMU
+    told_verdict: bool  # the host sends each verdict to the device over its link
+
+
+ATTACHMENTS: Mapping[str, Attachment] = MappingProxyType({a.name: a for a in (
+    Attachment("local-server", api_call=True, resident=False, told_verdict=False),
+    Attachment("remote-server", api_call=True, resident=False, told_verdict=True),
+    Attachment("host-driven", api_call=False, resident=True, told_verdict=True),
+)})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Roles:
+    """Which device plays each role unless a policy or study says otherwise."""
+
+    draft: str = sourced(doc="device of the draft in the baseline")
+    prm: str = sourced(doc="device of the process reward model")
+    target: str = sourced(doc="device of the target")
+    prompt_prefill: str = sourced(doc="device that prefills the prompt with the draft model before its KV cache "
+                                      "migrates to a resident (host-driven) draft")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -42,17 +86,12 @@ class ReasoningSystem:
     draft_llm: str = sourced(doc="LLM spec name of the draft")
     prm_llm: str = sourced(doc="LLM spec name of the process reward model")
     target_llm: str = sourced(doc="LLM spec name of the target")
-    gpu: str = sourced(doc="GPU spec of every GPU server (draft in the baseline, PRM, target)")
-    gpu_framework: str = sourced(doc="serving framework of the GPU servers")
     prm_prefix_cache: bool = sourced(doc="the PRM server reuses the KV of the unchanged prefix")
-    api_call_overhead_s: float = sourced(check=non_negative, unit="s", doc="per request to a GPU model server")
-    fpga_design: str = sourced(doc="FPGA draft design (fpga.streaming.load_design name)")
-    fpga_clock_hz: float = sourced(check=positive, unit="Hz", doc="FPGA kernel clock")
-    edge_gpu: str = sourced(doc="GPU spec of the edge board (edge-draft policy)")
-    edge_framework: str = sourced(doc="serving framework of the edge draft")
-    edge_link: str = sourced(doc="link spec between the edge board and the host")
+    api_call_overhead_s: float = sourced(check=non_negative, unit="s", doc="per request to a model server")
     token_id_bytes: int = sourced(check=positive, unit="B", doc="a token id on the wire")
     kvmu_capacity_tokens: int = sourced(check=positive, unit="tokens", doc="KV slots the KVMU manages")
+    roles: Roles
+    devices: dict[str, DeviceEntry]
     origin: str = internal(default="")
     sources: Mapping[str, str] = internal(default_factory=dict)
 
@@ -61,11 +100,21 @@ class ReasoningSystem:
         for f in ("draft_llm", "prm_llm", "target_llm"):
             if getattr(self, f) not in lib.names("llm"):
                 yield f, "an LLM spec name (" + ", ".join(lib.names("llm")) + ")", getattr(self, f)
-        for f in ("gpu", "edge_gpu"):
-            if getattr(self, f) not in lib.names("gpu"):
-                yield f, "a GPU spec name (" + ", ".join(lib.names("gpu")) + ")", getattr(self, f)
-        if self.edge_link not in lib.names("link"):
-            yield "edge_link", "a link spec name (" + ", ".join(lib.names("link")) + ")", self.edge_link
+        known = ", ".join(sorted(self.devices))
+        for r in ("draft", "prm", "target", "prompt_prefill"):
+            if getattr(self.roles, r) not in self.devices:
+                yield f"roles.{r}", f"a device of [devices] ({known})", getattr(self.roles, r)
+        for name, d in self.devices.items():
+            if d.attach not in ATTACHMENTS:
+                yield f"devices.{name}.attach", "one of " + ", ".join(ATTACHMENTS), d.attach
+            if d.link is not None and d.link not in lib.names("link"):
+                yield f"devices.{name}.link", "a link spec name (" + ", ".join(lib.names("link")) + ")", d.link
+
+    def device(self, name: str) -> DeviceEntry:
+        try:
+            return self.devices[name]
+        except KeyError:
+            raise UnknownNameError(f"device of system {self.name}", name, list(self.devices)) from None
 
 
 def system_names() -> list[str]:
@@ -86,34 +135,36 @@ def load_system(name_or_path: str) -> ReasoningSystem:
     return sys_
 
 
-def _module(name: str, what: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        raise MissingDeviceModelError(f"the reasoning platform needs the {what} ({name}), which this checkout does "
-                                      f"not have ({exc})") from None
+_memo: dict[tuple[Any, ...], Any] = {}  # per process, keyed by id(system) and names
+_alive: dict[int, ReasoningSystem] = {}  # the systems those ids belong to, kept alive so an id is never reused
 
 
-@functools.cache
-def gpu_engine(gpu: str, llm: str, framework: str, weight_bits: int | None = None) -> TimedEngine:
-    """A memoized GPU engine (``gpu.latency.GpuEngine``)."""
-    latency = _module("gpu.latency", "GPU latency model")
-    kwargs: dict[str, Any] = {"framework": framework}
-    if weight_bits is not None:
-        kwargs["weight_bits"] = weight_bits
-    return TimedEngine(latency.GpuEngine(gpu, llm, **kwargs))
+def _memoized(key: tuple[Any, ...], make: Any) -> Any:
+    v = _memo.get(key)
+    if v is None:
+        v = _memo[key] = make()
+    return v
 
 
-FPGA_CTX_GRID = 16  # contexts between exact FPGA token simulations (costs.ContextSampledEngine; 1 = every one)
+def clear_engine_memo() -> None:
+    """Forget every engine built so far (benchmarks: cold replays)."""
+    _memo.clear()
+    _alive.clear()
+    clear_devices()
 
 
-@functools.cache
-def fpga_engine(design: str, clock_hz: float, ctx_grid: int = FPGA_CTX_GRID) -> TimedEngine:
-    """A memoized FPGA streaming draft engine (``fpga.streaming.StreamingEngine``), its per-token times
-    simulated every ``ctx_grid`` contexts (see :class:`~hwmodel.reasoning.costs.ContextSampledEngine`)."""
-    streaming = _module("fpga.streaming", "FPGA streaming accelerator model")
-    engine = streaming.StreamingEngine(streaming.load_design(design), clock_hz=clock_hz)
-    return TimedEngine(ContextSampledEngine(engine, ctx_grid), initial_ctx=0)
+def _device(system: ReasoningSystem, device: str, llm: str) -> Device:
+    where = f"{system.origin or system.name}: devices.{device}"
+    _alive[id(system)] = system
+    return _memoized(("device", id(system), device, llm),
+                     lambda: build_device(system.device(device), llm, where))
+
+
+def role_engine(system: ReasoningSystem, device: str, llm: str) -> TimedEngine:
+    """The memoized, timed engine of ``llm`` on ``device`` of ``system`` (one per built device: systems and roles
+    naming the same device share it, and its memos)."""
+    d = _device(system, device, llm)
+    return _memoized(("engine", id(d)), lambda: TimedEngine(d.engine, initial_ctx=d.warm_ctx))
 
 
 class SystemLinks:
@@ -121,7 +172,9 @@ class SystemLinks:
     link: one DMA to or from the host, or a host-staged path (device -> host -> device) between two devices."""
 
     def __init__(self, role_links: Mapping[str, str]) -> None:
-        self.pcie = _module("interconnect.pcie", "PCIe/link transfer model")
+        from interconnect import pcie
+
+        self.pcie = pcie
         lib = library()
         self.links = MappingProxyType({r: lib.link(n) for r, n in role_links.items()})
         self._memo: dict[tuple[str, str, int], float] = {}
@@ -141,19 +194,22 @@ class SystemLinks:
 
 
 class _PromptMigrations:
-    """``interconnect.pcie.kv_migration`` of the draft's prompt KV cache, memoized by prompt length."""
+    """``interconnect.pcie.kv_migration`` of the draft's prompt KV cache from the prompt-prefill GPU to the draft's
+    board, memoized by prompt length."""
 
-    def __init__(self, gpu: str, draft_llm: str, framework: str, board: str, kv_bits: int) -> None:
-        latency = _module("gpu.latency", "GPU latency model")
-        self.pcie = _module("interconnect.pcie", "PCIe/link transfer model")
-        self.engine = latency.GpuEngine(gpu, draft_llm, framework=framework)
-        self.board, self.kv_bits = board, kv_bits
+    def __init__(self, source: Any, board: str, dst_link: str, kv_bits: int) -> None:
+        from interconnect import pcie
+
+        self.pcie = pcie
+        self.engine = source
+        self.board, self.dst_link, self.kv_bits = board, library().link(dst_link), kv_bits
         self._memo: dict[int, PromptMigration] = {}
 
     def __call__(self, n_tokens: int) -> PromptMigration:
         m = self._memo.get(n_tokens)
         if m is None:
-            km = self.pcie.kv_migration(self.engine, self.board, n_tokens, path="host", kv_bits=self.kv_bits)
+            km = self.pcie.kv_migration(self.engine, self.board, n_tokens, path="host", kv_bits=self.kv_bits,
+                                        dst_link=self.dst_link)
             power = self.engine.prefill_cost(n_tokens).power_w
             m = self._memo[n_tokens] = PromptMigration(prefill_s=km.prefill_s, prefill_power_w=float(power),
                                                        ready_s=km.total_s, transfer_s=km.transfer_s,
@@ -161,51 +217,67 @@ class _PromptMigrations:
         return m
 
 
-@functools.cache
-def prompt_migrations(gpu: str, draft_llm: str, framework: str, board: str, kv_bits: int) -> _PromptMigrations:
-    return _PromptMigrations(gpu, draft_llm, framework, board, kv_bits)
+def prompt_migrations_to(system: ReasoningSystem, board: str, kv_bits: int, dst_link: str | None = None
+                         ) -> _PromptMigrations:
+    """The prompt-KV migrations to a draft on ``board`` (KV at ``kv_bits``, over ``dst_link``, default the board's
+    host link), prefilled with the draft model on the system's prompt-prefill device (memoized)."""
+    def make() -> _PromptMigrations:
+        src = _device(system, system.roles.prompt_prefill, system.draft_llm)
+        require(src.engine, (Capability.PREFILL_TIMELINE, Capability.OP_COSTED),
+                "prompt prefill (KV migration source)", f"{system.origin or system.name}: roles.prompt_prefill")
+        return _PromptMigrations(src.engine, board, dst_link or library().board(board).host_link, kv_bits)
+
+    src_dev = _device(system, system.roles.prompt_prefill, system.draft_llm)
+    return _memoized(("migration", id(src_dev), board, kv_bits, dst_link), make)
+
+
+def prompt_migrations(system: ReasoningSystem, draft_device: str) -> _PromptMigrations:
+    """The prompt-KV migrations to ``draft_device``, prefilled on the system's prompt-prefill device."""
+    dst = _device(system, draft_device, system.draft_llm)
+    if dst.board is None:
+        raise SpecError(f"{system.origin or system.name}", f"devices.{draft_device}",
+                        "a device on an FPGA board spec, where a migrated prompt KV cache can land", draft_device)
+    return prompt_migrations_to(system, dst.board, dst.kv_bits, dst.host_link)
 
 
 def _kvmu_factory(capacity: int) -> Any:
-    kvmu = _module("fpga.kvmu", "KVMU model")
+    from fpga import kvmu
+
     return functools.partial(kvmu.Kvmu, capacity)
 
 
-def build_platform(system: ReasoningSystem | str, policy: PolicySpec | str, *, with_kvmu: bool = True) -> Platform:
-    """The devices ``policy`` runs on in ``system`` (module docstring)."""
+_ROLE_LABEL = {"draft": "draft", "prm": "PRM", "target": "target"}
+
+
+def build_platform(system: ReasoningSystem | str, policy: Policy | str, *, draft: str | None = None,
+                   with_kvmu: bool = True) -> Platform:
+    """The devices ``policy`` runs on in ``system``, the draft on device ``draft`` (default: the policy's);
+    refuses a role whose engine lacks a capability the policy needs there (module docstring)."""
     sys_ = load_system(system) if isinstance(system, str) else system
     pol = get_policy(policy) if isinstance(policy, str) else policy
-    lib = library()
-    gpu = lib.gpu(sys_.gpu)
-    prm = gpu_engine(sys_.gpu, sys_.prm_llm, sys_.gpu_framework)
-    target = gpu_engine(sys_.gpu, sys_.target_llm, sys_.gpu_framework)
-    names = {"prm": f"{gpu.display_name} (PRM)", "target": f"{gpu.display_name} (target)"}
-    kvmu = None
-    migration = None
-    draft_overhead = sys_.api_call_overhead_s
-    if pol.draft_on == "gpu":
-        draft = gpu_engine(sys_.gpu, sys_.draft_llm, sys_.gpu_framework)
-        names["draft"] = f"{gpu.display_name} (draft)"
-        draft_link = gpu.host_link
-    elif pol.draft_on == "fpga":
-        draft = fpga_engine(sys_.fpga_design, sys_.fpga_clock_hz)
-        design = draft.engine.engine.design  # TimedEngine -> ContextSampledEngine -> StreamingEngine
-        board = lib.board(design.board)
-        names["draft"] = f"{board.display_name} ({sys_.fpga_design} @ {sys_.fpga_clock_hz / 1e6:.0f} MHz)"
-        draft_link = board.host_link
-        # the target's GPU prefills the prompt with the draft model; its KV cache migrates once, overlapped
-        migration = prompt_migrations(sys_.gpu, sys_.draft_llm, sys_.gpu_framework, board.name, int(design.kv_bits))
-        draft_overhead = 0.0  # the host drives the FPGA directly (XRT/DMA), not through a model server
-        if with_kvmu:
-            kvmu = _kvmu_factory(sys_.kvmu_capacity_tokens)
-    else:
-        edge = lib.gpu(sys_.edge_gpu)
-        draft = gpu_engine(sys_.edge_gpu, sys_.draft_llm, sys_.edge_framework)
-        names["draft"] = f"{edge.display_name} (draft)"
-        draft_link = sys_.edge_link
-    links = SystemLinks({"draft": draft_link, "prm": gpu.host_link, "target": gpu.host_link})
-    return Platform(draft=draft, prm=prm, target=target, links=links, device_names=names,
-                    prompt_migration=migration, prm_prefix_cache=sys_.prm_prefix_cache,
-                    api_call_overhead_s=sys_.api_call_overhead_s, draft_api_call_overhead_s=draft_overhead,
-                    token_bytes=sys_.token_id_bytes, kvmu_factory=kvmu,
-                    description={"system": sys_.name, "policy": pol.name, **names})
+    where = sys_.origin or sys_.name
+    placement = {"draft": draft or (sys_.roles.draft if pol.draft_device == "server" else pol.draft_device),
+                 "prm": sys_.roles.prm, "target": sys_.roles.target}
+    llms = {"draft": sys_.draft_llm, "prm": sys_.prm_llm, "target": sys_.target_llm}
+    devices = {r: _device(sys_, placement[r], llms[r]) for r in ROLES}
+    engines = {r: role_engine(sys_, placement[r], llms[r]) for r in ROLES}
+    for r in ROLES:
+        require(devices[r].engine, pol.needs(r), r, f"{where}: devices.{placement[r]} (policy {pol.name})")
+    attach = ATTACHMENTS[sys_.device(placement["draft"]).attach]
+    if attach.resident != pol.resident_draft:
+        want = "host-driven" if pol.resident_draft else "local-server or remote-server"
+        raise SpecError(where, f"devices.{placement['draft']}.attach",
+                        f"{want} for the draft under policy '{pol.name}' (sync: {pol.sync})", attach.name)
+    names = {r: f"{devices[r].display_name} ({_ROLE_LABEL[r]})" for r in ("prm", "target")}
+    names["draft"] = (devices["draft"].display_name if attach.resident
+                      else f"{devices['draft'].display_name} (draft)")
+    migration = prompt_migrations(sys_, placement["draft"]) if attach.resident else None
+    kvmu = _kvmu_factory(sys_.kvmu_capacity_tokens) if (attach.resident and with_kvmu) else None
+    links = SystemLinks({r: devices[r].host_link for r in ROLES})
+    return Platform(draft=engines["draft"], prm=engines["prm"], target=engines["target"], links=links,
+                    device_names=names, prompt_migration=migration, prm_prefix_cache=sys_.prm_prefix_cache,
+                    api_call_overhead_s=sys_.api_call_overhead_s,
+                    draft_api_call_overhead_s=sys_.api_call_overhead_s if attach.api_call else 0.0,
+                    draft_told_verdict=attach.told_verdict, token_bytes=sys_.token_id_bytes, kvmu_factory=kvmu,
+                    description={"system": sys_.name, "policy": pol.name,
+                                 **({"draft_device": draft} if draft else {}), **names})

@@ -1,0 +1,20 @@
+"""System A's validation rows keep the shared format and label their roles (a small replay: the full table is
+`hwmodel validate`'s)."""
+from __future__ import annotations
+
+import math
+
+from hwmodel.reasoning.validation import rows
+
+KEYS = {"area", "name", "model", "published", "band", "unit", "role", "free_params", "workload", "source", "note"}
+
+
+def test_rows_have_the_shared_format_and_honest_roles() -> None:
+    out = rows(datasets=("gsm8k",), limit=4)
+    assert out and all(set(r) == KEYS for r in out)
+    assert all(r["role"] in ("fitted", "predicted", "leave-one-out") and math.isfinite(r["model"]) for r in out)
+    by = {r["name"]: r for r in out}
+    assert by["T2 speedup over the 3-GPU baseline (gsm8k)"]["band"] == [1.25, 1.33]
+    assert by["step rejection rate of the trace (gsm8k)"]["role"] == "fitted"  # the rates are set, not predicted
+    assert by["accuracy gain of backtracking, mean of 1 datasets (config2)"]["published"] == 5.0
+    assert all(r["band"] is None or r["band"][0] <= r["band"][1] for r in out)
