@@ -90,7 +90,7 @@ def bench_cover(quick: bool) -> None:
 
 
 def bench_llama(quick: bool) -> None:
-    base = load_design("flexllm-u280")
+    base = load_design("flexllm-u280-mem-opt-new")
     base = dataclasses.replace(base, name="llama2-7b-w4-u280", llm="llama2-7b", max_ctx=2048)
     print("[4] LLaMA2-7B-sized token (W4A4, int8 KV, 32 x 512-bit ports on U280, 300 MHz), fresh:")
     for burst in (4096, 16384):

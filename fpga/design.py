@@ -9,6 +9,7 @@ can vary lanes, ports, width, clock, bits and FIFO depths; :func:`validate_desig
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,20 @@ class EngineSpec:
                                          doc="cycles from a block's last issue cycle to its result")
     order: str = plain(default="output", check=one_of("output", "input"),
                        doc="matrix-vector loop order: output-stationary or input-stationary")
+    tile_rows: int = plain(default=0, check=_non_negative,
+                           doc="outputs (matrix-vector) or cached tokens (attention) per HLS dataflow iteration; "
+                               "0 = one flattened pipeline, no per-tile fill/drain")
+    tile_overhead_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
+                                      doc="cycles a dataflow iteration of tile_rows outputs adds beyond its "
+                                          "issue cycles (systolic-chain fill plus the serial drain of its "
+                                          "outputs): the next tile starts only after they pass")
+    scale_rows_per_cycle: int = plain(default=0, check=_non_negative,
+                                      doc="0: per-row weight scales ride inline with the weights; > 0: they come "
+                                          "from a port of their own at this many output rows per cycle, which "
+                                          "bounds a matrix-vector block's issue cycles")
+    slr: int = plain(default=0, check=_non_negative,
+                     doc="super logic region (die) the engine is placed in; each crossing between engines adds "
+                         "the design's slr_crossing_cycles to their FIFO latency")
 
     @property
     def port_bytes(self) -> int:
@@ -96,8 +111,37 @@ class StreamingDesign:
     max_ctx: int = plain(default=4096, doc="KV-cache capacity the design reserves in HBM, tokens")
     kvmu: bool = plain(default=False, doc="the design holds the KVMU (the speculative draft's KV rollback unit, "
                                           "docs/kvmu.md); its LUTs/FFs are the yosys counts of fpga/rtl/kvmu.v")
+    operand_passes: int = plain(default=1,
+                                doc="whole-vector passes (vector_chunk elements per cycle) a matrix-vector or "
+                                    "attention engine makes over its input before the first block: operand "
+                                    "buffer fill, plus per-token quantisation scan and re-layout buffers")
+    buffered_ops: tuple[str, ...] = plain(default=(),
+                                          doc="element-wise operators that take their whole input vector before "
+                                              "emitting (HLS re-layout buffers): a barrier like RMSNorm's")
+    rotation_ops: tuple[str, ...] = plain(default=(),
+                                          doc="element-wise operators followed by an on-chip fast Hadamard "
+                                              "transform of their output (SpinQuant R4): log2(n) butterfly "
+                                              "stages of 1.5 passes each at the engine's lanes, whole vector")
+    softmax_passes: int = plain(default=1,
+                                doc="passes over the scores the softmax makes (max, exp + sum, normalise), each "
+                                    "vector_chunk scores per cycle")
+    softmax_lanes: int = plain(default=0, check=_non_negative,
+                               doc="scores the softmax handles per cycle; 0 = vector_chunk")
+    attn_head_parallel: int = plain(default=1,
+                                    doc="KV heads attention processes side by side (each on its own lanes and "
+                                        "ports); must divide the LLM's KV heads")
+    attn_q_serial: bool = plain(default=False,
+                                doc="the query heads of a GQA group run one after another, each re-streaming "
+                                    "the group's K and V blocks from HBM (FlexLLM's attn_group_loop)")
+    layer_io_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
+                                 doc="0: the residual stream flows on chip from layer to layer; > 0: each layer's "
+                                     "output is stored to HBM and read back before the next layer starts (a "
+                                     "barrier costing this many cycles)")
+    slr_crossing_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
+                                     doc="pipeline registers an activation FIFO gains per SLR boundary it crosses")
     engines: tuple[EngineSpec, ...] = plain(doc="the engines")
     origin: str = dataclasses.field(default="", compare=False, metadata={"toml": False})
+    sources: Any = dataclasses.field(default=None, compare=False, metadata={"toml": False})
 
     # ---- lookups
     def engine_of(self, op: str) -> EngineSpec:
@@ -130,23 +174,42 @@ class StreamingDesign:
         return library().llm(self.llm)
 
 
+#: Old built-in names that still load (the design they now name).
+ALIASES = {"flexllm-u280": "flexllm-u280-mem-opt-new"}
+
+
 def design_names() -> list[str]:
     return sorted(p.stem for p in DESIGN_DIR.glob("*.toml"))
 
 
 def load_design(name_or_path: str | Path) -> StreamingDesign:
-    """A built-in design by name (``draft-u280``, ``draft-v80``, ``flexllm-u280``) or a TOML file path; checked for
+    """A built-in design by name (:func:`design_names`; ``flexllm-u280`` is an alias of ``flexllm-u280-mem-opt-new``)
+    or a TOML file path; checked for
     structure (every operator mapped once, positive sizes). Use :func:`validate_design` for the board checks."""
     path = Path(name_or_path)
     if not (path.suffix == ".toml" or path.exists()):
-        path = DESIGN_DIR / f"{name_or_path}.toml"
+        path = DESIGN_DIR / f"{ALIASES.get(str(name_or_path), name_or_path)}.toml"
         if not path.exists():
             raise UnknownNameError("streaming design", str(name_or_path), design_names())
-    table = read_toml(path)
+    sources: dict[str, str] = {}
+    table = _unsource(read_toml(path), "", sources)
     design = build(StreamingDesign, table, path=path)
-    design = dataclasses.replace(design, origin=str(path))
+    design = dataclasses.replace(design, origin=str(path), sources=types.MappingProxyType(sources))
     check_structure(design, where=str(path))
     return design
+
+
+def _unsource(raw: Any, key: str, sources: dict[str, str]) -> Any:
+    """Any design value may be written ``{ value = ..., source = "..." }``: keep the value, record the source under
+    its dotted key (``engines[0].lanes``)."""
+    if isinstance(raw, dict):
+        if set(raw) == {"value", "source"} and isinstance(raw["source"], str):
+            sources[key] = raw["source"]
+            return raw["value"]
+        return {k: _unsource(v, f"{key}.{k}" if key else k, sources) for k, v in raw.items()}
+    if isinstance(raw, list):
+        return [_unsource(v, f"{key}[{i}]", sources) for i, v in enumerate(raw)]
+    return raw
 
 
 def _problems(d: StreamingDesign) -> Iterator[str]:
@@ -186,6 +249,15 @@ def _problems(d: StreamingDesign) -> Iterator[str]:
         yield f"vector_chunk must be >= 1, got {d.vector_chunk}"
     if d.max_ctx < 0:
         yield f"max_ctx must be >= 0, got {d.max_ctx}"
+    for op in d.buffered_ops + d.rotation_ops:
+        if op not in ("rope", "attn_add", "silu_mul", "ffn_add"):
+            yield f"buffered_ops/rotation_ops: '{op}' is not an element-wise operator (rope, attn_add, silu_mul, ffn_add)"
+    if d.operand_passes < 1:
+        yield f"operand_passes must be >= 1, got {d.operand_passes}"
+    if d.softmax_passes < 1:
+        yield f"softmax_passes must be >= 1, got {d.softmax_passes}"
+    if d.attn_head_parallel < 1:
+        yield f"attn_head_parallel must be >= 1, got {d.attn_head_parallel}"
     if d.act_bits not in (4, 8, 16):
         yield f"act_bits must be 4, 8 or 16, got {d.act_bits}"
 

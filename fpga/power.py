@@ -11,7 +11,7 @@
   simulated token.
 * ``e_bit``: HBM2 access energy, 3.9 pJ/bit (O'Connor et al., "Fine-Grained DRAM", MICRO 2017) [M], times the
   simulated token's achieved bandwidth.
-* ``k_fabric`` is the one fitted constant: FlexLLM's decode (flexllm-u280, ctx 512) is made to draw the median
+* ``k_fabric`` is the one fitted constant: FlexLLM's decode (flexllm-u280-mem-opt-new, ctx 512; see docs/streaming.md on why not the deployed design) is made to draw the median
   of the log's active samples (those above the idle floor + 2 W); :func:`fit_fabric_scale` reproduces it. The
   model then *predicts* the draft designs' power.
 """
@@ -31,7 +31,7 @@ COEFF_UW_PER_MHZ = {"dsp": 3.0, "lut": 0.03, "ff": 0.006, "bram18k": 1.5, "uram"
 ACTIVITY_FLOOR = 0.1
 HBM_PJ_PER_BIT = 3.9
 #: fitted by fit_fabric_scale() (tests/test_resources_power.py checks that re-fitting reproduces it)
-K_FABRIC = 0.182
+K_FABRIC = 0.659
 REFERENCE_CTX = 512
 
 
@@ -98,10 +98,10 @@ def active_median_w() -> float:
 
 
 def fit_fabric_scale() -> float:
-    """k_fabric that makes flexllm-u280 decode (ctx REFERENCE_CTX) draw the log's active median."""
+    """k_fabric that makes flexllm-u280-mem-opt-new decode (ctx REFERENCE_CTX) draw the log's active median."""
     from fpga.streaming import StreamingEngine
 
-    eng = StreamingEngine("flexllm-u280")
+    eng = StreamingEngine("flexllm-u280-mem-opt-new")
     d = eng.design
     tok = eng.token(min(REFERENCE_CTX, d.max_ctx))
     fab1, mem = dynamic_w(d, tok, 1.0)

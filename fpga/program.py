@@ -39,6 +39,29 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def hop_matrix(design: StreamingDesign) -> np.ndarray:
+    """Cycles from a producer's result to its consumer, per (producer engine, consumer engine): 1 on the same
+    engine; otherwise the FIFO latency plus ``slr_crossing_cycles`` per SLR boundary between the two engines
+    (RapidStream pipelines every slot crossing of its floorplan)."""
+    n = len(design.engines)
+    h = np.ones((n, n), dtype=np.int64)
+    for i, a in enumerate(design.engines):
+        for j, b in enumerate(design.engines):
+            if i != j:
+                h[i, j] = design.fifo_latency_cycles + design.slr_crossing_cycles * abs(a.slr - b.slr)
+    return h
+
+
+def tile_ends(lo: int, hi: int, total: int, tile: int) -> int:
+    """Dataflow tiles of ``tile`` items (the last one clipped at ``total``) that end inside items (lo, hi]."""
+    if tile <= 0:
+        return 0
+    n = hi // tile - lo // tile
+    if hi == total and total % tile:
+        n += 1
+    return n
+
+
 @dataclasses.dataclass
 class _Vec:
     """An activation vector as produced: entries (dep kind, index, cumulative elements), its producer engine."""
@@ -166,6 +189,7 @@ class _Compiler:
         self.granule = board.hbm.granule_bytes
         self.wptr = [0] * len(design.engines)  # weight address pointer per engine (same on all its ports)
         self.macs = 0
+        self.hop = hop_matrix(design).tolist()
 
     # ---- helpers
     def E(self, op: str) -> EngineSpec:
@@ -178,7 +202,7 @@ class _Compiler:
         if kind == DEP_LOCAL:
             same = seg.eng[idx] == seg.eng[t]
             off = seg.cyc[idx] + self.d.engines[seg.eng[idx]].pipeline_latency_cycles + \
-                (1 if same else self.d.fifo_latency_cycles)
+                (1 if same else self.hop[seg.eng[idx]][seg.eng[t]])
             seg.deps[t][slot] = (DEP_LOCAL, idx, off)
         else:
             seg.deps[t][slot] = (kind, idx, 0)
@@ -222,9 +246,13 @@ class _Compiler:
     # ---- operators
     def stream_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int = 1, out_den: int = 1,
                   skip: _Vec | None = None, produce: bool = True) -> _Vec:
-        """Element-wise operator: one block per input block; ``out = in * num / den`` elements."""
+        """Element-wise operator: one block per input block; ``out = in * num / den`` elements. A buffered operator
+        (``buffered_ops``, ``rotation_ops``) takes its whole input first, then (rotation) runs the fast Hadamard
+        transform's butterfly stages, then emits (a barrier, like RMSNorm)."""
         eng = self.eng_idx[op]
         lanes = self.d.engines[eng].lanes
+        if produce and (op in self.d.buffered_ops or op in self.d.rotation_ops):
+            return self._buffered_op(seg, op, vin, out_num, out_den, skip)
         out: list[tuple[int, int, int]] = []
         prev = 0
         for _k, _i, cum in vin.entries:
@@ -236,6 +264,32 @@ class _Compiler:
                 out.append((DEP_LOCAL, t, cum * out_num // out_den))
             prev = cum
         self.close(seg, vin)
+        return _Vec(out, eng)
+
+    def _buffered_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int, out_den: int,
+                     skip: _Vec | None) -> _Vec:
+        eng = self.eng_idx[op]
+        lanes = self.d.engines[eng].lanes
+        prev = 0
+        for _k, _i, cum in vin.entries:
+            t = seg.block(eng, _cdiv(cum - prev, lanes), op)
+            self.consume(seg, t, 0, vin, cum)
+            if skip is not None:
+                self.consume(seg, t, 1, skip, cum, main=False)
+            prev = cum
+        self.close(seg, vin)
+        n = vin.cum[-1] * out_num // out_den
+        first = True
+        if op in self.d.rotation_ops:  # FlexLLM FHT.h dec_FHT: per stage a shuffle pass + a half-rate exchange pass
+            stages = max(1, (n - 1).bit_length())
+            seg.block(eng, _cdiv(3 * stages * n, 2 * lanes), op, drain=True)
+            first = False
+        out = []
+        prev = 0
+        for j, cum in enumerate(self.vec_chunks(n)):
+            t = seg.block(eng, _cdiv(cum - prev, lanes), op, drain=(j == 0 and first))
+            out.append((DEP_LOCAL, t, cum))
+            prev = cum
         return _Vec(out, eng)
 
     def norm_op(self, seg: _Segment, op: str, vin: _Vec, n: int) -> _Vec:
@@ -263,7 +317,7 @@ class _Compiler:
         eng = self.eng_idx[op]
         vin.buffered = True
         n = vin.cum[-1]
-        t = seg.block(eng, _cdiv(n, self.d.vector_chunk), op)
+        t = seg.block(eng, self.d.operand_passes * _cdiv(n, self.d.vector_chunk), op)
         self.consume(seg, t, 0, vin, n)
 
     def row_bytes(self, cols: int, bias: bool) -> int:
@@ -284,7 +338,11 @@ class _Compiler:
             first = True
             while done < rows:
                 r = min(rpt, rows - done)
-                t = seg.block(eng, _cdiv(r * cols, e.lanes), op, drain=first)
+                fill = e.tile_overhead_cycles * tile_ends(done, done + r, rows, e.tile_rows)
+                issue = _cdiv(r * cols, e.lanes)
+                if e.scale_rows_per_cycle:  # the scale port delivers scale_rows_per_cycle output rows per cycle
+                    issue = max(issue, _cdiv(r, e.scale_rows_per_cycle))
+                t = seg.block(eng, issue + fill, op, drain=first)
                 first = False
                 self.weight_reqs(seg, t, eng, r * rb)
                 done += r
@@ -320,16 +378,19 @@ class _Compiler:
         return _Vec(out, eng)
 
     def attention(self, seg: _Segment, vin: _Vec, ctx: int, kv_base: list[int], heads: int) -> dict[str, Any]:
-        """GQA attention over ``ctx`` cached tokens (+ the new one, on chip) per KV head: K blocks, softmax,
-        V blocks; the new token's K and V are written to HBM. Compiles the first ``heads`` heads (the others are
-        copies of head 1, made by :func:`compile_token`)."""
+        """GQA attention over ``ctx`` cached tokens (+ the new one, on chip) per *unit* of ``attn_head_parallel``
+        KV heads processed side by side: K blocks, softmax, V blocks; the new token's K and V are written to HBM.
+        With ``attn_q_serial`` the query heads of a group run one after another, each re-streaming K and V.
+        Compiles the first ``heads`` units (the others are copies of unit 1, made by :func:`compile_token`)."""
         op = "attention"
         eng = self.eng_idx[op]
         e = self.d.engines[eng]
         m = self.m
         g = m.heads // m.kv_heads
+        hp = self.d.attn_head_parallel
+        rounds, gq = (g, 1) if self.d.attn_q_serial else (1, g)  # query-head rounds, query heads per round
         hd = m.head_dim
-        tb = _cdiv(hd * self.d.kv_bits, 8)  # bytes of one token's K (or V) for one head
+        tb = _cdiv(hp * hd * self.d.kv_bits, 8)  # bytes of one token's K (or V) for one unit
         tpu = max(1, _cdiv(self.granule, tb)) if tb < self.granule else 1  # tokens per striping unit
         tpr = max(1, e.burst_bytes // tb)  # tokens per read request
         P = e.ports
@@ -345,6 +406,7 @@ class _Compiler:
         n_tiles = max(n_req) if n_req else 0
         wport = (ctx // tpu) % P
         vc = self.d.vector_chunk
+        sm_lanes = self.d.softmax_lanes or vc
         self.load_blocks(seg, op, vin)
         load_end = len(seg.eng) - 1
         out = []
@@ -364,25 +426,29 @@ class _Compiler:
                         toks += n
                         seg.reqs[self.port0[eng] + p].append(
                             (n * tb, bases[kind] + i * tpr * tb, 0, t, 0, KIND_KV))
-                seg.cyc[t] = max(1, _cdiv(toks * hd * g, e.lanes))
-                self.macs += toks * hd * g
+                lo = sum(min(tpr * i, tokens[p]) for p in range(P))
+                fill = e.tile_overhead_cycles * tile_ends(lo, lo + toks, ctx, e.tile_rows)
+                seg.cyc[t] = max(1, _cdiv(toks * hd * gq * hp, e.lanes) + fill)
+                self.macs += toks * hd * gq * hp
 
-            seg.block(eng, _cdiv(hd * g, e.lanes), op, drain=(h == 0))  # q . k_new (on chip)
-            self.macs += 2 * hd * g
-            if self.d.softmax == "two-pass":
-                for i in range(n_tiles):
-                    kv_tile(0, i)
-                seg.block(eng, _cdiv((ctx + 1) * g, vc), op, drain=True)  # max, exp, sum over all scores
-                seg.block(eng, _cdiv(hd * g, e.lanes), op)  # p_new . v_new
-                for i in range(n_tiles):
-                    kv_tile(1, i)
-            else:
-                seg.block(eng, _cdiv(hd * g, e.lanes), op)
-                for i in range(n_tiles):
-                    kv_tile(0, i)
-                    kv_tile(1, i)
-            t = seg.block(eng, _cdiv(hd * g, vc), op, drain=True)  # normalise and emit the head's output
-            out.append((DEP_LOCAL, t, (h + 1) * g * hd))
+            for rnd in range(rounds):
+                seg.block(eng, _cdiv(hd * gq * hp, e.lanes), op, drain=(h == 0 and rnd == 0))  # q . k_new
+                self.macs += 2 * hd * gq * hp
+                if self.d.softmax == "two-pass":
+                    for i in range(n_tiles):
+                        kv_tile(0, i)
+                    # max, exp + sum (and normalise) over all scores
+                    seg.block(eng, self.d.softmax_passes * _cdiv((ctx + 1) * gq * hp, sm_lanes), op, drain=True)
+                    seg.block(eng, _cdiv(hd * gq * hp, e.lanes), op)  # p_new . v_new
+                    for i in range(n_tiles):
+                        kv_tile(1, i)
+                else:
+                    seg.block(eng, _cdiv(hd * gq * hp, e.lanes), op)
+                    for i in range(n_tiles):
+                        kv_tile(0, i)
+                        kv_tile(1, i)
+                t = seg.block(eng, _cdiv(hd * gq * hp, vc), op, drain=True)  # normalise and emit
+            out.append((DEP_LOCAL, t, (h + 1) * g * hd * hp))
             # the new token's K and V go to the port that owns token ctx
             p = self.port0[eng] + wport
             for kind in (0, 1):
@@ -397,6 +463,8 @@ class _Compiler:
         """Blocks of the residual stream as the down projection (and the residual add after it) emit them."""
         e = self.E("down")
         h, i = self.m.hidden, self.m.intermediate
+        if "ffn_add" in self.d.buffered_ops or "ffn_add" in self.d.rotation_ops:
+            return self.vec_chunks(h)
         if e.order == "output":
             rpt = max(1, (e.ports * e.burst_bytes) // self.row_bytes(i, False))
             return [min(h, (k + 1) * rpt) for k in range(_cdiv(h, rpt))]
@@ -419,8 +487,9 @@ class _Compiler:
         """Layer part after attention: O projection, residual, RMSNorm, gate/up, SiLU x up, down, residual."""
         m = self.m
         seg = _Segment(self.n_ports)
-        g_hd = m.heads // m.kv_heads * m.head_dim
-        a = _Vec([(DEP_ATT, h, (h + 1) * g_hd) for h in range(m.kv_heads)], self.eng_idx["attention"])
+        hp = self.d.attn_head_parallel
+        g_hd = m.heads // m.kv_heads * m.head_dim * hp
+        a = _Vec([(DEP_ATT, h, (h + 1) * g_hd) for h in range(m.kv_heads // hp)], self.eng_idx["attention"])
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
         o = self.matvec(seg, "o_proj", a, m.hidden, m.q_dim)
         x2 = self.stream_op(seg, "attn_add", o, skip=x_in)
@@ -449,7 +518,7 @@ class _Compiler:
             t = seg.block(x_eng, _cdiv(cum - prev, self.d.vector_chunk), "embed", drain=(j == 0))
             if x_eng != eng and j == 0:
                 seg.deps[t][0] = (DEP_LOCAL, 0, seg.cyc[0] + self.d.engines[eng].pipeline_latency_cycles +
-                                  self.d.fifo_latency_cycles)
+                                  self.hop[eng][x_eng])
             out.append((DEP_LOCAL, t, cum))
             prev = cum
         return seg, _Vec(out, x_eng)
@@ -537,10 +606,11 @@ def _expand_port(head: np.ndarray, layer: np.ndarray, tail: np.ndarray, base: np
 
 @njit(cache=True)
 def _place(kind: np.ndarray, idx: np.ndarray, o: np.ndarray, first: np.ndarray, xprod: np.ndarray,
-           eng: np.ndarray, cyc: np.ndarray, lat: np.ndarray, fifo_lat: int, dep: np.ndarray,
+           eng: np.ndarray, cyc: np.ndarray, lat: np.ndarray, hop: np.ndarray, extra: int, dep: np.ndarray,
            off: np.ndarray) -> None:
     """Resolve a segment's dependencies for its copies starting at blocks ``first`` (copy j reads the layer
-    input produced by blocks ``xprod[j]``): local indices are shifted, input-vector entries become producers."""
+    input produced by blocks ``xprod[j]``): local indices are shifted, input-vector entries become producers
+    (``extra`` cycles later: the layer-input round trip through HBM)."""
     m = kind.shape[0]
     for j in range(len(first)):
         for i in range(m):
@@ -555,7 +625,7 @@ def _place(kind: np.ndarray, idx: np.ndarray, o: np.ndarray, first: np.ndarray, 
                 elif k == DEP_XIN:
                     prod = xprod[j, idx[i, s]]
                     dep[row, s] = prod
-                    off[row, s] = cyc[prod] + lat[eng[prod]] + (1 if eng[prod] == eng[row] else fifo_lat)
+                    off[row, s] = cyc[prod] + lat[eng[prod]] + hop[eng[prod], eng[row]] + extra
 
 
 @dataclasses.dataclass
@@ -627,9 +697,10 @@ class _Layer:
 
 
 def kv_region_bytes(design: StreamingDesign, llm: LlmSpec, board: BoardSpec) -> int:
-    """Bytes one attention port reserves for one (layer, KV head, K or V) at ``max_ctx`` tokens, 4 KB aligned."""
+    """Bytes one attention port reserves for one (layer, unit of ``attn_head_parallel`` KV heads, K or V) at
+    ``max_ctx`` tokens, 4 KB aligned."""
     e = design.engine_of("attention")
-    tb = _cdiv(llm.head_dim * design.kv_bits, 8)
+    tb = _cdiv(design.attn_head_parallel * llm.head_dim * design.kv_bits, 8)
     per_port = _cdiv(design.max_ctx + 1, e.ports) + _cdiv(board.hbm.granule_bytes, tb)
     return _cdiv(per_port * tb, 4096) * 4096
 
@@ -645,14 +716,18 @@ def compile_token(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: 
         raise DesignError(f"design '{design.name}': ctx {ctx} exceeds its KV-cache reservation max_ctx = "
                           f"{design.max_ctx}")
     check_structure(design)
+    if llm.kv_heads % design.attn_head_parallel:
+        raise DesignError(f"design '{design.name}': attn_head_parallel = {design.attn_head_parallel} must divide the "
+                          f"{llm.kv_heads} KV heads of {llm.name}")
     st = _static_parts(design, board, llm, with_lm_head)
     c = _Compiler(design, board, llm)
     a_eng = c.eng_idx["attention"]
     kv_base0 = _cdiv(st.total_w[a_eng], 1 << 20) << 20
     region = kv_region_bytes(design, llm, board)
-    layer, att_macs = _layer(design, c, st, ctx, [kv_base0 + i * region for i in range(2 * llm.kv_heads)], region)
+    units = llm.kv_heads // design.attn_head_parallel
+    layer, att_macs = _layer(design, c, st, ctx, [kv_base0 + i * region for i in range(2 * units)], region)
     L = llm.layers
-    return _link(design, c, st, layer, L, 2 * llm.kv_heads * region, st.static_macs + (st.layer_macs + att_macs) * L,
+    return _link(design, c, st, layer, L, 2 * units * region, st.static_macs + (st.layer_macs + att_macs) * L,
                  per_port)
 
 
@@ -667,7 +742,8 @@ def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base
     seg.eng, seg.cyc, seg.drain, seg.op = list(pre.eng), list(pre.cyc), list(pre.drain), list(pre.op)
     seg.deps = list(pre.deps)
     rope = _Vec(list(st.rope.entries), st.rope.engine)
-    info = c.attention(seg, rope, ctx, kv_base, heads=min(m.kv_heads, 2))
+    units = m.kv_heads // design.attn_head_parallel
+    info = c.attention(seg, rope, ctx, kv_base, heads=min(units, 2))
     eng_list = seg.eng[n_pre:]
     att = {"eng": np.array(eng_list, np.int64), "cyc": np.array(seg.cyc[n_pre:], np.int64),
            "drain": np.array(seg.drain[n_pre:], np.int64), "op": np.array(seg.op[n_pre:], np.int64)}
@@ -675,8 +751,8 @@ def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base
     att.update(dkind=deps[:, :, 0], didx=deps[:, :, 1], doff=deps[:, :, 2])
     att_reqs = [np.array(r, dtype=np.int64).reshape(-1, 6) for r in seg.reqs]
     emit = [idx for _k, idx, _c in info["out"]]
-    macs = c.macs // min(m.kv_heads, 2) * m.kv_heads  # every head attends over the same tokens
-    extra = m.kv_heads - 2
+    macs = c.macs // min(units, 2) * units  # every head attends over the same tokens
+    extra = units - 2
     if extra > 0:  # copy head 1
         h0, h1 = info["head_start"][1] - n_pre, info["head_start"][2] - n_pre
         hl = h1 - h0
@@ -707,9 +783,8 @@ def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base
         emit_abs = np.array(emit, dtype=np.int64)  # layer-local already (the segment began with pre)
         tgt = emit_abs[didx[a_ref]]
         a_eng = info["engine"]
-        same = po["eng"][np.nonzero(a_ref)[0]] == a_eng
         doff[a_ref] = att["cyc"][tgt - n_pre] + design.engines[a_eng].pipeline_latency_cycles + \
-            np.where(same, 1, design.fifo_latency_cycles)
+            hop_matrix(design)[a_eng, po["eng"][np.nonzero(a_ref)[0]]]
         didx[a_ref] = tgt
         dkind[a_ref] = DEP_LOCAL
     pr = pre.arrays()
@@ -754,19 +829,24 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
     dep = np.empty((n, 3), dtype=np.int64)  # every row is written by _place
     off = np.empty((n, 3), dtype=np.int64)
 
-    def place(arrs: dict[str, np.ndarray], first: np.ndarray, xprod: np.ndarray) -> None:
-        _place(arrs["dkind"], arrs["didx"], arrs["doff"], first, xprod, eng, cyc, lat, design.fifo_latency_cycles,
-               dep, off)
+    hop = hop_matrix(design)
+
+    def place(arrs: dict[str, np.ndarray], first: np.ndarray, xprod: np.ndarray, extra: int = 0) -> None:
+        _place(arrs["dkind"], arrs["didx"], arrs["doff"], first, xprod, eng, cyc, lat, hop, extra, dep, off)
 
     place(hs, np.array([0], dtype=np.int64), x_prod[:1])
-    place(ls, base, x_prod[:L])
+    io = design.layer_io_cycles
+    if io > 0:  # each layer reads its whole input back from HBM: every entry waits for the last one plus the trip
+        place(ls, base, np.ascontiguousarray(np.broadcast_to(x_prod[:L, -1:], (L, n_x))), io)
+    else:
+        place(ls, base, x_prod[:L])
     place(ts, np.array([tail_base], dtype=np.int64), x_prod[L:L + 1])
     # back-pressure of each layer input's FIFO: producer of entry k waits for the reader of entry k - depth
     q = design.fifo_depth
     for s_arrs, seg, firsts, prods in ((ls, layer, base, x_prod[:L]),
                                        (ts, tail, np.array([tail_base]), x_prod[L:L + 1])):
         xin: _Vec = seg.x_in  # type: ignore[attr-defined]
-        if xin.consumer_engine == NO or xin.consumer_engine == xin.engine or n_x <= q:
+        if xin.consumer_engine == NO or xin.consumer_engine == xin.engine or n_x <= q or (io > 0 and seg is layer):
             continue
         free = np.array(xin.free_tile, dtype=np.int64)
         ks = np.arange(q, min(n_x, len(free) + q))

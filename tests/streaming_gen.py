@@ -59,16 +59,28 @@ def small_design(draw: Any, board: BoardSpec, llm: LlmSpec) -> StreamingDesign:
             ports=draw(st.integers(1, 3)), port_width_bits=draw(st.sampled_from([64, 128, 256, 512])),
             burst_bytes=draw(st.sampled_from([32, 64, 128, 256, 512])), buffer_depth=draw(st.integers(1, 6)),
             max_outstanding=draw(st.integers(1, 4)), pipeline_latency_cycles=draw(st.integers(0, 10)),
-            order=draw(st.sampled_from(["output", "input"]))))
+            order=draw(st.sampled_from(["output", "input"])), tile_rows=draw(st.sampled_from([0, 0, 1, 3, 8])),
+            tile_overhead_cycles=draw(st.integers(0, 12)), slr=draw(st.integers(0, 2)),
+            scale_rows_per_cycle=draw(st.sampled_from([0, 0, 1, 2]))))
     for i, ops in enumerate(vec_ops):
         if not ops:
             continue
         engines.append(EngineSpec(name=f"vec{i}", ops=tuple(o for o in ALL_OPS if o in ops),
                                   lanes=draw(st.sampled_from([1, 2, 4, 16])),
-                                  pipeline_latency_cycles=draw(st.integers(0, 10))))
+                                  pipeline_latency_cycles=draw(st.integers(0, 10)), slr=draw(st.integers(0, 2))))
+    elementwise = ("rope", "attn_add", "silu_mul", "ffn_add")
+    buffered = draw(st.sets(st.sampled_from(elementwise)))
+    rest = [o for o in elementwise if o not in buffered]
+    rotated = draw(st.sets(st.sampled_from(rest))) if rest else set()
     return StreamingDesign(
         name="gen", board=board.name, llm=llm.name, clock_hz=float(draw(st.integers(50, 500)) * 1_000_000),
         weight_bits=draw(st.sampled_from([4, 8, 16])), act_bits=8, kv_bits=draw(st.sampled_from([4, 8, 16])),
         act_quant=draw(st.sampled_from(["dynamic", "static"])), softmax=draw(st.sampled_from(["two-pass", "online"])),
         vector_chunk=draw(st.sampled_from([4, 8, 16, 64])), fifo_depth=draw(st.integers(1, 4)),
-        fifo_latency_cycles=draw(st.integers(1, 3)), max_ctx=64, engines=tuple(engines))
+        fifo_latency_cycles=draw(st.integers(1, 3)), max_ctx=64, engines=tuple(engines),
+        # the mechanisms that keep HLS dataflow designs below their ceilings (docs/streaming.md)
+        operand_passes=draw(st.integers(1, 3)), buffered_ops=tuple(o for o in elementwise if o in buffered),
+        rotation_ops=tuple(o for o in elementwise if o in rotated), softmax_passes=draw(st.integers(1, 3)),
+        softmax_lanes=draw(st.sampled_from([0, 1, 4])),
+        attn_head_parallel=draw(st.sampled_from([1, llm.kv_heads])), attn_q_serial=draw(st.booleans()),
+        layer_io_cycles=draw(st.sampled_from([0, 0, 1, 17])), slr_crossing_cycles=draw(st.integers(0, 3)))

@@ -88,7 +88,7 @@ def _spec(tmp_path: Path, params: str, constraints: str = "") -> Path:
 @pytest.mark.parametrize("params, field, message", [
     ('"linaer.lanes" = [1024]', "parameters.linaer.lanes", "an engine of design 'draft-u280' (linear, attn"),
     ('[parameters.linear]\nlane = [1024]', "parameters.linear.lane", "a parameter of evaluator 'streaming-decode'"),
-    ('design = "draft-u281"', "parameters.design", "a built-in design (draft-u280, draft-v80, flexllm-u280"),
+    ('design = "draft-u281"', "parameters.design", "a built-in design (draft-u280, draft-v80, flexllm-draft-u280, flexllm-u280-mem-opt"),
     ('board = ["u280", "u55"]', "parameters.board", "a fpga-board spec name"),
     ('weight_bits = [6]', "parameters.weight_bits", "expected one of 4, 8, 16, got 6"),
     ('port_width_bits = [384]', "parameters.port_width_bits", "expected one of 32, 64, 128, 256, 512, 1024"),

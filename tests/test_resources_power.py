@@ -14,7 +14,7 @@ def test_dsp_packing_and_totals() -> None:
     d = load_design("draft-u280")
     use = estimate(d)
     assert use.per_engine["linear"]["dsp"] == 2048 // 2  # two int8 MACs per DSP48E2
-    f = estimate(load_design("flexllm-u280"))
+    f = estimate(load_design("flexllm-u280-mem-opt-new"))
     assert f.per_engine["linear"]["dsp"] == 2048 // 4  # four int4 MACs per DSP48E2
     assert use.lut == sum(e["lut"] for e in use.per_engine.values()) + 10_000 + use.blocks["kvmu"]["lut"]
     assert all(0 < v < 1 for v in use.utilization(d.board_spec()).values())
@@ -37,7 +37,7 @@ def test_power_consistent_with_on_board_log() -> None:
     log's 37-60 W envelope on the same board; idle is the static floor."""
     samples = power.power_log_w()
     lo, hi = min(samples), max(samples)
-    flex = StreamingEngine("flexllm-u280")
+    flex = StreamingEngine("flexllm-u280-mem-opt-new")
     assert flex.power_w(Phase.IDLE) == pytest.approx(lo, abs=0.1)
     assert flex.power_w(Phase.DECODE) == pytest.approx(power.active_median_w(), rel=0.01)
     draft = StreamingEngine("draft-u280")

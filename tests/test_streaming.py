@@ -112,9 +112,9 @@ def test_engine_interface_and_memoization() -> None:
 
 
 def test_builtin_designs_validate_and_flexllm_matches_public_configuration() -> None:
-    for name in ("draft-u280", "draft-v80", "flexllm-u280"):
+    for name in ("draft-u280", "draft-v80", "flexllm-u280-mem-opt-new", "flexllm-u280-mem-opt", "flexllm-draft-u280"):
         validate_design(load_design(name))
-    f = load_design("flexllm-u280")
+    f = load_design("flexllm-u280-mem-opt-new")
     lin = f.engine_of("qkv")
     assert (lin.lanes, lin.ports, lin.port_width_bits, f.weight_bits, f.clock_hz) == (2048, 16, 512, 4, 300e6)
     assert f.engine_of("attention") is lin  # K and V caches share the 16 weight ports

@@ -72,7 +72,8 @@ def _detail_tables(res: Any) -> None:
 
 @fpga.command("decode")
 @click.option("--design", "design_name", required=True,
-              help="Built-in design (draft-u280, draft-v80, flexllm-u280) or a design TOML file.")
+              help="Built-in design (draft-u280, draft-v80, flexllm-u280-mem-opt, flexllm-u280-mem-opt-new, "
+                   "flexllm-draft-u280) or a design TOML file.")
 @click.option("--ctx", type=click.IntRange(min=0), default=0, show_default=True, help="Tokens already in the KV cache.")
 @click.option("--ctx-range", default=None, help="Table over contexts: A:B:S (e.g. 0:4096:512) or a comma list.")
 @click.option("--freq-mhz", type=click.FloatRange(min=1), default=None, help="Kernel clock [default: the design's].")
