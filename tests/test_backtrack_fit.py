@@ -4,7 +4,14 @@ from __future__ import annotations
 import pytest
 
 from hwmodel.workload.acceptance import TARGET_HAZARD_RATIO
-from hwmodel.workload.backtrack_fit import PUBLISHED_GAIN_PTS, expected_gain, fit_ratio, mean_gain_pts
+from hwmodel.workload.backtrack_fit import (
+    PUBLISHED_GAIN_OPT_PTS,
+    PUBLISHED_GAIN_PTS,
+    SENSITIVITY_RATIO,
+    expected_gain,
+    fit_ratio,
+    mean_gain_pts,
+)
 
 
 @pytest.mark.parametrize("target", sorted(PUBLISHED_GAIN_PTS))
@@ -30,3 +37,8 @@ def test_gain_is_zero_without_target_errors_and_grows_with_them() -> None:
 def test_an_unreachable_gain_is_refused() -> None:
     with pytest.raises(ValueError, match="outside"):
         fit_ratio("qwen2.5-math-7b", 60.0, datasets=("gsm8k",), limit=50, hi=0.5)
+
+
+@pytest.mark.parametrize("target", sorted(PUBLISHED_GAIN_OPT_PTS))
+def test_the_stored_sensitivity_ratios_reproduce_the_complete_systems_gains(target: str) -> None:
+    assert mean_gain_pts(target, SENSITIVITY_RATIO[target]) == pytest.approx(PUBLISHED_GAIN_OPT_PTS[target], abs=0.03)

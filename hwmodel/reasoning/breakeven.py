@@ -34,7 +34,7 @@ from hwmodel.workload.generator import DEFAULT_SEED
 
 X_CTX = 1024  # the x axis: mean decode time per token over contexts 0 .. X_CTX - 1
 DESIGN_CTX_GRID = 64  # design points: contexts between exact token simulations (the reproduction's draft uses 16)
-SPEED_FACTORS = (0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0)
+SPEED_FACTORS = (0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0)
 #: (label, engine field changes {engine: {field: value}}, clock_hz, board) of the design points
 DESIGN_POINTS: tuple[tuple[str, dict[str, dict[str, Any]], float, str], ...] = (
     ("FlexLLM-derived (as published: 1,024 MACs, 16 ports), 200 MHz", {}, 200e6, "u280"),

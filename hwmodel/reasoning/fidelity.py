@@ -27,11 +27,12 @@ from hwmodel.workload.backtrack_fit import (
     FREE_PARAMS,
     PUBLISHED_GAIN_OPT_PTS,
     PUBLISHED_GAIN_PTS,
+    SENSITIVITY_RATIO,
     expected_gain,
     fit_ratio,
 )
-from hwmodel.workload.datasets import DATASET_TITLES
-from hwmodel.workload.generator import trace_stats
+from hwmodel.workload.datasets import DATASET_TITLES, DATASETS
+from hwmodel.workload.generator import DEFAULT_SEED, trace_stats
 
 ABLATION = ("baseline", "step-ahead", "heteroreason")
 
@@ -71,8 +72,13 @@ def accuracy_fits(datasets: Sequence[str], configs: Sequence[str], seed: int, li
             g = expected_gain(d, target, TARGET_HAZARD_RATIO[target], seed=seed, limit=limit).gain_pts
             nobt, bt = study_traces(d, c, seed, limit)
             per.append((d, g, 100.0 * (trace_stats(bt)["accuracy"] - trace_stats(nobt)["accuracy"])))
-        opt = (fit_ratio(target, PUBLISHED_GAIN_OPT_PTS[target], datasets=datasets, seed=seed, limit=limit).ratio
-               if sensitivity and limit is None else math.nan)
+        full = limit is None and tuple(datasets) == DATASETS and seed == DEFAULT_SEED
+        if not sensitivity:
+            opt = math.nan
+        elif full:  # the stored sensitivity fit (tests check it reproduces the published gains)
+            opt = SENSITIVITY_RATIO[target]
+        else:
+            opt = fit_ratio(target, PUBLISHED_GAIN_OPT_PTS[target], datasets=datasets, seed=seed, limit=limit).ratio
         out.append(AccuracyFit(c, target, TARGET_HAZARD_RATIO[target], PUBLISHED_GAIN_PTS[target],
                                sum(p[1] for p in per) / len(per), sum(p[2] for p in per) / len(per), tuple(per),
                                PUBLISHED_GAIN_OPT_PTS[target], opt))

@@ -39,6 +39,9 @@ from hwmodel.workload.steps import fit_length_model
 PUBLISHED_GAIN_PTS: Mapping[str, float] = {"qwen2.5-math-7b": 2.0, "qwen2.5-math-1.5b": 5.0}
 #: the same with the system optimizations (BRSD + T1 + T2): fitted only as a sensitivity
 PUBLISHED_GAIN_OPT_PTS: Mapping[str, float] = {"qwen2.5-math-7b": 1.7, "qwen2.5-math-1.5b": 4.2}
+#: the ratios the complete system's gains would need (a sensitivity; ``python -m hwmodel.workload.backtrack_fit
+#: --optimized`` recomputes them; tests/test_backtrack_fit.py checks they reproduce +1.7 / +4.2)
+SENSITIVITY_RATIO: Mapping[str, float] = {"qwen2.5-math-7b": 0.067383, "qwen2.5-math-1.5b": 0.189453}
 CONFIG_OF_TARGET: Mapping[str, str] = {"qwen2.5-math-7b": "config1", "qwen2.5-math-1.5b": "config2"}
 FREE_PARAMS = 2  # one target_hazard_ratio per target, fitted to one published gain per configuration
 
