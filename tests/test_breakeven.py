@@ -27,7 +27,7 @@ def test_a_scaled_draft_scales_every_time_and_keeps_power() -> None:
 
 def test_speedup_falls_as_the_draft_slows_and_the_break_even_is_bracketed() -> None:
     b = run_breakeven(datasets=("math500",), limit=12, factors=(0.5, 1, 2, 4, 8, 16, 32), designs=(), build=_build)
-    speed = sorted((p for p in b.points if p.kind == "speed"), key=lambda p: p.token_s)
+    speed = sorted((p for p in b.points if p.series == "speed"), key=lambda p: p.token_s)
     s = [p.speedup_over_t2 for p in speed]
     assert all(x >= y - 1e-9 for x, y in zip(s, s[1:]))  # monotone in draft speed
     assert s[0] > 1.0 > s[-1]  # a fast draft pays off, a very slow one does not

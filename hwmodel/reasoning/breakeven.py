@@ -103,7 +103,7 @@ def design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: st
 
 @dataclasses.dataclass(frozen=True)
 class BreakEvenPoint:
-    kind: str  # "design", "speed" or "gpu" (the T2 reference's own draft)
+    series: str  # "design" (a simulated design) or "speed" (draft-u280 with its times scaled)
     label: str
     token_s: float  # the x axis
     latency_total_s: float
@@ -160,9 +160,9 @@ def run_breakeven(*, config: str = "config1", datasets: Sequence[str] = DATASETS
     t2_lat, t2_ept = replay("step-ahead", t2_pf)
     points: list[BreakEvenPoint] = []
 
-    def add(kind: str, label: str, pf: Platform) -> None:
+    def add(series: str, label: str, pf: Platform) -> None:
         lat, ept = replay("heteroreason", pf)
-        points.append(BreakEvenPoint(kind, label, mean_token_s(pf.draft), lat, t2_lat / lat, ept / t2_ept))
+        points.append(BreakEvenPoint(series, label, mean_token_s(pf.draft), lat, t2_lat / lat, ept / t2_ept))
 
     hr = build(config, "heteroreason")
     for f in factors:
@@ -172,7 +172,7 @@ def run_breakeven(*, config: str = "config1", datasets: Sequence[str] = DATASETS
         base = build(config, "heteroreason", draft="fpga-v80" if board == "v80" else None)
         pf = dataclasses.replace(base, draft=design_engine(changes, clock, board))
         add("design", label, pf)
-    x, e = _crossing([p for p in points if p.kind == "speed"])
+    x, e = _crossing([p for p in points if p.series == "speed"])
     return BreakEven(config, sum(len(t.problems) for t in traces), mean_token_s(t2_pf.draft), t2_lat,
                      tuple(points), x, e)
 
@@ -185,11 +185,11 @@ def write_plot(path: Path, study: BreakEven) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
-    sp = sorted((p for p in study.points if p.kind == "speed"), key=lambda p: p.token_s)
+    sp = sorted((p for p in study.points if p.series == "speed"), key=lambda p: p.token_s)
     ax.plot([1e3 * p.token_s for p in sp], [p.speedup_over_t2 for p in sp], "-o", color="tab:blue", ms=3,
             label="draft-u280, times scaled")
     for p in study.points:
-        if p.kind == "design":
+        if p.series == "design":
             ax.plot(1e3 * p.token_s, p.speedup_over_t2, "s", color="tab:orange", ms=5)
             ax.annotate(p.label.replace("FlexLLM-derived", "FL"), (1e3 * p.token_s, p.speedup_over_t2), fontsize=6,
                         xytext=(3, 3), textcoords="offset points")

@@ -227,9 +227,9 @@ def render(result: Any, datasets: Sequence[str], configs: Sequence[str], seed: i
                    f"T1+T2 slower than T2 alone; at break-even T1+T2 uses {b.breakeven_energy_ratio:.3f}x T2's "
                    "energy per token." if math.isfinite(b.breakeven_token_s) else
                    "The speed sweep did not bracket the break-even."), ""]
-        rows = [[p.kind, p.label, f"{p.token_s * 1e3:.3f}", _x(p.speedup_over_t2), _x(p.energy_ratio_to_t2)]
-                for p in sorted(b.points, key=lambda p: (p.kind, p.token_s))]
-        out += [markdown_table(["kind", "draft", "ms/token", "T1+T2 speedup over T2", "energy/token vs T2"], rows,
+        rows = [[p.series, p.label, f"{p.token_s * 1e3:.3f}", _x(p.speedup_over_t2), _x(p.energy_ratio_to_t2)]
+                for p in sorted(b.points, key=lambda p: (p.series, p.token_s))]
+        out += [markdown_table(["series", "draft", "ms/token", "T1+T2 speedup over T2", "energy/token vs T2"], rows,
                                "llrrr"), ""]
     return out
 
