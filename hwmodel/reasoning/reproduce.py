@@ -70,7 +70,8 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
                            limit=min(limit, BREAKEVEN_LIMIT) if limit else BREAKEVEN_LIMIT,
                            designs=BREAKEVEN_DESIGNS, build=build_platform)
         fidelity.write_breakeven(out_dir, be)
-    report += "\n".join(fidelity.render(result, datasets, configs, seed, limit, fits, be)) + "\n"
+    extra = "\n".join(fidelity.render(result, datasets, configs, seed, limit, fits, be)) + "\n"
+    report = report.replace("## Files", extra + "## Files", 1)  # the issue-17 sections before the file list
     path = out_dir / "report.md"
     path.write_text(report, encoding="utf-8")
     (out_dir / "summary.json").write_text(json.dumps([s.as_row() for s in result.summaries], indent=1))
