@@ -231,6 +231,7 @@ def render(result: Any, datasets: Sequence[str], configs: Sequence[str], seed: i
                 for p in sorted(b.points, key=lambda p: (p.series, p.token_s))]
         out += [markdown_table(["series", "draft", "ms/token", "T1+T2 speedup over T2", "energy/token vs T2"], rows,
                                "llrrr"), ""]
+        out += ["Files: `breakeven.png` (the plot), `breakeven.csv` (the points).", ""]
     return out
 
 
