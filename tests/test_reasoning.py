@@ -296,12 +296,15 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
 
     monkeypatch.setattr(study_mod, "build_platform", test_builder)
     monkeypatch.setattr(reproduce_mod, "build_platform", test_builder)
+    monkeypatch.setattr(reproduce_mod, "BREAKEVEN_DESIGNS", ())  # speed points only (design points: real models)
     datasets = ("math500", "gsm8k")
     result, report = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1)
     units = study_mod.study_units(datasets, study_mod.CONFIGS, study_mod.STUDY_POLICIES, study_mod.DRAFT_PLACEMENTS)
     assert len(units) == len(datasets) * (2 * len(study_mod.STUDY_POLICIES) - len(study_mod.FIRST_CONFIG_ONLY)
-                                          + 2 * len(study_mod.DRAFT_PLACEMENTS))
-    variants = sum(1 if (u.policy in study_mod.WITH_BACKTRACKING_ONLY or u.draft) else 2 for u in units)
+                                          + 2 * len(study_mod.DRAFT_PLACEMENTS)
+                                          + 2 * len(study_mod.GPU_MODE_POLICIES))
+    variants = sum(1 if (u.policy in study_mod.WITH_BACKTRACKING_ONLY or u.draft
+                         or study_mod.base_config(u.config) != u.config) else 2 for u in units)
     assert len(result.rows) == variants * 6
     rows = read_csv(tmp_path / "problems.csv")
     assert len(rows) == len(result.rows)
@@ -316,6 +319,11 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     assert sum(t.startswith(("draft", "prm", "target")) for t in tracks) == 3
     assert len(list((tmp_path / "traces").glob("*.jsonl.gz"))) == len(datasets) * 2 * 2
     assert "Other draft devices" in text and "draft on fpga-instruction" in text
+    for section in ("Backtracking, fitted on accuracy", "What backtracking costs", "Invalidated step-ahead energy",
+                    "Both drafts", "vLLM with CUDA graphs", "T1 break-even"):
+        assert section in text
+    assert (tmp_path / "breakeven.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert read_csv(tmp_path / "breakeven.csv")
     outputs = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*"))
                if p.is_file() and p.name != "run.json"}
     again, _ = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1, resume=True)

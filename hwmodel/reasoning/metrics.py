@@ -8,7 +8,9 @@
 * communication share: time spent moving tokens, verdicts and the KV cache over links / latency (every transfer
   counted, on the critical path or not, so it is an upper bound of what communication costs);
 * discarded step-ahead work: tokens the draft speculated and the target prefetched that were never used, and the
-  energy of the device activity that produced them;
+  energy of the device activity that produced them (broad: ``discarded_*``); and the paper's narrower metric,
+  step-ahead work a PRM rejection invalidated, cached prefetch excluded (``invalidated_*``,
+  :mod:`hwmodel.reasoning.waste`);
 * per-device utilization: busy time / span;
 * accuracy: carried by the trace.
 """
@@ -55,6 +57,9 @@ class ProblemMetrics:
     attempts: int
     rejects: int
     backtracks: int
+    invalidated_draft_tokens: int = 0
+    invalidated_target_tokens: int = 0
+    invalidated_energy_j: float = 0.0
 
     @property
     def util_draft(self) -> float:
@@ -93,7 +98,9 @@ def problem_metrics(problem: Problem, outcome: ProblemOutcome, *, config: str, p
         reused_target_tokens=outcome.reused_target_tokens, busy_draft_s=outcome.devices["draft"].busy_s,
         busy_prm_s=outcome.devices["prm"].busy_s, busy_target_s=outcome.devices["target"].busy_s,
         energy_draft_j=e["draft"], energy_prm_j=e["prm"], energy_target_j=e["target"], correct=problem.correct,
-        attempts=len(problem.attempts), rejects=rejects, backtracks=backtracks)
+        attempts=len(problem.attempts), rejects=rejects, backtracks=backtracks,
+        invalidated_draft_tokens=outcome.invalidated_draft_tokens,
+        invalidated_target_tokens=outcome.invalidated_target_tokens, invalidated_energy_j=outcome.invalidated_energy_j)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +127,10 @@ class Summary:
     util_prm: float
     util_target: float
     accuracy: float
+    invalidated_energy_share: float = 0.0  # the paper's waste metric (hwmodel/reasoning/waste.py)
+    invalidated_draft_tokens: int = 0
+    invalidated_target_tokens: int = 0
+    backtracks: int = 0
 
     def as_row(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -146,7 +157,11 @@ def summarize(rows: Sequence[ProblemMetrics]) -> Summary:
         util_draft=math.fsum(r.busy_draft_s for r in rows) / span,
         util_prm=math.fsum(r.busy_prm_s for r in rows) / span,
         util_target=math.fsum(r.busy_target_s for r in rows) / span,
-        accuracy=sum(r.correct for r in rows) / len(rows))
+        accuracy=sum(r.correct for r in rows) / len(rows),
+        invalidated_energy_share=math.fsum(r.invalidated_energy_j for r in rows) / en,
+        invalidated_draft_tokens=sum(r.invalidated_draft_tokens for r in rows),
+        invalidated_target_tokens=sum(r.invalidated_target_tokens for r in rows),
+        backtracks=sum(r.backtracks for r in rows))
 
 
 def summarize_all(rows: Iterable[ProblemMetrics]) -> list[Summary]:

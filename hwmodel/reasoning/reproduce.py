@@ -22,11 +22,15 @@ from hwmodel.reasoning.study import (
     run_study,
     study_traces,
 )
+from hwmodel.reasoning import fidelity
+from hwmodel.reasoning.breakeven import DESIGN_POINTS, run_breakeven
 from hwmodel.reasoning.system import build_platform
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED
 
 TIMELINE_POLICIES = ("baseline", "step-ahead", "heteroreason")
+BREAKEVEN_LIMIT = 25  # problems per dataset of the break-even study (hwmodel/reasoning/breakeven.py)
+BREAKEVEN_DESIGNS = DESIGN_POINTS
 
 
 def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Sequence[str] = CONFIGS,
@@ -57,6 +61,17 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
             timelines.append(name)
     platforms = {p: build_platform(configs[0], p).description for p in ran}
     report = render_report(result, datasets, configs, seed, limit, platforms, timelines)
+    # issue 17: the fitted accuracy gains, backtracking costs, both waste metrics, both drafts, both GPU modes and
+    # the T1 break-even study
+    fits = fidelity.accuracy_fits(datasets, configs, seed, limit)
+    be = None
+    if "heteroreason" in ran and "step-ahead" in ran:
+        be = run_breakeven(config=configs[0], datasets=datasets, seed=seed,
+                           limit=min(limit, BREAKEVEN_LIMIT) if limit else BREAKEVEN_LIMIT,
+                           designs=BREAKEVEN_DESIGNS, build=build_platform)
+        fidelity.write_breakeven(out_dir, be)
+    extra = "\n".join(fidelity.render(result, datasets, configs, seed, limit, fits, be)) + "\n"
+    report = report.replace("## Files", extra + "## Files", 1)  # the issue-17 sections before the file list
     path = out_dir / "report.md"
     path.write_text(report, encoding="utf-8")
     (out_dir / "summary.json").write_text(json.dumps([s.as_row() for s in result.summaries], indent=1))

@@ -50,6 +50,7 @@ from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.platform import Platform
 from hwmodel.reasoning.policies import Policy
 from hwmodel.reasoning.timeline import Activity, Device, Transfer
+from hwmodel.reasoning.waste import invalidated
 from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
 from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, Replay, TraceHeader, replay_of
 
@@ -175,6 +176,10 @@ class ProblemOutcome:
     discarded_energy_j: float
     reused_target_tokens: int
     kvmu_commands: int
+    # the paper's narrower waste metric (hwmodel/reasoning/waste.py): work a PRM rejection invalidated
+    invalidated_draft_tokens: int = 0
+    invalidated_target_tokens: int = 0
+    invalidated_energy_j: float = 0.0
 
 
 class ProblemSimulation:
@@ -659,11 +664,14 @@ class ProblemSimulation:
         self.discarded_energy_j += sum(op.energy_j for op in self.partial_ops.values())
         seq = tuple((j, self.attempts[j].tokens) for j in self.committed)
         span = max([latency] + [d.free_at_s for d in self.dev.values()])
+        inv = invalidated(self._discarded_ops, self.attempts)
         return ProblemOutcome(latency_s=latency, span_s=span, committed=seq, committed_tokens=sum(t for _j, t in seq),
                               devices=self.dev, transfers=self.transfers, stall_s=self.stall_s, comm_s=self.comm_s,
                               discarded_draft_tokens=self.discarded_draft_tokens,
                               discarded_target_tokens=discarded_target, discarded_energy_j=self.discarded_energy_j,
-                              reused_target_tokens=self.reused_target_tokens, kvmu_commands=self.kvmu_commands)
+                              reused_target_tokens=self.reused_target_tokens, kvmu_commands=self.kvmu_commands,
+                              invalidated_draft_tokens=inv.draft_tokens, invalidated_target_tokens=inv.target_tokens,
+                              invalidated_energy_j=inv.energy_j)
 
     def activities(self) -> dict[str, list[Activity]]:
         return {r: d.activities() for r, d in self.dev.items()}

@@ -35,14 +35,21 @@ from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, GENERATOR_VERSION, generate_pair
 from hwmodel.workload.trace import Replay, Trace, replay_of
 
-STUDY_VERSION = 2
+STUDY_VERSION = 3  # 3: fitted backtracking (issue 17) changed the traces
 CONFIGS = ("config1", "config2")
 STUDY_POLICIES = ("baseline", "step-ahead", "heteroreason", "heteroreason-reprefill", "edge-draft",
                   "step-ahead-submit")
 FIRST_CONFIG_ONLY = ("step-ahead-submit",)  # sensitivity runs: the first configuration only
 WITH_BACKTRACKING_ONLY = ("heteroreason-reprefill", "edge-draft", "step-ahead-submit")  # not in the ablation
 #: (policy, draft device of the configuration): the draft on devices beyond the paper's (predictions)
-DRAFT_PLACEMENTS = (("heteroreason", "fpga-instruction"), ("heteroreason", "fpga-v80"), ("step-ahead", "h200"))
+DRAFT_PLACEMENTS = (("heteroreason", "fpga-instruction"), ("heteroreason", "fpga-v80"), ("step-ahead", "h200"),
+                    ("heteroreason", "fpga-flexllm"), ("heteroreason", "fpga-flexllm-300"))
+#: issue 17: the published-like draft (FlexLLM-derived) at 200 MHz and at the 300 MHz projection
+PUBLISHED_LIKE_DRAFTS = ("fpga-flexllm", "fpga-flexllm-300")
+#: issue 17: the baseline GPUs with CUDA graphs (vLLM 0.9.2's default) beside RSD's eager mode: configuration ->
+#: its -graphs variant, replayed with backtracking under the ablation's policies
+GPU_MODE_VARIANTS = {"config1": "config1-graphs", "config2": "config2-graphs"}
+GPU_MODE_POLICIES = ("baseline", "step-ahead", "heteroreason")
 POINT_FN = "hwmodel.reasoning.study:unit_point"
 
 # Published values (MISSION.md section A) -- for the report only.
@@ -86,13 +93,22 @@ def study_units(datasets: Sequence[str], configs: Sequence[str], policies: Seque
     units = [Unit(d, c, p) for d in datasets for c in configs for p in policies
              if c == configs[0] or p not in FIRST_CONFIG_ONLY]
     units += [Unit(d, c, p, dev) for d in datasets for c in configs for p, dev in placements]
+    units += [Unit(d, GPU_MODE_VARIANTS[c], p) for d in datasets for c in configs if c in GPU_MODE_VARIANTS
+              for p in GPU_MODE_POLICIES if p in policies]
     return units
+
+
+def base_config(config: str) -> str:
+    """The configuration whose traces ``config`` replays (a -graphs variant replays its base's)."""
+    inv = {v: k for k, v in GPU_MODE_VARIANTS.items()}
+    return inv.get(config, config)
 
 
 @functools.cache
 def study_traces(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int | None = None
                  ) -> tuple[Trace, Trace]:
     """(without, with backtracking) traces of ``dataset`` for the baseline of ``config`` (memoized per process)."""
+    config = base_config(config)
     system = load_system(config)
     return generate_pair(dataset, system.target_llm, seed=seed, limit=limit, config=config)
 
@@ -101,6 +117,8 @@ def study_traces(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int
 def study_replays(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int | None = None
                   ) -> tuple[tuple[Replay, ...], ...]:
     """The step-rule replays of both traces (shared by every policy of a unit, per process)."""
+    if base_config(config) != config:
+        return study_replays(dataset, base_config(config), seed, limit)
     return tuple(tuple(replay_of(p, t.header) for p in t.problems) for t in study_traces(dataset, config, seed, limit))
 
 
@@ -108,7 +126,8 @@ def run_unit(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None) -> 
     platform = build_platform(unit.config, unit.policy, draft=unit.draft)
     rows: list[ProblemMetrics] = []
     traces = study_traces(unit.dataset, unit.config, seed, limit)
-    only_bt = unit.policy in WITH_BACKTRACKING_ONLY or unit.draft is not None
+    only_bt = (unit.policy in WITH_BACKTRACKING_ONLY or unit.draft is not None
+               or base_config(unit.config) != unit.config)
     for trace, replays in zip(traces, study_replays(unit.dataset, unit.config, seed, limit)):
         if only_bt and not trace.header.backtracking:
             continue
@@ -129,7 +148,7 @@ def fingerprint(seed: int, limit: int | None, configs: Sequence[str]) -> str:
     h = hashlib.sha256()
     h.update(json.dumps({"study": STUDY_VERSION, "generator": GENERATOR_VERSION, "seed": seed, "limit": limit},
                         sort_keys=True).encode())
-    for c in configs:
+    for c in list(configs) + [GPU_MODE_VARIANTS[c] for c in configs if c in GPU_MODE_VARIANTS]:
         h.update(Path(load_system(c).origin).read_bytes())
     return h.hexdigest()[:16]
 
@@ -156,7 +175,8 @@ def available_policies(configs: Sequence[str], policies: Sequence[str],
     ok, ok_place, skipped = [], [], {}
     for p in policies:
         try:
-            for c in configs:
+            for c in list(configs) + [GPU_MODE_VARIANTS[c] for c in configs
+                                      if c in GPU_MODE_VARIANTS and p in GPU_MODE_POLICIES]:
                 build_platform(c, p)
         except MissingDeviceModelError as exc:
             skipped[p] = str(exc)
