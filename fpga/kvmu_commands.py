@@ -112,10 +112,12 @@ def parse_commands(text: str, source: str = "<commands>") -> CommandProgram:
 def load_commands(path: str | Path) -> CommandProgram:
     """Read and parse a command file."""
     path = Path(path)
+    from hwmodel.io import InputFileError, read_text
+
+    if not path.exists():
+        raise CommandFileError(f"{path}: no such command file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CommandFileError(f"{path}: no such command file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CommandFileError(f"{path}: cannot read the command file ({exc})") from None
+        text = read_text(path, "KVMU command file")
+    except InputFileError as exc:
+        raise CommandFileError(str(exc)) from None
     return parse_commands(text, str(path))

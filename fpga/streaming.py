@@ -364,11 +364,20 @@ def validate_design(design: StreamingDesign, board: BoardSpec | None = None, llm
     if design.total_ports > h.axi_ports:
         raise DesignError(f"design '{design.name}' uses {design.total_ports} HBM ports but board '{board.name}' has "
                           f"{h.axi_ports} ({', '.join(f'{e.name}: {e.ports}' for e in design.engines if e.ports)})")
-    if design.clock_hz > board.max_kernel_clock_hz:
-        raise DesignError(f"design '{design.name}': clock {design.clock_hz / 1e6:g} MHz exceeds board '{board.name}'"
-                          f" max kernel clock {board.max_kernel_clock_hz / 1e6:g} MHz")
+    check_design_clock(design, board)
     check_hbm_capacity(design, board, llm)
     check_fits(design, board, llm)
+
+
+def check_design_clock(design: StreamingDesign, board: BoardSpec) -> None:
+    """The kernel clock must be one the board can run (hwmodel.domains), whether it comes from the design file, a
+    command-line override or a sweep; the error names the design's file."""
+    from hwmodel.domains import kernel_clock_problem
+
+    problem = kernel_clock_problem(board, design.clock_hz)
+    if problem:
+        where = f"{design.origin}: field 'clock_hz'" if design.origin else f"design '{design.name}': clock_hz"
+        raise DesignError(f"{where}: expected {problem}, got {design.clock_hz / 1e6:g} MHz")
 
 
 def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> None:
@@ -454,6 +463,8 @@ class StreamingEngine:
         self.llm = design.llm_spec()
         if validate:
             validate_design(design, self.board, self.llm)
+        else:
+            check_design_clock(design, self.board)
         self.name = f"fpga:{design.name}@{design.clock_hz / 1e6:g}MHz"
         self._p = hbm.hbm_params(self.board, design.clock_hz)
         self._memo: dict[tuple[int, bool], TokenResult] = {}

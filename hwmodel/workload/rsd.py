@@ -14,10 +14,10 @@ logged: they come from the shipped prompt data by (dataset, idx), or from ``prom
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from hwmodel.io import iter_jsonl
 from hwmodel.workload.datasets import DATASETS, load_prompts
 from hwmodel.workload.trace import (
     ACCEPT,
@@ -123,15 +123,8 @@ def import_rsd(path: Path | str, dataset: str, prm_threshold: float = DEFAULT_PR
         raise TraceError(path, None, None, "expected an existing RSD log file")
     lookup = {p.idx: p.prompt_tokens for p in load_prompts(dataset)} if dataset in DATASETS else None
     problems: list[Problem] = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TraceError(path, n, None, f"expected one JSON object per line ({exc.msg})") from None
-            problems.append(import_rsd_row(row, dataset, path, n, prm_threshold, lookup))
+    for n, row in iter_jsonl(path, "RSD per-sample log"):
+        problems.append(import_rsd_row(row, dataset, path, n, prm_threshold, lookup))
     if not problems:
         raise TraceError(path, None, None, "expected at least one RSD log row, the file is empty")
     header = TraceHeader(backtracking=False, prm_threshold=prm_threshold, source="rsd-log", dataset=dataset,

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from hwmodel.io import iter_lines as read_lines
 from hwmodel.workload.trace import (
     DEFAULT_MAX_BACKTRACKS,
     DEFAULT_PRM_THRESHOLD,
@@ -147,10 +148,9 @@ def parse_problem(obj: Any, header: TraceHeader) -> Problem:
     return problem
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+def _lines(path: Path) -> Iterator[str]:
+    """The file's lines through the reading layer (gzip detected by its magic bytes, errors name the line)."""
+    return (text for _n, text in read_lines(path, "trace file"))
 
 
 def iter_lines(lines: Iterable[str], path: object = "<trace>") -> Iterator[TraceHeader | Problem]:
@@ -188,8 +188,7 @@ def read_trace(path: Path | str) -> Trace:
     path = Path(path)
     if not path.is_file():
         raise TraceError(path, None, None, "expected an existing trace file")
-    with _open_text(path) as fh:
-        items = list(iter_lines(fh, path))
+    items = list(iter_lines(_lines(path), path))
     header = items[0]
     assert isinstance(header, TraceHeader)
     return Trace(header, tuple(p for p in items[1:] if isinstance(p, Problem)))
