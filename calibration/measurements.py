@@ -95,9 +95,10 @@ class Measurement:
 def load_measurements(path: Path | str) -> list[Measurement]:
     """Read and validate one measurement CSV."""
     path = Path(path)
-    from hwmodel.io import read_text
+    from hwmodel.io import errors_as, read_text
 
-    text = read_text(path, "measurement CSV")
+    with errors_as(MeasurementError):
+        text = read_text(path, "measurement CSV")
     lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         raise MeasurementError(f"{path}: no header row")

@@ -29,11 +29,12 @@ def params_path(model: str) -> Path:
 def read_params_file(path: Path | str) -> dict[str, Any]:
     """The whole JSON document of a parameter file (one-line error when missing or malformed)."""
     path = Path(path)
-    from hwmodel.io import read_json
+    from hwmodel.io import errors_as, read_json
 
     if not path.exists():
         raise ParamsFileError(f"{path}: parameter file not found (run `hwmodel calibrate --fit`)")
-    doc = read_json(path, "parameter file (JSON)")
+    with errors_as(ParamsFileError):
+        doc = read_json(path, "parameter file (JSON)")
     if not isinstance(doc, dict) or not isinstance(doc.get("params"), dict):
         raise ParamsFileError(f"{path}: expected a JSON object with a 'params' table")
     return doc

@@ -112,12 +112,10 @@ def parse_commands(text: str, source: str = "<commands>") -> CommandProgram:
 def load_commands(path: str | Path) -> CommandProgram:
     """Read and parse a command file."""
     path = Path(path)
-    from hwmodel.io import InputFileError, read_text
+    from hwmodel.io import errors_as, read_text
 
     if not path.exists():
         raise CommandFileError(f"{path}: no such command file")
-    try:
+    with errors_as(CommandFileError):
         text = read_text(path, "KVMU command file")
-    except InputFileError as exc:
-        raise CommandFileError(str(exc)) from None
     return parse_commands(text, str(path))

@@ -12,6 +12,7 @@ reported with its line and column.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -43,6 +44,23 @@ class InputFileError(SpecError):
         got_txt = "" if got is ... else f", got {got}"
         HwmodelError.__init__(self, f"{where}:{what} expected {expected}{got_txt}")
         self.path, self.line, self.field, self.expected = path, line, field, expected
+
+
+@contextlib.contextmanager
+def errors_as(cls: type[Exception]) -> Iterator[None]:
+    """Re-raise an :class:`InputFileError` from the block as ``cls`` (a reader's own error type, so callers that
+    catch e.g. ``TraceError`` also catch unreadable files), with the same one-line message and fields."""
+    try:
+        yield
+    except InputFileError as exc:
+        if isinstance(exc, cls):
+            raise
+        err = cls.__new__(cls)
+        Exception.__init__(err, str(exc))
+        for k in ("path", "line", "field", "expected"):
+            setattr(err, k, getattr(exc, k))
+        err.why = "expected " + exc.expected  # type: ignore[attr-defined]
+        raise err from None
 
 
 def _os_problem(exc: OSError) -> str:

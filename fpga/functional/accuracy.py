@@ -57,9 +57,10 @@ def prompt_set(vocab: int, n_prompts: int, n_tokens: int, seed: int) -> np.ndarr
 def load_prompt_file(path: Path | str, vocab: int) -> np.ndarray:
     """Prompts from a JSON file: a list of equally long lists of token ids."""
     path = Path(path)
-    from hwmodel.io import read_json
+    from hwmodel.io import errors_as, read_json
 
-    data = read_json(path, "JSON file of token-id lists")
+    with errors_as(CheckpointError):
+        data = read_json(path, "JSON file of token-id lists")
     if not isinstance(data, list) or not data or not all(isinstance(p, list) and p for p in data):
         raise CheckpointError(f"{path}: expected a non-empty JSON list of non-empty token-id lists")
     if len({len(p) for p in data}) != 1:

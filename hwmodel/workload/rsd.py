@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hwmodel.io import iter_jsonl
+from hwmodel.io import errors_as, iter_jsonl
 from hwmodel.workload.datasets import DATASETS, load_prompts
 from hwmodel.workload.trace import (
     ACCEPT,
@@ -123,8 +123,9 @@ def import_rsd(path: Path | str, dataset: str, prm_threshold: float = DEFAULT_PR
         raise TraceError(path, None, None, "expected an existing RSD log file")
     lookup = {p.idx: p.prompt_tokens for p in load_prompts(dataset)} if dataset in DATASETS else None
     problems: list[Problem] = []
-    for n, row in iter_jsonl(path, "RSD per-sample log"):
-        problems.append(import_rsd_row(row, dataset, path, n, prm_threshold, lookup))
+    with errors_as(TraceError):
+        for n, row in iter_jsonl(path, "RSD per-sample log"):
+            problems.append(import_rsd_row(row, dataset, path, n, prm_threshold, lookup))
     if not problems:
         raise TraceError(path, None, None, "expected at least one RSD log row, the file is empty")
     header = TraceHeader(backtracking=False, prm_threshold=prm_threshold, source="rsd-log", dataset=dataset,

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from hwmodel.io import errors_as
 from hwmodel.io import iter_lines as read_lines
 from hwmodel.workload.trace import (
     DEFAULT_MAX_BACKTRACKS,
@@ -188,7 +189,8 @@ def read_trace(path: Path | str) -> Trace:
     path = Path(path)
     if not path.is_file():
         raise TraceError(path, None, None, "expected an existing trace file")
-    items = list(iter_lines(_lines(path), path))
+    with errors_as(TraceError):
+        items = list(iter_lines(_lines(path), path))
     header = items[0]
     assert isinstance(header, TraceHeader)
     return Trace(header, tuple(p for p in items[1:] if isinstance(p, Problem)))
