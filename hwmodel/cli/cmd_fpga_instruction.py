@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import SpecName, console, echo_json, group, json_option
+from hwmodel.cli.options import clock_option
 from hwmodel.cli.cmd_reproduce import reproduce
 from hwmodel.units import fmt_bytes, fmt_s
 
@@ -232,8 +233,8 @@ def designs_cmd(as_json: bool) -> None:
               help="Tokens in the KV cache before the step / prefill.")
 @click.option("--prefill", "prefill_tokens", type=click.IntRange(min=0), default=0, show_default=True,
               help="Prefill this many tokens instead of decoding one.")
-@click.option("--clock-hz", type=click.FloatRange(min=1e6, max=2e9), default=None,
-              help="Kernel clock override (the HBM keeps its own clock).")
+@clock_option("clock_hz", unit="Hz", help="Kernel clock override in MHz (the HBM keeps its own clock) "
+                                         "[default: the design's].")
 @json_option
 def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock_hz: float | None,
             as_json: bool) -> None:

@@ -77,40 +77,43 @@ class SchedulerAddress(click.ParamType):
 
 def clock_option(param: str = "clock_mhz", *, unit: str = "MHz", default: float | None = None,
                  help: str = "Kernel clock in MHz [default: the design's].", required: bool = False,
-                 legacy: tuple[str, ...] = ("--freq-mhz", "--clock-hz")) -> Callable[[Any], Any]:
-    """The kernel-clock option ``--clock-mhz`` for a command whose function takes ``param`` (in ``unit``: "MHz"
-    or "Hz"). ``legacy`` spellings are accepted as hidden, deprecated aliases (``--clock-hz`` in Hz, every other
-    in MHz). The value must be finite and positive; the board's range is checked by the model."""
-    if unit not in ("MHz", "Hz"):
+                 legacy: tuple[str, ...] = ("--freq-mhz", "--clock-hz"),
+                 name: str = "--clock-mhz") -> Callable[[Any], Any]:
+    """The kernel-clock option ``name`` (``--clock-mhz``; a command with two clocks uses ``--X-clock-mhz``) for a
+    command whose function takes ``param`` (in ``unit``: "MHz" or "Hz"). ``legacy`` spellings are accepted as
+    hidden, deprecated aliases (``--clock-hz`` in Hz, every other in MHz). The value must be finite and positive;
+    the board's range is checked by the model."""
+    if unit not in ("MHz", "Hz") or not name.endswith("-mhz"):
         raise ValueError(unit)
     scale = 1e6 if unit == "Hz" else 1.0
-    aliases = {name: "_clock_alias_" + name.strip("-").replace("-", "_") for name in legacy}
+    dest_main = "_clock_" + name.strip("-").replace("-", "_")
+    aliases = {old: dest_main + "_alias_" + old.strip("-").replace("-", "_") for old in legacy}
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             given = [(name, kwargs.pop(dest)) for name, dest in aliases.items()]
             given = [(name, v) for name, v in given if v is not None]
-            mhz = kwargs.pop("_clock_mhz")
+            mhz = kwargs.pop(dest_main)
             if given:
-                name, v = given[0]
-                src = click.get_current_context().get_parameter_source("_clock_mhz")
+                old, v = given[0]
+                src = click.get_current_context().get_parameter_source(dest_main)
                 explicit = mhz is not None and src not in (click.core.ParameterSource.DEFAULT, None)
                 if explicit or len(given) > 1:
-                    raise click.UsageError(f"give the clock once, as --clock-mhz (got {name} too)")
-                mhz = v / 1e6 if name == "--clock-hz" else v
+                    raise click.UsageError(f"give the clock once, as {name} (got {old} too)")
+                mhz = v / 1e6 if old == "--clock-hz" else v
             if mhz is None and required:
-                raise click.UsageError("missing option '--clock-mhz'")
+                raise click.UsageError(f"Missing option '{name}'.")
             kwargs[param] = None if mhz is None else mhz * scale
             return f(*args, **kwargs)
 
-        for name, dest in aliases.items():
-            in_hz = name == "--clock-hz"
-            wrapper = click.option(name, dest, type=finite(min=0, max=MAX_CLOCK_MHZ * (1e6 if in_hz else 1),
+        for old, dest in aliases.items():
+            in_hz = old == "--clock-hz"
+            wrapper = click.option(old, dest, type=finite(min=0, max=MAX_CLOCK_MHZ * (1e6 if in_hz else 1),
                                                            min_open=True),
                                    default=None, hidden=True,
-                                   help=f"Deprecated: use --clock-mhz ({'Hz' if in_hz else 'MHz'}).")(wrapper)
-        wrapper = click.option("--clock-mhz", "_clock_mhz", type=finite(min=0, max=MAX_CLOCK_MHZ, min_open=True),
+                                   help=f"Deprecated: use {name} ({'Hz' if in_hz else 'MHz'}).")(wrapper)
+        wrapper = click.option(name, dest_main, type=finite(min=0, max=MAX_CLOCK_MHZ, min_open=True),
                                default=default, show_default=default is not None, help=help)(wrapper)
         return wrapper
 

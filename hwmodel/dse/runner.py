@@ -30,7 +30,8 @@ from typing import Any
 
 from hwmodel.dse.spec import Point, SweepPlan
 from hwmodel.dse.store import ResultStore, Row
-from hwmodel.dse.worker import ChunkResult, evaluate_chunk, ignore_sigint
+from hwmodel.dse.worker import ChunkResult, evaluate_chunk
+from hwmodel.lifeline import worker_initializer
 from hwmodel.errors import HwmodelError
 
 MAX_POOL_RESTARTS = 3
@@ -194,7 +195,8 @@ def _run_local(ref: str, chunks: list[Chunk], finished: Callable[[ChunkResult], 
     restarts = 0
     ctx = _mp_context()
     while queue:
-        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=ignore_sigint)
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=worker_initializer,
+                                   initargs=(os.getpid(),))
         inflight: dict[Future[ChunkResult], Chunk] = {}
         clean = False
         try:
@@ -237,7 +239,7 @@ def _run_dask(ref: str, chunks: list[Chunk], finished: Callable[[ChunkResult], N
     if own:
         try:
             client = Client(scheduler, timeout=f"{DASK_CONNECT_TIMEOUT_S}s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
             raise HwmodelError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     try:
         n_workers = max(1, len(client.scheduler_info().get("workers", {})))
