@@ -63,9 +63,11 @@ def check_context(ctx: int, llm: Any, where: str, *, new_tokens: int = 1, max_ct
     ``max_position``, or ``ctx`` exceeds a design's ``max_ctx`` (the KV-cache rows it reserves)."""
     limit = int(llm.max_position)
     if ctx < 0 or ctx + new_tokens > limit:
-        what = "context" if new_tokens == 1 else f"context + {new_tokens:,} new tokens"
-        raise DomainError(where, f"a {what} of at most {limit:,} tokens (LLM '{llm.name}' max_position)",
-                          f"{ctx:,}" + (f" + {new_tokens:,}" if new_tokens != 1 else ""))
+        why = f"LLM '{llm.name}' max_position = {limit:,}"
+        if new_tokens == 1:
+            raise DomainError(where, f"at most {limit - 1:,} tokens already in the KV cache ({why})", f"{ctx:,}")
+        got = f"{ctx + new_tokens:,}" if ctx == 0 else f"{ctx:,} + {new_tokens:,} = {ctx + new_tokens:,}"
+        raise DomainError(where, f"at most {limit:,} tokens in the context ({why})", got)
     if max_ctx is not None and ctx > max_ctx:
         name = f"design '{design}'" if design else "the design"
         raise DomainError(where, f"a context of at most {max_ctx:,} tokens ({name} max_ctx: the KV-cache rows it "

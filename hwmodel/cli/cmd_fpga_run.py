@@ -60,6 +60,11 @@ def fpga_run(design: str, prompt_tokens: int, steps: int, seed: int, checkpoint:
     timing = cosim.streaming_timing(design, clock_hz=None if clock_mhz is None else clock_mhz * 1e6)
     llm = timing.llm
     prompt = _prompt(llm, prompt_tokens, seed, prompt_file)
+    from hwmodel.domains import check_context
+
+    # before any work: the last decoded token sits after prompt + steps - 1 cached tokens
+    check_context(len(prompt) + max(steps, 1) - 1, llm, "--prompt-tokens + --steps", max_ctx=timing.design.max_ctx,
+                  design=timing.design.name)
     capacity = len(prompt) + steps
     capacity = min(max(64, -(-capacity // 64) * 64), llm.max_position)
     if len(prompt) + steps > capacity:
