@@ -84,7 +84,7 @@ class InstructionEngine:
         if clock_hz is not None:
             from hwmodel.domains import check_kernel_clock
 
-            check_kernel_clock(d.board_spec, clock_hz, "kernel clock override (--clock-mhz)")
+            check_kernel_clock(d.board_spec, clock_hz, "kernel clock override")
             d = d.with_params({"clock_hz": clock_hz})
         self.design = d
         self.prefetch_ratio = d.prefetch_ratio if prefetch_ratio is None else int(prefetch_ratio)

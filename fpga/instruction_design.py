@@ -262,5 +262,5 @@ def load_design(name_or_path: str | Path, calibrated: Mapping[str, float] | None
 
     problem = kernel_clock_problem(lib.board(design.board), design.clock_hz)
     if problem:
-        raise SpecError(path, "clock_hz", problem, f"{design.clock_hz / 1e6:g} MHz")
+        raise SpecError(path, "clock_hz", problem, design.clock_hz)
     return design

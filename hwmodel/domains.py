@@ -21,6 +21,24 @@ MAX_COUNT = 1_000_000
 thousands of GPUs), low enough that a typo (100000 GPUs of one group is allowed, 1e9 is not) fails fast."""
 
 
+MAX_DEVICES_PER_GROUP = 1024
+"""Most devices one node's group may declare: a server holds a few dozen accelerators at most (PCIe slots); 1024
+leaves room for abstract nodes while a typo (100,000 GPUs in one group) fails before a minutes-long simulation."""
+
+
+MAX_DEVICES = 16384
+"""Most devices a whole cluster may declare (all nodes together), for the same reason."""
+
+
+def device_count(v: int) -> str | None:
+    """A schema check (:func:`hwmodel.schema.plain`) for the number of devices in one group."""
+    if v < 1:
+        return "a positive number"
+    return None if v <= MAX_DEVICES_PER_GROUP else (
+        f"a device count in [1, {MAX_DEVICES_PER_GROUP}] per group (a node holds at most a few dozen; "
+        "describe larger deployments as more nodes)")
+
+
 class DomainError(HwmodelError):
     """A value outside its physical domain; the message names where it came from, what was expected and got."""
 

@@ -2,7 +2,8 @@
 (:func:`harden`), so commands added later inherit it without edits:
 
 * every float option refuses NaN and infinities (click's ``FLOAT`` and ``FloatRange`` accept ``nan``): the type is
-  swapped for :class:`hwmodel.cli.options.Finite` with the same bounds;
+  swapped for :class:`hwmodel.cli.options.Finite` with the same bounds (an option whose default is ``inf`` or
+  whose help text gives ``inf`` a meaning keeps ``+inf``);
 * every ``--seed`` is an integer in [0, 2**32 - 1] (:data:`hwmodel.cli.options.SEED`);
 * a free-text ``--scheduler`` (a Dask address) is checked by :class:`hwmodel.cli.options.SchedulerAddress`.
 
@@ -11,6 +12,8 @@ has help text and that no visible option spells the clock other than ``--…cloc
 """
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 
 import click
@@ -26,13 +29,23 @@ def walk(cmd: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple
             yield from walk(sub, (*path, name))
 
 
-def _finite_twin(t: click.ParamType) -> click.ParamType | None:
+def _allows_inf(p: click.Parameter) -> bool:
+    """An option whose default is +inf or whose help gives ``inf`` a meaning keeps +inf (NaN is still refused)."""
+    default = p.default if not callable(p.default) else None
+    helptext = getattr(p, "help", None) or ""
+    return (isinstance(default, float) and math.isinf(default) and default > 0) or \
+        re.search(r"\binf\b", helptext) is not None
+
+
+def _finite_twin(p: click.Parameter) -> click.ParamType | None:
+    t = p.type
     if isinstance(t, Finite):
         return None
+    inf = _allows_inf(p)
     if isinstance(t, click.FloatRange):
-        return Finite(min=t.min, max=t.max, min_open=t.min_open, max_open=t.max_open, clamp=t.clamp)
+        return Finite(min=t.min, max=t.max, min_open=t.min_open, max_open=t.max_open, clamp=t.clamp, allow_inf=inf)
     if isinstance(t, click.types.FloatParamType):
-        return Finite()
+        return Finite(allow_inf=inf)
     return None
 
 
@@ -40,7 +53,7 @@ def harden(root: click.Command) -> None:
     """Apply the module docstring's rules to every parameter under ``root`` (idempotent)."""
     for _path, cmd in walk(root):
         for p in cmd.params:
-            twin = _finite_twin(p.type)
+            twin = _finite_twin(p)
             if twin is not None:
                 p.type = twin
             elif isinstance(p, click.Option) and "--seed" in p.opts and isinstance(p.type, click.types.IntParamType):

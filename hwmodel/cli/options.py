@@ -26,20 +26,29 @@ MAX_CLOCK_MHZ = 100_000.0
 
 
 class Finite(click.FloatRange):
-    """A float (optionally bounded) that must be finite: ``nan``, ``inf`` and ``-inf`` are refused."""
+    """A float (optionally bounded) that must be finite: ``nan``, ``inf`` and ``-inf`` are refused. With
+    ``allow_inf`` (an option whose documented meaning includes ``inf``, e.g. an arrival rate) ``+inf`` passes."""
 
     name = "number"
 
+    def __init__(self, *args: Any, allow_inf: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.allow_inf = allow_inf
+
+    def _refused(self, v: float) -> bool:
+        return math.isnan(v) or (math.isinf(v) and not (self.allow_inf and v > 0))
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        what = "a number (not NaN; inf allowed)" if self.allow_inf else "a finite number"
         if isinstance(value, str):
             try:
                 probe = float(value)
             except ValueError:
                 probe = 0.0
-            if not math.isfinite(probe):
-                self.fail(f"expected a finite number, got {value!r}", param, ctx)
-        elif isinstance(value, float) and not math.isfinite(value):
-            self.fail(f"expected a finite number, got {value!r}", param, ctx)
+            if self._refused(probe):
+                self.fail(f"expected {what}, got {value!r}", param, ctx)
+        elif isinstance(value, float) and self._refused(value):
+            self.fail(f"expected {what}, got {value!r}", param, ctx)
         return super().convert(value, param, ctx)
 
 

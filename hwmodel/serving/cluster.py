@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from hwmodel.errors import SpecError, UnknownNameError
+from hwmodel.domains import MAX_DEVICES, device_count
 from hwmodel.schema import internal, load_toml_as, non_empty, one_of, plain, positive, sourced
 from hwmodel.specs import GpuSpec, LinkSpec, LlmSpec, SpecLibrary, library
 
@@ -41,7 +42,7 @@ class GpuGroup:
     """``count`` identical GPUs of one node."""
 
     device: str = plain(doc="GPU spec name (gpu/devices/*.toml)")
-    count: int = plain(check=positive)
+    count: int = plain(check=device_count)
     framework: str = plain(default="hf", check=one_of(*GPU_FRAMEWORKS), doc="serving framework of the GPU model")
     weight_bits: int = plain(default=16, check=one_of(4, 8, 16))
     kv_bits: int = plain(default=16, check=one_of(4, 8, 16))
@@ -55,7 +56,7 @@ class FpgaGroup:
     """``count`` identical FPGA cards of one node, each loaded with the same accelerator design."""
 
     design: str = plain(doc="instruction-driven accelerator design (fpga.instruction.load_design)")
-    count: int = plain(check=positive)
+    count: int = plain(check=device_count)
     prefetch_ratio: int | None = plain(default=None, check=positive, doc="override the design's prefetch ratio")
     clock_hz: float | None = plain(default=None, check=positive, unit="Hz", doc="override the kernel clock")
     link: str | None = plain(default=None, doc="link spec to the host; default: the board's host_link")
@@ -117,6 +118,8 @@ class ClusterSpec:
                 yield f"nodes[{i}].name", "a node name not used by an earlier node", n
         if len(self.nodes) > 1 and self.network is None:
             yield "network", "a [network] table with a link, since the cluster has several nodes", None
+        if self.gpu_count + self.fpga_count > MAX_DEVICES:
+            yield "nodes", f"at most {MAX_DEVICES:,} devices over all nodes", self.gpu_count + self.fpga_count
 
     @property
     def gpu_count(self) -> int:

@@ -299,6 +299,12 @@ class EngineFactory:
             if design.llm != llm.name:
                 raise SpecError(where, field, f"a design for the cluster's LLM {llm.name!r} (this design runs "
                                 f"{design.llm!r})", group.design)
+            if group.clock_hz is not None:
+                from hwmodel.domains import kernel_clock_problem
+
+                problem = kernel_clock_problem(design.board_spec, group.clock_hz)
+                if problem:
+                    raise SpecError(where, field.rsplit(".", 1)[0] + ".clock_hz", problem, group.clock_hz)
             engine = InstructionEngine(design, prefetch_ratio=group.prefetch_ratio, clock_hz=group.clock_hz)
             board = lib.board(design.board)
             link = lib.link(group.link or board.host_link)

@@ -182,6 +182,9 @@ def iter_lines(lines: Iterable[str], path: object = "<trace>") -> Iterator[Trace
         yield problem
     if header is None:
         raise TraceError(path, None, None, "expected a trace header line, the file is empty")
+    if not seen:
+        raise TraceError(path, None, None, "expected at least one problem line after the header (a trace with no "
+                                           "problems has nothing to replay)")
 
 
 def read_trace(path: Path | str) -> Trace:
