@@ -82,6 +82,8 @@ class LlmSpec(Spec):
             yield "kv_heads", f"a divisor of heads ({self.heads})", self.kv_heads
         if self.output_head == "value" and self.tied_embeddings:
             yield "tied_embeddings", "false for a value-head model (no LM head to tie)", True
+        if self.head_dim % 2:
+            yield "head_dim", "an even number (RoPE rotates pairs of dimensions)", self.head_dim
 
     # ---- derived shapes
     @property
@@ -216,6 +218,9 @@ class HbmSpec:
         if self.axi_ports % self.ports_per_pc or self.axi_ports // self.ports_per_pc != self.pseudo_channels:
             yield "ports_per_pc", f"axi_ports / pseudo_channels ({self.axi_ports} / {self.pseudo_channels})", \
                 self.ports_per_pc
+        if not 6.25e6 <= self.axi_clock_hz <= 4e9:
+            yield "axi_clock_hz", "a memory-port clock in [6.25 MHz, 4 GHz] (MMCM floor; HBM AXI/NoC clocks are " \
+                                  "hundreds of MHz)", self.axi_clock_hz
         if self.min_efficient_burst_bytes % self.granule_bytes:
             yield "min_efficient_burst_bytes", f"a multiple of granule_bytes ({self.granule_bytes})", \
                 self.min_efficient_burst_bytes

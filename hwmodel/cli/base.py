@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from hwmodel.errors import HwmodelError
+from hwmodel.errors import HwmodelError, UnknownNameError
 from hwmodel.specs import KIND_WORDS, library, set_extra_spec_dirs
 
 
@@ -77,8 +77,10 @@ class SpecName(click.ParamType):
             return value
         try:
             return library().get(self.kind, value)
-        except HwmodelError as exc:
+        except UnknownNameError as exc:
             self.fail(str(exc), param, ctx)
+        # any other HwmodelError is a broken spec file somewhere in the library: it propagates with its own
+        # file and field (HwGroup prints it), instead of blaming this option
 
 
 def _json_default(obj: Any) -> Any:
