@@ -12,7 +12,7 @@ import click
 
 from hwmodel.cli.base import console, echo_json, group, json_option
 from hwmodel.cli.cmd_reproduce import reproduce
-from hwmodel.cli.options import clock_option
+from hwmodel.cli.options import AliasOption, clock_option
 from hwmodel.errors import HwmodelError
 from hwmodel.units import fmt_bw, fmt_s
 
@@ -82,7 +82,7 @@ def _detail_tables(res: Any) -> None:
 @click.option("--ctx", type=click.IntRange(min=0), default=0, show_default=True, help="Tokens already in the KV cache.")
 @click.option("--ctx-range", default=None, help="Table over contexts: A:B:S (e.g. 0:4096:512) or a comma list.")
 @clock_option("freq_mhz", help="Kernel clock in MHz [default: the design's].")
-@click.option("--freq-range", "--clock-range", default=None,
+@click.option("--clock-range", "--freq-range", "freq_range", cls=AliasOption, default=None,
               help="Table over kernel clocks in MHz: A:B:S (e.g. 150:450:50) or a comma list.")
 @click.option("--ingest", is_flag=True, help="An ingested token (logits discarded: LM head and sampler skipped).")
 @click.option("--detail/--no-detail", default=True, show_default=True,
@@ -104,9 +104,9 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
         design = dataclasses.replace(design, clock_hz=freq_mhz * 1e6)
     validate_design(design)
     ctxs = [int(c) for c in (_range(ctx_range, "--ctx-range") or [ctx])]
-    freqs = _range(freq_range, "--freq-range") or [design.clock_hz / 1e6]
+    freqs = _range(freq_range, "--clock-range") or [design.clock_hz / 1e6]
     for f in freqs:
-        check_kernel_clock(design.board_spec(), f * 1e6, "--freq-range")
+        check_kernel_clock(design.board_spec(), f * 1e6, "--clock-range")
     for c in ctxs:
         if c < 0:
             raise HwmodelError(f"--ctx-range: expected contexts >= 0, got {c}")

@@ -227,7 +227,8 @@ def designs_cmd(as_json: bool) -> None:
 
 
 @instruction.command("run")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True)
+@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
+              help="Instruction-driven design: a built-in name or a design TOML file.")
 @click.option("--ratio", type=click.IntRange(min=1), default=None, help="Prefetch ratio [default: the design's].")
 @click.option("--ctx", type=click.IntRange(min=0), default=1536, show_default=True,
               help="Tokens in the KV cache before the step / prefill.")
@@ -277,9 +278,11 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
 
 
 @instruction.command("dump")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True)
+@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
+              help="Instruction-driven design: a built-in name or a design TOML file.")
 @click.option("--ratio", type=click.IntRange(min=1), default=None, help="Prefetch ratio [default: the design's].")
-@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True)
+@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True,
+              help="Tokens in the KV cache before the step.")
 @click.option("--layer", type=click.IntRange(min=0), default=0, show_default=True,
               help="Decoder layer to print (the prologue comes with layer 0).")
 @click.option("--limit", type=click.IntRange(min=1), default=60, show_default=True, help="Instructions to print.")
@@ -308,9 +311,11 @@ def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int) -
 
 
 @instruction.command("trace")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True)
+@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
+              help="Instruction-driven design: a built-in name or a design TOML file.")
 @click.option("--ratio", type=click.IntRange(min=1), default=None, help="Prefetch ratio [default: the design's].")
-@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True)
+@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True,
+              help="Tokens in the KV cache before the step.")
 @click.option("--prefill", "prefill_tokens", type=click.IntRange(min=0), default=0, show_default=True,
               help="Trace a prefill of this many tokens instead of a decode step.")
 @click.option("--max-instructions", type=click.IntRange(min=1), default=20000, show_default=True,

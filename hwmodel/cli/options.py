@@ -84,6 +84,23 @@ class SchedulerAddress(click.ParamType):
         return text
 
 
+class AliasOption(click.Option):
+    """An option whose first name is the documented one; the others are hidden, deprecated aliases (not shown
+    by ``--help``, still accepted)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        saved = self.opts
+        self.opts = saved[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = saved
+
+    @property
+    def documented_opts(self) -> list[str]:
+        return self.opts[:1]
+
+
 def clock_option(param: str = "clock_mhz", *, unit: str = "MHz", default: float | None = None,
                  help: str = "Kernel clock in MHz [default: the design's].", required: bool = False,
                  legacy: tuple[str, ...] = ("--freq-mhz", "--clock-hz"),
