@@ -351,7 +351,7 @@ def load_spec_file(path: Path | str, expected_kind: str | None = None) -> Spec:
     path = Path(path)
     table = read_toml(path)
     kind = table.get("kind")
-    if kind not in SPEC_KINDS:
+    if not isinstance(kind, str) or kind not in SPEC_KINDS:
         raise SpecError(path, "kind", "one of " + ", ".join(repr(k) for k in SPEC_KINDS), kind)
     if expected_kind is not None and kind != expected_kind:
         raise SpecError(path, "kind", repr(expected_kind) + " in this directory", kind)

@@ -25,7 +25,12 @@ class HwGroup(click.Group):
         try:
             return super().invoke(ctx)
         except HwmodelError as exc:
-            raise _HwClickError(str(exc)) from None
+            raise _HwClickError(str(exc).replace("\n", " ")) from None
+        except (BrokenPipeError, KeyboardInterrupt):
+            raise
+        except OSError as exc:  # writing an output (a read-only or full disk, a directory in the way): one line
+            where = exc.filename if exc.filename is not None else "output"
+            raise _HwClickError(f"{where}: {exc.strerror or exc}") from None
 
 
 class _HwClickError(click.ClickException):
