@@ -355,6 +355,16 @@ def _deadlock(design: StreamingDesign, ctx: int, prog: Program, start: np.ndarra
 def validate_design(design: StreamingDesign, board: BoardSpec | None = None, llm: LlmSpec | None = None) -> None:
     """Check a design against its board and model; raise DesignError (a HwmodelError) with the numbers:
     ports, clock, resources (see :mod:`fpga.resources`), and whether weights + KV cache fit the ports' HBM."""
+    try:
+        _validate_design(design, board, llm)
+    except DesignError as exc:  # name the design's file, not just its name
+        msg = str(exc)
+        if design.origin and design.origin not in msg:
+            exc.args = (f"{design.origin}: {msg}",)  # same error type (e.g. DeadlockError), the file named
+        raise
+
+
+def _validate_design(design: StreamingDesign, board: BoardSpec | None, llm: LlmSpec | None) -> None:
     from fpga.resources import check_fits
 
     check_structure(design)

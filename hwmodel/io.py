@@ -114,7 +114,8 @@ def iter_lines(path: Path | str, what: str = "file") -> Iterator[tuple[int, str]
                 yield n, text
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise InputFileError(path, f"a complete gzip stream ({what})",
-                             f"truncated or corrupt data after line {n} ({exc or type(exc).__name__})",
+                             f"truncated or corrupt data {f'after line {n}' if n else 'before the first line'} "
+                             f"({exc or type(exc).__name__})",
                              line=n + 1) from None
     except OSError as exc:
         raise InputFileError(path, f"a readable {what}", _os_problem(exc), line=n + 1) from None

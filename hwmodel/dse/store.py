@@ -95,8 +95,9 @@ class ResultStore:
         if header is None:
             return {}
         if tuple(header) != self.columns:
+            shown = ", ".join(repr(h)[1:-1][:40] for h in header[:40])  # one line, whatever the cells hold
             raise HwmodelError(
-                f"{self.path}: written by a different sweep (columns {', '.join(header)}; this sweep writes "
+                f"{self.path}: written by a different sweep (columns {shown}; this sweep writes "
                 f"{', '.join(self.columns)}); choose another --out directory or rerun with --fresh to discard it")
         kinds = {}
         for n in self.param_names:
