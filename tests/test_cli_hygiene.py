@@ -77,3 +77,49 @@ def test_rate_keeps_inf_but_not_nan() -> None:
     assert p.type.convert("inf", p, None) == math.inf
     with pytest.raises(click.BadParameter):
         p.type.convert("nan", p, None)
+
+
+def test_heartbeat_within_two_seconds_and_silent_with_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command still running after the first delay prints one line to stderr; the command below waits for that
+    line (an event, not a sleep), so the test cannot race. With --json nothing is printed."""
+    from hwmodel.cli.progress import HEARTBEAT_FIRST_S, Heartbeat, with_heartbeat
+
+    assert HEARTBEAT_FIRST_S < 2.0
+    started: list[Heartbeat] = []
+    real_start = Heartbeat.start
+
+    def spy(self: Heartbeat) -> Heartbeat:
+        started.append(self)
+        return real_start(self)
+
+    monkeypatch.setattr(Heartbeat, "start", spy)
+    monkeypatch.setenv("HWMODEL_HEARTBEAT_S", "0.01")
+
+    def slow(as_json: bool) -> None:
+        if not as_json:
+            assert started[-1].fired.wait(60)
+
+    cmd = click.Command("slow", callback=with_heartbeat("slow", slow),
+                        params=[click.Option(["--json", "as_json"], is_flag=True, help="JSON.")])
+    r = CliRunner().invoke(cmd, [])
+    assert r.exit_code == 0 and "hwmodel slow: working" in r.stderr
+    n = len(started)
+    r = CliRunner().invoke(cmd, ["--json"])
+    assert r.exit_code == 0 and r.stderr == "" and len(started) == n  # no heartbeat thread at all
+
+
+def test_every_command_has_the_heartbeat() -> None:
+    leaves = [(path, c) for path, c in walk(main) if not isinstance(c, click.Group)]
+    assert leaves and all(getattr(c.callback, "_hwmodel_heartbeat", False) for _p, c in leaves)
+
+
+def test_ctrl_c_is_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hwmodel.cli.cmd_specs as cs
+
+    def boom(*_a: object, **_k: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cs, "library", boom)
+    r = CliRunner().invoke(main, ["specs", "list"])
+    assert r.exit_code == 130 and "interrupted" in r.output and r.exception is None or isinstance(r.exception,
+                                                                                                   SystemExit)

@@ -26,7 +26,10 @@ class HwGroup(click.Group):
             return super().invoke(ctx)
         except HwmodelError as exc:
             raise _HwClickError(str(exc).replace("\n", " ")) from None
-        except (BrokenPipeError, KeyboardInterrupt):
+        except KeyboardInterrupt:  # Ctrl-C: no traceback, the conventional status (commands may save work first)
+            click.echo("interrupted (Ctrl-C)", err=True)
+            raise click.exceptions.Exit(130) from None
+        except BrokenPipeError:
             raise
         except OSError as exc:  # writing an output (a read-only or full disk, a directory in the way): one line
             where = exc.filename if exc.filename is not None else "output"

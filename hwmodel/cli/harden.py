@@ -5,7 +5,8 @@
   swapped for :class:`hwmodel.cli.options.Finite` with the same bounds (an option whose default is ``inf`` or
   whose help text gives ``inf`` a meaning keeps ``+inf``);
 * every ``--seed`` is an integer in [0, 2**32 - 1] (:data:`hwmodel.cli.options.SEED`);
-* a free-text ``--scheduler`` (a Dask address) is checked by :class:`hwmodel.cli.options.SchedulerAddress`.
+* a free-text ``--scheduler`` (a Dask address) is checked by :class:`hwmodel.cli.options.SchedulerAddress`;
+* every command gets a heartbeat on stderr when it runs longer than 1.5 s (:mod:`hwmodel.cli.progress`).
 
 :func:`walk` yields every (command path, parameter) pair; the test suite uses it to check that every visible option
 has help text and that no visible option spells the clock other than ``--…clock-mhz``.
@@ -51,7 +52,11 @@ def _finite_twin(p: click.Parameter) -> click.ParamType | None:
 
 def harden(root: click.Command) -> None:
     """Apply the module docstring's rules to every parameter under ``root`` (idempotent)."""
-    for _path, cmd in walk(root):
+    from hwmodel.cli.progress import with_heartbeat
+
+    for path, cmd in walk(root):
+        if not isinstance(cmd, click.Group) and cmd.callback is not None:
+            cmd.callback = with_heartbeat(" ".join(path), cmd.callback)
         for p in cmd.params:
             twin = _finite_twin(p)
             if twin is not None:
