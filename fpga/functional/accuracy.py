@@ -15,7 +15,6 @@ matrix replaced by its per-channel int8 quantization (dequantized), activations 
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path

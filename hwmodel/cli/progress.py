@@ -24,6 +24,8 @@ from typing import Any
 
 HEARTBEAT_FIRST_S = 1.5
 HEARTBEAT_EVERY_S = 30.0
+OWN_PROGRESS = frozenset({"sweep"})
+"""Commands that print their plan and a live progress bar from their first second: no heartbeat over it."""
 
 
 class Heartbeat:
@@ -76,6 +78,9 @@ def quiet_requested(kwargs: dict[str, Any]) -> bool:
 def with_heartbeat(label: str, callback: Callable[..., Any]) -> Callable[..., Any]:
     """``callback`` with a heartbeat while it runs (module docstring)."""
     if getattr(callback, "_hwmodel_heartbeat", False):
+        return callback
+    if label in OWN_PROGRESS:
+        callback._hwmodel_heartbeat = True  # type: ignore[attr-defined]
         return callback
 
     @functools.wraps(callback)

@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from hwmodel.io import errors_as
 from hwmodel.io import iter_lines as read_lines
