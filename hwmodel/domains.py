@@ -62,6 +62,8 @@ def finite(value: Any, where: str, what: str = "a finite number") -> float:
 def kernel_clock_problem(board: Any, clock_hz: float) -> str | None:
     """None when ``clock_hz`` is a kernel clock ``board`` can run, else the expectation it violates."""
     hi = float(board.max_kernel_clock_hz)
+    if not clock_hz > 0:
+        return f"a positive kernel clock (board '{board.name}' runs [{MIN_KERNEL_CLOCK_HZ / 1e6:g}, {hi / 1e6:g}] MHz)"
     if not (math.isfinite(clock_hz) and MIN_KERNEL_CLOCK_HZ <= clock_hz <= hi):
         return (f"a kernel clock of board '{board.name}' in [{MIN_KERNEL_CLOCK_HZ / 1e6:g}, {hi / 1e6:g}] MHz "
                 f"(MMCM floor; the board's max_kernel_clock_hz)")
