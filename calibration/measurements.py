@@ -97,10 +97,10 @@ class Measurement:
 def load_measurements(path: Path | str) -> list[Measurement]:
     """Read and validate one measurement CSV."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise MeasurementError(f"{path}: measurement file not found") from None
+    from hwmodel.io import errors_as, read_text
+
+    with errors_as(MeasurementError):
+        text = read_text(path, "measurement CSV")
     lines = [(i + 1, ln) for i, ln in enumerate(text.splitlines()) if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         raise MeasurementError(f"{path}: no header row")

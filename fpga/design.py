@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hwmodel.errors import HwmodelError, UnknownNameError
+from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.schema import build, one_of, plain, positive, read_toml
-from hwmodel.specs import BoardSpec, LlmSpec, library
+from hwmodel.specs import KIND_WORDS, BoardSpec, LlmSpec, library
 
 DESIGN_DIR = Path(__file__).resolve().parent / "designs"
 
@@ -200,6 +200,11 @@ def load_design(name_or_path: str | Path) -> StreamingDesign:
     design = build(StreamingDesign, table, path=path)
     design = dataclasses.replace(design, origin=str(path), sources=types.MappingProxyType(sources))
     check_structure(design, where=str(path))
+    lib = library()
+    for field, kind in (("board", "fpga-board"), ("llm", "llm")):
+        if getattr(design, field) not in lib.names(kind):
+            raise SpecError(path, field, f"a {KIND_WORDS[kind]} spec name ({', '.join(lib.names(kind))})",
+                            getattr(design, field))
     return design
 
 

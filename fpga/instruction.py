@@ -87,8 +87,9 @@ class InstructionEngine:
                  clock_hz: float | None = None) -> None:
         d = _resolve(design)
         if clock_hz is not None:
-            if clock_hz <= 0:
-                raise HwmodelError(f"clock must be positive, got {clock_hz} Hz")
+            from hwmodel.domains import check_kernel_clock
+
+            check_kernel_clock(d.board_spec, clock_hz, "kernel clock override")
             d = d.with_params({"clock_hz": clock_hz})
         self.design = d
         self.prefetch_ratio = d.prefetch_ratio if prefetch_ratio is None else int(prefetch_ratio)
@@ -173,8 +174,20 @@ class InstructionEngine:
 
 @functools.lru_cache(maxsize=32)
 def _compiler(design: InstructionDesign, k: int) -> Compiler:
-    """Compilers (and their template caches) depend only on the design's structure, not its timing values."""
-    return _compiler_for_structure(structure_of(design), k)
+    """Compilers (and their template caches) depend only on the design's structure, not its timing values.
+
+    The cached structure has no name, so a compiler error is re-raised naming the design and its file."""
+    try:
+        return _compiler_for_structure(structure_of(design), k)
+    except HwmodelError as exc:
+        where = f"{design.origin}: design '{design.name}'" if design.origin else f"design '{design.name}'"
+        msg = str(exc).replace("design ''", where)
+        if msg == str(exc):
+            msg = f"{where}: {msg}"
+        err = type(exc).__new__(type(exc))
+        Exception.__init__(err, msg)
+        err.__dict__.update(exc.__dict__)
+        raise err from None
 
 
 @functools.lru_cache(maxsize=32)

@@ -259,4 +259,9 @@ def load_design(name_or_path: str | Path, calibrated: Mapping[str, float] | None
                         design.board)
     if design.llm not in lib.names("llm"):
         raise SpecError(path, "llm", "an LLM spec name (" + ", ".join(lib.names("llm")) + ")", design.llm)
+    from hwmodel.domains import kernel_clock_problem
+
+    problem = kernel_clock_problem(lib.board(design.board), design.clock_hz)
+    if problem:
+        raise SpecError(path, "clock_hz", problem, design.clock_hz)
     return design

@@ -112,10 +112,10 @@ def parse_commands(text: str, source: str = "<commands>") -> CommandProgram:
 def load_commands(path: str | Path) -> CommandProgram:
     """Read and parse a command file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CommandFileError(f"{path}: no such command file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CommandFileError(f"{path}: cannot read the command file ({exc})") from None
+    from hwmodel.io import errors_as, read_text
+
+    if not path.exists():
+        raise CommandFileError(f"{path}: no such command file")
+    with errors_as(CommandFileError):
+        text = read_text(path, "KVMU command file")
     return parse_commands(text, str(path))

@@ -355,6 +355,16 @@ def _deadlock(design: StreamingDesign, ctx: int, prog: Program, start: np.ndarra
 def validate_design(design: StreamingDesign, board: BoardSpec | None = None, llm: LlmSpec | None = None) -> None:
     """Check a design against its board and model; raise DesignError (a HwmodelError) with the numbers:
     ports, clock, resources (see :mod:`fpga.resources`), and whether weights + KV cache fit the ports' HBM."""
+    try:
+        _validate_design(design, board, llm)
+    except DesignError as exc:  # name the design's file, not just its name
+        msg = str(exc)
+        if design.origin and design.origin not in msg:
+            exc.args = (f"{design.origin}: {msg}",)  # same error type (e.g. DeadlockError), the file named
+        raise
+
+
+def _validate_design(design: StreamingDesign, board: BoardSpec | None, llm: LlmSpec | None) -> None:
     from fpga.resources import check_fits
 
     check_structure(design)
@@ -364,11 +374,20 @@ def validate_design(design: StreamingDesign, board: BoardSpec | None = None, llm
     if design.total_ports > h.axi_ports:
         raise DesignError(f"design '{design.name}' uses {design.total_ports} HBM ports but board '{board.name}' has "
                           f"{h.axi_ports} ({', '.join(f'{e.name}: {e.ports}' for e in design.engines if e.ports)})")
-    if design.clock_hz > board.max_kernel_clock_hz:
-        raise DesignError(f"design '{design.name}': clock {design.clock_hz / 1e6:g} MHz exceeds board '{board.name}'"
-                          f" max kernel clock {board.max_kernel_clock_hz / 1e6:g} MHz")
+    check_design_clock(design, board)
     check_hbm_capacity(design, board, llm)
     check_fits(design, board, llm)
+
+
+def check_design_clock(design: StreamingDesign, board: BoardSpec) -> None:
+    """The kernel clock must be one the board can run (hwmodel.domains), whether it comes from the design file, a
+    command-line override or a sweep; the error names the design's file."""
+    from hwmodel.domains import kernel_clock_problem
+
+    problem = kernel_clock_problem(board, design.clock_hz)
+    if problem:
+        where = f"{design.origin}: field 'clock_hz'" if design.origin else f"design '{design.name}': clock_hz"
+        raise DesignError(f"{where}: expected {problem}, got {design.clock_hz / 1e6:g} MHz")
 
 
 def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> None:
@@ -457,6 +476,8 @@ class StreamingEngine:
         self.llm = design.llm_spec()
         if validate:
             validate_design(design, self.board, self.llm)
+        else:
+            check_design_clock(design, self.board)
         self.name = f"fpga:{design.name}@{design.clock_hz / 1e6:g}MHz"
         self._p = hbm.hbm_params(self.board, design.clock_hz)
         self._memo: dict[tuple[int, bool], TokenResult] = {}

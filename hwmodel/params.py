@@ -41,12 +41,12 @@ def params_path(model: str) -> Path:
 def read_params_file(path: Path | str) -> dict[str, Any]:
     """The whole JSON document of a parameter file (one-line error when missing or malformed)."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ParamsFileError(f"{path}: parameter file not found (run `hwmodel calibrate --fit`)") from None
-    except json.JSONDecodeError as exc:
-        raise ParamsFileError(f"{path}: not valid JSON ({exc})") from None
+    from hwmodel.io import errors_as, read_json
+
+    if not path.exists():
+        raise ParamsFileError(f"{path}: parameter file not found (run `hwmodel calibrate --fit`)")
+    with errors_as(ParamsFileError):
+        doc = read_json(path, "parameter file (JSON)")
     if not isinstance(doc, dict) or not isinstance(doc.get("params"), dict):
         raise ParamsFileError(f"{path}: expected a JSON object with a 'params' table")
     return doc

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import tomllib
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hwmodel.errors import SpecError
+from hwmodel.io import read_toml as _read_toml
 
 T = TypeVar("T")
 Check = Callable[[Any], str | None]
@@ -88,14 +88,9 @@ def non_empty(v: Any) -> str | None:
 
 # ---------------------------------------------------------------------------------------------------- loading
 def read_toml(path: Path) -> dict[str, Any]:
-    """Parse a TOML file; a syntax error becomes a SpecError naming the file and the line."""
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise SpecError(path, None, "an existing TOML file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(path, None, f"valid TOML ({exc})") from None
+    """Parse a TOML file through the reading layer (:mod:`hwmodel.io`): every OS, encoding, compression and syntax
+    problem becomes one error naming the file and the line."""
+    return _read_toml(path)
 
 
 def load_toml_as(cls: type[T], path: Path | str, *, overrides: Mapping[str, Any] | None = None) -> T:

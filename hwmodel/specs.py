@@ -134,6 +134,8 @@ class LlmSpec(Spec):
             yield "shared_expert_gate", "false without a shared expert (shared_expert_intermediate = 0)", True
         if self.full_attention_layers > self.layers:
             yield "full_attention_layers", f"at most layers ({self.layers})", self.full_attention_layers
+        if self.head_dim % 2:
+            yield "head_dim", "an even number (RoPE rotates pairs of dimensions)", self.head_dim
 
     # ---- derived shapes
     @property
@@ -296,6 +298,9 @@ class HbmSpec:
         if self.axi_ports % self.ports_per_pc or self.axi_ports // self.ports_per_pc != self.pseudo_channels:
             yield "ports_per_pc", f"axi_ports / pseudo_channels ({self.axi_ports} / {self.pseudo_channels})", \
                 self.ports_per_pc
+        if not 6.25e6 <= self.axi_clock_hz <= 4e9:
+            yield "axi_clock_hz", "a memory-port clock in [6.25 MHz, 4 GHz] (MMCM floor; HBM AXI/NoC clocks are " \
+                                  "hundreds of MHz)", self.axi_clock_hz
         if self.min_efficient_burst_bytes % self.granule_bytes:
             yield "min_efficient_burst_bytes", f"a multiple of granule_bytes ({self.granule_bytes})", \
                 self.min_efficient_burst_bytes
@@ -473,7 +478,7 @@ def load_spec_file(path: Path | str, expected_kind: str | None = None) -> Spec:
     path = Path(path)
     table = read_toml(path)
     kind = table.get("kind")
-    if kind not in SPEC_KINDS:
+    if not isinstance(kind, str) or kind not in SPEC_KINDS:
         raise SpecError(path, "kind", "one of " + ", ".join(repr(k) for k in SPEC_KINDS), kind)
     if expected_kind is not None and kind != expected_kind:
         raise SpecError(path, "kind", repr(expected_kind) + " in this directory", kind)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -202,6 +202,22 @@ class KvMigration:
         return d
 
 
+def check_migration_fits(llm: Any, board: BoardSpec, prompt_tokens: int, kv_bits: int) -> None:
+    """The prompt must fit the LLM's positions, and the FPGA must hold what it decodes with: the migrated KV cache
+    plus the weights at 8 bits (the FPGA draft precision, :func:`hwmodel.bounds.default_bits`) in its HBM."""
+    from hwmodel.bounds import resident_bytes
+    from hwmodel.domains import DomainError, check_context
+
+    check_context(0, llm, "--prompt", new_tokens=prompt_tokens)
+    kv = llm.kv_bytes(prompt_tokens, kv_bits)
+    need = resident_bytes(llm, 8, kv_bits, prompt_tokens)
+    cap = board.hbm.capacity_bytes
+    if need > cap:
+        raise DomainError("--prompt", f"a KV cache that fits board '{board.name}': KV {kv / 1e9:.2f} GB + W8 weights "
+                                      f"{(need - kv) / 1e9:.2f} GB within its {cap / 1e9:.2f} GB of HBM",
+                          f"{prompt_tokens:,} tokens ({need / 1e9:.2f} GB)")
+
+
 def kv_migration(engine: GpuEngine, fpga: BoardSpec | str, prompt_tokens: int, path: str = "host",
                  kv_bits: int = 8, chunk_bytes: float = DEFAULT_CHUNK_BYTES, host_thread: str = "shared",
                  src_link: LinkSpec | None = None, dst_link: LinkSpec | None = None) -> KvMigration:
@@ -224,6 +240,7 @@ def kv_migration(engine: GpuEngine, fpga: BoardSpec | str, prompt_tokens: int, p
     dst = dst_link or lib.link(board.host_link)
     route = path_between(path, src, dst)
     llm = engine.llm
+    check_migration_fits(llm, board, prompt_tokens, kv_bits)
     timeline = engine.prefill_timeline(prompt_tokens)
     layer_bytes = kv_cache_bytes(llm, kv_bits, float(prompt_tokens), layers=1)
     if kv_bits < engine.kv_bits:  # quantization kernel per layer: read the layer's KV, write the quantized copy

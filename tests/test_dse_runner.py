@@ -66,8 +66,19 @@ def _assert_same_as_reference(plan_spec: Path, out: Path, reference: tuple[dict,
     assert (out / "summary.json").read_text() == reference[2]
 
 
+def _gated_spec(tmp_path: Path, extra: str = "", constraints: str = "") -> tuple[Path, Path, int]:
+    """A sweep whose last points (lanes = 128, the outermost axis) wait for a gate file: it cannot finish before
+    the test interrupts it, whatever the load (events, not sleeps). Returns (spec, gate, points before the gate)."""
+    gate = tmp_path / "gate"
+    spec = spec_file(tmp_path, GRID + extra + f'gate_file = "{gate}"\ngate_lanes = 128\n', constraints)
+    lanes = [p.params["lanes"] for p in load_plan(spec).points]
+    first_gated = lanes.index(128)
+    assert all(v == 128 for v in lanes[first_gated:])  # the gated points come last
+    return spec, gate, first_gated
+
+
 def test_sweep_killed_halfway_then_rerun_equals_uninterrupted(tmp_path: Path) -> None:
-    spec = spec_file(tmp_path, GRID + "sleep_s = 0.02\n", "lut_util = { max = 0.35 }\n")
+    spec, gate, ungated = _gated_spec(tmp_path, constraints="lut_util = { max = 0.35 }\n")
     total = len(load_plan(spec).points)
     out = tmp_path / "out"
     proc = _cli(spec, out, "-j", "2", "--chunk-size", "2")
@@ -76,6 +87,7 @@ def test_sweep_killed_halfway_then_rerun_equals_uninterrupted(tmp_path: Path) ->
     proc.wait()
     partial = _rows_on_disk(out)
     assert 0 < partial < total
+    gate.write_text("open\n")
     proc = _cli(spec, out, "-j", "2")
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
@@ -84,17 +96,18 @@ def test_sweep_killed_halfway_then_rerun_equals_uninterrupted(tmp_path: Path) ->
 
 
 def test_ctrl_c_saves_finished_points_and_rerun_completes(tmp_path: Path) -> None:
-    spec = spec_file(tmp_path, GRID + "sleep_s = 0.03\n")
+    spec, gate, ungated = _gated_spec(tmp_path)
     total = len(load_plan(spec).points)
     out = tmp_path / "out"
     proc = _cli(spec, out, "-j", "2", "--chunk-size", "2")
     _wait_rows(proc, out, total // 4)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole process group
-    _stdout, stderr = proc.communicate(timeout=60)
+    _stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "interrupted:" in stderr and "rerun the same command to resume" in stderr and "Traceback" not in stderr
     saved = _rows_on_disk(out)
-    assert 0 < saved < total
+    assert total // 4 <= saved <= ungated < total  # the gated points cannot have finished
+    gate.write_text("open\n")
     plan = load_plan(spec)
     stats = run_sweep(plan, out, workers=2, progress=False)
     assert stats.already_done == saved and stats.evaluated == total - saved

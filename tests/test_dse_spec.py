@@ -36,7 +36,8 @@ def test_good_spec_plans_points_with_defaults_and_stable_ids(tmp_path: Path) -> 
     plan = load_plan(write_spec(tmp_path, ""))
     assert len(plan.points) == 3 * 4 * 2
     assert plan.points[0].params == {"lanes": 16, "ports": 8, "clock_mhz": 200.0, "bits": 8, "sleep_s": 0.0,
-                                     "kill_marker": "", "kill_lanes": -1, "invalid_lanes": -1, "crash_lanes": -1}
+                                     "kill_marker": "", "kill_lanes": -1, "invalid_lanes": -1, "crash_lanes": -1,
+                                     "gate_file": "", "gate_lanes": -1}
     assert isinstance(plan.points[0].params["clock_mhz"], float)  # coerced to the parameter's type
     assert len({p.id for p in plan.points}) == len(plan.points)
     assert [p.id for p in load_plan(write_spec(tmp_path, "")).points] == [p.id for p in plan.points]

@@ -4,6 +4,8 @@
 Extra parameters drive failure tests: ``sleep_s`` slows each point, ``kill_marker`` makes the worker process
 SIGKILL itself once (at ``kill_lanes``; the marker file records that it already happened), ``invalid_lanes``
 makes the evaluator refuse a point (HwmodelError) and ``crash_lanes`` makes it raise a bug (ValueError).
+``gate_file`` holds every point at ``gate_lanes`` until that file exists: an event the interruption tests set
+themselves, so a sweep provably cannot finish before they interrupt it, however loaded the machine is.
 """
 from __future__ import annotations
 
@@ -35,6 +37,10 @@ def _screen(p: dict) -> Screen:
 
 
 def _evaluate(p: dict) -> dict[str, float]:
+    if p["gate_file"] and p["lanes"] == p["gate_lanes"]:
+        gate = Path(p["gate_file"])
+        while not gate.exists():  # the worker waits for the test's event (it is killed if the sweep is stopped)
+            time.sleep(0.005)
     if p["sleep_s"] > 0:
         time.sleep(p["sleep_s"])
     if p["kill_marker"] and p["lanes"] == p["kill_lanes"]:
@@ -63,7 +69,8 @@ TOY = Evaluator(
             Param("clock_mhz", float, low=50, high=500),
             Param("bits", int, choices=(4, 8, 16), default=8), Param("sleep_s", float, default=0.0),
             Param("kill_marker", str, default=""), Param("kill_lanes", int, default=-1),
-            Param("invalid_lanes", int, default=-1), Param("crash_lanes", int, default=-1)),
+            Param("invalid_lanes", int, default=-1), Param("crash_lanes", int, default=-1),
+            Param("gate_file", str, default=""), Param("gate_lanes", int, default=-1)),
     metrics=(Metric("latency_s", "s", low=0.0), Metric("tokens_per_s", "1/s", low=0.0),
              Metric("energy_per_token_j", "J", low=0.0), Metric("dsp_util", low=0.0), Metric("lut_util", low=0.0),
              Metric("power_w", "W", low=0.0)),

@@ -97,7 +97,7 @@ def test_malformed_spec_fails_with_file_field_and_expectation(tmp_path: Path, bu
 def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text('kind = "llm"\nname = \n')
-    with pytest.raises(SpecError, match=r"bad\.toml: expected valid TOML"):
+    with pytest.raises(SpecError, match=r"bad\.toml:2: expected valid TOML"):
         load_spec_file(path)
 
 

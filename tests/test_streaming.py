@@ -139,7 +139,7 @@ def test_builtin_designs_validate_and_flexllm_matches_public_configuration() -> 
     (lambda d: d.with_engine("attn", buffer_depth=0), "buffer_depth"),
     (lambda d: dataclasses.replace(d, llm="llama2-7b", weight_bits=16, kv_bits=16), "does not fit HBM"),
     (lambda d: d.with_engine("linear", lanes=40000), "DSP"),
-    (lambda d: dataclasses.replace(d, clock_hz=600e6), "exceeds board 'u280' max kernel clock"),
+    (lambda d: dataclasses.replace(d, clock_hz=600e6), "expected a kernel clock of board 'u280' in"),
     (lambda d: d.with_engine("vec", ops=("rope", "attn_add", "ffn_add")), "not mapped to any engine: silu_mul"),
 ])
 def test_impossible_designs_are_refused(change, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -200,7 +200,7 @@ def test_cli_decode_profile_and_errors(tmp_path: Path) -> None:
     rnd = {row["req_bytes"]: row["bw_bytes_per_s"] for row in json.loads(r.output)}
     assert rnd[64] < 0.5 * rnd[4096]  # random small requests are activation-bound
     r = run(main, ["fpga", "decode", "--design", "draft-u280", "--ctx", "9999"])
-    assert r.exit_code == 2 and "Error: design 'draft-u280': ctx 9999 exceeds" in r.output
+    assert r.exit_code == 2 and "Error: --ctx: expected a context of at most 4,096 tokens (design 'draft-u280'" in r.output
     r = run(main, ["reproduce", "--out", str(tmp_path), "streaming"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "streaming" / "clock_sweep.csv").exists()

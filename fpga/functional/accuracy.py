@@ -15,7 +15,6 @@ matrix replaced by its per-channel int8 quantization (dequantized), activations 
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -57,15 +56,17 @@ def prompt_set(vocab: int, n_prompts: int, n_tokens: int, seed: int) -> np.ndarr
 def load_prompt_file(path: Path | str, vocab: int) -> np.ndarray:
     """Prompts from a JSON file: a list of equally long lists of token ids."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path}: not a readable JSON file of token-id lists ({exc})") from None
+    from hwmodel.io import errors_as, read_json
+
+    with errors_as(CheckpointError):
+        data = read_json(path, "JSON file of token-id lists")
     if not isinstance(data, list) or not data or not all(isinstance(p, list) and p for p in data):
         raise CheckpointError(f"{path}: expected a non-empty JSON list of non-empty token-id lists")
     if len({len(p) for p in data}) != 1:
         raise CheckpointError(f"{path}: every prompt must have the same number of tokens")
-    arr = np.asarray(data)
+    if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for p in data for t in p):
+        raise CheckpointError(f"{path}: token ids must be integers in [0, {vocab})")
+    arr = np.asarray(data, dtype=np.int64)
     if not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= vocab:
         raise CheckpointError(f"{path}: token ids must be integers in [0, {vocab})")
     return arr.astype(np.int64)

@@ -9,4 +9,8 @@ from hwmodel.cli.base import group, main
 for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_")):
     importlib.import_module(f"{__name__}.{_mod}")
 
+from hwmodel.cli.harden import harden  # noqa: E402  (after every command is registered)
+
+harden(main)
+
 __all__ = ["group", "main"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from hwmodel.errors import HwmodelError
+from hwmodel.errors import HwmodelError, UnknownNameError
 from hwmodel.specs import KIND_WORDS, library, set_extra_spec_dirs
 
 
@@ -25,7 +25,15 @@ class HwGroup(click.Group):
         try:
             return super().invoke(ctx)
         except HwmodelError as exc:
-            raise _HwClickError(str(exc)) from None
+            raise _HwClickError(str(exc).replace("\n", " ")) from None
+        except KeyboardInterrupt:  # Ctrl-C: no traceback, the conventional status (commands may save work first)
+            click.echo("interrupted (Ctrl-C)", err=True)
+            raise click.exceptions.Exit(130) from None
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # writing an output (a read-only or full disk, a directory in the way): one line
+            where = exc.filename if exc.filename is not None else "output"
+            raise _HwClickError(f"{where}: {exc.strerror or exc}") from None
 
 
 class _HwClickError(click.ClickException):
@@ -77,8 +85,10 @@ class SpecName(click.ParamType):
             return value
         try:
             return library().get(self.kind, value)
-        except HwmodelError as exc:
+        except UnknownNameError as exc:
             self.fail(str(exc), param, ctx)
+        # any other HwmodelError is a broken spec file somewhere in the library: it propagates with its own
+        # file and field (HwGroup prints it), instead of blaming this option
 
 
 def _json_default(obj: Any) -> Any:

@@ -42,6 +42,10 @@ def bounds_cmd(llm: Any, device: Any, weight_bits: str | None, kv_bits: str | No
                prefill_tokens: int, as_json: bool) -> None:
     """Bytes per decoded token, decode bandwidth floor at peak and measured bandwidth, prefill compute floor,
     and whether weights + KV cache fit the device memory."""
+    from hwmodel.domains import check_context
+
+    check_context(ctx_tokens, llm, "--ctx")
+    check_context(0, llm, "--prefill-tokens", new_tokens=prefill_tokens)
     dw, dk = default_bits(device)
     b = bounds(llm, device, int(weight_bits or dw), int(kv_bits or dk), ctx_tokens, prefill_tokens)
     if as_json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,12 @@ import click
 
 from hwmodel.cli.base import console, echo_json, group, json_option
 from hwmodel.cli.cmd_reproduce import reproduce
+from hwmodel.cli.options import AliasOption, clock_option
 from hwmodel.errors import HwmodelError
 from hwmodel.units import fmt_bw, fmt_s
 
 fpga = group("fpga")
+MAX_RANGE_POINTS = 10_000
 
 
 def _range(text: str | None, what: str) -> list[float] | None:
@@ -24,14 +27,17 @@ def _range(text: str | None, what: str) -> list[float] | None:
     try:
         if ":" in text:
             a, b, s = (float(x) for x in text.split(":"))
-            if s <= 0 or b < a:
+            if not all(map(math.isfinite, (a, b, s))) or s <= 0 or b < a or (b - a) / s >= MAX_RANGE_POINTS:
                 raise ValueError
             n = int((b - a) / s + 1e-9) + 1
             return [a + i * s for i in range(n)]
-        return [float(x) for x in text.split(",")]
+        vals = [float(x) for x in text.split(",")]
+        if not all(map(math.isfinite, vals)) or len(vals) > MAX_RANGE_POINTS:
+            raise ValueError
+        return vals
     except ValueError:
-        raise HwmodelError(f"{what}: expected A:B:S (start:stop:step, step > 0) or a comma list, got '{text}'") \
-            from None
+        raise HwmodelError(f"{what}: expected A:B:S (start:stop:step, step > 0) or a comma list of finite numbers "
+                           f"(at most {MAX_RANGE_POINTS} points), got '{text}'") from None
 
 
 def _row(res: Any) -> dict[str, Any]:
@@ -76,8 +82,9 @@ def _detail_tables(res: Any) -> None:
                    "flexllm-draft-u280) or a design TOML file.")
 @click.option("--ctx", type=click.IntRange(min=0), default=0, show_default=True, help="Tokens already in the KV cache.")
 @click.option("--ctx-range", default=None, help="Table over contexts: A:B:S (e.g. 0:4096:512) or a comma list.")
-@click.option("--freq-mhz", type=click.FloatRange(min=1), default=None, help="Kernel clock [default: the design's].")
-@click.option("--freq-range", default=None, help="Table over kernel clocks in MHz: A:B:S (e.g. 150:450:50).")
+@clock_option("freq_mhz", help="Kernel clock in MHz [default: the design's].")
+@click.option("--clock-range", "--freq-range", "freq_range", cls=AliasOption, default=None,
+              help="Table over kernel clocks in MHz: A:B:S (e.g. 150:450:50) or a comma list.")
 @click.option("--ingest", is_flag=True, help="An ingested token (logits discarded: LM head and sampler skipped).")
 @click.option("--detail/--no-detail", default=True, show_default=True,
               help="Per-engine, per-operator and per-channel tables (single point).")
@@ -90,12 +97,22 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
 
     from fpga.streaming import StreamingEngine, load_design, validate_design
 
+    from hwmodel.domains import check_context, check_kernel_clock
+
     design = load_design(design_name)
     if freq_mhz is not None:
+        check_kernel_clock(design.board_spec(), freq_mhz * 1e6, "--clock-mhz")
         design = dataclasses.replace(design, clock_hz=freq_mhz * 1e6)
     validate_design(design)
     ctxs = [int(c) for c in (_range(ctx_range, "--ctx-range") or [ctx])]
-    freqs = _range(freq_range, "--freq-range") or [design.clock_hz / 1e6]
+    freqs = _range(freq_range, "--clock-range") or [design.clock_hz / 1e6]
+    for f in freqs:
+        check_kernel_clock(design.board_spec(), f * 1e6, "--clock-range")
+    for c in ctxs:
+        if c < 0:
+            raise HwmodelError(f"--ctx-range: expected contexts >= 0, got {c}")
+        check_context(c, design.llm_spec(), "--ctx-range" if ctx_range else "--ctx", max_ctx=design.max_ctx,
+                      design=design.name)
     points = [(c, f) for f in freqs for c in ctxs]
     engines: dict[float, StreamingEngine] = {}
     rows = []
@@ -169,7 +186,7 @@ def designs_cmd(as_json: bool) -> None:
 
 @fpga.command("profile-port")
 @click.option("--board", default="u280", show_default=True, help="FPGA board spec name.")
-@click.option("--freq-mhz", type=click.FloatRange(min=1), default=300.0, show_default=True, help="Kernel clock.")
+@clock_option("freq_mhz", default=300.0, help="Kernel clock in MHz (within the board's kernel-clock range).")
 @click.option("--sizes", default="32,64,128,256,512,1024,4096,16384,65536", show_default=True,
               help="Request sizes in bytes (comma list).")
 @click.option("--outstanding", default="1,4,16,64", show_default=True, help="Requests in flight (comma list).")
@@ -199,7 +216,10 @@ def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, p
     from fpga import hbm
     from hwmodel.specs import library
 
+    from hwmodel.domains import check_kernel_clock
+
     b = library().board(board)
+    check_kernel_clock(b, freq_mhz * 1e6, "--clock-mhz")
     hbm.parse_pattern(pattern)
     size_list = [int(x) for x in _range(sizes, "--sizes") or []]
     outs = [int(x) for x in _range(outstanding, "--outstanding") or []]

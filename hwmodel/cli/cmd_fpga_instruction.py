@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import SpecName, console, echo_json, group, json_option
+from hwmodel.cli.options import clock_option
 from hwmodel.cli.cmd_reproduce import reproduce
 from hwmodel.units import fmt_bytes, fmt_s
 
@@ -234,14 +235,15 @@ def designs_cmd(as_json: bool) -> None:
 
 
 @instruction.command("run")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True)
+@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
+              help="Instruction-driven design: a built-in name or a design TOML file.")
 @click.option("--ratio", type=click.IntRange(min=1), default=None, help="Prefetch ratio [default: the design's].")
 @click.option("--ctx", type=click.IntRange(min=0), default=1536, show_default=True,
               help="Tokens in the KV cache before the step / prefill.")
 @click.option("--prefill", "prefill_tokens", type=click.IntRange(min=0), default=0, show_default=True,
               help="Prefill this many tokens instead of decoding one.")
-@click.option("--clock-hz", type=click.FloatRange(min=1e6, max=2e9), default=None,
-              help="Kernel clock override (the HBM keeps its own clock).")
+@clock_option("clock_hz", unit="Hz", help="Kernel clock override in MHz (the HBM keeps its own clock) "
+                                         "[default: the design's].")
 @json_option
 def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock_hz: float | None,
             as_json: bool) -> None:
@@ -284,9 +286,11 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
 
 
 @instruction.command("dump")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True)
+@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
+              help="Instruction-driven design: a built-in name or a design TOML file.")
 @click.option("--ratio", type=click.IntRange(min=1), default=None, help="Prefetch ratio [default: the design's].")
-@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True)
+@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True,
+              help="Tokens in the KV cache before the step.")
 @click.option("--layer", type=click.IntRange(min=0), default=0, show_default=True,
               help="Decoder layer to print (the prologue comes with layer 0).")
 @click.option("--limit", type=click.IntRange(min=1), default=60, show_default=True, help="Instructions to print.")
@@ -315,9 +319,11 @@ def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int) -
 
 
 @instruction.command("trace")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True)
+@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
+              help="Instruction-driven design: a built-in name or a design TOML file.")
 @click.option("--ratio", type=click.IntRange(min=1), default=None, help="Prefetch ratio [default: the design's].")
-@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True)
+@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True,
+              help="Tokens in the KV cache before the step.")
 @click.option("--prefill", "prefill_tokens", type=click.IntRange(min=0), default=0, show_default=True,
               help="Trace a prefill of this many tokens instead of a decode step.")
 @click.option("--max-instructions", type=click.IntRange(min=1), default=20000, show_default=True,

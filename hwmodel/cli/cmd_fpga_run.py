@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import SpecName, console, echo_json, group, json_option
+from hwmodel.cli.options import clock_option
 from hwmodel.errors import HwmodelError
 
 fpga = group("fpga")
@@ -44,8 +45,7 @@ def _prompt(llm: Any, n_tokens: int, seed: int, prompt_file: Path | None) -> lis
               help="Hugging Face Qwen2 safetensors file or directory (quantized at load) instead of synthetic weights.")
 @click.option("--prompt-file", type=click.Path(path_type=Path), default=None,
               help="JSON list of token-id lists; the first list is the prompt.")
-@click.option("--clock-mhz", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Kernel clock [default: the design's].")
+@clock_option("clock_mhz", help="Kernel clock in MHz [default: the design's].")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one JSON line per decoded token as it is produced, then a summary line.")
 @json_option
@@ -60,6 +60,11 @@ def fpga_run(design: str, prompt_tokens: int, steps: int, seed: int, checkpoint:
     timing = cosim.streaming_timing(design, clock_hz=None if clock_mhz is None else clock_mhz * 1e6)
     llm = timing.llm
     prompt = _prompt(llm, prompt_tokens, seed, prompt_file)
+    from hwmodel.domains import check_context
+
+    # before any work: the last decoded token sits after prompt + steps - 1 cached tokens
+    check_context(len(prompt) + max(steps, 1) - 1, llm, "--prompt-tokens + --steps", max_ctx=timing.design.max_ctx,
+                  design=timing.design.name)
     capacity = len(prompt) + steps
     capacity = min(max(64, -(-capacity // 64) * 64), llm.max_position)
     if len(prompt) + steps > capacity:

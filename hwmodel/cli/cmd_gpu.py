@@ -6,6 +6,7 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import SpecName, console, echo_json, group, json_option
+from hwmodel.domains import check_context
 from hwmodel.units import fmt_bytes, fmt_s
 
 gpu_group = group("gpu")
@@ -76,6 +77,7 @@ def _cost_json(eng: Any, cost: Any, **extra: Any) -> dict[str, Any]:
 def prefill_cmd(gpu: Any, llm: Any, framework: str, weight_bits: str | None, kv_bits: str, as_json: bool,
                 tokens: int, ctx_tokens: int) -> None:
     """Prefill time, power and energy of TOKENS new tokens on one GPU."""
+    check_context(ctx_tokens, llm, "--ctx/--tokens", new_tokens=tokens)
     eng = _engine(gpu, llm, framework, weight_bits, kv_bits)
     cost = eng.prefill_cost(tokens, ctx_tokens)
     if as_json:
@@ -95,6 +97,7 @@ def decode_cmd(gpu: Any, llm: Any, framework: str, weight_bits: str | None, kv_b
     """Time of one decode step (batch 1: with power, energy per token and the bandwidth floor)."""
     from hwmodel.bounds import decode_bytes
 
+    check_context(ctx_tokens, llm, "--ctx")
     eng = _engine(gpu, llm, framework, weight_bits, kv_bits)
     if batch > 1:
         step = eng.decode_batch_s([ctx_tokens] * batch)
@@ -124,6 +127,7 @@ def decode_cmd(gpu: Any, llm: Any, framework: str, weight_bits: str | None, kv_b
 def prm_cmd(gpu: Any, llm: Any, framework: str, weight_bits: str | None, kv_bits: str, as_json: bool,
             ctx_tokens: int, step_tokens: int, prefix_cache: bool) -> None:
     """One PRM scoring pass (prefill only, value head) of a reasoning step."""
+    check_context(ctx_tokens, llm, "--ctx/--step-tokens", new_tokens=step_tokens)
     eng = _engine(gpu, llm, framework, weight_bits, kv_bits)
     cost = eng.score_cost(step_tokens, ctx_tokens, prefix_cache=prefix_cache)
     computed = step_tokens if prefix_cache else ctx_tokens + step_tokens

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import SpecName, console, echo_json, group, json_option
+from hwmodel.cli.options import clock_option
 
 kvmu = group("kvmu")
 
@@ -35,8 +36,8 @@ def _parse_costs(values: tuple[str, ...]) -> dict[str, int]:
 @click.option("--cycles", "cycle_costs", multiple=True, metavar="COMMAND=CYCLES",
               help="Cycles per command (per token for speculate and ingest), e.g. --cycles speculate=4; "
                    "repeatable [default: 1 each].")
-@click.option("--clock-hz", type=click.FloatRange(min=1e3, max=1e11), default=200e6, show_default=True,
-              help="KVMU clock for the VCD time axis (200 MHz: the draft design measured on the U280).")
+@clock_option("clock_hz", unit="Hz", default=200.0, legacy=("--clock-hz",),
+              help="KVMU clock in MHz for the VCD time axis (200 MHz: the draft design measured on the U280).")
 @click.option("--clock", "clock_signal", is_flag=True, help="Add a clk signal to the VCD (short traces).")
 @click.option("--keep-going", is_flag=True,
               help="Record refused commands (status code in the table and VCD) instead of stopping at the first.")

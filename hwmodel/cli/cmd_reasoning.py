@@ -64,6 +64,9 @@ def run_cmd(trace_path: Path, policy_name: str, system_name: str, draft_device: 
     pol = policy(policy_name)
     system = load_system(system_name)
     trace = read_trace(trace_path)
+    from hwmodel.workload.caps import check_trace_caps
+
+    check_trace_caps(trace, trace_path, [system])
     t0 = time.perf_counter()
     rows = run_trace(trace, pol, build_platform(system, pol, draft=draft_device), system.name)
     wall = time.perf_counter() - t0

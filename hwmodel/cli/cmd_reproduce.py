@@ -56,7 +56,8 @@ def _write_html_index(out_dir: Path, studies: list[click.Command]) -> Path:
 
 
 @reproduce.command("bounds")
-@click.option("--ctx", "ctx_tokens", type=click.IntRange(min=0), default=1024, show_default=True)
+@click.option("--ctx", "ctx_tokens", type=click.IntRange(min=0), default=1024, show_default=True,
+              help="Tokens already in the KV cache.")
 @click.pass_context
 def reproduce_bounds(ctx: click.Context, ctx_tokens: int) -> None:
     """Physical floors for every built-in LLM x device at default precision (W8/KV8 FPGA, FP16 GPU)."""

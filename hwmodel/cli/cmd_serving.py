@@ -27,7 +27,7 @@ def _stream_options(f: Any) -> Any:
         click.option("--prompt", default="1536", show_default=True,
                      help="Prompt length law: N, fixed:N, uniform:LO:HI or lognormal:MEDIAN:SIGMA:MAX."),
         click.option("--output", default="512", show_default=True, help="Output length law (same forms)."),
-        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed of the request generator."),
     ]):
         f = opt(f)
     return f
@@ -166,10 +166,12 @@ def serve_clusters(as_json: bool) -> None:
               show_default=True, help="Cluster name or TOML path; repeatable.")
 @click.option("--rates", default="0.1,0.2,0.4,0.6,0.8,1.0", show_default=True,
               help="Comma-separated Poisson arrival rates (requests/s).")
-@click.option("--n", "n_requests", type=click.IntRange(min=1), default=400, show_default=True)
-@click.option("--prompt", default="1536", show_default=True)
-@click.option("--output", default="512", show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--n", "n_requests", type=click.IntRange(min=1), default=400, show_default=True,
+              help="Generated requests per rate.")
+@click.option("--prompt", default="1536", show_default=True,
+              help="Prompt length law: N, fixed:N, uniform:LO:HI or lognormal:MEDIAN:SIGMA:MAX.")
+@click.option("--output", default="512", show_default=True, help="Output length law (same forms).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the request generator.")
 @_scheduler_options
 @_slo_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/serve-sweep"),
@@ -217,13 +219,14 @@ def requests_group() -> None:
 
 
 @requests_group.command("generate", context_settings=CONTEXT_SETTINGS)
-@click.option("--n", "n_requests", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("--n", "n_requests", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Requests to generate.")
 @click.option("--rate", type=float, default=1.0, show_default=True,
               help="Poisson arrival rate (requests/s); inf puts every arrival at t=0.")
 @click.option("--prompt", default="1536", show_default=True,
               help="Prompt length law: N, fixed:N, uniform:LO:HI or lognormal:MEDIAN:SIGMA:MAX.")
 @click.option("--output", default="512", show_default=True, help="Output length law (same forms).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the request generator.")
 @click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Output file (.csv or .jsonl).")
 def requests_generate(n_requests: int, rate: float, prompt: str, output: str, seed: int, out_file: Path) -> None:

@@ -50,9 +50,11 @@ def list_cmd(as_json: bool) -> None:
         return
     from rich.table import Table
 
+    from rich.markup import escape  # spec strings are printed literally: `[estimate]` is text, not markup
+
     table = Table("kind", "name", "display name", "origin")
     for r in rows:
-        table.add_row(r["kind"], r["name"], r["display_name"], r["origin"])
+        table.add_row(*(escape(str(r[k])) for k in ("kind", "name", "display_name", "origin")))
     console().print(table)
 
 
@@ -73,11 +75,14 @@ def show_cmd(name: str, as_json: bool) -> None:
         return
     from rich.table import Table
 
-    table = Table("field", "value", "unit", "source", title=f"{spec.display_name} ({spec.KIND} '{spec.name}')",
-                  caption=spec.notes or None)
+    from rich.markup import escape  # spec strings are printed literally: `[estimate]` is text, not markup
+
+    table = Table("field", "value", "unit", "source",
+                  title=escape(f"{spec.display_name} ({spec.KIND} '{spec.name}')"),
+                  caption=escape(spec.notes) if spec.notes else None)
     for k, v in fields:
-        table.add_row(k, f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v), units.get(k, ""),
-                      spec.source_of(k))
+        table.add_row(escape(k), escape(f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)),
+                      escape(units.get(k, "")), escape(spec.source_of(k)))
     for k, v in _derived(spec):
         table.add_row(k, f"{v:,}", "", "derived")
     console().print(table)

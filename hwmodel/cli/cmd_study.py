@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import console, echo_json, group, json_option
+from hwmodel.cli.options import clock_option
 from hwmodel.cli.cmd_reproduce import reproduce
 from hwmodel.units import fmt_s
 
@@ -63,8 +64,10 @@ def _print_study(st: Any) -> None:
 
 @study.command("freq")
 @click.option("--design", required=True, help="Streaming design: built-in name (draft-u280, ...) or TOML path.")
-@click.option("--measured-mhz", type=click.FloatRange(min=1.0), required=True, help="Clock the design was measured at.")
-@click.option("--target-mhz", type=click.FloatRange(min=1.0), required=True, help="Clock to project to.")
+@clock_option("measured_mhz", name="--measured-clock-mhz", legacy=("--measured-mhz",), required=True,
+              help="Kernel clock in MHz the design was measured at (within the board's range).")
+@clock_option("target_mhz", name="--target-clock-mhz", legacy=("--target-mhz",), required=True,
+              help="Kernel clock in MHz to project to (within the board's range).")
 @click.option("--ctx", "ctx_tokens", type=click.IntRange(min=0), default=512, show_default=True,
               help="Tokens in the KV cache.")
 @click.option("--steps", type=click.IntRange(min=2, max=64), default=9, show_default=True,
@@ -77,8 +80,13 @@ def freq_cmd(design: str, measured_mhz: float, target_mhz: float, ctx_tokens: in
              svg: bool, as_json: bool) -> None:
     """What a design measured at one clock does at another: the linear projection a paper would make beside the
     cycle model (HBM in its own clock domain), per operator, marking where HBM saturation breaks the projection."""
+    from fpga.design import load_design
+    from hwmodel.domains import check_kernel_clock
     from hwmodel.dse.freq import run_freq_study
 
+    board = load_design(design).board_spec()
+    check_kernel_clock(board, measured_mhz * 1e6, "--measured-clock-mhz")
+    check_kernel_clock(board, target_mhz * 1e6, "--target-clock-mhz")
     st = run_freq_study(design, measured_mhz * 1e6, target_mhz * 1e6, ctx_tokens, steps)
     paths = _write_study(st, out_dir, svg)
     if as_json:

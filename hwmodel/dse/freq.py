@@ -114,8 +114,12 @@ def run_freq_study(design_name: str, measured_hz: float, target_hz: float, ctx: 
         raise HwmodelError(f"clocks must be positive, got measured {measured_hz:g} Hz and target {target_hz:g} Hz")
     if ctx < 0:
         raise HwmodelError(f"ctx must be >= 0, got {ctx}")
+    from hwmodel.domains import check_kernel_clock
+
     design = load_design(design_name)
     board = design.board_spec()
+    check_kernel_clock(board, measured_hz, "measured clock")
+    check_kernel_clock(board, target_hz, "target clock")
     t_m = simulate_token(design, ctx, clock_hz=measured_hz)
     t_t = simulate_token(design, ctx, clock_hz=target_hz)
     ratio = measured_hz / target_hz

@@ -80,18 +80,24 @@ class ResultStore:
         """Rows already in the file, the last one per point id (a later evaluation supersedes a screening)."""
         if not self.path.exists():
             return {}
-        with open(self.path, newline="", encoding="utf-8") as fh:
-            text = fh.read()
+        from hwmodel.io import read_text
+
+        text = read_text(self.path, "sweep results journal (CSV)")
         if not text:
             return {}
         complete = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
         reader = csv.reader(io.StringIO(complete))
-        header = next(reader, None)
+        try:
+            header = next(reader, None)
+        except csv.Error as exc:
+            raise HwmodelError(f"{self.path}:1: malformed results header ({exc}); "
+                               "rerun with --fresh to discard the file") from None
         if header is None:
             return {}
         if tuple(header) != self.columns:
+            shown = ", ".join(repr(h)[1:-1][:40] for h in header[:40])  # one line, whatever the cells hold
             raise HwmodelError(
-                f"{self.path}: written by a different sweep (columns {', '.join(header)}; this sweep writes "
+                f"{self.path}: written by a different sweep (columns {shown}; this sweep writes "
                 f"{', '.join(self.columns)}); choose another --out directory or rerun with --fresh to discard it")
         kinds = {}
         for n in self.param_names:
@@ -100,14 +106,22 @@ class ResultStore:
         np_ = len(self.param_names)
         metric_names = self.evaluator.metric_names
         rows: dict[str, Row] = {}
-        for lineno, rec in enumerate(reader, start=2):
-            if len(rec) != len(self.columns) or rec[1] not in STATUSES:
-                raise HwmodelError(f"{self.path}:{lineno}: malformed results row; "
-                                   "rerun with --fresh to discard the file")
-            params = {n: _parse_param(kinds[n], t) for n, t in zip(self.param_names, rec[2:2 + np_])}
-            vals = rec[2 + np_: 2 + np_ + len(metric_names)]
-            metrics = {m: float(t) if t else math.nan for m, t in zip(metric_names, vals)}
-            rows[rec[0]] = Row(rec[0], rec[1], params, metrics, rec[-1])
+        try:
+            for lineno, rec in enumerate(reader, start=2):
+                if len(rec) != len(self.columns) or rec[1] not in STATUSES:
+                    raise HwmodelError(f"{self.path}:{lineno}: malformed results row; "
+                                       "rerun with --fresh to discard the file")
+                try:
+                    params = {n: _parse_param(kinds[n], t) for n, t in zip(self.param_names, rec[2:2 + np_])}
+                    vals = rec[2 + np_: 2 + np_ + len(metric_names)]
+                    metrics = {m: float(t) if t else math.nan for m, t in zip(metric_names, vals)}
+                except ValueError as exc:
+                    raise HwmodelError(f"{self.path}:{lineno}: malformed results row ({exc}); "
+                                       "rerun with --fresh to discard the file") from None
+                rows[rec[0]] = Row(rec[0], rec[1], params, metrics, rec[-1])
+        except csv.Error as exc:
+            raise HwmodelError(f"{self.path}:{reader.line_num}: malformed results row ({exc}); "
+                               "rerun with --fresh to discard the file") from None
         return rows
 
     # ---- writing

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from hwmodel.errors import SpecError, UnknownNameError
+from hwmodel.domains import MAX_DEVICES, device_count
 from hwmodel.schema import internal, load_toml_as, non_empty, one_of, plain, positive, sourced
 from hwmodel.specs import LinkSpec, LlmSpec, SpecLibrary, library
 
@@ -50,7 +51,7 @@ class DeviceGroup:
     builder does not use are refused by it (e.g. ``prefetch_ratio`` on a GPU)."""
 
     device: str = plain(doc="GPU spec name or FPGA design name")
-    count: int = plain(check=positive)
+    count: int = plain(check=device_count)
     engine: str | None = plain(default=None, doc="engine builder (gpu, instruction, streaming); default: inferred "
                                                  "from the device name")
     framework: str | None = plain(default=None, check=one_of(*GPU_FRAMEWORKS),
@@ -128,6 +129,8 @@ class ClusterSpec:
                 yield f"nodes[{i}].name", "a node name not used by an earlier node", n
         if len(self.nodes) > 1 and self.network is None:
             yield "network", "a [network] table with a link, since the cluster has several nodes", None
+        if self.prefill_count + self.decode_count > MAX_DEVICES:
+            yield "nodes", f"at most {MAX_DEVICES:,} devices over all nodes", self.prefill_count + self.decode_count
 
     @property
     def prefill_count(self) -> int:

@@ -200,6 +200,7 @@ def _build_instruction(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, f
     if design.llm != llm.name:
         raise SpecError(where, f"{field}.device", f"a design for the cluster's LLM {llm.name!r} (this design runs "
                         f"{design.llm!r})", group.device)
+    _check_clock(design.board_spec, group, where, field)
     engine = InstructionEngine(design, prefetch_ratio=group.prefetch_ratio, clock_hz=group.clock_hz)
     board = lib.board(design.board)
     eng = declared(engine, (C.DECODER, C.PREFILLER, C.INGESTER, C.POWERED))
@@ -209,6 +210,16 @@ def _build_instruction(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, f
                        kv_bytes_fn=engine.kv_bytes, host_sampled=True, decode_table=group.decode_table or "steps",
                        prefill_grid_tokens=int(design.tiling.prefill_token_block),
                        cache_key=("instruction", repr(engine.design), repr(board), repr(llm), engine.prefetch_ratio))
+
+
+def _check_clock(board: Any, group: Any, where: str, field: str) -> None:
+    """An FPGA group's clock override within the board's kernel-clock range (hwmodel.domains)."""
+    if group.clock_hz is not None:
+        from hwmodel.domains import kernel_clock_problem
+
+        problem = kernel_clock_problem(board, group.clock_hz)
+        if problem:
+            raise SpecError(where, f"{field}.clock_hz", problem, group.clock_hz)
 
 
 def _streaming_knows(name: str, lib: SpecLibrary) -> bool:
@@ -222,6 +233,10 @@ def _build_streaming(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, fie
     from fpga.streaming import StreamingEngine
 
     try:
+        if group.clock_hz is not None:
+            from fpga.design import load_design
+
+            _check_clock(load_design(group.device).board_spec(), group, where, field)
         engine = StreamingEngine(group.device, clock_hz=group.clock_hz)
     except DesignError as exc:
         raise SpecError(where, f"{field}.device", f"a valid streaming design ({exc})", group.device) from None

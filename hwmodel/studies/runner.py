@@ -240,7 +240,7 @@ def _run_dask(task: Callable[..., Any], ref: Any, chunks: list[Any], finished: C
     if own:
         try:
             client = Client(scheduler, timeout=f"{connect_timeout_s}s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
             raise StudyError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     try:
         info = client.scheduler_info()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from hwmodel.errors import HwmodelError
+from hwmodel.io import errors_as, iter_jsonl, read_text
 
 COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 
@@ -273,16 +275,11 @@ def load_requests(path: Path | str, *, max_context_tokens: int | None = None) ->
         raise RequestStreamError(str(path), None, "an existing request file (.csv or .jsonl)")
     rows: list[Request] = []
     line_of: list[int] = []  # file line of each request, for error messages
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
+    with errors_as(RequestStreamError):
+        suffix = Path(path.name.lower().removesuffix(".gz")).suffix  # compression is detected from the bytes
+        if suffix in (".jsonl", ".ndjson"):
+            for lineno, obj in iter_jsonl(path, "request stream"):
                 where = f"{path}:{lineno}"
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise RequestStreamError(where, None, f"one JSON object per line ({exc.msg})") from None
                 if not isinstance(obj, dict):
                     raise RequestStreamError(where, None, "a JSON object", obj)
                 unknown = sorted(set(obj) - {*COLUMNS, "id"})
@@ -290,27 +287,35 @@ def load_requests(path: Path | str, *, max_context_tokens: int | None = None) ->
                     raise RequestStreamError(where, unknown[0], "one of the keys " + ", ".join((*COLUMNS, "id")))
                 rows.append(_parse_row(obj, where, len(rows)))
                 line_of.append(lineno)
-    elif path.suffix.lower() == ".csv":
-        with open(path, encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh)
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            missing = [c for c in COLUMNS if c not in header]
-            if missing:
-                raise RequestStreamError(f"{path}:1", None, "a header row naming the columns "
-                                         + ", ".join(COLUMNS) + " (and optionally id)", ",".join(header))
-            unknown = sorted(set(header) - {*COLUMNS, "id"})
-            if unknown:
-                raise RequestStreamError(f"{path}:1", unknown[0], "one of the columns " + ", ".join((*COLUMNS, "id")))
-            reader.fieldnames = header
-            for row in reader:
-                where = f"{path}:{reader.line_num}"
-                if None in row:
-                    raise RequestStreamError(where, None, f"{len(header)} comma-separated values (more were given)")
-                rows.append(_parse_row({k: (v.strip() if isinstance(v, str) else v) for k, v in row.items()},
-                                       where, len(rows)))
-                line_of.append(reader.line_num)
-    else:
-        raise RequestStreamError(str(path), None, "a .csv or .jsonl file", path.suffix)
+        elif suffix == ".csv":
+            with io.StringIO(read_text(path, "request stream"), newline="") as fh:
+                reader = csv.DictReader(fh)
+                try:
+                    fieldnames = reader.fieldnames or []
+                except csv.Error as exc:
+                    raise RequestStreamError(f"{path}:1", None, "well-formed CSV", str(exc)) from None
+                header = [h.strip() for h in fieldnames]
+                missing = [c for c in COLUMNS if c not in header]
+                if missing:
+                    raise RequestStreamError(f"{path}:1", None, "a header row naming the columns "
+                                             + ", ".join(COLUMNS) + " (and optionally id)", ",".join(header))
+                unknown = sorted(set(header) - {*COLUMNS, "id"})
+                if unknown:
+                    raise RequestStreamError(f"{path}:1", unknown[0], "one of the columns " + ", ".join((*COLUMNS, "id")))
+                reader.fieldnames = header
+                try:
+                    for row in reader:
+                        where = f"{path}:{reader.line_num}"
+                        if None in row:
+                            raise RequestStreamError(where, None,
+                                                     f"{len(header)} comma-separated values (more were given)")
+                        rows.append(_parse_row({k: (v.strip() if isinstance(v, str) else v) for k, v in row.items()},
+                                               where, len(rows)))
+                        line_of.append(reader.line_num)
+                except csv.Error as exc:
+                    raise RequestStreamError(f"{path}:{reader.line_num}", None, "well-formed CSV", str(exc)) from None
+        else:
+            raise RequestStreamError(str(path), None, "a .csv or .jsonl file", path.suffix)
     return validate(rows, where=str(path), max_context_tokens=max_context_tokens,
                     row_label=lambda i: f"line {line_of[i]}")
 

@@ -14,10 +14,10 @@ logged: they come from the shipped prompt data by (dataset, idx), or from ``prom
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from hwmodel.io import errors_as, iter_jsonl
 from hwmodel.workload.datasets import DATASETS, load_prompts
 from hwmodel.workload.trace import (
     ACCEPT,
@@ -96,6 +96,9 @@ def import_rsd_row(row: Any, dataset: str, path: object, line: int, prm_threshol
             attempts.append(Attempt(k, DRAFT, next(disc_it), float(r), REJECT, k == last))
             attempts.append(Attempt(k, TARGET, next(tgt_it), None, ACCEPT, k == last))
     idx = row.get("idx", line)
+    if not ((isinstance(idx, int) and not isinstance(idx, bool) and idx >= 0) or (isinstance(idx, str) and idx)):
+        raise TraceError(path, line, "idx", f"expected the problem index (an integer >= 0 or a non-empty string), "
+                                            f"got {idx!r}")
     if "prompt_tokens" in row:
         pt = row["prompt_tokens"]
     elif prompt_tokens is not None and isinstance(idx, int) and idx in prompt_tokens:
@@ -106,7 +109,11 @@ def import_rsd_row(row: Any, dataset: str, path: object, line: int, prm_threshol
     if not isinstance(pt, int) or isinstance(pt, bool) or pt < 1:
         raise TraceError(path, line, "prompt_tokens", f"expected an integer >= 1, got {pt!r}")
     score = row.get("score", [False])
-    correct = bool(score[0]) if isinstance(score, list) and score else bool(score)
+    first = score[0] if isinstance(score, list) and score else score
+    if not isinstance(first, bool):  # "False" (a string) is truthy: never guess a correctness
+        raise TraceError(path, line, "score", f"expected true/false or a non-empty list of true/false (the "
+                                              f"evaluation harness's per-sample correctness), got {score!r}")
+    correct = first
     problem = Problem(dataset, str(idx), pt, correct, tuple(attempts))
     try:
         replay(problem, backtracking=False, prm_threshold=prm_threshold)
@@ -123,15 +130,15 @@ def import_rsd(path: Path | str, dataset: str, prm_threshold: float = DEFAULT_PR
         raise TraceError(path, None, None, "expected an existing RSD log file")
     lookup = {p.idx: p.prompt_tokens for p in load_prompts(dataset)} if dataset in DATASETS else None
     problems: list[Problem] = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TraceError(path, n, None, f"expected one JSON object per line ({exc.msg})") from None
-            problems.append(import_rsd_row(row, dataset, path, n, prm_threshold, lookup))
+    first_line: dict[str, int] = {}
+    with errors_as(TraceError):
+        for n, row in iter_jsonl(path, "RSD per-sample log"):
+            problem = import_rsd_row(row, dataset, path, n, prm_threshold, lookup)
+            if problem.id in first_line:
+                raise TraceError(path, n, "idx", f"expected a unique problem index, {problem.id!r} already on line "
+                                                 f"{first_line[problem.id]}")
+            first_line[problem.id] = n
+            problems.append(problem)
     if not problems:
         raise TraceError(path, None, None, "expected at least one RSD log row, the file is empty")
     header = TraceHeader(backtracking=False, prm_threshold=prm_threshold, source="rsd-log", dataset=dataset,

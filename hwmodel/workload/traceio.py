@@ -12,8 +12,10 @@ import json
 import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from hwmodel.io import errors_as
+from hwmodel.io import iter_lines as read_lines
 from hwmodel.workload.trace import (
     DEFAULT_MAX_BACKTRACKS,
     DEFAULT_PRM_THRESHOLD,
@@ -147,10 +149,9 @@ def parse_problem(obj: Any, header: TraceHeader) -> Problem:
     return problem
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+def _lines(path: Path) -> Iterator[str]:
+    """The file's lines through the reading layer (gzip detected by its magic bytes, errors name the line)."""
+    return (text for _n, text in read_lines(path, "trace file"))
 
 
 def iter_lines(lines: Iterable[str], path: object = "<trace>") -> Iterator[TraceHeader | Problem]:
@@ -181,6 +182,9 @@ def iter_lines(lines: Iterable[str], path: object = "<trace>") -> Iterator[Trace
         yield problem
     if header is None:
         raise TraceError(path, None, None, "expected a trace header line, the file is empty")
+    if not seen:
+        raise TraceError(path, None, None, "expected at least one problem line after the header (a trace with no "
+                                           "problems has nothing to replay)")
 
 
 def read_trace(path: Path | str) -> Trace:
@@ -188,8 +192,8 @@ def read_trace(path: Path | str) -> Trace:
     path = Path(path)
     if not path.is_file():
         raise TraceError(path, None, None, "expected an existing trace file")
-    with _open_text(path) as fh:
-        items = list(iter_lines(fh, path))
+    with errors_as(TraceError):
+        items = list(iter_lines(_lines(path), path))
     header = items[0]
     assert isinstance(header, TraceHeader)
     return Trace(header, tuple(p for p in items[1:] if isinstance(p, Problem)))
