@@ -79,3 +79,18 @@ def test_split_across_workers_is_bit_identical() -> None:
     merged = [0.0] * len(pts)
     merged[1::2], merged[0::2] = halves
     assert merged == whole
+
+
+def test_mix_on_the_study_runner_resumes_to_the_same_results(tmp_path) -> None:  # noqa: ANN001
+    """The mix runs on hwmodel.studies.runner: a journal that holds only some points (a killed run) resumes to the
+    uninterrupted results, and two worker processes agree with one."""
+    pts = mix.points(requests=8, configs=("8xgpu", "gpu+7xfpga"), prompts=(128, 512), outputs=(128,),
+                     distributions=())
+    mix.use_factory(FakeFactory())
+    ref = mix.run(pts, journal=tmp_path / "full.jsonl")
+    lines = (tmp_path / "full.jsonl").read_text().splitlines()
+    part = tmp_path / "part.jsonl"
+    part.write_text("\n".join(lines[: len(lines) // 2]) + "\n")  # header and the first points only
+    assert json.dumps(mix.run(pts, journal=part)) == json.dumps(ref)
+    assert json.dumps(mix.run(pts, workers=2)) == json.dumps(ref)
+    mix.use_factory(None)  # type: ignore[arg-type]

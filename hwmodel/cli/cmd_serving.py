@@ -319,8 +319,9 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
         dpts = [p for p in mix.decoder_points(requests=mix_n) if p["config"] not in mix.CONFIGS]
         bar.update(task, total=runs + len(mpts) + len(dpts) + 1)
         step = lambda _i, _n, p: bar.update(task, advance=1, description=f"{p['config']} {p['workload']}")  # noqa: E731
-        mix_res = mix.run(mpts, step, factory=study.factory)
-        dec_res = mix.run(dpts, step, factory=study.factory)
+        out_dir.mkdir(parents=True, exist_ok=True)  # the mix points are journaled: a killed study resumes
+        mix_res = mix.run(mpts, step, factory=study.factory, journal=out_dir / "mix_journal.jsonl")
+        dec_res = mix.run(dpts, step, factory=study.factory, journal=out_dir / "decoders_journal.jsonl")
         study.factory.save()  # type: ignore[attr-defined]
         mix_sum = mix.summarize(mix_res)
         dec_sum = mix.summarize(dec_res + [r for r in mix_res if r["workload"] in {p["workload"] for p in dpts}])

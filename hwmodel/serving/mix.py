@@ -128,9 +128,39 @@ def run_point(point: dict[str, Any], factory: DeviceFactory | None = None) -> di
             "mean_prompt_tokens": m.prompt_tokens / m.requests, "mean_output_tokens": m.output_tokens / m.requests}
 
 
+def use_factory(factory: EngineFactory) -> None:
+    """Make ``factory`` this process's shared factory (a study that already built the devices lends them)."""
+    global _FACTORY
+    _FACTORY = factory
+
+
 def run(pts: Sequence[dict[str, Any]], progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-        factory: DeviceFactory | None = None) -> list[dict[str, Any]]:
-    """Every point in order (a plain loop; the results do not depend on the order or on who runs them)."""
+        factory: DeviceFactory | None = None, *, journal: Path | None = None, workers: int = 1,
+        scheduler: str | None = None) -> list[dict[str, Any]]:
+    """Every point in order; the results do not depend on the order or on who runs them. With a ``journal`` (or
+    several ``workers``, or a Dask ``scheduler``) the points run on the project's study runner
+    (:mod:`hwmodel.studies.runner`): each finished point is journaled, a killed run resumes where it stopped and
+    gives the same results, local processes and Dask agree. Without, a plain loop (``factory`` lends engines)."""
+    if journal is not None or workers != 1 or scheduler is not None:
+        import hashlib
+        import json
+
+        from hwmodel.studies.runner import run_points
+
+        if factory is not None:
+            use_factory(factory)  # type: ignore[arg-type]
+        keys = [f"{i:04d}:{p['config']}:{p['workload']}" for i, p in enumerate(pts)]
+        fp = hashlib.sha256(json.dumps(list(pts), sort_keys=True).encode()).hexdigest()[:16]
+        done = [0]
+
+        def tick(_key: str, _res: Any) -> None:
+            if progress:
+                progress(done[0], len(pts), pts[min(done[0], len(pts) - 1)])
+            done[0] += 1
+
+        res = run_points("hwmodel.serving.mix:run_point", list(zip(keys, pts)), journal=journal, fingerprint=fp,
+                         workers=workers, scheduler=scheduler, start_method="fork", on_result=tick)
+        return [res.results[k] for k in keys]
     out = []
     for i, p in enumerate(pts):
         if progress:
