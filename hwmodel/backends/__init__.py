@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from hwmodel.errors import HwmodelError, SpecError
 from hwmodel.registry import Registry
-from hwmodel.schema import plain, sourced
+from hwmodel.schema import plain, positive, sourced
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -27,9 +27,10 @@ class DeviceEntry:
     gpu: str | None = sourced(default=None, doc="GPU spec (gpu back-end)")
     framework: str | None = sourced(default=None, doc="serving framework (gpu back-end)")
     design: str | None = sourced(default=None, doc="FPGA design name or path (streaming, instruction back-ends)")
-    clock_hz: float | None = sourced(default=None, unit="Hz", doc="kernel clock (FPGA back-ends; default the design's)")
+    clock_hz: float | None = sourced(default=None, check=positive, unit="Hz",
+                                     doc="kernel clock (FPGA back-ends; default the design's)")
     link: str | None = sourced(default=None, doc="link spec to the host (default: the device spec's host link)")
-    ctx_grid: int | None = sourced(default=None, unit="tokens",
+    ctx_grid: int | None = sourced(default=None, check=positive, unit="tokens",
                                    doc="contexts between exact per-token simulations (FPGA back-ends; default 16)")
     label: str = plain(default="", doc="display name in reports (default: the back-end's)")
 

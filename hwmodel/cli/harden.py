@@ -65,6 +65,6 @@ def harden(root: click.Command) -> None:
                 lo = getattr(p.type, "min", None)
                 if lo is None or lo < 0 or getattr(p.type, "max", None) is None:
                     p.type = SEED
-            elif (isinstance(p, click.Option) and "--scheduler" in p.opts
-                  and isinstance(p.type, click.types.StringParamType)):
+            elif (isinstance(p, click.Option) and "--scheduler" in p.opts and p.default is None
+                  and isinstance(p.type, click.types.StringParamType)):  # a Dask address (serving's names a policy)
                 p.type = SchedulerAddress()

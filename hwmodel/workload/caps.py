@@ -25,8 +25,10 @@ def context_caps(system: Any) -> list[tuple[int, str]]:
     try:
         from fpga.design import load_design
 
-        design = load_design(system.fpga_design)
-        caps.append((design.max_ctx, f"FPGA design '{design.name}' max_ctx"))
+        for name, entry in system.devices.items():  # every streaming design the system can place a model on
+            if entry.backend == "streaming" and entry.design:
+                design = load_design(entry.design)
+                caps.append((design.max_ctx, f"device '{name}': FPGA design '{design.name}' max_ctx"))
     except ImportError:  # pragma: no cover - checkout without the FPGA model
         pass
     caps.append((system.kvmu_capacity_tokens, "kvmu_capacity_tokens"))
