@@ -20,7 +20,7 @@ _SHUHAI = "Shuhai, Wang et al., FCCM 2020 (arXiv 2005.04324)"
 
 def _row(name: str, model: float, published: float | None, unit: str, role: str, workload: str, source: str,
          note: str, band: list[float] | None = None, free: int = 0) -> dict[str, Any]:
-    return {"area": "hbm", "name": name, "model": float(model), "published": published, "band": band, "unit": unit,
+    return {"area": "HBM", "name": name, "model": float(model), "published": published, "band": band, "unit": unit,
             "role": role, "free_params": free, "workload": workload, "source": source, "note": note}
 
 
