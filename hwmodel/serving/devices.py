@@ -271,8 +271,10 @@ class DeviceModel:
             ends, host_done = [total * (i + 1) / layers for i in range(layers)], 0.0
         t_quant = 0.0
         if kv_bits_out is not None and kv_bits_out < self.kv_bits:
-            read = n_tokens * 2 * self.llm.kv_dim * self.kv_bits / 8
-            write = n_tokens * 2 * self.llm.kv_dim * kv_bits_out / 8
+            from hwmodel.graph import kv_cache_bytes
+
+            read = kv_cache_bytes(self.llm, self.kv_bits, float(n_tokens), layers=1)  # one layer's K and V
+            write = kv_cache_bytes(self.llm, kv_bits_out, float(n_tokens), layers=1)
             if self.kv_quant_s is not None:
                 t_quant = self.kv_quant_s(read, write)
             elif self.mem_bw_bytes_per_s > 0:
