@@ -46,6 +46,9 @@ class Family:
     conditions: tuple[str, ...]
     predict: Callable[[Mapping[str, float], Measurement], float]
     reset: Callable[[], None] = lambda: None  # drop caches after the parameter file changed
+    #: the fitted values as the device model runs them (e.g. rounded to whole cycles); reports use these, so a
+    #: fitted point's "model" value is what every study computes with the committed parameters
+    as_deployed: Callable[[Mapping[str, float]], Mapping[str, float]] = lambda values: values
     #: values picked by looking at the fitted points outside least squares (name -> how): free parameters too
     choices: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -142,7 +145,7 @@ def report_family(fam: Family, points: Sequence[Measurement] | None = None,
                   params_file: Path | str | None = None) -> list[ReportRow]:
     """Every point against the parameters of ``params_file`` (default: the committed ones)."""
     pts = list(points) if points is not None else load_measurements(fam.measurements_path)
-    values = load_values(params_file if params_file is not None else fam.params_path)
+    values = fam.as_deployed(load_values(params_file if params_file is not None else fam.params_path))
     return build_report(pts, lambda pt: fam.predict(values, pt), fam.conditions)
 
 

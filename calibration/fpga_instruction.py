@@ -196,11 +196,18 @@ def _reset() -> None:
     _engine_cached.cache_clear()
 
 
+def as_deployed(values: Mapping[str, float]) -> dict[str, float]:
+    """The values as an InstructionDesign holds them: integer fields (cycles) rounded, as ``with_params`` does.
+    The fit itself interpolates between grid points (:func:`_designs`); reports and studies run the rounded design,
+    so ``hwmodel calibrate`` and ``hwmodel fpga prefetch-sweep`` print the same numbers."""
+    return {n: (float(round(v)) if n in GRID and n != "mpe.mm_efficiency" else v) for n, v in values.items()}
+
+
 FAMILY = _Family(
     name=CALIBRATION_FAMILY,
     description="instruction-driven FPGA decode (fpga.instruction): scheduler, scoreboard, datamover on the HBM "
                 "channel model, MPE, SFU",
     params=PARAMS, fixed=dict(FIXED), fixed_docs=FIXED_DOCS, conditions=CONDITIONS, predict=predict, reset=_reset,
-    choices=CHOICES)
+    choices=CHOICES, as_deployed=as_deployed)
 
 __all__ = ["FAMILY", "predict", "best_ratio", "profile_outstanding"]
