@@ -21,7 +21,7 @@ from hwmodel.reasoning.study import (
     summary_index,
 )
 from hwmodel.reasoning.system import load_system
-from hwmodel.report.perfetto import Slice, write_chrome_trace
+from hwmodel.report.perfetto import Counter, Slice, write_chrome_trace
 from hwmodel.report.plots import grouped_bars
 from hwmodel.report.tables import fmt, markdown_table, write_csv
 from hwmodel.workload.datasets import DATASET_TITLES
@@ -106,7 +106,10 @@ def write_timeline(path: Path, problem: Problem, trace: Trace, policy: str, plat
                                                 {"path": t.path, "bytes": t.n_bytes}) for t in outcome.transfers]
     meta = {"dataset": problem.dataset, "problem": problem.id, "policy": policy, "latency_s": outcome.latency_s,
             "committed_tokens": outcome.committed_tokens, "backtracking": trace.header.backtracking}
-    return write_chrome_trace(path, tracks, process_name=f"{policy}: {problem.dataset}/{problem.id}", metadata=meta)
+    counters = {"KVMU pointers (tokens)": [Counter(t, {"valid": v, "curr": c, "ahead": a})
+                                           for t, v, c, a in sim.kvmu_log]} if sim.kvmu_log else None
+    return write_chrome_trace(path, tracks, process_name=f"{policy}: {problem.dataset}/{problem.id}", metadata=meta,
+                              counters=counters)
 
 
 def write_traces(out_dir: Path, datasets: Sequence[str], configs: Sequence[str], seed: int,

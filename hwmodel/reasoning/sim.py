@@ -219,6 +219,7 @@ class ProblemSimulation:
         if self.kvmu is not None and platform.kvmu_clocked:  # co-simulation: commands at replay time
             self.kvmu.bind_clock(lambda: self.env.now)
         self.kvmu_commands = 0
+        self.kvmu_log: list[tuple[float, int, int, int]] = []  # (time, valid, curr, ahead) after each command
         self._pending_accept = False  # KVMU: an accepted step whose accept command waits for the next step boundary
         self.end_s = 0.0
         self._next_draft_len = self._next_draft_lengths()
@@ -270,6 +271,9 @@ class ProblemSimulation:
             return
         getattr(self.kvmu, cmd)(*args)
         self.kvmu_commands += 1
+        if self.keep_log:
+            self.kvmu_log.append((float(self.env.now), int(self.kvmu.valid), int(self.kvmu.curr),
+                                  int(self.kvmu.ahead)))
 
     def _kv_check(self, what: str, valid: int, curr: int | None = None) -> None:
         if self.kvmu is None:
