@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,21 +30,10 @@ from hwmodel.errors import HwmodelError
 
 
 def _jsonable(v: Any) -> Any:
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return _jsonable(dataclasses.asdict(v))
-    if isinstance(v, Mapping):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, str):
-        return str(v)
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        return v.item()
-    if isinstance(v, Path):
-        return str(v)
-    return v
+    """Dataclasses, numpy scalars and non-finite floats made JSON-safe (the serving report's rule)."""
+    from hwmodel.serving.report import jsonable
+
+    return jsonable(v)
 
 
 # ================================================================================================ specs

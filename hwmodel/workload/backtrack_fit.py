@@ -31,7 +31,8 @@ import numpy as np
 
 from hwmodel.workload.acceptance import AcceptanceModel
 from hwmodel.workload.datasets import DATASETS
-from hwmodel.workload.generator import DEFAULT_SEED, dataset_hazard, difficulty_weights, plan_dataset, play_problem
+from hwmodel.workload.generator import (DEFAULT_SEED, dataset_hazard, difficulty_weights, plan_dataset,
+                                        play_problem, solve_base_accuracy)
 from hwmodel.workload.steps import fit_length_model
 
 #: published accuracy gain of backtracking over forward-only RSD, points, mean of the four datasets
@@ -48,18 +49,7 @@ FREE_PARAMS = 2  # one target_hazard_ratio per target, fitted to one published g
 
 def _a0(factors: np.ndarray, goal: float) -> float:
     """``a0`` with mean(min(1, a0 * factors)) == goal (generator.base_accuracy's bisection)."""
-    pos = factors[factors > 0]
-    top = float(1.0 / pos.min())
-    if goal >= float(np.mean(factors > 0)):
-        return top
-    lo, hi = 0.0, top
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if float(np.mean(np.minimum(1.0, mid * factors))) < goal:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+    return solve_base_accuracy(factors, goal)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -211,10 +211,17 @@ def base_accuracy(dataset: str, target: str, seed: int = DEFAULT_SEED, model: Ac
     keep = 1.0 - model.flawed_step_penalty
     played = [play_problem(p, hazard, float(d), target, False, model, lengths.regen_sigma) for p, d in zip(plans, diff)]
     factors = np.array([0.0 if cut else keep ** flawed for _a, flawed, cut in played])
-    goal = model.accuracy(dataset, target)
+    return solve_base_accuracy(factors, model.accuracy(dataset, target))
+
+
+def solve_base_accuracy(factors: np.ndarray, goal: float) -> float:
+    """``a0`` with mean(min(1, a0 * factors)) == goal, by bisection (a problem's chance of a right answer is
+    a0 times its factor, capped at 1); when even every untruncated answer right is not enough, the largest
+    useful a0."""
+    top = float(1.0 / factors[factors > 0].min())
     if goal >= float(np.mean(factors > 0)):
-        return float(1.0 / factors[factors > 0].min())  # even every untruncated answer right is not enough
-    lo, hi = 0.0, float(1.0 / factors[factors > 0].min())
+        return top
+    lo, hi = 0.0, top
     for _ in range(100):
         mid = 0.5 * (lo + hi)
         if float(np.mean(np.minimum(1.0, mid * factors))) < goal:
