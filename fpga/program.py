@@ -323,10 +323,9 @@ class _Compiler:
         self.close(seg, vin)
         return _Vec(out, eng)
 
-    def _buffered_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int, out_den: int,
-                     skip: _Vec | None) -> _Vec:
-        eng = self.eng_idx[op]
-        lanes = self.d.engines[eng].lanes
+    def _take_whole(self, seg: _Segment, op: str, eng: int, lanes: int, vin: _Vec, skip: _Vec | None = None) -> None:
+        """Consume the whole input vector block by block (and the residual ``skip`` beside it): the first half of an
+        operator that needs every element before it emits (norms, re-layout buffers)."""
         prev = 0
         for _k, _i, cum in vin.entries:
             t = seg.block(eng, _cdiv(cum - prev, lanes), op)
@@ -335,6 +334,12 @@ class _Compiler:
                 self.consume(seg, t, 1, skip, cum, main=False)
             prev = cum
         self.close(seg, vin)
+
+    def _buffered_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int, out_den: int,
+                     skip: _Vec | None) -> _Vec:
+        eng = self.eng_idx[op]
+        lanes = self.d.engines[eng].lanes
+        self._take_whole(seg, op, eng, lanes, vin, skip)
         n = vin.cum[-1] * out_num // out_den
         first = True
         if op in self.d.rotation_ops:  # FlexLLM FHT.h dec_FHT: per stage a shuffle pass + a half-rate exchange pass
@@ -353,12 +358,7 @@ class _Compiler:
         """RMSNorm: sum of squares over the streamed input, then (barrier) scaled output blocks."""
         eng = self.eng_idx[op]
         lanes = self.d.engines[eng].lanes
-        prev = 0
-        for _k, _i, cum in vin.entries:
-            t = seg.block(eng, _cdiv(cum - prev, lanes), op)
-            self.consume(seg, t, 0, vin, cum)
-            prev = cum
-        self.close(seg, vin)
+        self._take_whole(seg, op, eng, lanes, vin)
         out = []
         prev = 0
         for j, cum in enumerate(self.vec_chunks(n)):
