@@ -37,7 +37,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -155,6 +155,32 @@ class SimResult:
     end_s: float
 
 
+class _GpuNodes(AbstractSet[int]):
+    """The nodes that have a prefill-pool device free to prefill a prompt now (free and with memory for its KV
+    cache), for :meth:`Scheduler.pick_decoder`; membership is decided per node when asked, so placing a request
+    costs what the scheduler looks at, not a scan of every node."""
+
+    __slots__ = ("_sim", "_prompt", "_memo")
+
+    def __init__(self, sim: Simulation, prompt_tokens: int) -> None:
+        self._sim = sim
+        self._prompt = prompt_tokens
+        self._memo: dict[int, bool] = {}
+
+    def __contains__(self, node: object) -> bool:
+        v = self._memo.get(node)  # type: ignore[call-overload]
+        if v is None:
+            gpus = self._sim._node_prefillers.get(node, ())  # type: ignore[call-overload]
+            v = self._memo[node] = bool(Simulation._prefill_room(gpus, self._prompt, check_free=True))  # type: ignore[index]
+        return v
+
+    def __iter__(self) -> Iterator[int]:
+        return (n for n in sorted(self._sim._node_prefillers) if n in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 class Simulation:
     """One run of a request stream on a cluster under a scheduler."""
 
@@ -180,6 +206,10 @@ class Simulation:
         self._paths: dict[tuple[int, int], Path] = {}
         self._free_dec = list(self.decoders)  # decode-pool devices holding no request, by index
         self._free_idx = [d.index for d in self._free_dec]
+        self._decoder_models = list({id(d.model): d.model for d in self.decoders}.values())
+        self._node_prefillers: dict[int, list[Device]] = {}
+        for g in self.prefillers:
+            self._node_prefillers.setdefault(g.node, []).append(g)
         self._check_placeable()
         prefillers = list({id(d.model): d.model for d in (self.prefillers or self.decoders)}.values())
         self.scheduler.estimate_prefill_s = \
@@ -306,7 +336,7 @@ class Simulation:
 
     def _free_devices(self) -> tuple[list[Device], list[Device]] | None:
         """(GPUs free to prefill, FPGAs free to take a request), or None when nothing can start now."""
-        fpgas = list(self._free_dec)
+        fpgas = self._free_dec  # live: _place changes it only once it has placed a request
         if not self.prefillers:
             return ([], fpgas) if fpgas else None
         gpus = [g for g in self.prefillers if g.state != PREFILL and not g.pending]
@@ -317,30 +347,50 @@ class Simulation:
             return None  # no decode destination anywhere: nothing in the queue can start
         return gpus, fpgas
 
+    def _fitting(self, fpgas: list[Device], ctx_tokens: int) -> list[Device]:
+        """The free decode-pool devices that can hold a request ending at ``ctx_tokens`` (``fpgas`` itself when
+        every kind of decoder can: one check per kind of device, not per device)."""
+        ok = [m.fits_alone(ctx_tokens) for m in self._decoder_models]
+        if all(ok):
+            return fpgas
+        if not any(ok):
+            return []
+        fit = {id(m) for m, y in zip(self._decoder_models, ok) if y}
+        return [f for f in fpgas if id(f.model) in fit]
+
+    @staticmethod
+    def _prefill_room(gpus: Sequence[Device], prompt_tokens: int, check_free: bool = False) -> list[Device]:
+        """Of ``gpus``, those with memory for a prompt's KV cache (and, with ``check_free``, free to prefill)."""
+        return [g for g in gpus if g.mem_free() >= g.model.kv_bytes(prompt_tokens)
+                and not (check_free and (g.state == PREFILL or g.pending))]
+
     def _place(self, rs: ReqState, gpus: list[Device], fpgas: list[Device]) -> bool:
         """Start ``rs`` on free devices if the cluster rules (module docstring) allow it now."""
-        fits = [f for f in fpgas if f.model.fits_alone(rs.final_ctx)]
+        fits = self._fitting(fpgas, rs.final_ctx)
         if not self.prefillers:
             if not fits:
                 return False
             self._assign_local(rs, self.scheduler.pick_decoder(rs, fits, set()))
             return True
-        free_gpus = [g for g in gpus if g.mem_free() >= g.model.kv_bytes(rs.prompt_tokens)]
-        if not free_gpus:
+        prompt = rs.prompt_tokens
+        if not any(g.mem_free() >= g.model.kv_bytes(prompt) for g in gpus):
             return False
         if rs.steps_left == 0:  # one output token: a prefill is all it needs
-            g = min(free_gpus, key=lambda d: (len(d.batch), d.index))
-            self._assign_prefill(rs, g, None, g.model.kv_bytes(rs.prompt_tokens))
+            g = min(self._prefill_room(gpus, prompt), key=lambda d: (len(d.batch), d.index))
+            self._assign_prefill(rs, g, None, g.model.kv_bytes(prompt))
             return True
         if fits:
-            f = self.scheduler.pick_decoder(rs, fits, {g.node for g in free_gpus})
-            g = min(free_gpus, key=lambda d: (d.node != f.node, len(d.batch) > 0, len(d.batch), d.index))
+            f = self.scheduler.pick_decoder(rs, fits, _GpuNodes(self, prompt))
+            # the GPU: one on the decoder's node if any (idle before decoding, then the smallest batch), else any
+            near = self._prefill_room(self._node_prefillers.get(f.node, ()), prompt, check_free=True)
+            g = min(near, key=lambda d: (len(d.batch) > 0, len(d.batch), d.index)) if near else \
+                min(self._prefill_room(gpus, prompt), key=lambda d: (len(d.batch) > 0, len(d.batch), d.index))
             self._reserve(f, rs)
             f.alloc(f.model.kv_bytes(rs.final_ctx))
             self._assign_prefill(rs, g, f, g.model.kv_bytes(rs.prompt_tokens))
             return True
         # every FPGA busy (or too small): a GPU decodes the request itself if its batch and memory allow
-        local = [g for g in free_gpus if len(g.batch) + len(g.joining) < g.model.max_decode_batch
+        local = [g for g in self._prefill_room(gpus, prompt) if len(g.batch) + len(g.joining) < g.model.max_decode_batch
                  and g.mem_free() >= g.batch_bytes_with(rs) - g.batch_bytes and self.scheduler.admit_batch_decode(g, rs)]
         if not local:
             return False

@@ -27,6 +27,10 @@ import dataclasses
 import math
 from collections.abc import Hashable, Sequence
 
+import fpga  # noqa: F401  # sets the project's Numba cache directory before the kernel below compiles
+import numba
+import numpy as np
+
 from hwmodel.specs import LinkSpec
 from interconnect.pcie import DEFAULT_CHUNK_BYTES  # the staging buffer of the PCIe model
 
@@ -196,50 +200,14 @@ def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: 
     all_keys = tuple(k for st in stages for k in st.keys)
     done = 0.0
     if not force_calendar and calendar.is_free_after(all_keys, layer_ready_s[0]):
-        n_stages = range(len(stages))
-        free = [0.0] * len(stages)
-        booked: list[tuple[list[float], list[float]]] = [([], []) for _ in stages]
-
-        def send_layer(ready: float) -> float:
-            t = ready
-            for j in range(len(pieces)):
-                t = ready
-                for h in n_stages:
-                    start = t if t > free[h] else free[h]
-                    if host[h] and start < host_free_s:
-                        start = host_free_s
-                    t = start + durations[h][j]
-                    free[h] = t
-                    booked[h][0].append(start)
-                    booked[h][1].append(t)
-            return t
-
-        pattern: list[tuple[list[float], list[float]]] | None = None
-        for ready in layer_ready_s:
-            if ready < host_free_s or any(f > ready for f in free):
-                done = max(done, send_layer(ready))  # a backlog or the host: chunk by chunk
-                continue
-            # links idle when the layer is ready: its chunks follow one pattern, shifted to ``ready``
-            if pattern is None:
-                marks = [len(b[0]) for b in booked]
-                saved = free[:]
-                send_layer(ready)
-                pattern = [([x - ready for x in b[0][m:]], [x - ready for x in b[1][m:]])
-                           for b, m in zip(booked, marks)]
-                free[:] = saved
-                for b, m in zip(booked, marks):
-                    del b[0][m:], b[1][m:]
-            for h in n_stages:
-                booked[h][0].extend([ready + x for x in pattern[h][0]])
-                booked[h][1].extend([ready + x for x in pattern[h][1]])
-                free[h] = booked[h][1][-1]
-            done = max(done, free[-1])
-        for st, (starts, ends) in zip(stages, booked):
-            if min(min(d) for d in durations) <= 0.0:  # drop empty DMAs (a zero-latency link, nothing to send)
-                keep = [(s, e) for s, e in zip(starts, ends) if e > s]
-                starts, ends = [s for s, _e in keep], [e for _s, e in keep]
+        starts, ends, done = _fifo_chunks(np.asarray(layer_ready_s, dtype=np.float64), float(host_free_s),
+                                          np.array(durations, dtype=np.float64), np.array(host, dtype=np.bool_))
+        empty = min(min(d) for d in durations) <= 0.0  # drop empty DMAs (a zero-latency link, nothing to send)
+        for h, st in enumerate(stages):
+            keep = ends[h] > starts[h] if empty else slice(None)
+            s_h, e_h = starts[h][keep].tolist(), ends[h][keep].tolist()
             for key in st.keys:
-                calendar.extend(key, starts, ends)
+                calendar.extend(key, s_h, e_h)
     else:
         for ready in layer_ready_s:
             for j in range(len(pieces)):
@@ -252,3 +220,67 @@ def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: 
                     done = t
     n = len(layer_ready_s)
     return Migration(done, n * sum(sum(d) for d in durations), n * sum(durations[-1]))
+
+
+@numba.njit(cache=True)
+def _fifo_chunks(ready_s: np.ndarray, host_free_s: float, dur_s: np.ndarray,
+                 host: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover - compiled
+    """The uncontended migration: chunks go FIFO through the stages (store-and-forward), links idle before the
+    first layer is ready. ``dur_s[h, j]`` is chunk j's DMA time on stage h; stages with ``host[h]`` start no
+    earlier than ``host_free_s``. Returns every chunk's (start, end) per stage, in booking order, and the last
+    chunk's arrival.
+
+    A layer ready when every stage is idle and the host is free follows the chunk pattern of the first such layer,
+    shifted to its ready time (so its times are ``ready + offset``: the float rounding of :func:`migrate`'s
+    reference search differs by an ulp at most, which the tests allow); a layer that finds a backlog or a busy
+    host is sent chunk by chunk."""
+    n_stages, n_pieces = dur_s.shape
+    n_layers = ready_s.shape[0]
+    starts = np.empty((n_stages, n_layers * n_pieces))
+    ends = np.empty((n_stages, n_layers * n_pieces))
+    free = np.zeros(n_stages)
+    pat_s = np.empty((n_stages, n_pieces))
+    pat_e = np.empty((n_stages, n_pieces))
+    have_pattern = False
+    done = 0.0
+    n = 0
+    for i in range(n_layers):
+        r = ready_s[i]
+        chunked = r < host_free_s
+        if not chunked:
+            for h in range(n_stages):
+                if free[h] > r:
+                    chunked = True
+                    break
+        if chunked or not have_pattern:
+            scratch = free if chunked else free.copy()
+            t = r
+            for j in range(n_pieces):
+                t = r
+                for h in range(n_stages):
+                    start = t if t > scratch[h] else scratch[h]
+                    if host[h] and start < host_free_s:
+                        start = host_free_s
+                    t = start + dur_s[h, j]
+                    scratch[h] = t
+                    if chunked:
+                        starts[h, n + j] = start
+                        ends[h, n + j] = t
+                    else:
+                        pat_s[h, j] = start - r
+                        pat_e[h, j] = t - r
+            if chunked:
+                n += n_pieces
+                if t > done:
+                    done = t
+                continue
+            have_pattern = True
+        for h in range(n_stages):
+            for j in range(n_pieces):
+                starts[h, n + j] = r + pat_s[h, j]
+                ends[h, n + j] = r + pat_e[h, j]
+            free[h] = ends[h, n + n_pieces - 1]
+        n += n_pieces
+        if free[n_stages - 1] > done:
+            done = free[n_stages - 1]
+    return starts, ends, done
