@@ -82,6 +82,17 @@ def test_build_path_kinds() -> None:
         assert p2p.uncontended_s(n) <= hs.uncontended_s(n) < net.uncontended_s(n)
 
 
+def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Sorted intervals with those that touch (to float rounding) joined."""
+    out: list[list[float]] = []
+    for s, e in intervals:
+        if out and s <= out[-1][1] * (1 + 1e-12) + 1e-15:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
 @settings(max_examples=100)
 @given(kind=st.sampled_from(["host-staged", "p2p", "network-host-staged", "network-p2p"]),
        kv_mb=st.floats(0.001, 600), layers=st.integers(1, 32), per_layer_s=st.floats(0, 0.02),
@@ -103,8 +114,8 @@ def test_fast_fifo_equals_calendar_search(kind: str, kv_mb: float, layers: int, 
     b = migrate(cals[1], path, kv_mb * 1e6, ready, host_free_s=host_done_s, force_calendar=True)
     assert a.kv_ready_s == pytest.approx(b.kv_ready_s, rel=1e-12)
     assert (a.link_busy_s, a.dst_busy_s) == (b.link_busy_s, b.dst_busy_s)
-    for key in (("up", 0), ("down", 1), ("nic-tx", 0), ("nic-rx", 1)):
-        ia, ib = cals[0].intervals(key), cals[1].intervals(key)
+    for key in (("up", 0), ("down", 1), ("nic-tx", 0), ("nic-rx", 1)):  # the same busy time (the fast path books
+        ia, ib = _union(cals[0].intervals(key)), _union(cals[1].intervals(key))  # back-to-back chunks as one)
         assert len(ia) == len(ib)
         for (s0, e0), (s1, e1) in zip(ia, ib):
             assert s0 == pytest.approx(s1, rel=1e-12, abs=1e-15) and e0 == pytest.approx(e1, rel=1e-12, abs=1e-15)

@@ -63,6 +63,7 @@ class DecodeTable:
         self._val = np.zeros(0)
         self._have = np.zeros(0, dtype=bool)
         self._cum = np.zeros(1)
+        self._steps_memo: dict[tuple[int, int], float] = {}
 
     def _eval(self, ctx: int) -> float:
         if not self._have[ctx]:
@@ -125,6 +126,7 @@ class DecodeTable:
                 elif b <= a:
                     self._eval(a)
         self._cum = np.concatenate([[0.0], np.cumsum(np.where(self._have, self._val, 0.0))])
+        self._steps_memo.clear()
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
         """The known per-context values (for the disk cache)."""
@@ -135,17 +137,22 @@ class DecodeTable:
         self._val = np.asarray(val, dtype=float).copy()
         self._have = np.asarray(have, dtype=bool).copy()
         self._cum = np.concatenate([[0.0], np.cumsum(np.where(self._have, self._val, 0.0))])
+        self._steps_memo.clear()
 
     def step_s(self, ctx: int) -> float:
         self._ensure(ctx, ctx + 1)
         return float(self._val[ctx])
 
     def steps_s(self, ctx0: int, n: int) -> float:
-        """Time of ``n`` consecutive single-request decode steps from context ``ctx0``."""
+        """Time of ``n`` consecutive single-request decode steps from context ``ctx0`` (memoized until the table
+        grows)."""
         if n <= 0:
             return 0.0
-        self._ensure(ctx0, ctx0 + n)
-        return float(self._cum[ctx0 + n] - self._cum[ctx0])
+        v = self._steps_memo.get((ctx0, n))
+        if v is None:
+            self._ensure(ctx0, ctx0 + n)
+            v = self._steps_memo[(ctx0, n)] = float(self._cum[ctx0 + n] - self._cum[ctx0])
+        return v
 
     def cumulative_from(self, ctx0: int, n: int) -> np.ndarray:
         """End times of steps 1..n (relative to the start of step 1) from context ``ctx0``."""
@@ -162,6 +169,10 @@ class PrefillPlan:
     busy_s: float
     layer_ready_s: tuple[float, ...]
     host_done_s: float
+    ready_array: np.ndarray = dataclasses.field(init=False, compare=False, repr=False)  # layer_ready_s as an array
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ready_array", np.array(self.layer_ready_s, dtype=np.float64))
 
 
 @dataclasses.dataclass(eq=False)

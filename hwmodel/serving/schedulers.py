@@ -111,8 +111,11 @@ class Scheduler:
 
     def pick_decoder(self, rs: ReqState, fpgas: Sequence[Device], gpu_nodes: set[int]) -> Device:
         """Among free FPGAs that fit ``rs``: the first (by index) on a node with a free GPU, else the first."""
+        node, ok = -1, False
         for f in fpgas:
-            if f.node in gpu_nodes:
+            if f.node != node:  # devices come node by node: one membership test per node
+                node, ok = f.node, f.node in gpu_nodes
+            if ok:
                 return f
         return fpgas[0]
 

@@ -206,6 +206,8 @@ class Simulation:
         self._paths: dict[tuple[int, int], Path] = {}
         self._free_dec = list(self.decoders)  # decode-pool devices holding no request, by index
         self._free_idx = [d.index for d in self._free_dec]
+        self._avail = list(self.prefillers)  # prefill-pool devices free to prefill (not prefilling, none pending)
+        self._avail_idx = [g.index for g in self._avail]
         self._decoder_models = list({id(d.model): d.model for d in self.decoders}.values())
         self._node_prefillers: dict[int, list[Device]] = {}
         for g in self.prefillers:
@@ -339,7 +341,7 @@ class Simulation:
         fpgas = self._free_dec  # live: _place changes it only once it has placed a request
         if not self.prefillers:
             return ([], fpgas) if fpgas else None
-        gpus = [g for g in self.prefillers if g.state != PREFILL and not g.pending]
+        gpus = self._avail  # live, like ``fpgas``
         if not gpus:
             return None
         if not fpgas and not self._queued_prefill_only \
@@ -406,6 +408,8 @@ class Simulation:
         rs.prefill_dev = g.index
         rs.decode_dev = dest.index if dest is not None else -1
         g.pending.append((rs, dest))
+        i = bisect.bisect_left(self._avail_idx, g.index)
+        del self._avail_idx[i], self._avail[i]
         if g.state == IDLE:
             g.state = BETWEEN
             g.wake.succeed()
@@ -439,7 +443,7 @@ class Simulation:
             path = self.path(g, dest)
             rs.path_kind = path.kind
             self.calendar.prune(t0, path.keys)
-            mig = migrate(self.calendar, path, kv_dst, [t0 + x for x in plan.layer_ready_s],
+            mig = migrate(self.calendar, path, kv_dst, t0 + plan.ready_array,
                           host_free_s=t0 + plan.host_done_s)
             rs.t_kv_ready = max(mig.kv_ready_s, t0 + plan.busy_s)  # usable once the prefill is done
             rs.kv_bytes_moved = kv_dst
@@ -450,6 +454,9 @@ class Simulation:
         busy_s = plan.busy_s
         yield env.timeout(busy_s)
         g.state = BETWEEN
+        i = bisect.bisect_left(self._avail_idx, g.index)  # free to prefill again (at most one prefill is pending)
+        self._avail_idx.insert(i, g.index)
+        self._avail.insert(i, g)
         g.phase_s[Phase.PREFILL] += busy_s
         if self.record:
             g.segments.append((t0, env.now, "prefill", (rs.id,)))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import math
 from collections.abc import Hashable, Sequence
 
@@ -57,8 +58,12 @@ class Path:
     kind: str
     stages: tuple[Stage, ...]
     host_started: tuple[bool, ...] = ()
+    #: chunk plans of :func:`migrate` by (KV bytes, layers, chunk bytes): a path is reused by every migration
+    #: between its two devices, which mostly move caches of a few sizes
+    plans: dict[tuple[float, int, float], ChunkPlan] = dataclasses.field(default_factory=dict, compare=False,
+                                                                          hash=False, repr=False)
 
-    @property
+    @functools.cached_property
     def keys(self) -> tuple[Hashable, ...]:
         """Every link direction the path holds."""
         return tuple(k for st in self.stages for k in st.keys)
@@ -66,6 +71,34 @@ class Path:
     def uncontended_s(self, n_bytes: float) -> float:
         """One chunk of ``n_bytes`` through every stage in turn, links otherwise idle."""
         return sum(s.time_s(n_bytes) for s in self.stages)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkPlan:
+    """How one KV cache size crosses a path: ``dur_s[h][j]`` is chunk j's DMA time on stage h."""
+
+    dur_s: list[list[float]]
+    dur_array: np.ndarray
+    host: np.ndarray
+    keys: tuple[Hashable, ...]
+    has_empty: bool  # some DMA takes no time (a zero-latency link, nothing to send): such DMAs are not booked
+    link_busy_s: float
+    dst_busy_s: float
+
+
+def chunk_plan(path: Path, kv_bytes: float, n_layers: int, chunk_bytes: float) -> ChunkPlan:
+    """The chunking of ``kv_bytes`` (an equal share per layer) over ``path`` (memoized on the path)."""
+    key = (kv_bytes, n_layers, chunk_bytes)
+    plan = path.plans.get(key)
+    if plan is None:
+        stages = path.stages
+        pieces = chunk_sizes(kv_bytes / n_layers, chunk_bytes, len(stages) > 1)
+        dur = [[st.time_s(b) for b in pieces] for st in stages]
+        plan = path.plans[key] = ChunkPlan(
+            dur, np.array(dur, dtype=np.float64), np.array(path.host_started or (False,) * len(stages), dtype=np.bool_),
+            tuple(k for st in stages for k in st.keys), min(min(d) for d in dur) <= 0.0,
+            n_layers * sum(sum(d) for d in dur), n_layers * sum(dur[-1]))
+    return plan
 
 
 def link_stage(keys: tuple[Hashable, ...], links: Sequence[LinkSpec]) -> Stage:
@@ -195,22 +228,20 @@ def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: 
         return Migration(layer_ready_s[-1] if layer_ready_s else 0.0, 0.0, 0.0)
     stages = path.stages
     host = path.host_started or (False,) * len(stages)
-    pieces = chunk_sizes(kv_bytes / len(layer_ready_s), chunk_bytes, len(stages) > 1)
-    durations = [[st.time_s(b) for b in pieces] for st in stages]
-    all_keys = tuple(k for st in stages for k in st.keys)
+    plan = chunk_plan(path, kv_bytes, len(layer_ready_s), chunk_bytes)
+    durations = plan.dur_s
     done = 0.0
-    if not force_calendar and calendar.is_free_after(all_keys, layer_ready_s[0]):
-        starts, ends, done = _fifo_chunks(np.asarray(layer_ready_s, dtype=np.float64), float(host_free_s),
-                                          np.array(durations, dtype=np.float64), np.array(host, dtype=np.bool_))
-        empty = min(min(d) for d in durations) <= 0.0  # drop empty DMAs (a zero-latency link, nothing to send)
+    if not force_calendar and calendar.is_free_after(plan.keys, layer_ready_s[0]):
+        starts, ends, counts, done = _fifo_chunks(np.asarray(layer_ready_s, dtype=np.float64), float(host_free_s),
+                                                  plan.dur_array, plan.host, plan.has_empty)
         for h, st in enumerate(stages):
-            keep = ends[h] > starts[h] if empty else slice(None)
-            s_h, e_h = starts[h][keep].tolist(), ends[h][keep].tolist()
+            k = counts[h]
+            s_h, e_h = starts[h, :k].tolist(), ends[h, :k].tolist()
             for key in st.keys:
                 calendar.extend(key, s_h, e_h)
     else:
-        for ready in layer_ready_s:
-            for j in range(len(pieces)):
+        for ready in (layer_ready_s.tolist() if isinstance(layer_ready_s, np.ndarray) else layer_ready_s):
+            for j in range(len(durations[0])):
                 t = ready
                 for h, st in enumerate(stages):
                     if host[h] and t < host_free_s:
@@ -218,17 +249,17 @@ def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: 
                     t = calendar.book(st.keys, t, durations[h][j]) + durations[h][j]
                 if t > done:
                     done = t
-    n = len(layer_ready_s)
-    return Migration(done, n * sum(sum(d) for d in durations), n * sum(durations[-1]))
+    return Migration(done, plan.link_busy_s, plan.dst_busy_s)
 
 
 @numba.njit(cache=True)
-def _fifo_chunks(ready_s: np.ndarray, host_free_s: float, dur_s: np.ndarray,
-                 host: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:  # pragma: no cover - compiled
+def _fifo_chunks(ready_s: np.ndarray, host_free_s: float, dur_s: np.ndarray, host: np.ndarray,
+                 drop_empty: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:  # pragma: no cover
     """The uncontended migration: chunks go FIFO through the stages (store-and-forward), links idle before the
     first layer is ready. ``dur_s[h, j]`` is chunk j's DMA time on stage h; stages with ``host[h]`` start no
-    earlier than ``host_free_s``. Returns every chunk's (start, end) per stage, in booking order, and the last
-    chunk's arrival.
+    earlier than ``host_free_s``. Returns each stage's busy intervals (``counts[h]`` of them, in time order;
+    chunks that follow each other without a gap make one interval, which books exactly what the chunks would;
+    with ``drop_empty``, DMAs that take no time are not booked) and the last chunk's arrival.
 
     A layer ready when every stage is idle and the host is free follows the chunk pattern of the first such layer,
     shifted to its ready time (so its times are ``ready + offset``: the float rounding of :func:`migrate`'s
@@ -238,12 +269,12 @@ def _fifo_chunks(ready_s: np.ndarray, host_free_s: float, dur_s: np.ndarray,
     n_layers = ready_s.shape[0]
     starts = np.empty((n_stages, n_layers * n_pieces))
     ends = np.empty((n_stages, n_layers * n_pieces))
+    counts = np.zeros(n_stages, dtype=np.int64)
     free = np.zeros(n_stages)
     pat_s = np.empty((n_stages, n_pieces))
     pat_e = np.empty((n_stages, n_pieces))
     have_pattern = False
     done = 0.0
-    n = 0
     for i in range(n_layers):
         r = ready_s[i]
         chunked = r < host_free_s
@@ -264,23 +295,35 @@ def _fifo_chunks(ready_s: np.ndarray, host_free_s: float, dur_s: np.ndarray,
                     t = start + dur_s[h, j]
                     scratch[h] = t
                     if chunked:
-                        starts[h, n + j] = start
-                        ends[h, n + j] = t
+                        _book(starts, ends, counts, h, start, t, drop_empty)
                     else:
                         pat_s[h, j] = start - r
                         pat_e[h, j] = t - r
             if chunked:
-                n += n_pieces
                 if t > done:
                     done = t
                 continue
             have_pattern = True
         for h in range(n_stages):
             for j in range(n_pieces):
-                starts[h, n + j] = r + pat_s[h, j]
-                ends[h, n + j] = r + pat_e[h, j]
-            free[h] = ends[h, n + n_pieces - 1]
-        n += n_pieces
+                _book(starts, ends, counts, h, r + pat_s[h, j], r + pat_e[h, j], drop_empty)
+            free[h] = r + pat_e[h, n_pieces - 1]
         if free[n_stages - 1] > done:
             done = free[n_stages - 1]
-    return starts, ends, done
+    return starts, ends, counts, done
+
+
+@numba.njit(cache=True, inline="always")
+def _book(starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, h: int, start: float, end: float,
+          drop_empty: bool) -> None:  # pragma: no cover - compiled
+    """Append [start, end) to stage h's intervals, joined to the last one when it starts where that one ends."""
+    k = counts[h]
+    if drop_empty and not end > start:
+        return
+    if k > 0 and start == ends[h, k - 1]:
+        if end > ends[h, k - 1]:
+            ends[h, k - 1] = end
+        return
+    starts[h, k] = start
+    ends[h, k] = end
+    counts[h] = k + 1
