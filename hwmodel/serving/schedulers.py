@@ -103,7 +103,7 @@ class Scheduler:
         self._q.remove(self._key_of.pop(rs.id), rs)
 
     def __len__(self) -> int:
-        return len(self._q)
+        return len(self._q.items)
 
     def candidates(self, now_s: float) -> list[ReqState]:
         """Queued requests in the order they are offered to the cluster (just the head if strict)."""

@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import heapq
 import math
 from collections.abc import Callable, Iterator, Sequence, Set as AbstractSet
 from typing import Any
 
 import numpy as np
 import simpy
+from simpy.events import URGENT
 
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
@@ -53,6 +55,7 @@ from hwmodel.specs import SpecLibrary, library
 from hwmodel.workload.requests import Request
 
 IDLE, PREFILL, DECODE, FINISHING, BETWEEN = 0, 1, 2, 3, 4  # BETWEEN: a GPU's loop is running code
+_PRUNE_ABOVE = 256  # link calendars drop past intervals once a direction holds more than this many
 _GPU_CHUNK_STEPS = 64  # batched GPU decode: step times are evaluated this many steps ahead at most
 
 
@@ -204,6 +207,7 @@ class Simulation:
         self.vocab = cluster.llm.vocab
         self.states = [ReqState(r) for r in requests]
         self._paths: dict[tuple[int, int], Path] = {}
+        self._hops: dict[tuple[int, int], tuple[float, float]] = {}
         self._free_dec = list(self.decoders)  # decode-pool devices holding no request, by index
         self._free_idx = [d.index for d in self._free_dec]
         self._avail = list(self.prefillers)  # prefill-pool devices free to prefill (not prefilling, none pending)
@@ -288,7 +292,7 @@ class Simulation:
         for g in self.prefillers:
             g.proc = self.env.process(self._prefill_loop(g))
         self.env.process(self._arrivals())
-        self.env.run()
+        _run_to_end(self.env)
         if self.finished != len(self.states):
             stuck = [rs.id for rs in self.states if not rs.done][:5]
             raise HwmodelError(f"simulation ended with {len(self.states) - self.finished} unfinished requests "
@@ -440,11 +444,11 @@ class Simulation:
         if migrating:
             kv_dst = dest.model.kv_bytes(rs.prompt_tokens)
             plan = g.model.prefill_plan(rs.prompt_tokens, dest.model.kv_bits)
-            path = self.path(g, dest)
+            path = self._paths.get((g.index, dest.index)) or self.path(g, dest)
             rs.path_kind = path.kind
-            self.calendar.prune(t0, path.keys)
-            mig = migrate(self.calendar, path, kv_dst, t0 + plan.ready_array,
-                          host_free_s=t0 + plan.host_done_s)
+            calendar = self.calendar
+            calendar.prune(t0, path.keys, min_kept=_PRUNE_ABOVE)
+            mig = migrate(calendar, path, kv_dst, t0 + plan.ready_array, host_free_s=t0 + plan.host_done_s)
             rs.t_kv_ready = max(mig.kv_ready_s, t0 + plan.busy_s)  # usable once the prefill is done
             rs.kv_bytes_moved = kv_dst
             dest.phase_s[Phase.TRANSFER] += mig.dst_busy_s
@@ -470,15 +474,25 @@ class Simulation:
             g.joining.remove(rs)
             g.batch.append(rs)
         else:
-            link = g.model.link
-            rs.t_first_token = env.now + link.latency_s + self.vocab * self._logit_bytes(g) / \
-                link.effective_bw_bytes_per_s + g.host_sampling_s
-            to_fpga = dest.model.link.latency_s + (self.cluster.network.latency_s if dest.node != g.node
-                                                   and self.cluster.network else 0.0)
+            logits_s, to_fpga = self._token_hops(g, dest)
+            rs.t_first_token = env.now + g.model.link.latency_s + logits_s + g.host_sampling_s
             start = max(rs.t_kv_ready, rs.t_first_token + to_fpga)
-            env.process(self._pool_decode(dest, rs, start))
+            self._pool_decode_soon(dest, rs, start)
             self._release_at(g, rs.gpu_stage_bytes, rs.t_kv_ready)
         self.kick()
+
+    def _token_hops(self, g: Device, dest: Device) -> tuple[float, float]:
+        """(logits of the first token over ``g``'s link, after its latency; the token id's latency to ``dest``),
+        per device pair."""
+        key = (g.index, dest.index)
+        hops = self._hops.get(key)
+        if hops is None:
+            link = g.model.link
+            hops = self._hops[key] = (
+                self.vocab * self._logit_bytes(g) / link.effective_bw_bytes_per_s,
+                dest.model.link.latency_s + (self.cluster.network.latency_s if dest.node != g.node
+                                             and self.cluster.network else 0.0))
+        return hops
 
     def _logit_bytes(self, d: Device) -> int:
         return self.cluster.spec.nodes[d.node].host.logits_bytes_per_value
@@ -575,12 +589,12 @@ class Simulation:
         yield from self._pool_decode(f, rs, rs.t_first_token + link.latency_s)
 
     def _pool_decode(self, f: Device, rs: ReqState, start_s: float) -> Any:
+        """A decode-pool device decodes ``rs`` from ``start_s`` to its last token (a process step; the reference
+        with one event per token)."""
         env = self.env
         if start_s > env.now:
             yield env.timeout(start_s - env.now)
-        f.state = DECODE
-        rs.t_decode_start = t0 = env.now
-        n = rs.steps_left
+        t0, n = self._pool_decode_begin(f, rs)
         if self.per_token:
             for _ in range(n):
                 yield env.timeout(f.model.table.step_s(rs.ctx) + f.token_overhead_s)
@@ -588,6 +602,44 @@ class Simulation:
         else:
             yield env.timeout(f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s)
             rs.ctx += n
+        self._pool_decode_end(f, rs, t0, n)
+
+    def _pool_decode_soon(self, f: Device, rs: ReqState, start_s: float) -> None:
+        """:meth:`_pool_decode` as a chain of event callbacks instead of a process (the fast path: a million
+        requests make a million processes otherwise). Its events are scheduled exactly as a new process's would
+        be (an urgent first step now, then the same timeouts), so every run books the same order of events."""
+        if self.per_token:
+            self.env.process(self._pool_decode(f, rs, start_s))
+            return
+        env = self.env
+
+        def wait(_event: Any) -> None:
+            if start_s > env.now:
+                env.timeout(start_s - env.now).callbacks.append(run)
+            else:
+                run(None)
+
+        def run(_event: Any) -> None:
+            t0, n = self._pool_decode_begin(f, rs)
+
+            def end(_event: Any) -> None:
+                rs.ctx += n
+                self._pool_decode_end(f, rs, t0, n)
+
+            env.timeout(f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s).callbacks.append(end)
+
+        first = simpy.Event(env)
+        first._ok, first._value = True, None  # triggered, like simpy's Initialize
+        first.callbacks.append(wait)
+        env.schedule(first, URGENT)
+
+    def _pool_decode_begin(self, f: Device, rs: ReqState) -> tuple[float, int]:
+        f.state = DECODE
+        rs.t_decode_start = t0 = self.env.now
+        return t0, rs.steps_left
+
+    def _pool_decode_end(self, f: Device, rs: ReqState, t0: float, n: int) -> None:
+        env = self.env
         rs.steps_left = 0
         rs.steps_decode_pool += n
         f.phase_s[Phase.DECODE] += env.now - t0
@@ -607,6 +659,23 @@ class Simulation:
         self.finished += 1
         if self.progress is not None and self.finished % self._progress_every == 0:
             self.progress(self.finished, len(self.states))
+
+
+def _run_to_end(env: simpy.Environment) -> None:
+    """``env.run()`` without a stop time, as one loop: the same events in the same order, each handled as
+    :meth:`simpy.Environment.step` does (callbacks in order, a failed event that nobody defused re-raised), with
+    no method call per event."""
+    queue = env._queue
+    pop = heapq.heappop
+    while queue:
+        env._now, _, _, event = pop(queue)
+        callbacks, event.callbacks = event.callbacks, None
+        for callback in callbacks:
+            callback(event)
+        if not event._ok and not hasattr(event, "_defused"):
+            exc = type(event._value)(*event._value.args)
+            exc.__cause__ = event._value
+            raise exc
 
 
 def simulate(cluster: ResolvedCluster, requests: Sequence[Request], scheduler: str = "fcfs", *,

@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Hashable, Sequence
+from typing import NamedTuple
 
 import fpga  # noqa: F401  # sets the project's Numba cache directory before the kernel below compiles
 import numba
@@ -131,19 +132,45 @@ def build_path(kv_path: str, *, src: int, dst: int, src_node: int, dst_node: int
 
 
 class LinkCalendar:
-    """Busy intervals per link direction, sorted by start; intervals never overlap within one direction."""
+    """Busy intervals per link direction, sorted by start; intervals never overlap within one direction.
+
+    Intervals the uncontended fast path adds (:meth:`extend`) stay as the array blocks it produced until a
+    first-fit search (:meth:`book`) or a listing needs that direction's intervals one by one; most directions are
+    only ever extended, checked for being free and pruned, which never needs them one by one."""
 
     def __init__(self) -> None:
         self._starts: dict[Hashable, list[float]] = {}
         self._ends: dict[Hashable, list[float]] = {}
+        self._blocks: dict[Hashable, list[tuple[np.ndarray, np.ndarray, float]]] = {}  # after the lists, in order
 
-    def prune(self, now_s: float, keys: Sequence[Hashable] | None = None) -> None:
+    def _flatten(self, key: Hashable) -> None:
+        blocks = self._blocks.pop(key, None)
+        if blocks:
+            starts = self._starts.setdefault(key, [])
+            ends = self._ends.setdefault(key, [])
+            for s_arr, e_arr, _end in blocks:
+                starts.extend(s_arr.tolist())
+                ends.extend(e_arr.tolist())
+
+    def prune(self, now_s: float, keys: Sequence[Hashable] | None = None, min_kept: int = 0) -> None:
         """Forget intervals that ended before ``now_s`` (no later request can be ready before now), on ``keys``
         only when given (the directions a migration is about to use; the others keep theirs until they are used,
-        which changes no booking)."""
-        for key in (self._ends if keys is None else keys):
+        which changes no booking), and only on directions with more than ``min_kept`` intervals (an interval that
+        ended before every later ready time changes no booking either: pruning only bounds the lists). A block of
+        the fast path goes once all of it has ended."""
+        for key in (list(self._ends.keys() | self._blocks.keys()) if keys is None else keys):
+            blocks = self._blocks.get(key)
+            if blocks and blocks[0][2] < now_s:
+                k = 1
+                while k < len(blocks) and blocks[k][2] < now_s:
+                    k += 1
+                del blocks[:k]
+                if key in self._ends:  # the lists end before the first block did
+                    self._ends[key].clear()
+                    self._starts[key].clear()
+                continue
             ends = self._ends.get(key)
-            if ends and ends[0] < now_s:
+            if ends and len(ends) > min_kept and ends[0] < now_s:
                 # intervals are disjoint and sorted, so their ends are sorted too
                 k = bisect.bisect_left(ends, now_s)
                 del ends[:k]
@@ -154,6 +181,9 @@ class LinkCalendar:
         t = ready_s
         if dur_s <= 0.0:
             return t
+        for key in keys:
+            if key in self._blocks:
+                self._flatten(key)
         moved = True
         while moved:  # walk every key past the intervals that overlap [t, t + dur) until all agree
             moved = False
@@ -178,26 +208,30 @@ class LinkCalendar:
         return t
 
     def intervals(self, key: Hashable) -> list[tuple[float, float]]:
+        self._flatten(key)
         return list(zip(self._starts.get(key, ()), self._ends.get(key, ())))
-
 
     def is_free_after(self, keys: tuple[Hashable, ...], t_s: float) -> bool:
         """No interval of any of ``keys`` ends after ``t_s``."""
         for key in keys:
+            blocks = self._blocks.get(key)
+            if blocks:
+                if blocks[-1][2] > t_s:
+                    return False
+                continue
             ends = self._ends.get(key)
             if ends and ends[-1] > t_s:
                 return False
         return True
 
-    def extend(self, key: Hashable, starts: Sequence[float], ends: Sequence[float]) -> None:
+    def extend(self, key: Hashable, starts: np.ndarray, ends: np.ndarray) -> None:
         """Add sorted, disjoint, non-empty intervals known to start after every interval of ``key`` (the
-        uncontended fast path)."""
-        self._starts.setdefault(key, []).extend(starts)
-        self._ends.setdefault(key, []).extend(ends)
+        uncontended fast path), as one block."""
+        if len(starts):
+            self._blocks.setdefault(key, []).append((starts, ends, float(ends[-1])))
 
 
-@dataclasses.dataclass(frozen=True)
-class Migration:
+class Migration(NamedTuple):
     """Outcome of one KV migration: when the whole cache sits in the decoder's memory, and link busy time."""
 
     kv_ready_s: float
@@ -236,7 +270,7 @@ def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: 
                                                   plan.dur_array, plan.host, plan.has_empty)
         for h, st in enumerate(stages):
             k = counts[h]
-            s_h, e_h = starts[h, :k].tolist(), ends[h, :k].tolist()
+            s_h, e_h = starts[h, :k], ends[h, :k]
             for key in st.keys:
                 calendar.extend(key, s_h, e_h)
     else:

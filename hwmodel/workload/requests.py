@@ -189,7 +189,7 @@ def poisson_stream(n: int, rate_per_s: float, prompt: LengthDist, output: Length
         arrivals = start_s + np.cumsum(gaps)
     prompts = prompt.sample(rng, n)
     outputs = output.sample(rng, n)
-    return tuple(Request(i, float(a), int(p), int(o)) for i, (a, p, o) in enumerate(zip(arrivals, prompts, outputs)))
+    return tuple(map(Request, range(n), arrivals.tolist(), np.asarray(prompts).tolist(), np.asarray(outputs).tolist()))
 
 
 # ================================================================================================ validation
