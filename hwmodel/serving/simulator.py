@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 import simpy
-from simpy.events import URGENT
+from simpy.events import NORMAL, URGENT
 
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
@@ -291,7 +291,7 @@ class Simulation:
     def run(self) -> SimResult:
         for g in self.prefillers:
             g.proc = self.env.process(self._prefill_loop(g))
-        self.env.process(self._arrivals())
+        self._arrivals()
         _run_to_end(self.env)
         if self.finished != len(self.states):
             stuck = [rs.id for rs in self.states if not rs.done][:5]
@@ -300,14 +300,29 @@ class Simulation:
         return SimResult(self.cluster.spec.name, self.scheduler.name, self.slo, self.states, self.devices,
                          self.env.now)
 
-    def _arrivals(self) -> Any:
+    def _arrivals(self) -> None:
+        """Every request joins the scheduler's queue at its arrival time (a chain of timed callbacks, ordered as a
+        process that waits for each arrival would be)."""
         env = self.env
-        for rs in self.states:
-            if rs.arrival_s > env.now:
-                yield env.timeout(rs.arrival_s - env.now)
-            self.scheduler.push(rs, env.now)
-            self._queued_prefill_only += rs.output_tokens == 1
-            self.kick()
+        states = self.states
+        nxt = [0, False]  # the next request; whether its arrival time has just been waited for
+
+        def arrive(_event: Any) -> None:
+            i, waited = nxt
+            while i < len(states):
+                rs = states[i]
+                if not waited and rs.arrival_s > env.now:
+                    nxt[0], nxt[1] = i, True
+                    _call_after(env, rs.arrival_s - env.now, arrive)
+                    return
+                waited = False
+                self.scheduler.push(rs, env.now)
+                self._queued_prefill_only += rs.output_tokens == 1
+                self.kick()
+                i += 1
+            nxt[0] = i
+
+        _call_soon(env, arrive)
 
     # ------------------------------------------------------------------------------------------ placement
     def kick(self) -> None:
@@ -448,7 +463,8 @@ class Simulation:
             rs.path_kind = path.kind
             calendar = self.calendar
             calendar.prune(t0, path.keys, min_kept=_PRUNE_ABOVE)
-            mig = migrate(calendar, path, kv_dst, t0 + plan.ready_array, host_free_s=t0 + plan.host_done_s)
+            mig = migrate(calendar, path, kv_dst, plan.ready_array, host_free_s=plan.host_done_s, start_s=t0,
+                          memo_key=plan)
             rs.t_kv_ready = max(mig.kv_ready_s, t0 + plan.busy_s)  # usable once the prefill is done
             rs.kv_bytes_moved = kv_dst
             dest.phase_s[Phase.TRANSFER] += mig.dst_busy_s
@@ -503,8 +519,7 @@ class Simulation:
             d.free(n_bytes)
             self.kick()
 
-        ev = self.env.timeout(max(0.0, t_s - self.env.now))
-        ev.callbacks.append(release)
+        _call_after(self.env, max(0.0, t_s - self.env.now), release)
 
     def _step_ends(self, g: Device, n: int) -> np.ndarray:
         """End times (relative) of the next ``n`` decode steps of ``g``'s batch (plus the per-token round trip to
@@ -615,7 +630,7 @@ class Simulation:
 
         def wait(_event: Any) -> None:
             if start_s > env.now:
-                env.timeout(start_s - env.now).callbacks.append(run)
+                _call_after(env, start_s - env.now, run)
             else:
                 run(None)
 
@@ -626,12 +641,9 @@ class Simulation:
                 rs.ctx += n
                 self._pool_decode_end(f, rs, t0, n)
 
-            env.timeout(f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s).callbacks.append(end)
+            _call_after(env, f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s, end)
 
-        first = simpy.Event(env)
-        first._ok, first._value = True, None  # triggered, like simpy's Initialize
-        first.callbacks.append(wait)
-        env.schedule(first, URGENT)
+        _call_soon(env, wait)
 
     def _pool_decode_begin(self, f: Device, rs: ReqState) -> tuple[float, int]:
         f.state = DECODE
@@ -659,6 +671,28 @@ class Simulation:
         self.finished += 1
         if self.progress is not None and self.finished % self._progress_every == 0:
             self.progress(self.finished, len(self.states))
+
+
+class _Call:
+    """A triggered event whose only use is to run callbacks at its time (a timeout without SimPy's checks)."""
+
+    __slots__ = ("callbacks", "_ok", "_value")
+
+    def __init__(self, fn: Callable[[Any], None]) -> None:
+        self.callbacks = [fn]
+        self._ok = True
+        self._value = None
+
+
+def _call_after(env: simpy.Environment, delay_s: float, fn: Callable[[Any], None]) -> None:
+    """Run ``fn`` ``delay_s`` (>= 0) from now, ordered exactly as ``env.timeout(delay_s)`` with ``fn`` as its
+    callback would be (same time, priority and place in SimPy's event order)."""
+    heapq.heappush(env._queue, (env._now + delay_s, NORMAL, next(env._eid), _Call(fn)))
+
+
+def _call_soon(env: simpy.Environment, fn: Callable[[Any], None]) -> None:
+    """Run ``fn`` now, as the first step of a process started now would run (an urgent event)."""
+    heapq.heappush(env._queue, (env._now, URGENT, next(env._eid), _Call(fn)))
 
 
 def _run_to_end(env: simpy.Environment) -> None:

@@ -85,6 +85,9 @@ class ChunkPlan:
     has_empty: bool  # some DMA takes no time (a zero-latency link, nothing to send): such DMAs are not booked
     link_busy_s: float
     dst_busy_s: float
+    #: FIFO schedules on idle links by id of their memo key (see :func:`migrate`)
+    fifo: dict[int, tuple[object, list[tuple[np.ndarray, np.ndarray, float]], float]] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False)
 
 
 def chunk_plan(path: Path, kv_bytes: float, n_layers: int, chunk_bytes: float) -> ChunkPlan:
@@ -141,16 +144,16 @@ class LinkCalendar:
     def __init__(self) -> None:
         self._starts: dict[Hashable, list[float]] = {}
         self._ends: dict[Hashable, list[float]] = {}
-        self._blocks: dict[Hashable, list[tuple[np.ndarray, np.ndarray, float]]] = {}  # after the lists, in order
+        self._blocks: dict[Hashable, list[tuple[np.ndarray, np.ndarray, float, float]]] = {}  # after the lists
 
     def _flatten(self, key: Hashable) -> None:
         blocks = self._blocks.pop(key, None)
         if blocks:
             starts = self._starts.setdefault(key, [])
             ends = self._ends.setdefault(key, [])
-            for s_arr, e_arr, _end in blocks:
-                starts.extend(s_arr.tolist())
-                ends.extend(e_arr.tolist())
+            for s_arr, e_arr, shift_s, _end in blocks:
+                starts.extend((shift_s + s_arr).tolist())
+                ends.extend((shift_s + e_arr).tolist())
 
     def prune(self, now_s: float, keys: Sequence[Hashable] | None = None, min_kept: int = 0) -> None:
         """Forget intervals that ended before ``now_s`` (no later request can be ready before now), on ``keys``
@@ -160,9 +163,9 @@ class LinkCalendar:
         the fast path goes once all of it has ended."""
         for key in (list(self._ends.keys() | self._blocks.keys()) if keys is None else keys):
             blocks = self._blocks.get(key)
-            if blocks and blocks[0][2] < now_s:
+            if blocks and blocks[0][3] < now_s:
                 k = 1
-                while k < len(blocks) and blocks[k][2] < now_s:
+                while k < len(blocks) and blocks[k][3] < now_s:
                     k += 1
                 del blocks[:k]
                 if key in self._ends:  # the lists end before the first block did
@@ -216,7 +219,7 @@ class LinkCalendar:
         for key in keys:
             blocks = self._blocks.get(key)
             if blocks:
-                if blocks[-1][2] > t_s:
+                if blocks[-1][3] > t_s:
                     return False
                 continue
             ends = self._ends.get(key)
@@ -224,11 +227,14 @@ class LinkCalendar:
                 return False
         return True
 
-    def extend(self, key: Hashable, starts: np.ndarray, ends: np.ndarray) -> None:
-        """Add sorted, disjoint, non-empty intervals known to start after every interval of ``key`` (the
-        uncontended fast path), as one block."""
+    def extend(self, key: Hashable, starts: np.ndarray, ends: np.ndarray, shift_s: float = 0.0,
+               last_end_s: float | None = None) -> None:
+        """Add the intervals ``[shift_s + starts[i], shift_s + ends[i])`` (sorted, disjoint, known to start after
+        every interval of ``key``: the uncontended fast path) as one block; ``last_end_s`` is the last of them
+        when the caller knows it."""
         if len(starts):
-            self._blocks.setdefault(key, []).append((starts, ends, float(ends[-1])))
+            last = float(shift_s + ends[-1]) if last_end_s is None else last_end_s
+            self._blocks.setdefault(key, []).append((starts, ends, shift_s, last))
 
 
 class Migration(NamedTuple):
@@ -248,42 +254,63 @@ def chunk_sizes(layer_bytes: float, chunk_bytes: float, multi_stage: bool) -> li
 
 
 def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: Sequence[float], *,
-            chunk_bytes: float = DEFAULT_CHUNK_BYTES, host_free_s: float = 0.0,
-            force_calendar: bool = False) -> Migration:
-    """Send ``kv_bytes``, an equal share per layer; layer i's share is ready at ``layer_ready_s[i]`` (its layer of
-    the prefill done, quantized). On a multi-stage path each share goes as chunks of at most ``chunk_bytes``
-    (the staging buffer) that cross the stages store-and-forward; stages the host starts wait for
-    ``host_free_s`` (a serving process whose one thread issues the prefill and drives the staging). Returns when
-    the last chunk has crossed the last stage.
+            chunk_bytes: float = DEFAULT_CHUNK_BYTES, host_free_s: float = 0.0, start_s: float = 0.0,
+            memo_key: object | None = None, force_calendar: bool = False) -> Migration:
+    """Send ``kv_bytes``, an equal share per layer; layer i's share is ready at ``start_s + layer_ready_s[i]``
+    (its layer of the prefill done, quantized). On a multi-stage path each share goes as chunks of at most
+    ``chunk_bytes`` (the staging buffer) that cross the stages store-and-forward; stages the host starts wait for
+    ``start_s + host_free_s`` (a serving process whose one thread issues the prefill and drives the staging).
+    Returns when the last chunk has crossed the last stage.
 
     When none of the path's links is booked beyond the first ready time, the chunks go FIFO without searching
-    the calendars (for one migration alone, first fit and FIFO coincide); ``force_calendar`` always searches."""
+    the calendars (for one migration alone, first fit and FIFO coincide), and that schedule is the same for every
+    migration of these offsets up to its start time: it is worked out relative to ``start_s`` (once per
+    ``memo_key``, an object that stands for these offsets, e.g. the prefill plan that produced them) and shifted.
+    ``force_calendar`` always searches."""
+    n_layers = len(layer_ready_s)
     if not path.stages:
-        return Migration(layer_ready_s[-1] if layer_ready_s else 0.0, 0.0, 0.0)
+        return Migration(start_s + layer_ready_s[-1] if n_layers else start_s, 0.0, 0.0)
     stages = path.stages
-    host = path.host_started or (False,) * len(stages)
-    plan = chunk_plan(path, kv_bytes, len(layer_ready_s), chunk_bytes)
-    durations = plan.dur_s
-    done = 0.0
-    if not force_calendar and calendar.is_free_after(plan.keys, layer_ready_s[0]):
-        starts, ends, counts, done = _fifo_chunks(np.asarray(layer_ready_s, dtype=np.float64), float(host_free_s),
-                                                  plan.dur_array, plan.host, plan.has_empty)
-        for h, st in enumerate(stages):
-            k = counts[h]
-            s_h, e_h = starts[h, :k], ends[h, :k]
+    plan = chunk_plan(path, kv_bytes, n_layers, chunk_bytes)
+    if not force_calendar and calendar.is_free_after(plan.keys, start_s + layer_ready_s[0]):
+        fifo = plan.fifo.get(id(memo_key)) if memo_key is not None else None
+        if fifo is None:
+            fifo = _fifo_schedule(plan, layer_ready_s, host_free_s, memo_key)
+            if memo_key is not None:
+                plan.fifo[id(memo_key)] = fifo
+        blocks, done = fifo[1], fifo[2]
+        for st, (rel_s, rel_e, rel_last) in zip(stages, blocks):
             for key in st.keys:
-                calendar.extend(key, s_h, e_h)
-    else:
-        for ready in (layer_ready_s.tolist() if isinstance(layer_ready_s, np.ndarray) else layer_ready_s):
-            for j in range(len(durations[0])):
-                t = ready
-                for h, st in enumerate(stages):
-                    if host[h] and t < host_free_s:
-                        t = host_free_s
-                    t = calendar.book(st.keys, t, durations[h][j]) + durations[h][j]
-                if t > done:
-                    done = t
+                calendar.extend(key, rel_s, rel_e, start_s, start_s + rel_last)
+        return Migration(start_s + done, plan.link_busy_s, plan.dst_busy_s)
+    host = path.host_started or (False,) * len(stages)
+    durations = plan.dur_s
+    host_at = start_s + host_free_s
+    done = 0.0
+    for off in (layer_ready_s.tolist() if isinstance(layer_ready_s, np.ndarray) else layer_ready_s):
+        ready = start_s + off
+        for j in range(len(durations[0])):
+            t = ready
+            for h, st in enumerate(stages):
+                if host[h] and t < host_at:
+                    t = host_at
+                t = calendar.book(st.keys, t, durations[h][j]) + durations[h][j]
+            if t > done:
+                done = t
     return Migration(done, plan.link_busy_s, plan.dst_busy_s)
+
+
+def _fifo_schedule(plan: ChunkPlan, layer_ready_s: Sequence[float], host_free_s: float,
+                   memo_key: object) -> tuple[object, list[tuple[np.ndarray, np.ndarray, float]], float]:
+    """The FIFO chunk schedule on idle links, relative to the prefill's start: per stage its busy intervals and
+    their last end; the last arrival. (``memo_key`` is kept with it, so the id it is filed under stays taken.)"""
+    starts, ends, counts, done = _fifo_chunks(np.asarray(layer_ready_s, dtype=np.float64), float(host_free_s),
+                                              plan.dur_array, plan.host, plan.has_empty)
+    blocks = []
+    for h in range(len(counts)):
+        k = int(counts[h])
+        blocks.append((starts[h, :k].copy(), ends[h, :k].copy(), float(ends[h, k - 1]) if k else -math.inf))
+    return memo_key, blocks, float(done)
 
 
 @numba.njit(cache=True)
