@@ -706,7 +706,7 @@ def _run_to_end(env: simpy.Environment) -> None:
         callbacks, event.callbacks = event.callbacks, None
         for callback in callbacks:
             callback(event)
-        if not event._ok and not hasattr(event, "_defused"):
+        if not event._ok and not getattr(event, "_defused", False):  # simpy sets the attribute to defuse
             exc = type(event._value)(*event._value.args)
             exc.__cause__ = event._value
             raise exc
