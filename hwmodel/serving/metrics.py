@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -101,17 +102,17 @@ class Metrics:
 def request_arrays(result: SimResult) -> dict[str, np.ndarray]:
     """Per-request columns (arrival, prompt, output, milestones, devices, path) as numpy arrays."""
     rs = result.requests
-    cols: dict[str, Any] = {
-        "id": [r.id for r in rs], "arrival_s": [r.arrival_s for r in rs], "prompt_tokens": [r.prompt_tokens for r in rs],
-        "output_tokens": [r.output_tokens for r in rs], "prefill_device": [r.prefill_dev for r in rs],
-        "decode_device": [r.decode_dev for r in rs], "path": [r.path_kind for r in rs],
-        "t_prefill_start_s": [r.t_prefill_start for r in rs], "t_prefill_end_s": [r.t_prefill_end for r in rs],
-        "t_first_token_s": [r.t_first_token for r in rs], "t_kv_ready_s": [r.t_kv_ready for r in rs],
-        "t_decode_start_s": [r.t_decode_start for r in rs], "t_finish_s": [r.t_finish for r in rs],
-        "decode_steps_prefill_pool": [r.steps_prefill_pool for r in rs], "decode_steps_decode_pool": [r.steps_decode_pool for r in rs],
-        "kv_bytes_moved": [r.kv_bytes_moved for r in rs],
-    }
-    return {k: np.asarray(v) for k, v in cols.items()}
+    n = len(rs)
+    fields = {"id": ("id", np.int64), "arrival_s": ("arrival_s", float), "prompt_tokens": ("prompt_tokens", np.int64),
+              "output_tokens": ("output_tokens", np.int64), "prefill_device": ("prefill_dev", np.int64),
+              "decode_device": ("decode_dev", np.int64), "path": ("path_kind", None),
+              "t_prefill_start_s": ("t_prefill_start", float), "t_prefill_end_s": ("t_prefill_end", float),
+              "t_first_token_s": ("t_first_token", float), "t_kv_ready_s": ("t_kv_ready", float),
+              "t_decode_start_s": ("t_decode_start", float), "t_finish_s": ("t_finish", float),
+              "decode_steps_prefill_pool": ("steps_prefill_pool", np.int64),
+              "decode_steps_decode_pool": ("steps_decode_pool", np.int64), "kv_bytes_moved": ("kv_bytes_moved", np.int64)}
+    return {k: np.asarray(list(map(attrgetter(a), rs))) if dt is None else np.fromiter(map(attrgetter(a), rs), dt, n)
+            for k, (a, dt) in fields.items()}
 
 
 def compute_metrics(result: SimResult) -> Metrics:
