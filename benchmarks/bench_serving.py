@@ -110,7 +110,8 @@ def scale(nodes: int, sizes: list[int]) -> None:
     import subprocess
 
     print(f"{nodes} nodes x (A100 + 7 x U280), 1536/512 tokens, Poisson 0.6 req/s per node")
-    print(f"{'requests':>10s} {'total s':>8s} {'sim s':>7s} {'setup s':>8s} {'us/request':>11s} {'peak MB':>8s}")
+    print(f"{'requests':>10s} {'total s':>8s} {'sim s':>7s} {'setup s':>8s} {'us/request':>11s} {'sim us/req':>11s}"
+          f" {'peak MB':>8s}")
     rows = []
     for n in [10] + sizes:  # the first warms the disk cache of engine tables
         out = subprocess.run([sys.executable, __file__, "--scale-one", str(n), "--scale-nodes", str(nodes)],
@@ -121,12 +122,14 @@ def scale(nodes: int, sizes: list[int]) -> None:
         rows.append(r)
         h = r["host_s"]
         print(f"{n:10d} {h['total']:8.1f} {h['simulate']:7.1f} {h['setup']:8.1f} {r['host_us_per_request']:11.1f} "
-              f"{r['peak_rss_bytes'] / 1e6:8.0f}", flush=True)
-    big = rows[-1]
+              f"{h['simulate'] / n * 1e6:11.1f} {r['peak_rss_bytes'] / 1e6:8.0f}", flush=True)
+    big, small = rows[-1], rows[0]
+    sim_us = [r["host_s"]["simulate"] / r["requests"] * 1e6 for r in (small, big)]
     print(f"largest run: {big['requests']:,} requests on {big['devices']} devices in {big['host_s']['total']:.1f} s "
           f"(bar 60 s), peak {big['peak_rss_bytes'] / 2**30:.2f} GiB (bar 4 GB); host time per request "
-          f"{rows[0]['host_us_per_request']:.0f} -> {big['host_us_per_request']:.0f} us from {rows[0]['requests']:,} "
-          f"to {big['requests']:,}")
+          f"{small['host_us_per_request']:.0f} -> {big['host_us_per_request']:.0f} us from {small['requests']:,} "
+          f"to {big['requests']:,} (simulation alone {sim_us[0]:.0f} -> {sim_us[1]:.0f} us: "
+          f"{sim_us[1] / sim_us[0]:.2f}x; the rest at small sizes is start-up paid once)")
 
 
 if __name__ == "__main__":

@@ -114,3 +114,6 @@ def test_reproduce_glitches_quick(tmp_path: Path, fake_engines: None) -> None:
     assert {"gpu+7xu280-streaming", "gpu+7xv80", "8xv80"} <= {r["config"] for r in data["decoders"]["rows"]}
     assert data["scale"]["devices"] == 24 and data["scale"]["metrics"]["requests"] == 300
     assert "## Scale run" in summary and "grid mean" in summary
+    # host measurements stay out of the files that must be byte-identical from run to run
+    assert "host_s" not in data["scale"] and "Host time" not in summary and "Host time" in r.output
+    assert json.loads((out / "run.json").read_text())["scale_run"]["host_s"]["total"] > 0

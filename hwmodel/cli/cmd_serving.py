@@ -275,9 +275,9 @@ def _prefetch_note(head: dict) -> str:
 @click.option("--quick", is_flag=True, help="Fewer requests and load points (a smoke run).")
 @click.option("--mix-requests", type=click.IntRange(min=10), default=200, show_default=True,
               help="Requests per point of the workload-mix grid and of the decoder comparison.")
-@click.option("--scale-nodes", type=click.IntRange(min=1), default=4, show_default=True,
+@click.option("--scale-nodes", type=click.IntRange(min=1), default=64, show_default=True,
               help="Nodes (A100 + 7 x U280 each) of the scale run.")
-@click.option("--scale-requests", type=click.IntRange(min=10), default=5000, show_default=True,
+@click.option("--scale-requests", type=click.IntRange(min=10), default=100_000, show_default=True,
               help="Requests of the scale run (the 64-node, 1,000,000-request run is benchmarks/bench_serving.py).")
 @click.pass_context
 def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: int, quick: bool, mix_requests: int,
@@ -333,8 +333,9 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
         bar.update(task, advance=1)
     result = {"published": PUBLISHED, "config": cfg, "headline": heads, "beyond": beyond, "gpu_batch": batches,
               "load": load, "schedulers": scheds, "mix": mix_sum, "mix_points": mix_res, "decoders": dec_sum,
-              "scale": sc}
-    write_json(out_dir / "glitches.json", result)
+              "scale": scale.model_figures(sc)}
+    write_json(out_dir / "glitches.json", result)  # byte-identical from run to run; host figures: run.json
+    write_json(out_dir / "run.json", {"scale_run": scale.host_figures(sc)})
     (out_dir / "summary.md").write_text(glitches_markdown(result))
     plot_load(load, out_dir / "throughput_vs_load.png", "LLaMA2-7B, 1536/512 tokens, FCFS, Poisson arrivals")
     perfetto_trace(hybrid_run, out_dir / "hybrid_trace.json")
@@ -371,8 +372,8 @@ def reproduce_glitches(ctx: click.Context, gpus: tuple[str, ...], n_requests: in
     con.print(Markdown(mix_markdown(dec_sum, "Decoder styles and boards", ["gpu+7xfpga", "gpu+7xfpga/k4",
                                                                            "gpu+7xu280-streaming", "gpu+7xv80",
                                                                            "8xv80"])))
-    con.print(Markdown(scale_markdown(sc)))
-    click.echo(f"wrote {out_dir / 'glitches.json'}, {out_dir / 'summary.md'}, {out_dir / 'throughput_vs_load.png'}, "
+    con.print(Markdown(scale_markdown(sc, scale.host_figures(sc))))
+    click.echo(f"wrote {out_dir / 'glitches.json'}, {out_dir / 'summary.md'}, {out_dir / 'run.json'}, {out_dir / 'throughput_vs_load.png'}, "
                f"{out_dir / 'mix_heatmap.png'}, {out_dir / 'hybrid_trace.json'}")
 
 

@@ -273,12 +273,17 @@ def mix_markdown(summary: dict[str, Any], title: str = "Workload mix: throughput
     return "\n".join(out)
 
 
-def scale_markdown(res: dict[str, Any]) -> str:
+def scale_markdown(res: dict[str, Any], host: dict[str, Any] | None = None) -> str:
+    """The scale run's simulated results; with ``host`` (:func:`hwmodel.serving.scale.host_figures`), also what
+    it cost on this machine (kept out of the files that must be byte-identical from run to run)."""
     p, m = res["point"], res["metrics"]
-    h = res["host_s"]
-    return (f"## Scale run\n\n{p['nodes']} nodes x ({p['node_cluster']}), {res['devices']} devices, "
+    text = (f"## Scale run\n\n{p['nodes']} nodes x ({p['node_cluster']}), {res['devices']} devices, "
             f"{p['requests']:,} requests ({p['prompt']} / {p['output']}, Poisson {p['rate_per_node_per_s']:g}/s per "
-            f"node): {m.throughput_tok_per_s:,.0f} tok/s simulated; host time {h['total']:.1f} s "
-            f"(simulation {h['simulate']:.1f} s, set-up {h['setup']:.1f} s), "
-            f"{res['host_s_per_request'] * 1e6:.0f} us per request, peak memory {res['peak_rss_bytes'] / 2**30:.2f} "
-            "GiB.\n")
+            f"node): {m.throughput_tok_per_s:,.0f} tok/s simulated, TTFT p50 {m.ttft_s.p50 * 1e3:,.0f} ms, "
+            f"{m.kv_migrations.get('network-host-staged', 0):,} KV caches sent across nodes.")
+    if host is None:
+        return text + " (What the run cost this machine: run.json.)\n"
+    h = host["host_s"]
+    return (text + f" Host time {h['total']:.1f} s (simulation {h['simulate']:.1f} s, set-up {h['setup']:.1f} s), "
+            f"{host['host_s_per_request'] * 1e6:.0f} us per request, peak memory "
+            f"{host['peak_rss_bytes'] / 2**30:.2f} GiB.\n")

@@ -68,3 +68,16 @@ def run_scale(point: dict[str, Any], factory: DeviceFactory | None = None,
                        "total": t4 - t0},
             "host_s_per_request": (t4 - t0) / point["requests"],
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+HOST_KEYS = ("host_s", "host_s_per_request", "peak_rss_bytes")  # measurements of this machine, not model results
+
+
+def host_figures(res: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`run_scale` measured of the host (it differs from run to run)."""
+    return {k: res[k] for k in HOST_KEYS}
+
+
+def model_figures(res: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`run_scale` simulated (bit-identical from run to run)."""
+    return {k: v for k, v in res.items() if k not in HOST_KEYS}
