@@ -116,7 +116,7 @@ def scale(nodes: int, sizes: list[int]) -> None:
     rows = []
     for n in [10] + sizes:  # the first warms the disk cache of engine tables
         out = subprocess.run([sys.executable, __file__, "--scale-one", str(n), "--scale-nodes", str(nodes)],
-                             capture_output=True, text=True, check=True)
+                             stdout=subprocess.PIPE, text=True, check=True)  # its progress goes to stderr
         r = json.loads(out.stdout.strip().splitlines()[-1])
         if n == 10:
             continue
