@@ -56,6 +56,20 @@ def test_step_table_does_not_depend_on_request_order() -> None:
     assert a.calls == b.calls
 
 
+@settings(max_examples=60)
+@given(mode=st.sampled_from(["exact", "steps", "grid"]), ctx0=st.integers(0, 3000), n=st.integers(1, 600),
+       others=st.lists(st.integers(0, 4000), max_size=5))
+def test_sums_do_not_depend_on_what_else_the_table_holds(mode: str, ctx0: int, n: int, others: list[int]) -> None:
+    """A run on a warm disk cache (a table that already holds other contexts) reads bit-identical step sums."""
+    f = lambda c: 0.02 + 1e-6 * (c // 32) + 1e-9 * ((c * 7919) % 13)  # noqa: E731
+    fresh, warm = DecodeTable(f, mode), DecodeTable(f, mode)
+    for c in others:
+        warm.step_s(c)
+    warm.restore(*warm.snapshot())
+    assert warm.steps_s(ctx0, n) == fresh.steps_s(ctx0, n)
+    assert (warm.cumulative_from(ctx0, n) == fresh.cumulative_from(ctx0, n)).all()
+
+
 def test_table_refuses_bad_engine_values() -> None:
     t = DecodeTable(lambda c: -1.0 if c == 5 else 0.01, "exact")
     with pytest.raises(HwmodelError, match="non-positive or non-finite time -1.0 at ctx 5"):

@@ -62,8 +62,7 @@ class DecodeTable:
         self.calls = 0
         self._val = np.zeros(0)
         self._have = np.zeros(0, dtype=bool)
-        self._cum = np.zeros(1)
-        self._steps_memo: dict[tuple[int, int], float] = {}
+        self._steps_memo: dict[tuple[int, int], float] = {}  # known values never change, so neither do these
 
     def _eval(self, ctx: int) -> float:
         if not self._have[ctx]:
@@ -125,8 +124,6 @@ class DecodeTable:
                     self._fill_steps(a, b)
                 elif b <= a:
                     self._eval(a)
-        self._cum = np.concatenate([[0.0], np.cumsum(np.where(self._have, self._val, 0.0))])
-        self._steps_memo.clear()
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
         """The known per-context values (for the disk cache)."""
@@ -136,7 +133,6 @@ class DecodeTable:
         """Values from an earlier :meth:`snapshot` of an engine with the same cache key."""
         self._val = np.asarray(val, dtype=float).copy()
         self._have = np.asarray(have, dtype=bool).copy()
-        self._cum = np.concatenate([[0.0], np.cumsum(np.where(self._have, self._val, 0.0))])
         self._steps_memo.clear()
 
     def step_s(self, ctx: int) -> float:
@@ -144,20 +140,22 @@ class DecodeTable:
         return float(self._val[ctx])
 
     def steps_s(self, ctx0: int, n: int) -> float:
-        """Time of ``n`` consecutive single-request decode steps from context ``ctx0`` (memoized until the table
-        grows)."""
+        """Time of ``n`` consecutive single-request decode steps from context ``ctx0``: the steps' times summed in
+        order, so the result depends on those steps alone, not on which other contexts the table (or its disk
+        cache) already holds (memoized)."""
         if n <= 0:
             return 0.0
         v = self._steps_memo.get((ctx0, n))
         if v is None:
             self._ensure(ctx0, ctx0 + n)
-            v = self._steps_memo[(ctx0, n)] = float(self._cum[ctx0 + n] - self._cum[ctx0])
+            v = self._steps_memo[(ctx0, n)] = float(np.cumsum(self._val[ctx0:ctx0 + n])[-1])
         return v
 
     def cumulative_from(self, ctx0: int, n: int) -> np.ndarray:
-        """End times of steps 1..n (relative to the start of step 1) from context ``ctx0``."""
+        """End times of steps 1..n (relative to the start of step 1) from context ``ctx0`` (summed in order, as
+        :meth:`steps_s`)."""
         self._ensure(ctx0, ctx0 + n)
-        return self._cum[ctx0 + 1: ctx0 + n + 1] - self._cum[ctx0]
+        return np.cumsum(self._val[ctx0:ctx0 + n])
 
 
 @dataclasses.dataclass(frozen=True)
