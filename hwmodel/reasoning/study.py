@@ -29,7 +29,7 @@ from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summa
 from hwmodel.reasoning.policies import policy as get_policy
 from hwmodel.reasoning.runner import run_trace
 from hwmodel.reasoning.system import MissingDeviceModelError, build_platform, load_system
-from hwmodel.report.tables import write_csv
+from hwmodel.report.tables import csv_lines, write_csv_text
 from hwmodel.studies.runner import run_points
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, GENERATOR_VERSION, generate_pair
@@ -140,7 +140,7 @@ def run_unit(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None) -> 
 def unit_point(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The study runner's point function: one unit's per-problem rows (JSON-serializable)."""
     unit = Unit(spec["dataset"], spec["config"], spec["policy"], spec.get("draft"))
-    return [dataclasses.asdict(r) for r in run_unit(unit, spec["seed"], spec["limit"])]
+    return [r.as_dict() for r in run_unit(unit, spec["seed"], spec["limit"])]
 
 
 def fingerprint(seed: int, limit: int | None, configs: Sequence[str]) -> str:
@@ -165,6 +165,8 @@ class StudyResult:
     jobs: int
     resumed_units: int
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # policy -> why it could not run
+    #: each unit's rows as CSV text (no header), in unit order: problems.csv is their concatenation
+    unit_csv: list[str] = dataclasses.field(default_factory=list, compare=False, repr=False)
 
 
 def available_policies(configs: Sequence[str], policies: Sequence[str],
@@ -218,10 +220,14 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
                      fingerprint=fp, workers=max(1, jobs), scheduler=scheduler, chunk_size=1, start_method="fork",
                      fresh=not resume, on_result=done)
     rows_by_unit = {u: [ProblemMetrics(**d) for d in run.results[u.name]] for u in units}
+    bodies = []
     for u in units:
-        write_csv(_unit_csv(out_dir, u), (r.as_row() for r in rows_by_unit[u]), CSV_FIELDS)
+        body = csv_lines(r.csv_values() for r in rows_by_unit[u])  # formatted once: problems.csv reuses it
+        write_csv_text(_unit_csv(out_dir, u), CSV_FIELDS, [body])
+        bodies.append(body)
     rows = [r for u in units for r in rows_by_unit[u]]
-    return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, run.workers, run.resumed, skipped)
+    return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, run.workers, run.resumed, skipped,
+                       unit_csv=bodies)
 
 
 # ------------------------------------------------------------------------------------------------ derived results
