@@ -25,12 +25,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hwmodel.reasoning import warmup
+from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summarize_all
 from hwmodel.reasoning.policies import policy as get_policy
 from hwmodel.reasoning.runner import run_trace
 from hwmodel.reasoning.system import MissingDeviceModelError, build_platform, load_system
 from hwmodel.report.tables import csv_lines, write_csv_text
-from hwmodel.studies.runner import run_points
+from hwmodel.studies.runner import journal_results, run_points
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, GENERATOR_VERSION, generate_pair
 from hwmodel.workload.trace import Replay, Trace, replay_of
@@ -143,6 +145,27 @@ def unit_point(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [r.as_dict() for r in run_unit(unit, spec["seed"], spec["limit"])]
 
 
+def warm_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | None = None
+                 ) -> list[tuple[TimedEngine, int]]:
+    """(timed engine, bound of the contexts its replays reach) of every role of every unit's platform."""
+    bounds: dict[tuple[str, str, bool], int] = {}
+    out = []
+    for u in units:
+        pf = build_platform(u.config, u.policy, draft=u.draft)
+        only_bt = (u.policy in WITH_BACKTRACKING_ONLY or u.draft is not None or base_config(u.config) != u.config)
+        b = 0
+        for trace, replays in zip(study_traces(u.dataset, u.config, seed, limit),
+                                  study_replays(u.dataset, u.config, seed, limit)):
+            if only_bt and not trace.header.backtracking:
+                continue
+            key = (u.dataset, base_config(u.config), trace.header.backtracking)
+            if key not in bounds:
+                bounds[key] = warmup.context_bound(trace.problems, replays)
+            b = max(b, bounds[key])
+        out += [(pf.draft, b), (pf.prm, b), (pf.target, b)]
+    return out
+
+
 def fingerprint(seed: int, limit: int | None, configs: Sequence[str]) -> str:
     """Identifies the inputs of a study run: units journaled under another fingerprint are recomputed."""
     h = hashlib.sha256()
@@ -199,15 +222,23 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
               policies: Sequence[str] = STUDY_POLICIES, placements: Sequence[tuple[str, str]] = DRAFT_PLACEMENTS,
               seed: int = DEFAULT_SEED, limit: int | None = None, jobs: int = 2, resume: bool = False,
               scheduler: str | None = None,
-              on_unit_done: Callable[[Unit, int], None] | None = None) -> StudyResult:
+              on_unit_done: Callable[[Unit, int], None] | None = None,
+              warm_also: Sequence[tuple[TimedEngine, int]] = ()) -> StudyResult:
     """Run every unit on the study runner (``jobs`` local processes, or Dask at ``scheduler``), journal each unit
-    as it finishes, write each unit's rows, return all rows (in unit order, however the units were run)."""
+    as it finishes, write each unit's rows, return all rows (in unit order, however the units were run).
+
+    Before the units run, the cycle-level drafts' samples that the units to run will read -- and those of
+    ``warm_also`` ((timed engine, context bound) pairs the caller replays on afterwards, in this process) -- are
+    simulated once over ``jobs`` processes (:mod:`hwmodel.reasoning.warmup`); results are unchanged."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     (out_dir / "units").mkdir(parents=True, exist_ok=True)
     fp = fingerprint(seed, limit, configs)
     policies, placements, skipped = available_policies(configs, policies, placements)
     units = study_units(datasets, configs, policies, placements)
+    done = set(journal_results(out_dir / "journal.jsonl", fp)) if resume else set()
+    todo = [] if scheduler is not None else [u for u in units if u.name not in done]  # Dask workers fork nothing
+    warmup.warm(warm_targets(todo, seed, limit) + list(warm_also), jobs)
     # biggest first for load balance (problems x relative cost of the policy)
     units.sort(key=lambda u: -len(study_traces(u.dataset, u.config, seed, limit)[0].problems))
     by_name = {u.name: u for u in units}
