@@ -243,22 +243,24 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
     units.sort(key=lambda u: -len(study_traces(u.dataset, u.config, seed, limit)[0].problems))
     by_name = {u.name: u for u in units}
 
+    rows_by_unit: dict[str, list[ProblemMetrics]] = {}
+    bodies: dict[str, str] = {}
+
     def done(key: str, rows: list[dict[str, Any]]) -> None:
+        # each unit's rows and CSV as it finishes, while the workers run the others (formatted once: problems.csv
+        # reuses the text)
+        metrics = rows_by_unit[key] = [ProblemMetrics(**d) for d in rows]
+        bodies[key] = csv_lines(r.csv_values() for r in metrics)
+        write_csv_text(_unit_csv(out_dir, by_name[key]), CSV_FIELDS, [bodies[key]])
         if on_unit_done:
             on_unit_done(by_name[key], len(rows))
 
     run = run_points(POINT_FN, [(u.name, u.spec(seed, limit)) for u in units], journal=out_dir / "journal.jsonl",
                      fingerprint=fp, workers=max(1, jobs), scheduler=scheduler, chunk_size=1, start_method="fork",
                      fresh=not resume, on_result=done)
-    rows_by_unit = {u: [ProblemMetrics(**d) for d in run.results[u.name]] for u in units}
-    bodies = []
-    for u in units:
-        body = csv_lines(r.csv_values() for r in rows_by_unit[u])  # formatted once: problems.csv reuses it
-        write_csv_text(_unit_csv(out_dir, u), CSV_FIELDS, [body])
-        bodies.append(body)
-    rows = [r for u in units for r in rows_by_unit[u]]
+    rows = [r for u in units for r in rows_by_unit[u.name]]
     return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, run.workers, run.resumed, skipped,
-                       unit_csv=bodies)
+                       unit_csv=[bodies[u.name] for u in units])
 
 
 # ------------------------------------------------------------------------------------------------ derived results

@@ -83,14 +83,20 @@ def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int) -> int:
     work = plan(targets)
     if not work:
         return 0
-    engines: list[ContextSampledEngine] = []
-    index: dict[int, int] = {}
-    items: list[tuple[int, bool, int]] = []
+    # engines that simulate the same tokens (e.g. one design sampled on two grids) share their samples
+    groups: list[list[ContextSampledEngine]] = []
+    for eng, _head, _ctxs in work:
+        g = next((g for g in groups if _same_tokens(g[0], eng)), None)
+        if g is None:
+            groups.append([eng])
+        elif all(e is not eng for e in g):
+            g.append(eng)
+    group_of = {id(e): k for k, g in enumerate(groups) for e in g}
+    engines = [g[0] for g in groups]  # each group's samples are simulated by its first engine
+    wanted: dict[tuple[int, bool], set[int]] = {}
     for eng, head, ctxs in work:
-        k = index.setdefault(id(eng), len(engines))
-        if k == len(engines):
-            engines.append(eng)
-        items += [(k, head, c) for c in ctxs]
+        wanted.setdefault((group_of[id(eng)], head), set()).update(ctxs)
+    items = [(k, head, c) for (k, head), ctxs in sorted(wanted.items()) for c in sorted(ctxs)]
     n_chunks = max(1, min(len(items), CHUNKS_PER_WORKER * max(1, jobs)))
     chunks = [items[i::n_chunks] for i in range(n_chunks)]  # round-robin: each chunk gets every engine's samples
     results: dict[int, list[float]] = {}  # chunk number -> its samples (chunks finish in any order)
@@ -103,10 +109,24 @@ def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int) -> int:
         execute(_simulate_chunk, None, list(enumerate(chunks)), finished, workers=max(1, jobs), start_method="fork")
     finally:
         _ENGINES.clear()
+    values: dict[tuple[int, bool, int], float] = {}
     for i, ch in enumerate(chunks):
-        for (k, head, ctx), v in zip(ch, results[i]):
-            engines[k].add_samples(head, {ctx: v})
+        values.update(zip(ch, results[i]))
+    for eng, head, ctxs in work:
+        k = group_of[id(eng)]
+        eng.add_samples(head, {c: values[(k, head, c)] for c in ctxs})
     return len(items)
+
+
+def _same_tokens(a: ContextSampledEngine, b: ContextSampledEngine) -> bool:
+    """Whether two sampled engines simulate identical tokens: the same engine, or streaming engines of equal designs
+    (a design's token is a pure function of the design, its clock included, and the context)."""
+    from fpga.streaming import StreamingEngine
+
+    if a.engine is b.engine:
+        return True
+    return (isinstance(a.engine, StreamingEngine) and isinstance(b.engine, StreamingEngine)
+            and a.engine.design == b.engine.design)
 
 
 def _simulate_chunk(ref: None, numbered: tuple[int, Sequence[tuple[int, bool, int]]]) -> tuple[int, list[float]]:
