@@ -223,13 +223,17 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
               seed: int = DEFAULT_SEED, limit: int | None = None, jobs: int = 2, resume: bool = False,
               scheduler: str | None = None,
               on_unit_done: Callable[[Unit, int], None] | None = None,
-              warm_also: Sequence[tuple[TimedEngine, int]] = ()) -> StudyResult:
+              warm_also: Sequence[tuple[TimedEngine, int]] = (),
+              while_running: Callable[[Sequence[str]], None] | None = None) -> StudyResult:
     """Run every unit on the study runner (``jobs`` local processes, or Dask at ``scheduler``), journal each unit
     as it finishes, write each unit's rows, return all rows (in unit order, however the units were run).
 
     Before the units run, the cycle-level drafts' samples that the units to run will read -- and those of
     ``warm_also`` ((timed engine, context bound) pairs the caller replays on afterwards, in this process) -- are
-    simulated once over ``jobs`` processes (:mod:`hwmodel.reasoning.warmup`); results are unchanged."""
+    simulated once over ``jobs`` processes (:mod:`hwmodel.reasoning.warmup`); results are unchanged.
+
+    ``while_running(policies)``: the caller's work that needs no unit result (given the policies that run), done
+    in this process once, as soon as the first unit is back, while the workers run the others."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     (out_dir / "units").mkdir(parents=True, exist_ok=True)
@@ -245,6 +249,11 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
 
     rows_by_unit: dict[str, list[ProblemMetrics]] = {}
     bodies: dict[str, str] = {}
+    side = [while_running] if while_running is not None else []
+
+    def side_work() -> None:
+        if side:
+            side.pop()(policies)
 
     def done(key: str, rows: list[dict[str, Any]]) -> None:
         # each unit's rows and CSV as it finishes, while the workers run the others (formatted once: problems.csv
@@ -254,10 +263,12 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
         write_csv_text(_unit_csv(out_dir, by_name[key]), CSV_FIELDS, [bodies[key]])
         if on_unit_done:
             on_unit_done(by_name[key], len(rows))
+        side_work()
 
     run = run_points(POINT_FN, [(u.name, u.spec(seed, limit)) for u in units], journal=out_dir / "journal.jsonl",
                      fingerprint=fp, workers=max(1, jobs), scheduler=scheduler, chunk_size=1, start_method="fork",
                      fresh=not resume, on_result=done)
+    side_work()  # no unit ran (every policy skipped)
     rows = [r for u in units for r in rows_by_unit[u.name]]
     return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, run.workers, run.resumed, skipped,
                        unit_csv=[bodies[u.name] for u in units])
