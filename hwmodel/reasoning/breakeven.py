@@ -157,16 +157,21 @@ def _crossing(points: Sequence[BreakEvenPoint]) -> tuple[float, float]:
 def warm_targets(*, config: str = "config1", datasets: Sequence[str] = DATASETS, seed: int = DEFAULT_SEED,
                  limit: int | None = 25,
                  designs: Sequence[tuple[str, dict[str, dict[str, Any]], float, str]] = DESIGN_POINTS,
-                 build: Any = None) -> list[tuple[TimedEngine, int]]:
+                 build: Any = None, bound_limit: int | None | bool = False) -> list[tuple[TimedEngine, int]]:
     """(timed engine, context bound) of the cycle-level drafts :func:`run_breakeven` with the same arguments
-    replays on (:mod:`hwmodel.reasoning.warmup` simulates their samples ahead, over the study's workers)."""
+    replays on (:mod:`hwmodel.reasoning.warmup` simulates their samples ahead, over the study's workers).
+
+    ``bound_limit``: bound the contexts by the traces cut at this limit instead of ``limit`` (the reproduction
+    passes its study's, whose traces it has already generated and which hold at least the break-even's problems;
+    a sample the bound misses is simulated on demand)."""
     from hwmodel.reasoning.study import study_replays, study_traces
     from hwmodel.reasoning.warmup import context_bound
 
     if build is None:
         from hwmodel.reasoning.system import build_platform as build
-    bound = max([X_CTX] + [context_bound(study_traces(d, config, seed, limit)[1].problems,
-                                         study_replays(d, config, seed, limit)[1]) for d in datasets])
+    lim = limit if bound_limit is False else bound_limit
+    bound = max([X_CTX] + [context_bound(study_traces(d, config, seed, lim)[1].problems,
+                                         study_replays(d, config, seed, lim)[1]) for d in datasets])
     out = [(build(config, "heteroreason").draft, bound)]
     out += [(design_engine(changes, clock, board), bound) for _label, changes, clock, board in designs]
     return out

@@ -48,7 +48,8 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
     be_args = dict(config=configs[0], datasets=datasets, seed=seed, limit=be_limit, designs=BREAKEVEN_DESIGNS,
                    build=build_platform)
     try:  # the break-even study's cycle-level drafts: their samples are simulated with the study's (in parallel)
-        be_warm = breakeven_warm_targets(**be_args) if "heteroreason" in policies and "step-ahead" in policies else []
+        be_warm = (breakeven_warm_targets(**be_args, bound_limit=limit)
+                   if "heteroreason" in policies and "step-ahead" in policies else [])
     except MissingDeviceModelError:
         be_warm = []  # the study skips the policy and says why; the break-even study does not run
     side: dict[str, Any] = {}
