@@ -33,7 +33,7 @@ class ContextSampledEngine:
     """An engine whose per-token times are sampled every ``grid`` contexts (module docstring)."""
 
     CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.CONTEXT_BOUND})
+                              Capability.CONTEXT_BOUND, Capability.SAMPLED})
 
     def __init__(self, engine: Any, grid: int = 16, max_ctx: int | None = None, prefill: str = "tokenwise") -> None:
         if grid < 1:
@@ -101,6 +101,15 @@ class ContextSampledEngine:
     def simulate_sample(self, ctx: int, head: bool) -> float:
         """One sample, simulated (not stored): what the table would hold at ``ctx``."""
         return self._token_s(ctx, head)
+
+    def shares_samples_with(self, other: Any) -> bool:
+        """Whether ``other`` (a sampled engine) simulates the same tokens: the same wrapped engine, or engines of one
+        type whose ``token_identity()`` (what a token is a pure function of, with the context) are equal."""
+        a, b = self.engine, getattr(other, "engine", None)
+        if a is b:
+            return True
+        ident = getattr(type(a), "token_identity", None)
+        return type(a) is type(b) and ident is not None and a.token_identity() == b.token_identity()
 
     def add_samples(self, head: bool, samples: dict[int, float]) -> None:
         """Store samples simulated by :meth:`simulate_sample` of an identical engine (another process): the same

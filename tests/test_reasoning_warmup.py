@@ -88,3 +88,16 @@ def test_the_context_bound_covers_a_real_replay() -> None:
         assert (eng._decode_pts, eng._ingest_pts) == before
     finally:
         clear_engine_memo()
+
+
+def test_csv_text_is_byte_identical_to_write_csv(tmp_path) -> None:  # noqa: ANN001
+    """The rows' CSV is formatted once as text (problems.csv is the units' texts concatenated): the same bytes as
+    write_csv of the same rows as mappings, non-finite floats, quoting and booleans included."""
+    from hwmodel.report.tables import csv_lines, write_csv, write_csv_text
+
+    fields = ["a", "b", "c", "d", "e"]
+    rows = [[1.5, float("nan"), "x,y", True, 3], [float("inf"), -0.0, 'q"uote', False, -7],
+            [1e-300, -float("inf"), "", None, 2**70], [0.1 + 0.2, 5e-324, "line\nbreak", 1, 0.0]]
+    write_csv(tmp_path / "a.csv", (dict(zip(fields, r)) for r in rows), fields)
+    write_csv_text(tmp_path / "b.csv", fields, [csv_lines(rows[:2]), csv_lines(rows[2:])])
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()

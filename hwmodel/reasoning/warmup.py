@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from hwmodel.engine import Capability, has
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.sampled import ContextSampledEngine
 from hwmodel.studies.runner import execute
@@ -43,10 +44,10 @@ def context_bound(problems: Iterable[Problem], replays: Iterable[Replay]) -> int
     return bound
 
 
-def sampled(engine: object) -> ContextSampledEngine | None:
-    """The sampled cycle-level engine inside a timed engine, if it is one."""
-    inner = getattr(engine, "engine", None) if isinstance(engine, TimedEngine) else None
-    return inner if isinstance(inner, ContextSampledEngine) else None
+def sampled(engine: TimedEngine) -> ContextSampledEngine | None:
+    """The engine with sampled per-token times (the ``sampled`` capability) a timed engine wraps, if any."""
+    inner = engine.engine
+    return inner if has(inner, Capability.SAMPLED) else None
 
 
 def plan(targets: Iterable[tuple[TimedEngine, int]]) -> list[tuple[ContextSampledEngine, bool, list[int]]]:
@@ -83,10 +84,10 @@ def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int) -> int:
     work = plan(targets)
     if not work:
         return 0
-    # engines that simulate the same tokens (e.g. one design sampled on two grids) share their samples
+    # engines that simulate the same tokens (e.g. one streaming design sampled on two grids) share their samples
     groups: list[list[ContextSampledEngine]] = []
     for eng, _head, _ctxs in work:
-        g = next((g for g in groups if _same_tokens(g[0], eng)), None)
+        g = next((g for g in groups if g[0].shares_samples_with(eng)), None)
         if g is None:
             groups.append([eng])
         elif all(e is not eng for e in g):
@@ -116,17 +117,6 @@ def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int) -> int:
         k = group_of[id(eng)]
         eng.add_samples(head, {c: values[(k, head, c)] for c in ctxs})
     return len(items)
-
-
-def _same_tokens(a: ContextSampledEngine, b: ContextSampledEngine) -> bool:
-    """Whether two sampled engines simulate identical tokens: the same engine, or streaming engines of equal designs
-    (a design's token is a pure function of the design, its clock included, and the context)."""
-    from fpga.streaming import StreamingEngine
-
-    if a.engine is b.engine:
-        return True
-    return (isinstance(a.engine, StreamingEngine) and isinstance(b.engine, StreamingEngine)
-            and a.engine.design == b.engine.design)
 
 
 def _simulate_chunk(ref: None, numbered: tuple[int, Sequence[tuple[int, bool, int]]]) -> tuple[int, list[float]]:

@@ -27,7 +27,8 @@ def csv_lines(rows: Iterable[Sequence[Any]]) -> str:
     mappings. Lets a caller format rows once and write them into several files."""
     buf = io.StringIO(newline="")
     w = csv.writer(buf, lineterminator="\n")
-    w.writerows([_cell(v) for v in row] for row in rows)
+    # _cell inlined (a full system-A reproduction formats ~3.3 million cells): ``v - v == 0`` is math.isfinite(v)
+    w.writerows([(repr(v) if v - v == 0 else "") if isinstance(v, float) else v for v in row] for row in rows)
     return buf.getvalue()
 
 
