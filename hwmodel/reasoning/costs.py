@@ -180,8 +180,7 @@ class TimedEngine:
             k = ctx - c0
         times, power = eng.prefill_many(ns, cs)
         self._blocks += 1
-        for nn, c, t, p in zip(ns.tolist(), cs.tolist(), times.tolist(), power.tolist()):
-            self._prefill[(nn, c)] = (t, p)
+        self._prefill.update(zip(zip(ns.tolist(), cs.tolist()), zip(times.tolist(), power.tolist())))
         return self._prefill[(n, ctx)]
 
     def prefill(self, n_tokens: int, ctx: int = 0) -> tuple[float, float]:

@@ -22,7 +22,7 @@ from hwmodel.studies.runner import execute
 from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
 from hwmodel.workload.trace import Problem, Replay
 
-CHUNKS_PER_WORKER = 8  # samples are dealt round-robin into this many chunks per worker (balance)
+CHUNKS_PER_WORKER = 32  # samples are dealt round-robin into this many chunks per worker (a short tail)
 
 _ENGINES: list[ContextSampledEngine] = []  # the engines of the warm-up in progress (workers inherit it by fork)
 
