@@ -486,6 +486,11 @@ class StreamingEngine:
     def clock_hz(self) -> float:
         return self.design.clock_hz
 
+    def token_identity(self) -> StreamingDesign:
+        """What a token's result is a pure function of, with its context: the design (its clock included; the board
+        and LLM specs are looked up by the names it holds). Engines of equal designs simulate identical tokens."""
+        return self.design
+
     def token(self, ctx: int, with_lm_head: bool = True) -> TokenResult:
         key = (int(ctx), with_lm_head)
         res = self._memo.get(key)

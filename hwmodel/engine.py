@@ -49,6 +49,10 @@ class Capability(str, enum.Enum):
     MEMORY_FACTS = "memory-facts"  # memory_capacity_bytes, resident_bytes, kv_bytes(ctx), max_ctx
     CONTEXT_BOUND = "context-bound"  # max_ctx: the engine holds at most this many tokens (a KV reservation)
     OPERATOR_TIMES = "operator-times"  # operator_times_s(n, ctx): seconds per layer of each canonical operator
+    # samples_needed(ctx_hi, head), simulate_sample(ctx, head), add_samples(head, samples), shares_samples_with(e):
+    # per-token times sampled on a grid of contexts, each a pure function of the engine and the context, so they can
+    # be simulated in another process (hwmodel/sampled.py; the system-A warm-up)
+    SAMPLED = "sampled"
 
 
 @runtime_checkable
@@ -163,13 +167,32 @@ class OperatorTimed(Protocol):
         ...
 
 
+@runtime_checkable
+class Sampled(Protocol):
+    def samples_needed(self, ctx_hi: int, head: bool) -> list[int]:
+        """The sampled contexts not simulated yet that the per-token times at contexts ``0 .. ctx_hi - 1`` read."""
+        ...
+
+    def simulate_sample(self, ctx: int, head: bool) -> float:
+        """One sample, simulated (not stored)."""
+        ...
+
+    def add_samples(self, head: bool, samples: dict[int, float]) -> None:
+        """Store samples simulated by an engine that shares them (:meth:`shares_samples_with`)."""
+        ...
+
+    def shares_samples_with(self, other: object) -> bool:
+        """Whether ``other`` simulates the same samples."""
+        ...
+
+
 PROTOCOLS: dict[Capability, type] = {
     Capability.DECODER: Decoder, Capability.PREFILLER: Prefiller, Capability.VECTOR_PREFILLER: VectorPrefiller,
     Capability.INGESTER: Ingester, Capability.SCORER: Scorer, Capability.PREFILL_SCORER: PrefillScorer,
     Capability.BATCH_DECODER: BatchDecoder,
     Capability.PREFILL_TIMELINE: PrefillTimelined, Capability.OP_COSTED: OpCosted, Capability.POWERED: Powered,
     Capability.MEMORY_FACTS: MemoryFacts, Capability.CONTEXT_BOUND: ContextBound,
-    Capability.OPERATOR_TIMES: OperatorTimed,
+    Capability.OPERATOR_TIMES: OperatorTimed, Capability.SAMPLED: Sampled,
 }
 
 

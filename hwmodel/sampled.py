@@ -33,7 +33,7 @@ class ContextSampledEngine:
     """An engine whose per-token times are sampled every ``grid`` contexts (module docstring)."""
 
     CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.CONTEXT_BOUND})
+                              Capability.CONTEXT_BOUND, Capability.SAMPLED})
 
     def __init__(self, engine: Any, grid: int = 16, max_ctx: int | None = None, prefill: str = "tokenwise") -> None:
         if grid < 1:
@@ -71,15 +71,50 @@ class ContextSampledEngine:
             v = table[ctx] = self._token_s(ctx, head)
         return v
 
-    def _interp(self, table: dict[int, float], ctx: int, head: bool) -> float:
+    def _bracket(self, ctx: int) -> tuple[int, int]:
+        """The sampled contexts (lo, hi) that the time at ``ctx`` is interpolated between (lo == hi: simulated)."""
         lo = (ctx // self.grid) * self.grid
         if lo == ctx or (self.max_ctx is not None and ctx >= self.max_ctx):
-            return self._point(table, ctx, head)  # beyond its capacity the engine refuses the context itself
+            return ctx, ctx  # beyond its capacity the engine refuses the context itself
         hi = lo + self.grid
         if self.max_ctx is not None and hi > self.max_ctx - 1:
             hi = self.max_ctx - 1
+        return lo, hi
+
+    def _interp(self, table: dict[int, float], ctx: int, head: bool) -> float:
+        lo, hi = self._bracket(ctx)
+        if lo == hi:
+            return self._point(table, ctx, head)
         a, b = self._point(table, lo, head), self._point(table, hi, head)
         return a + (b - a) * (ctx - lo) / (hi - lo)
+
+    # ---------------------------------------------------------------------------- samples computed elsewhere
+    def samples_needed(self, ctx_hi: int, head: bool) -> list[int]:
+        """The sampled contexts not simulated yet that the per-token times at contexts ``0 .. ctx_hi - 1`` read
+        (``head``: decoded tokens, else ingested ones), in increasing order."""
+        table = self._decode_pts if head else self._ingest_pts
+        need: set[int] = set()
+        for ctx in range(ctx_hi):
+            need.update(self._bracket(ctx))
+        return sorted(c for c in need if c not in table)
+
+    def simulate_sample(self, ctx: int, head: bool) -> float:
+        """One sample, simulated (not stored): what the table would hold at ``ctx``."""
+        return self._token_s(ctx, head)
+
+    def shares_samples_with(self, other: Any) -> bool:
+        """Whether ``other`` (a sampled engine) simulates the same tokens: the same wrapped engine, or engines of one
+        type whose ``token_identity()`` (what a token is a pure function of, with the context) are equal."""
+        a, b = self.engine, getattr(other, "engine", None)
+        if a is b:
+            return True
+        ident = getattr(type(a), "token_identity", None)
+        return type(a) is type(b) and ident is not None and a.token_identity() == b.token_identity()
+
+    def add_samples(self, head: bool, samples: dict[int, float]) -> None:
+        """Store samples simulated by :meth:`simulate_sample` of an identical engine (another process): the same
+        values the table would compute itself, so every time read from it is unchanged."""
+        (self._decode_pts if head else self._ingest_pts).update(samples)
 
     def decode_s(self, ctx: int) -> float:
         return self._interp(self._decode_pts, ctx, True)

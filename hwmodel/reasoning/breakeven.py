@@ -19,6 +19,7 @@ the baseline's GPU server. Nothing here is fitted; the study reads no published 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,9 +86,22 @@ def mean_token_s(engine: TimedEngine, ctx_hi: int = X_CTX) -> float:
     return engine.decode_span_s(0, ctx_hi) / ctx_hi
 
 
+_DESIGN_ENGINES: dict[str, TimedEngine] = {}  # design_engine's memo (per process)
+
+
 def design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: str,
                   design: str = "flexllm-draft-u280") -> TimedEngine:
-    """The cycle-level streaming draft of ``design`` with engine fields changed, at ``clock_hz`` on ``board``."""
+    """The cycle-level streaming draft of ``design`` with engine fields changed, at ``clock_hz`` on ``board``
+    (memoized per process, so the reproduction's warm-up and the study share its per-token samples)."""
+    key = json.dumps([design, changes, float(clock_hz), board], sort_keys=True)
+    te = _DESIGN_ENGINES.get(key)
+    if te is None:
+        te = _DESIGN_ENGINES[key] = _build_design_engine(changes, clock_hz, board, design)
+    return te
+
+
+def _build_design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: str,
+                         design: str) -> TimedEngine:
     from fpga import streaming
     from hwmodel.sampled import ContextSampledEngine
 
@@ -97,8 +111,9 @@ def design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: st
         raise ValueError(f"design {design} has no engine {sorted(unknown)}")
     engines = tuple(dataclasses.replace(e, **changes.get(e.name, {})) for e in d.engines)
     d = dataclasses.replace(d, engines=engines, board=board)
+    # tables filled on demand (initial_ctx=0): the same canonical chunks as a table built at once, so the same times
     return TimedEngine(ContextSampledEngine(streaming.StreamingEngine(d, clock_hz=clock_hz), DESIGN_CTX_GRID,
-                                            prefill="tokenwise"))
+                                            prefill="tokenwise"), initial_ctx=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +152,29 @@ def _crossing(points: Sequence[BreakEvenPoint]) -> tuple[float, float]:
             return (a.token_s + w * (b.token_s - a.token_s),
                     a.energy_ratio_to_t2 + w * (b.energy_ratio_to_t2 - a.energy_ratio_to_t2))
     return math.nan, math.nan
+
+
+def warm_targets(*, config: str = "config1", datasets: Sequence[str] = DATASETS, seed: int = DEFAULT_SEED,
+                 limit: int | None = 25,
+                 designs: Sequence[tuple[str, dict[str, dict[str, Any]], float, str]] = DESIGN_POINTS,
+                 build: Any = None, bound_limit: int | None | bool = False) -> list[tuple[TimedEngine, int]]:
+    """(timed engine, context bound) of the cycle-level drafts :func:`run_breakeven` with the same arguments
+    replays on (:mod:`hwmodel.reasoning.warmup` simulates their samples ahead, over the study's workers).
+
+    ``bound_limit``: bound the contexts by the traces cut at this limit instead of ``limit`` (the reproduction
+    passes its study's, whose traces it has already generated and which hold at least the break-even's problems;
+    a sample the bound misses is simulated on demand)."""
+    from hwmodel.reasoning.study import study_replays, study_traces
+    from hwmodel.reasoning.warmup import context_bound
+
+    if build is None:
+        from hwmodel.reasoning.system import build_platform as build
+    lim = limit if bound_limit is False else bound_limit
+    bound = max([X_CTX] + [context_bound(study_traces(d, config, seed, lim)[1].problems,
+                                         study_replays(d, config, seed, lim)[1]) for d in datasets])
+    out = [(build(config, "heteroreason").draft, bound)]
+    out += [(design_engine(changes, clock, board), bound) for _label, changes, clock, board in designs]
+    return out
 
 
 def run_breakeven(*, config: str = "config1", datasets: Sequence[str] = DATASETS, seed: int = DEFAULT_SEED,

@@ -79,6 +79,11 @@ class TimedEngine:
             have = top
         return out
 
+    def table_contexts(self, ctx: int) -> int:
+        """How many contexts (``0 .. n - 1``) the decode and ingest tables tabulate once they cover ``ctx``."""
+        chunks = self._chunks(0, ctx)
+        return chunks[-1][1] if chunks else 0
+
     def _grow(self, ctx: int) -> None:
         """Extend the cumulative decode tables to cover contexts [0, ctx]."""
         for have, top in self._chunks(len(self._cum) - 1, ctx):
@@ -175,8 +180,7 @@ class TimedEngine:
             k = ctx - c0
         times, power = eng.prefill_many(ns, cs)
         self._blocks += 1
-        for nn, c, t, p in zip(ns.tolist(), cs.tolist(), times.tolist(), power.tolist()):
-            self._prefill[(nn, c)] = (t, p)
+        self._prefill.update(zip(zip(ns.tolist(), cs.tolist()), zip(times.tolist(), power.tolist())))
         return self._prefill[(n, ctx)]
 
     def prefill(self, n_tokens: int, ctx: int = 0) -> tuple[float, float]:

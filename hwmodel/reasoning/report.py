@@ -23,7 +23,7 @@ from hwmodel.reasoning.study import (
 from hwmodel.reasoning.system import load_system
 from hwmodel.report.perfetto import Counter, Slice, write_chrome_trace
 from hwmodel.report.plots import grouped_bars
-from hwmodel.report.tables import fmt, markdown_table, write_csv
+from hwmodel.report.tables import fmt, markdown_table, write_csv, write_csv_text
 from hwmodel.workload.datasets import DATASET_TITLES
 from hwmodel.workload.generator import trace_stats
 from hwmodel.workload.trace import Problem, Trace, replay_of
@@ -47,7 +47,12 @@ def write_tables(out_dir: Path, result: StudyResult) -> dict[str, Path]:
         row = s.as_row()
         row["speedup_vs_baseline"] = speedup(idx, s.dataset, s.config, s.policy, s.backtracking)
         rows.append(row)
-    return {"problems": write_csv(out_dir / "problems.csv", (r.as_row() for r in result.rows), CSV_FIELDS),
+    problems = out_dir / "problems.csv"
+    if result.unit_csv or not result.rows:  # the units' rows, already formatted, in the same order
+        write_csv_text(problems, CSV_FIELDS, result.unit_csv)
+    else:
+        write_csv(problems, (r.as_row() for r in result.rows), CSV_FIELDS)
+    return {"problems": problems,
             "summary": write_csv(out_dir / "summary.csv", rows, SUMMARY_FIELDS)}
 
 

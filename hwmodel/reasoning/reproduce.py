@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from hwmodel.reasoning.report import (
     pick_timeline_problem,
@@ -24,7 +25,8 @@ from hwmodel.reasoning.study import (
 )
 from hwmodel.reasoning import fidelity
 from hwmodel.reasoning.breakeven import DESIGN_POINTS, run_breakeven
-from hwmodel.reasoning.system import build_platform
+from hwmodel.reasoning.breakeven import warm_targets as breakeven_warm_targets
+from hwmodel.reasoning.system import MissingDeviceModelError, build_platform
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED
 
@@ -42,12 +44,30 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
     """Run the study and write every output under ``out_dir``; returns the result and the report's path. Every
     output but ``run.json`` (run time, workers, resumed units) is byte-identical however the study ran."""
     out_dir = Path(out_dir)
+    be_limit = min(limit, BREAKEVEN_LIMIT) if limit else BREAKEVEN_LIMIT
+    be_args = dict(config=configs[0], datasets=datasets, seed=seed, limit=be_limit, designs=BREAKEVEN_DESIGNS,
+                   build=build_platform)
+    try:  # the break-even study's cycle-level drafts: their samples are simulated with the study's (in parallel)
+        be_warm = (breakeven_warm_targets(**be_args, bound_limit=limit)
+                   if "heteroreason" in policies and "step-ahead" in policies else [])
+    except MissingDeviceModelError:
+        be_warm = []  # the study skips the policy and says why; the break-even study does not run
+    side: dict[str, Any] = {}
+
+    def independent(ran: Sequence[str]) -> None:
+        """What needs no replay of the study: done while the study's workers run."""
+        write_traces(out_dir, datasets, configs, seed, limit)
+        side["fits"] = fidelity.accuracy_fits(datasets, configs, seed, limit)
+        side["be"] = None
+        if "heteroreason" in ran and "step-ahead" in ran:
+            side["be"] = run_breakeven(**be_args)
+            fidelity.write_breakeven(out_dir, side["be"])
+
     result = run_study(out_dir, datasets=datasets, configs=configs, policies=policies, placements=placements,
                        seed=seed, limit=limit, jobs=jobs, resume=resume, scheduler=scheduler,
-                       on_unit_done=on_unit_done)
+                       on_unit_done=on_unit_done, warm_also=be_warm, while_running=independent)
     write_tables(out_dir, result)
     write_ablation_plot(out_dir, result, datasets, configs)
-    write_traces(out_dir, datasets, configs, seed, limit)
     # the timeline: a short MATH500 problem (config 1, with backtracking) that has a reject and a backtrack
     ds = "math500" if "math500" in datasets else datasets[0]
     trace = study_traces(ds, configs[0], seed, limit)[1]
@@ -63,13 +83,7 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
     report = render_report(result, datasets, configs, seed, limit, platforms, timelines)
     # issue 17: the fitted accuracy gains, backtracking costs, both waste metrics, both drafts, both GPU modes and
     # the T1 break-even study
-    fits = fidelity.accuracy_fits(datasets, configs, seed, limit)
-    be = None
-    if "heteroreason" in ran and "step-ahead" in ran:
-        be = run_breakeven(config=configs[0], datasets=datasets, seed=seed,
-                           limit=min(limit, BREAKEVEN_LIMIT) if limit else BREAKEVEN_LIMIT,
-                           designs=BREAKEVEN_DESIGNS, build=build_platform)
-        fidelity.write_breakeven(out_dir, be)
+    fits, be = side["fits"], side["be"]
     extra = "\n".join(fidelity.render(result, datasets, configs, seed, limit, fits, be)) + "\n"
     report = report.replace("## Files", extra + "## Files", 1)  # the issue-17 sections before the file list
     path = out_dir / "report.md"

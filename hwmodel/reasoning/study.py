@@ -25,12 +25,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hwmodel.reasoning import warmup
+from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summarize_all
 from hwmodel.reasoning.policies import policy as get_policy
 from hwmodel.reasoning.runner import run_trace
 from hwmodel.reasoning.system import MissingDeviceModelError, build_platform, load_system
-from hwmodel.report.tables import write_csv
-from hwmodel.studies.runner import run_points
+from hwmodel.report.tables import csv_lines, write_csv_text
+from hwmodel.studies.runner import journal_results, run_points
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, GENERATOR_VERSION, generate_pair
 from hwmodel.workload.trace import Replay, Trace, replay_of
@@ -140,7 +142,28 @@ def run_unit(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None) -> 
 def unit_point(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The study runner's point function: one unit's per-problem rows (JSON-serializable)."""
     unit = Unit(spec["dataset"], spec["config"], spec["policy"], spec.get("draft"))
-    return [dataclasses.asdict(r) for r in run_unit(unit, spec["seed"], spec["limit"])]
+    return [r.as_dict() for r in run_unit(unit, spec["seed"], spec["limit"])]
+
+
+def warm_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | None = None
+                 ) -> list[tuple[TimedEngine, int]]:
+    """(timed engine, bound of the contexts its replays reach) of every role of every unit's platform."""
+    bounds: dict[tuple[str, str, bool], int] = {}
+    out = []
+    for u in units:
+        pf = build_platform(u.config, u.policy, draft=u.draft)
+        only_bt = (u.policy in WITH_BACKTRACKING_ONLY or u.draft is not None or base_config(u.config) != u.config)
+        b = 0
+        for trace, replays in zip(study_traces(u.dataset, u.config, seed, limit),
+                                  study_replays(u.dataset, u.config, seed, limit)):
+            if only_bt and not trace.header.backtracking:
+                continue
+            key = (u.dataset, base_config(u.config), trace.header.backtracking)
+            if key not in bounds:
+                bounds[key] = warmup.context_bound(trace.problems, replays)
+            b = max(b, bounds[key])
+        out += [(pf.draft, b), (pf.prm, b), (pf.target, b)]
+    return out
 
 
 def fingerprint(seed: int, limit: int | None, configs: Sequence[str]) -> str:
@@ -165,6 +188,8 @@ class StudyResult:
     jobs: int
     resumed_units: int
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)  # policy -> why it could not run
+    #: each unit's rows as CSV text (no header), in unit order: problems.csv is their concatenation
+    unit_csv: list[str] = dataclasses.field(default_factory=list, compare=False, repr=False)
 
 
 def available_policies(configs: Sequence[str], policies: Sequence[str],
@@ -197,31 +222,56 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
               policies: Sequence[str] = STUDY_POLICIES, placements: Sequence[tuple[str, str]] = DRAFT_PLACEMENTS,
               seed: int = DEFAULT_SEED, limit: int | None = None, jobs: int = 2, resume: bool = False,
               scheduler: str | None = None,
-              on_unit_done: Callable[[Unit, int], None] | None = None) -> StudyResult:
+              on_unit_done: Callable[[Unit, int], None] | None = None,
+              warm_also: Sequence[tuple[TimedEngine, int]] = (),
+              while_running: Callable[[Sequence[str]], None] | None = None) -> StudyResult:
     """Run every unit on the study runner (``jobs`` local processes, or Dask at ``scheduler``), journal each unit
-    as it finishes, write each unit's rows, return all rows (in unit order, however the units were run)."""
+    as it finishes, write each unit's rows, return all rows (in unit order, however the units were run).
+
+    Before the units run, the cycle-level drafts' samples that the units to run will read -- and those of
+    ``warm_also`` ((timed engine, context bound) pairs the caller replays on afterwards, in this process) -- are
+    simulated once over ``jobs`` processes (:mod:`hwmodel.reasoning.warmup`); results are unchanged.
+
+    ``while_running(policies)``: the caller's work that needs no unit result (given the policies that run), done
+    in this process once, as soon as the first unit is back, while the workers run the others."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     (out_dir / "units").mkdir(parents=True, exist_ok=True)
     fp = fingerprint(seed, limit, configs)
     policies, placements, skipped = available_policies(configs, policies, placements)
     units = study_units(datasets, configs, policies, placements)
+    done = set(journal_results(out_dir / "journal.jsonl", fp)) if resume else set()
+    todo = [] if scheduler is not None else [u for u in units if u.name not in done]  # Dask workers fork nothing
+    warmup.warm(warm_targets(todo, seed, limit) + list(warm_also), jobs)
     # biggest first for load balance (problems x relative cost of the policy)
     units.sort(key=lambda u: -len(study_traces(u.dataset, u.config, seed, limit)[0].problems))
     by_name = {u.name: u for u in units}
 
+    rows_by_unit: dict[str, list[ProblemMetrics]] = {}
+    bodies: dict[str, str] = {}
+    side = [while_running] if while_running is not None else []
+
+    def side_work() -> None:
+        if side:
+            side.pop()(policies)
+
     def done(key: str, rows: list[dict[str, Any]]) -> None:
+        # each unit's rows and CSV as it finishes, while the workers run the others (formatted once: problems.csv
+        # reuses the text)
+        metrics = rows_by_unit[key] = [ProblemMetrics(**d) for d in rows]
+        bodies[key] = csv_lines(r.csv_values() for r in metrics)
+        write_csv_text(_unit_csv(out_dir, by_name[key]), CSV_FIELDS, [bodies[key]])
         if on_unit_done:
             on_unit_done(by_name[key], len(rows))
+        side_work()
 
     run = run_points(POINT_FN, [(u.name, u.spec(seed, limit)) for u in units], journal=out_dir / "journal.jsonl",
                      fingerprint=fp, workers=max(1, jobs), scheduler=scheduler, chunk_size=1, start_method="fork",
                      fresh=not resume, on_result=done)
-    rows_by_unit = {u: [ProblemMetrics(**d) for d in run.results[u.name]] for u in units}
-    for u in units:
-        write_csv(_unit_csv(out_dir, u), (r.as_row() for r in rows_by_unit[u]), CSV_FIELDS)
-    rows = [r for u in units for r in rows_by_unit[u]]
-    return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, run.workers, run.resumed, skipped)
+    side_work()  # no unit ran (every policy skipped)
+    rows = [r for u in units for r in rows_by_unit[u.name]]
+    return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, run.workers, run.resumed, skipped,
+                       unit_csv=[bodies[u.name] for u in units])
 
 
 # ------------------------------------------------------------------------------------------------ derived results

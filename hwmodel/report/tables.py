@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,28 @@ def write_csv(path: Path | str, rows: Iterable[Mapping[str, Any]], fields: Seque
         w.writeheader()
         for row in rows:
             w.writerow({k: _cell(row.get(k)) for k in fields})
+    return path
+
+
+def csv_lines(rows: Iterable[Sequence[Any]]) -> str:
+    """The CSV text of ``rows`` (sequences of values, in column order), cell by cell as :func:`write_csv` writes
+    them: ``write_csv_text(path, fields, [csv_lines(...)])`` is byte-identical to ``write_csv`` of the same rows as
+    mappings. Lets a caller format rows once and write them into several files."""
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf, lineterminator="\n")
+    # _cell inlined (a full system-A reproduction formats ~3.3 million cells): ``v - v == 0`` is math.isfinite(v)
+    w.writerows([(repr(v) if v - v == 0 else "") if isinstance(v, float) else v for v in row] for row in rows)
+    return buf.getvalue()
+
+
+def write_csv_text(path: Path | str, fields: Sequence[str], bodies: Iterable[str]) -> Path:
+    """Write the header ``fields`` then the CSV texts ``bodies`` (from :func:`csv_lines`) in order."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        fh.write(csv_lines([list(fields)]))
+        for body in bodies:
+            fh.write(body)
     return path
 
 

@@ -1,0 +1,125 @@
+"""Simulate the sampled per-token times of every cycle-level draft a study replays on once, spread over the
+study's worker processes, before the study's own workers fork (docs/reasoning.md, "Run time").
+
+A cycle-level draft (:class:`~hwmodel.sampled.ContextSampledEngine`: the streaming and instruction-driven FPGA
+designs) simulates one token per sampled context, 3-15 ms each, and its tables are filled on demand, per process.
+Forked workers each filled their own: in the full system-A reproduction both workers simulated the same 2,570
+samples (~24 s of CPU each) and the break-even study simulated ~1,600 more in the parent, alone. Here the samples
+that the replays will read are listed up front (from an upper bound of the contexts the traces reach), simulated
+once by ``jobs`` processes, and stored in the parent's engines, which the study's workers then inherit.
+
+A sample is a pure function of the engine and the context, and is stored exactly as simulated, so every time read
+from the tables -- every output -- is unchanged; a sample the plan missed is simply simulated on demand as before.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from hwmodel.engine import Capability, has
+from hwmodel.reasoning.costs import TimedEngine
+from hwmodel.sampled import ContextSampledEngine
+from hwmodel.studies.runner import execute
+from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
+from hwmodel.workload.trace import Problem, Replay
+
+CHUNKS_PER_WORKER = 32  # samples are dealt round-robin into this many chunks per worker (a short tail)
+
+_ENGINES: list[ContextSampledEngine] = []  # the engines of the warm-up in progress (workers inherit it by fork)
+
+
+def context_bound(problems: Iterable[Problem], replays: Iterable[Replay]) -> int:
+    """An upper bound of ``ctx + n`` over every operation a replay of ``problems`` runs (``replays``: their
+    :func:`~hwmodel.workload.trace.replay_of`): an attempt's context plus its tokens, or the context after an
+    attempt plus a speculated generation (none after a final step), at most one attempt long and capped at the
+    trace's context limit (:class:`~hwmodel.reasoning.sim.ProblemSimulation`'s ``_cap``)."""
+    bound = 0
+    for p, rp in zip(problems, replays, strict=True):
+        longest = max((a.tokens for a in p.attempts), default=0)
+        for a, ctx in zip(p.attempts, rp.context_tokens):
+            after = ctx + a.tokens
+            if a.final:  # nothing is speculated or prefetched after the answer's last step
+                bound = max(bound, after)
+            else:
+                bound = max(bound, after, min(after + longest, max(MAX_CONTEXT_TOKENS, after + 1)))
+    return bound
+
+
+def sampled(engine: TimedEngine) -> ContextSampledEngine | None:
+    """The engine with sampled per-token times (the ``sampled`` capability) a timed engine wraps, if any."""
+    inner = engine.engine
+    return inner if has(inner, Capability.SAMPLED) else None
+
+
+def plan(targets: Iterable[tuple[TimedEngine, int]]) -> list[tuple[ContextSampledEngine, bool, list[int]]]:
+    """(engine, head, contexts) of the samples still to simulate so that the decode and ingest tables of each
+    timed engine cover contexts up to its bound (the largest bound per engine)."""
+    bounds: dict[int, tuple[TimedEngine, int]] = {}
+    for te, bound in targets:
+        if sampled(te) is None:
+            continue
+        prev = bounds.get(id(te))
+        bounds[id(te)] = (te, max(bound, prev[1] if prev else 0))
+    out = []
+    for te, bound in bounds.values():
+        eng = sampled(te)
+        assert eng is not None
+        if te.max_ctx is not None:
+            bound = min(bound, te.max_ctx)  # the replays never ask past the engine's capacity (it would refuse)
+        n_ctx = te.table_contexts(bound)
+        for head in (True, False):
+            need = eng.samples_needed(n_ctx, head)
+            if need:
+                out.append((eng, head, need))
+    return out
+
+
+def _simulate(_ref: None, chunk: Sequence[tuple[int, bool, int]]) -> list[float]:
+    """Worker task: the samples of ``chunk`` ((engine index, head, context) each)."""
+    return [_ENGINES[k].simulate_sample(ctx, head) for k, head, ctx in chunk]
+
+
+def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int) -> int:
+    """Simulate the planned samples on ``jobs`` forked processes (in this process when ``jobs == 1``) and store
+    them in the engines; returns how many samples were simulated."""
+    work = plan(targets)
+    if not work:
+        return 0
+    # engines that simulate the same tokens (e.g. one streaming design sampled on two grids) share their samples
+    groups: list[list[ContextSampledEngine]] = []
+    for eng, _head, _ctxs in work:
+        g = next((g for g in groups if g[0].shares_samples_with(eng)), None)
+        if g is None:
+            groups.append([eng])
+        elif all(e is not eng for e in g):
+            g.append(eng)
+    group_of = {id(e): k for k, g in enumerate(groups) for e in g}
+    engines = [g[0] for g in groups]  # each group's samples are simulated by its first engine
+    wanted: dict[tuple[int, bool], set[int]] = {}
+    for eng, head, ctxs in work:
+        wanted.setdefault((group_of[id(eng)], head), set()).update(ctxs)
+    items = [(k, head, c) for (k, head), ctxs in sorted(wanted.items()) for c in sorted(ctxs)]
+    n_chunks = max(1, min(len(items), CHUNKS_PER_WORKER * max(1, jobs)))
+    chunks = [items[i::n_chunks] for i in range(n_chunks)]  # round-robin: each chunk gets every engine's samples
+    results: dict[int, list[float]] = {}  # chunk number -> its samples (chunks finish in any order)
+
+    def finished(res: tuple[int, list[float]]) -> None:
+        results[res[0]] = res[1]
+
+    _ENGINES[:] = engines
+    try:
+        execute(_simulate_chunk, None, list(enumerate(chunks)), finished, workers=max(1, jobs), start_method="fork")
+    finally:
+        _ENGINES.clear()
+    values: dict[tuple[int, bool, int], float] = {}
+    for i, ch in enumerate(chunks):
+        values.update(zip(ch, results[i]))
+    for eng, head, ctxs in work:
+        k = group_of[id(eng)]
+        eng.add_samples(head, {c: values[(k, head, c)] for c in ctxs})
+    return len(items)
+
+
+def _simulate_chunk(ref: None, numbered: tuple[int, Sequence[tuple[int, bool, int]]]) -> tuple[int, list[float]]:
+    """Worker task: (chunk number, its samples)."""
+    i, chunk = numbered
+    return i, _simulate(ref, chunk)
