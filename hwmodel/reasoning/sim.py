@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from hwmodel.des import run_to_end
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
 from hwmodel.reasoning.costs import TimedEngine
@@ -661,7 +662,7 @@ class ProblemSimulation:
     # ------------------------------------------------------------------------------------------------ run
     def run(self) -> ProblemOutcome:
         self.env.process(self._main())
-        self.env.run()
+        run_to_end(self.env)  # env.run(), one loop
         latency = self.end_s
         discarded_target = self.discarded_target_tokens + sum(self.partial.values())
         self.discarded_energy_j += sum(op.energy_j for op in self._discarded_ops)

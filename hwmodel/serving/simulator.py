@@ -36,15 +36,14 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import heapq
 import math
 from collections.abc import Callable, Iterator, Sequence, Set as AbstractSet
 from typing import Any
 
 import numpy as np
 import simpy
-from simpy.events import NORMAL, URGENT
 
+from hwmodel.des import call_after, call_soon, run_to_end
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
 from hwmodel.serving.cluster import ResolvedCluster
@@ -292,7 +291,7 @@ class Simulation:
         for g in self.prefillers:
             g.proc = self.env.process(self._prefill_loop(g))
         self._arrivals()
-        _run_to_end(self.env)
+        run_to_end(self.env)
         if self.finished != len(self.states):
             stuck = [rs.id for rs in self.states if not rs.done][:5]
             raise HwmodelError(f"simulation ended with {len(self.states) - self.finished} unfinished requests "
@@ -313,7 +312,7 @@ class Simulation:
                 rs = states[i]
                 if not waited and rs.arrival_s > env.now:
                     nxt[0], nxt[1] = i, True
-                    _call_after(env, rs.arrival_s - env.now, arrive)
+                    call_after(env, rs.arrival_s - env.now, arrive)
                     return
                 waited = False
                 self.scheduler.push(rs, env.now)
@@ -322,7 +321,7 @@ class Simulation:
                 i += 1
             nxt[0] = i
 
-        _call_soon(env, arrive)
+        call_soon(env, arrive)
 
     # ------------------------------------------------------------------------------------------ placement
     def kick(self) -> None:
@@ -519,7 +518,7 @@ class Simulation:
             d.free(n_bytes)
             self.kick()
 
-        _call_after(self.env, max(0.0, t_s - self.env.now), release)
+        call_after(self.env, max(0.0, t_s - self.env.now), release)
 
     def _step_ends(self, g: Device, n: int) -> np.ndarray:
         """End times (relative) of the next ``n`` decode steps of ``g``'s batch (plus the per-token round trip to
@@ -630,7 +629,7 @@ class Simulation:
 
         def wait(_event: Any) -> None:
             if start_s > env.now:
-                _call_after(env, start_s - env.now, run)
+                call_after(env, start_s - env.now, run)
             else:
                 run(None)
 
@@ -641,9 +640,9 @@ class Simulation:
                 rs.ctx += n
                 self._pool_decode_end(f, rs, t0, n)
 
-            _call_after(env, f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s, end)
+            call_after(env, f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s, end)
 
-        _call_soon(env, wait)
+        call_soon(env, wait)
 
     def _pool_decode_begin(self, f: Device, rs: ReqState) -> tuple[float, int]:
         f.state = DECODE
@@ -671,45 +670,6 @@ class Simulation:
         self.finished += 1
         if self.progress is not None and self.finished % self._progress_every == 0:
             self.progress(self.finished, len(self.states))
-
-
-class _Call:
-    """A triggered event whose only use is to run callbacks at its time (a timeout without SimPy's checks)."""
-
-    __slots__ = ("callbacks", "_ok", "_value")
-
-    def __init__(self, fn: Callable[[Any], None]) -> None:
-        self.callbacks = [fn]
-        self._ok = True
-        self._value = None
-
-
-def _call_after(env: simpy.Environment, delay_s: float, fn: Callable[[Any], None]) -> None:
-    """Run ``fn`` ``delay_s`` (>= 0) from now, ordered exactly as ``env.timeout(delay_s)`` with ``fn`` as its
-    callback would be (same time, priority and place in SimPy's event order)."""
-    heapq.heappush(env._queue, (env._now + delay_s, NORMAL, next(env._eid), _Call(fn)))
-
-
-def _call_soon(env: simpy.Environment, fn: Callable[[Any], None]) -> None:
-    """Run ``fn`` now, as the first step of a process started now would run (an urgent event)."""
-    heapq.heappush(env._queue, (env._now, URGENT, next(env._eid), _Call(fn)))
-
-
-def _run_to_end(env: simpy.Environment) -> None:
-    """``env.run()`` without a stop time, as one loop: the same events in the same order, each handled as
-    :meth:`simpy.Environment.step` does (callbacks in order, a failed event that nobody defused re-raised), with
-    no method call per event."""
-    queue = env._queue
-    pop = heapq.heappop
-    while queue:
-        env._now, _, _, event = pop(queue)
-        callbacks, event.callbacks = event.callbacks, None
-        for callback in callbacks:
-            callback(event)
-        if not event._ok and not getattr(event, "_defused", False):  # simpy sets the attribute to defuse
-            exc = type(event._value)(*event._value.args)
-            exc.__cause__ = event._value
-            raise exc
 
 
 def simulate(cluster: ResolvedCluster, requests: Sequence[Request], scheduler: str = "fcfs", *,
