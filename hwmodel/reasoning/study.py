@@ -240,8 +240,8 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
     fp = fingerprint(seed, limit, configs)
     policies, placements, skipped = available_policies(configs, policies, placements)
     units = study_units(datasets, configs, policies, placements)
-    done = set(journal_results(out_dir / "journal.jsonl", fp)) if resume else set()
-    todo = [] if scheduler is not None else [u for u in units if u.name not in done]  # Dask workers fork nothing
+    journaled = set(journal_results(out_dir / "journal.jsonl", fp)) if resume else set()
+    todo = [] if scheduler is not None else [u for u in units if u.name not in journaled]  # Dask forks nothing
     warmup.warm(warm_targets(todo, seed, limit) + list(warm_also), jobs)
     # biggest first for load balance (problems x relative cost of the policy)
     units.sort(key=lambda u: -len(study_traces(u.dataset, u.config, seed, limit)[0].problems))

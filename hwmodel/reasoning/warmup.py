@@ -73,11 +73,6 @@ def plan(targets: Iterable[tuple[TimedEngine, int]]) -> list[tuple[ContextSample
     return out
 
 
-def _simulate(_ref: None, chunk: Sequence[tuple[int, bool, int]]) -> list[float]:
-    """Worker task: the samples of ``chunk`` ((engine index, head, context) each)."""
-    return [_ENGINES[k].simulate_sample(ctx, head) for k, head, ctx in chunk]
-
-
 def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int) -> int:
     """Simulate the planned samples on ``jobs`` forked processes (in this process when ``jobs == 1``) and store
     them in the engines; returns how many samples were simulated."""
@@ -119,7 +114,7 @@ def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int) -> int:
     return len(items)
 
 
-def _simulate_chunk(ref: None, numbered: tuple[int, Sequence[tuple[int, bool, int]]]) -> tuple[int, list[float]]:
-    """Worker task: (chunk number, its samples)."""
+def _simulate_chunk(_ref: None, numbered: tuple[int, Sequence[tuple[int, bool, int]]]) -> tuple[int, list[float]]:
+    """Worker task: (chunk number, the samples of its (engine index, head, context) items)."""
     i, chunk = numbered
-    return i, _simulate(ref, chunk)
+    return i, [_ENGINES[k].simulate_sample(ctx, head) for k, head, ctx in chunk]
