@@ -29,6 +29,7 @@ from hwmodel.engine import Capability, Engine, Phase, capabilities
 from hwmodel.sampled import ContextSampledEngine  # noqa: F401 - re-exported (it used to live here)
 
 _PREFILL_BLOCK = 256  # contexts per vectorized prefill block
+_PLAN_PASS = 1 << 15  # points per vectorized pass of a prefill plan (bounds the pass's temporaries)
 _FIRST_CHUNK = 1024  # contexts in the first block of a cumulative table; later blocks double it
 
 
@@ -162,10 +163,8 @@ class TimedEngine:
         contexts at ``n`` tokens, or, for a pass from an empty cache (``ctx == 0``: a prompt, a PRM scoring without
         prefix caching), over a block of token counts. Returns None when the point is outside what the device can
         hold (the engine's own call then refuses it)."""
-        eng = self.engine  # only points whose resident bytes + KV fit the memory (the engine refuses the others)
-        room = int((eng.memory_capacity_bytes - eng.resident_bytes) // eng.kv_bytes(1))
-        if self.max_ctx is not None:
-            room = min(room, self.max_ctx)
+        eng = self.engine
+        room = self._prefill_room()
         if n + ctx > room:
             return None
         if ctx == 0:
@@ -182,6 +181,34 @@ class TimedEngine:
         self._blocks += 1
         self._prefill.update(zip(zip(ns.tolist(), cs.tolist()), zip(times.tolist(), power.tolist())))
         return self._prefill[(n, ctx)]
+
+    def _prefill_room(self) -> int:
+        """The most tokens (cached + new) one sequence's prefill may hold: the resident bytes plus its KV cache fit
+        the memory (the engine refuses the others), within the engine's context bound."""
+        eng = self.engine
+        room = int((eng.memory_capacity_bytes - eng.resident_bytes) // eng.kv_bytes(1))
+        return room if self.max_ctx is None else min(room, self.max_ctx)
+
+    def prefill_points(self, n_tokens: np.ndarray, ctx: np.ndarray) -> int:
+        """Memoize the prefills at the points ``(n_tokens[i], ctx[i])`` ahead of the replays that ask for them
+        (:mod:`hwmodel.reasoning.prefill_plan`), in vectorized passes of the engine's ``prefill_many``, whose
+        element for a point does not depend on the pass's other points (tests/test_reasoning_prefill_plan.py): each
+        memoized value is the one a block filled on demand would hold. Only an engine that fills blocks does this
+        (others compute each point on demand); points already memoized, or that the device cannot hold, are left
+        out. Returns how many points were computed."""
+        if not (self._vector and self.vector_blocks):
+            return 0
+        n = np.asarray(n_tokens, dtype=np.int64)
+        c = np.asarray(ctx, dtype=np.int64)
+        keep = (n >= 1) & (c >= 0) & (n + c <= self._prefill_room())
+        memo = self._prefill
+        points = [p for p in zip(n[keep].tolist(), c[keep].tolist()) if p not in memo]
+        for i in range(0, len(points), _PLAN_PASS):
+            part = points[i:i + _PLAN_PASS]
+            ns, cs = (np.array(col, dtype=np.int64) for col in zip(*part))
+            times, power = self.engine.prefill_many(ns, cs)
+            memo.update(zip(part, zip(times.tolist(), power.tolist())))
+        return len(points)
 
     def prefill(self, n_tokens: int, ctx: int = 0) -> tuple[float, float]:
         """``(time_s, power_w)`` of prefilling ``n_tokens`` new tokens on top of ``ctx`` cached ones."""
@@ -218,6 +245,11 @@ class TimedEngine:
                 v = (float(self.engine.score_s(n_tokens, ctx, prefix_cache=prefix_cache)), self.power_w(Phase.SCORE))
             self._score[key] = v
         return v
+
+    def score_prefill_point(self, n_tokens: int, ctx: int, prefix_cache: bool) -> tuple[int, int] | None:
+        """The ``(tokens, ctx)`` prefill point whose memo :meth:`score` reads for this pass, for an engine that
+        scores with a prefill (``prefill-scorer``); None for others."""
+        return self.engine.score_pass(n_tokens, ctx, prefix_cache) if self._score_by_prefill else None
 
     def power_w(self, phase: Phase) -> float:
         p = self._power.get(phase)

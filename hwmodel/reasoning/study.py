@@ -25,7 +25,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hwmodel.reasoning import warmup
+import numpy as np
+
+from hwmodel.reasoning import prefill_plan, warmup
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summarize_all
 from hwmodel.reasoning.policies import policy as get_policy
@@ -124,15 +126,21 @@ def study_replays(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: in
     return tuple(tuple(replay_of(p, t.header) for p in t.problems) for t in study_traces(dataset, config, seed, limit))
 
 
+def unit_traces(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None
+                ) -> list[tuple[Trace, tuple[Replay, ...]]]:
+    """The traces a unit replays, with their replays: both, or only the one with backtracking (the policies and
+    placements that need it, and the GPU-mode variants)."""
+    only_bt = (unit.policy in WITH_BACKTRACKING_ONLY or unit.draft is not None
+               or base_config(unit.config) != unit.config)
+    pairs = zip(study_traces(unit.dataset, unit.config, seed, limit),
+                study_replays(unit.dataset, unit.config, seed, limit))
+    return [(t, r) for t, r in pairs if t.header.backtracking or not only_bt]
+
+
 def run_unit(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None) -> list[ProblemMetrics]:
     platform = build_platform(unit.config, unit.policy, draft=unit.draft)
     rows: list[ProblemMetrics] = []
-    traces = study_traces(unit.dataset, unit.config, seed, limit)
-    only_bt = (unit.policy in WITH_BACKTRACKING_ONLY or unit.draft is not None
-               or base_config(unit.config) != unit.config)
-    for trace, replays in zip(traces, study_replays(unit.dataset, unit.config, seed, limit)):
-        if only_bt and not trace.header.backtracking:
-            continue
+    for trace, replays in unit_traces(unit, seed, limit):
         rows += run_trace(trace, unit.policy, platform, unit.config, replays=replays)
     if unit.draft is not None:
         rows = [dataclasses.replace(r, policy=unit.run_name) for r in rows]
@@ -152,17 +160,37 @@ def warm_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | N
     out = []
     for u in units:
         pf = build_platform(u.config, u.policy, draft=u.draft)
-        only_bt = (u.policy in WITH_BACKTRACKING_ONLY or u.draft is not None or base_config(u.config) != u.config)
         b = 0
-        for trace, replays in zip(study_traces(u.dataset, u.config, seed, limit),
-                                  study_replays(u.dataset, u.config, seed, limit)):
-            if only_bt and not trace.header.backtracking:
-                continue
+        for trace, replays in unit_traces(u, seed, limit):
             key = (u.dataset, base_config(u.config), trace.header.backtracking)
             if key not in bounds:
                 bounds[key] = warmup.context_bound(trace.problems, replays)
             b = max(b, bounds[key])
         out += [(pf.draft, b), (pf.prm, b), (pf.target, b)]
+    return out
+
+
+def prefill_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | None = None
+                    ) -> list[tuple[TimedEngine, list[np.ndarray]]]:
+    """(timed engine, the packed prefill points its replays may ask for) of every role of every unit's platform
+    (:mod:`hwmodel.reasoning.prefill_plan`): a GPU server's requests for the draft and the target, the scoring
+    passes for the PRM."""
+    points: dict[tuple[str, str, bool], np.ndarray] = {}
+    scores: dict[tuple[str, str, bool, int, bool], np.ndarray] = {}
+    out = []
+    for u in units:
+        pf = build_platform(u.config, u.policy, draft=u.draft)
+        served, scored = [], []
+        for trace, replays in unit_traces(u, seed, limit):
+            key = (u.dataset, base_config(u.config), trace.header.backtracking)
+            if key not in points:
+                points[key] = prefill_plan.candidate_points(trace.problems, replays)
+            skey = key + (id(pf.prm), pf.prm_prefix_cache)
+            if skey not in scores:
+                scores[skey] = prefill_plan.score_points(trace.problems, replays, pf.prm, pf.prm_prefix_cache)
+            served.append(points[key])
+            scored.append(scores[skey])
+        out += [(pf.draft, served), (pf.target, served), (pf.prm, scored)]
     return out
 
 
@@ -243,6 +271,7 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
     journaled = set(journal_results(out_dir / "journal.jsonl", fp)) if resume else set()
     todo = [] if scheduler is not None else [u for u in units if u.name not in journaled]  # Dask forks nothing
     warmup.warm(warm_targets(todo, seed, limit) + list(warm_also), jobs)
+    prefill_plan.warm(prefill_targets(todo, seed, limit))
     # biggest first for load balance (problems x relative cost of the policy)
     units.sort(key=lambda u: -len(study_traces(u.dataset, u.config, seed, limit)[0].problems))
     by_name = {u.name: u for u in units}
