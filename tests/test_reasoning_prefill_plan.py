@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hwmodel.engine import Phase
 from hwmodel.reasoning import prefill_plan, study
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.system import clear_engine_memo
@@ -88,3 +89,23 @@ def test_scoring_passes_are_planned_as_the_prm_reads_them(gpu_engines) -> None: 
         want = {prm.engine.score_pass(a.tokens, ctx, cache)
                 for p, rp in zip(trace.problems, replays) for a, ctx in zip(p.attempts, rp.context_tokens)}
         assert {(int(x) >> 32, int(x) & 0xFFFFFFFF) for x in codes} == want
+
+
+def test_the_parents_warm_steps_leave_a_resident_draft_unit_nothing_shared_to_compute() -> None:
+    """After the parent's steps, a heteroreason unit (resident draft) computes no prompt migration and no phase
+    power of its sampled draft, and gives the rows it gives on fresh engines."""
+    unit = study.Unit("math500", "config1", "heteroreason")
+    clear_engine_memo()
+    try:
+        lazy_rows = study.run_unit(unit, limit=8)
+        clear_engine_memo()
+        sampled = study.warm_targets([unit], limit=8)
+        for _ in study.parent_warm_steps([unit], sampled, limit=8):
+            pass
+        pf = study.build_platform(unit.config, unit.policy)
+        migrations, powers = dict(pf.prompt_migration._memo), dict(pf.draft._power)
+        assert migrations and len(powers) == len(Phase)
+        assert study.run_unit(unit, limit=8) == lazy_rows
+        assert pf.prompt_migration._memo == migrations and pf.draft._power == powers
+    finally:
+        clear_engine_memo()

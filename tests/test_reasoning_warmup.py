@@ -101,3 +101,19 @@ def test_csv_text_is_byte_identical_to_write_csv(tmp_path) -> None:  # noqa: ANN
     write_csv(tmp_path / "a.csv", (dict(zip(fields, r)) for r in rows), fields)
     write_csv_text(tmp_path / "b.csv", fields, [csv_lines(rows[:2]), csv_lines(rows[2:])])
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_the_parents_side_steps_all_run_whether_or_not_there_are_samples() -> None:
+    done: list[int] = []
+
+    def side():  # noqa: ANN202
+        for i in range(5):
+            done.append(i)
+            yield i
+
+    warm = TimedEngine(ContextSampledEngine(_TokenEngine(), grid=16), initial_ctx=0)
+    assert warmup.warm([(warm, 1500)], jobs=1, side=side()) > 0
+    assert done == list(range(5))
+    done.clear()
+    assert warmup.warm([(warm, 1500)], jobs=1, side=side()) == 0  # nothing left to simulate
+    assert done == list(range(5))

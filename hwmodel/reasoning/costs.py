@@ -189,6 +189,11 @@ class TimedEngine:
         room = int((eng.memory_capacity_bytes - eng.resident_bytes) // eng.kv_bytes(1))
         return room if self.max_ctx is None else min(room, self.max_ctx)
 
+    @property
+    def plans_prefills(self) -> bool:
+        """Whether :meth:`prefill_points` memoizes anything (an engine whose misses fill vectorized blocks)."""
+        return self._vector and self.vector_blocks
+
     def prefill_points(self, n_tokens: np.ndarray, ctx: np.ndarray) -> int:
         """Memoize the prefills at the points ``(n_tokens[i], ctx[i])`` ahead of the replays that ask for them
         (:mod:`hwmodel.reasoning.prefill_plan`), in vectorized passes of the engine's ``prefill_many``, whose
@@ -196,7 +201,7 @@ class TimedEngine:
         memoized value is the one a block filled on demand would hold. Only an engine that fills blocks does this
         (others compute each point on demand); points already memoized, or that the device cannot hold, are left
         out. Returns how many points were computed."""
-        if not (self._vector and self.vector_blocks):
+        if not self.plans_prefills:
             return 0
         n = np.asarray(n_tokens, dtype=np.int64)
         c = np.asarray(ctx, dtype=np.int64)

@@ -18,7 +18,7 @@ computed it (tests/test_reasoning_prefill_plan.py).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -64,16 +64,20 @@ def score_points(problems: Sequence[Problem], replays: Sequence[Replay], prm: Ti
                               dtype=np.int64))
 
 
-def warm(targets: Iterable[tuple[TimedEngine, Iterable[np.ndarray]]]) -> int:
+def steps(targets: Iterable[tuple[TimedEngine, Iterable[np.ndarray]]]) -> Iterator[int]:
     """Memoize, in each timed engine, the prefills at the packed points of its arrays (the union over its
-    pairs); returns how many points were computed (engines that do not fill prefill blocks compute none)."""
+    pairs), one engine per step; yields how many points each step computed (engines that do not fill prefill
+    blocks compute none)."""
     by_engine: dict[int, tuple[TimedEngine, dict[int, np.ndarray]]] = {}
     for te, arrays in targets:
         parts = by_engine.setdefault(id(te), (te, {}))[1]
         parts.update((id(a), a) for a in arrays)  # an array shared by many units is merged once
-    done = 0
     for te, parts in by_engine.values():
-        if parts:
+        if parts and te.plans_prefills:
             codes = np.unique(np.concatenate(list(parts.values())))
-            done += te.prefill_points(codes // _CTX_CODE, codes % _CTX_CODE)
-    return done
+            yield te.prefill_points(codes // _CTX_CODE, codes % _CTX_CODE)
+
+
+def warm(targets: Iterable[tuple[TimedEngine, Iterable[np.ndarray]]]) -> int:
+    """All of :func:`steps` at once; returns how many points were computed."""
+    return sum(steps(targets))

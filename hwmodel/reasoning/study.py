@@ -21,12 +21,13 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hwmodel.engine import Phase
 from hwmodel.reasoning import prefill_plan, warmup
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summarize_all
@@ -194,6 +195,22 @@ def prefill_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int 
     return out
 
 
+def parent_warm_steps(units: Sequence[Unit], sampled: Sequence[tuple[TimedEngine, int]],
+                      seed: int = DEFAULT_SEED, limit: int | None = None) -> Iterator[object]:
+    """What every worker would otherwise compute for itself, computed once in this process, one piece per step
+    (run while the samples' workers run, before the study's workers fork and inherit it; values unchanged): the
+    planned GPU prefills (:mod:`hwmodel.reasoning.prefill_plan`), the per-phase powers of the ``sampled``
+    engines (a token simulated per phase), and the resident drafts' prompt migrations (one per prompt length)."""
+    yield from prefill_plan.steps(prefill_targets(units, seed, limit))
+    engines = {id(te): te for te, _bound in sampled if warmup.sampled(te) is not None}
+    for te in engines.values():
+        yield [te.power_w(phase) for phase in Phase]
+    for u in units:
+        migrate = build_platform(u.config, u.policy, draft=u.draft).prompt_migration
+        if migrate is not None and get_policy(u.policy).resident_draft:
+            yield [migrate(p.prompt_tokens) for trace, _ in unit_traces(u, seed, limit) for p in trace.problems]
+
+
 def fingerprint(seed: int, limit: int | None, configs: Sequence[str]) -> str:
     """Identifies the inputs of a study run: units journaled under another fingerprint are recomputed."""
     h = hashlib.sha256()
@@ -270,8 +287,8 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
     units = study_units(datasets, configs, policies, placements)
     journaled = set(journal_results(out_dir / "journal.jsonl", fp)) if resume else set()
     todo = [] if scheduler is not None else [u for u in units if u.name not in journaled]  # Dask forks nothing
-    warmup.warm(warm_targets(todo, seed, limit) + list(warm_also), jobs)
-    prefill_plan.warm(prefill_targets(todo, seed, limit))
+    sampled = warm_targets(todo, seed, limit) + list(warm_also)
+    warmup.warm(sampled, jobs, side=parent_warm_steps(todo, sampled, seed, limit))
     # biggest first for load balance (problems x relative cost of the policy)
     units.sort(key=lambda u: -len(study_traces(u.dataset, u.config, seed, limit)[0].problems))
     by_name = {u.name: u for u in units}

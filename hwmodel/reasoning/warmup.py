@@ -13,7 +13,7 @@ from the tables -- every output -- is unchanged; a sample the plan missed is sim
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from hwmodel.engine import Capability, has
 from hwmodel.reasoning.costs import TimedEngine
@@ -73,9 +73,20 @@ def plan(targets: Iterable[tuple[TimedEngine, int]]) -> list[tuple[ContextSample
     return out
 
 
-def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int) -> int:
+def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[object] = iter(())) -> int:
     """Simulate the planned samples on ``jobs`` forked processes (in this process when ``jobs == 1``) and store
-    them in the engines; returns how many samples were simulated."""
+    them in the engines; returns how many samples were simulated.
+
+    ``side``: this process's own work, one step per ``next``, done a step at a time as the workers' results come
+    in (between two results the workers keep computing the chunks queued ahead), the rest after the last."""
+    try:
+        return _warm(targets, jobs, side)
+    finally:
+        for _ in side:
+            pass
+
+
+def _warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[object]) -> int:
     work = plan(targets)
     if not work:
         return 0
@@ -99,6 +110,7 @@ def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int) -> int:
 
     def finished(res: tuple[int, list[float]]) -> None:
         results[res[0]] = res[1]
+        next(side, None)
 
     _ENGINES[:] = engines
     try:
