@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +54,13 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
         be_warm = []  # the study skips the policy and says why; the break-even study does not run
     side: dict[str, Any] = {}
 
-    def independent(ran: Sequence[str]) -> None:
-        """What needs no replay of the study: done while the study's workers run."""
+    def independent(ran: Sequence[str]) -> Iterator[None]:
+        """What needs no replay of the study, in steps: done while the study's workers run."""
         write_traces(out_dir, datasets, configs, seed, limit)
+        yield
         side["fits"] = fidelity.accuracy_fits(datasets, configs, seed, limit)
         side["be"] = None
+        yield
         if "heteroreason" in ran and "step-ahead" in ran:
             side["be"] = run_breakeven(**be_args)
             fidelity.write_breakeven(out_dir, side["be"])

@@ -269,7 +269,7 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
               scheduler: str | None = None,
               on_unit_done: Callable[[Unit, int], None] | None = None,
               warm_also: Sequence[tuple[TimedEngine, int]] = (),
-              while_running: Callable[[Sequence[str]], None] | None = None) -> StudyResult:
+              while_running: Callable[[Sequence[str]], Iterator[object]] | None = None) -> StudyResult:
     """Run every unit on the study runner (``jobs`` local processes, or Dask at ``scheduler``), journal each unit
     as it finishes, write each unit's rows, return all rows (in unit order, however the units were run).
 
@@ -277,8 +277,9 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
     ``warm_also`` ((timed engine, context bound) pairs the caller replays on afterwards, in this process) -- are
     simulated once over ``jobs`` processes (:mod:`hwmodel.reasoning.warmup`); results are unchanged.
 
-    ``while_running(policies)``: the caller's work that needs no unit result (given the policies that run), done
-    in this process once, as soon as the first unit is back, while the workers run the others."""
+    ``while_running(policies)``: the caller's work that needs no unit result (given the policies that run), as
+    an iterator of steps, done in this process a step per unit result from the first one back (while the workers
+    run the units queued ahead), the rest after the last."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     (out_dir / "units").mkdir(parents=True, exist_ok=True)
@@ -295,11 +296,13 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
 
     rows_by_unit: dict[str, list[ProblemMetrics]] = {}
     bodies: dict[str, str] = {}
-    side = [while_running] if while_running is not None else []
+    steps: Iterator[object] | None = None
 
     def side_work() -> None:
-        if side:
-            side.pop()(policies)
+        nonlocal steps
+        if steps is None:
+            steps = while_running(policies) if while_running is not None else iter(())
+        next(steps, None)
 
     def done(key: str, rows: list[dict[str, Any]]) -> None:
         # each unit's rows and CSV as it finishes, while the workers run the others (formatted once: problems.csv
@@ -315,6 +318,8 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
                      fingerprint=fp, workers=max(1, jobs), scheduler=scheduler, chunk_size=1, start_method="fork",
                      fresh=not resume, on_result=done)
     side_work()  # no unit ran (every policy skipped)
+    for _ in steps or ():
+        pass
     rows = [r for u in units for r in rows_by_unit[u.name]]
     return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, run.workers, run.resumed, skipped,
                        unit_csv=[bodies[u.name] for u in units])
