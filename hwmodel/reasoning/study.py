@@ -40,7 +40,7 @@ from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED, GENERATOR_VERSION, generate_pair
 from hwmodel.workload.trace import Replay, Trace, replay_of
 
-STUDY_VERSION = 3  # 3: fitted backtracking (issue 17) changed the traces
+STUDY_VERSION = 4  # 3: fitted backtracking (issue 17) changed the traces; 4: rows journaled as value lists
 CONFIGS = ("config1", "config2")
 STUDY_POLICIES = ("baseline", "step-ahead", "heteroreason", "heteroreason-reprefill", "edge-draft",
                   "step-ahead-submit")
@@ -148,10 +148,16 @@ def run_unit(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None) -> 
     return rows
 
 
-def unit_point(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """The study runner's point function: one unit's per-problem rows (JSON-serializable)."""
+def unit_point(spec: dict[str, Any]) -> list[list[Any]]:
+    """The study runner's point function: one unit's per-problem rows, each as its values in field order
+    (JSON-serializable; :func:`unit_metrics` reads them back)."""
     unit = Unit(spec["dataset"], spec["config"], spec["policy"], spec.get("draft"))
-    return [r.as_dict() for r in run_unit(unit, spec["seed"], spec["limit"])]
+    return [r.values() for r in run_unit(unit, spec["seed"], spec["limit"])]
+
+
+def unit_metrics(result: Sequence[Sequence[Any]]) -> list[ProblemMetrics]:
+    """The rows of a :func:`unit_point` result (as it comes back from a worker or the journal)."""
+    return [ProblemMetrics(*v) for v in result]
 
 
 def warm_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | None = None
@@ -304,10 +310,10 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
             steps = while_running(policies) if while_running is not None else iter(())
         next(steps, None)
 
-    def done(key: str, rows: list[dict[str, Any]]) -> None:
+    def done(key: str, rows: list[list[Any]]) -> None:
         # each unit's rows and CSV as it finishes, while the workers run the others (formatted once: problems.csv
         # reuses the text)
-        metrics = rows_by_unit[key] = [ProblemMetrics(**d) for d in rows]
+        metrics = rows_by_unit[key] = unit_metrics(rows)
         bodies[key] = csv_lines(r.csv_values() for r in metrics)
         write_csv_text(_unit_csv(out_dir, by_name[key]), CSV_FIELDS, [bodies[key]])
         if on_unit_done:

@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from hwmodel.reasoning.metrics import ProblemMetrics, summarize_all
+from hwmodel.reasoning.metrics import summarize_all
 from hwmodel.reasoning.study import (
     GPU_MODE_VARIANTS,
     POINT_FN,
@@ -31,6 +31,7 @@ from hwmodel.reasoning.study import (
     Unit,
     speedup,
     study_traces,
+    unit_metrics,
     summary_index,
 )
 from hwmodel.studies.runner import run_points
@@ -68,7 +69,7 @@ def rows(*, datasets: Sequence[str] = DATASETS, configs: Sequence[str] = ("confi
         units += [Unit(d, GPU_MODE_VARIANTS["config1"], p) for d in datasets for p in ("baseline", "step-ahead")]
     run = run_points(POINT_FN, [(u.name, u.spec(seed, limit)) for u in units], workers=workers,
                      scheduler=scheduler, chunk_size=1, start_method="fork")
-    metrics = [ProblemMetrics(**d) for u in units for d in run.results[u.name]]
+    metrics = [m for u in units for m in unit_metrics(run.results[u.name])]
     idx = summary_index(summarize_all(metrics))
     out: list[dict[str, Any]] = []
     lo, hi = PUBLISHED_T2_SPEEDUP_CONFIG1
