@@ -506,6 +506,29 @@ class _Compiler:
             tokens.append(n_t)
         n_req = [_cdiv(n, tpr) for n in tokens]
         n_tiles = max(n_req) if n_req else 0
+        # per tile i (the same for every unit and query round): its read requests (port, bytes, offset from the K
+        # or V base), the cached tokens it streams, and the cycles of its K and V blocks
+        macs_per_token = hd * gq * hp
+        port0 = self.port0[eng]
+        tile_reqs: list[list[tuple[int, int, int]]] = []
+        tile_toks: list[int] = []
+        k_cyc: list[int] = []
+        v_cyc: list[int] = []
+        for i in range(n_tiles):
+            reqs = []
+            toks = 0
+            for p in range(P):
+                if i < n_req[p]:
+                    n = min(tpr, tokens[p] - i * tpr)
+                    toks += n
+                    reqs.append((port0 + p, n * tb, i * tpr * tb))
+            # K: one dataflow iteration per tile_rows cached tokens (V: per tile_rows dims, below)
+            lo = sum(min(tpr * i, tokens[p]) for p in range(P))
+            fill = e.tile_overhead_cycles * tile_ends(lo, lo + toks, ctx, e.tile_rows)
+            tile_reqs.append(reqs)
+            tile_toks.append(toks)
+            k_cyc.append(max(1, _cdiv(toks * macs_per_token, e.lanes) + fill))
+            v_cyc.append(max(1, _cdiv(toks * macs_per_token, e.lanes)))
         wport = (ctx // tpu) % P
         vc = self.d.vector_chunk
         sm_lanes = self.d.softmax_lanes or vc
@@ -520,20 +543,11 @@ class _Compiler:
             bases = (kv_base[2 * h], kv_base[2 * h + 1])
 
             def kv_tile(kind: int, i: int, drain: bool = False) -> None:
-                toks = 0
-                t = seg.block(eng, 1, op, drain=drain)
-                for p in range(P):
-                    if i < n_req[p]:
-                        n = min(tpr, tokens[p] - i * tpr)
-                        toks += n
-                        seg.reqs[self.port0[eng] + p].append(
-                            (n * tb, bases[kind] + i * tpr * tb, 0, t, 0, KIND_KV))
-                fill = 0
-                if kind == 0:  # K: one dataflow iteration per tile_rows cached tokens (V: per tile_rows dims, below)
-                    lo = sum(min(tpr * i, tokens[p]) for p in range(P))
-                    fill = e.tile_overhead_cycles * tile_ends(lo, lo + toks, ctx, e.tile_rows)
-                seg.cyc[t] = max(1, _cdiv(toks * hd * gq * hp, e.lanes) + fill)
-                self.macs += toks * hd * gq * hp
+                t = seg.block(eng, k_cyc[i] if kind == 0 else v_cyc[i], op, drain=drain)
+                base = bases[kind]
+                for port, nb, offset in tile_reqs[i]:
+                    seg.reqs[port].append((nb, base + offset, 0, t, 0, KIND_KV))
+                self.macs += tile_toks[i] * macs_per_token
 
             for rnd in range(rounds):
                 seg.block(eng, _cdiv(hd * gq * hp, e.lanes), op, drain=(h == 0 and rnd == 0))  # q . k_new
