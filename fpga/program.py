@@ -852,13 +852,27 @@ def compile_token(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: 
     kv_base0 = _cdiv(st.total_w[a_eng], 1 << 20) << 20
     region = kv_region_bytes(design, llm, board)
     units = llm.kv_heads // design.attn_head_parallel
-    layer, att_macs = _layer(design, c, st, ctx, [kv_base0 + i * region for i in range(2 * units)], region)
+    layer, att_macs = _layer_for(design, board, llm, ctx, kv_base0)
     L = llm.layers
     prog = _link(design, c, st, layer, L, 2 * units * region,
                  st.static_macs + (st.layer_macs + att_macs) * L, per_port)
     prog.param_bytes.update({k: st.static_ledger[k] + L * st.layer_ledger[k] for k in st.layer_ledger})
     prog.req_bytes.update(_request_bytes(st, layer, prog, L))
     return prog
+
+
+@functools.lru_cache(maxsize=4)
+def _layer_for(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int, kv_base0: int
+               ) -> tuple[_Layer, int]:
+    """The layer :func:`compile_token` links for ``ctx`` with the KV cache at ``kv_base0``, memoized for the next
+    token at the same context: the layer's pre and post parts are compiled before the tail (which alone holds the
+    LM head), so a decoded and an ingested token at one context share it (the cycle-level drafts' samples come in
+    such pairs; tests/test_streaming.py checks the parts are equal)."""
+    st = _static_parts(design, board, llm, True)
+    region = kv_region_bytes(design, llm, board)
+    units = llm.kv_heads // design.attn_head_parallel
+    return _layer(design, _Compiler(design, board, llm), st, ctx,
+                  [kv_base0 + i * region for i in range(2 * units)], region)
 
 
 def _request_bytes(st: _Static, layer: _Layer, prog: Program, L: int) -> dict[str, int]:

@@ -204,3 +204,32 @@ def test_cli_decode_profile_and_errors(tmp_path: Path) -> None:
     r = run(main, ["reproduce", "--out", str(tmp_path), "streaming"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "streaming" / "clock_sweep.csv").exists()
+
+
+def _same_program(a, b) -> bool:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    return all(np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
+               for x, y in ((getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_a_token_compiled_on_its_contexts_memoized_layer_equals_one_compiled_alone(data: st.DataObject) -> None:
+    """Tokens at one context share their layer (fpga/program.py, _layer_for): an ingested token compiled right after
+    the decoded one (and the other way round) is the program compiled from scratch."""
+    from fpga.program import _layer_for
+
+    llm = data.draw(small_llm())
+    board = data.draw(small_board())
+    design = data.draw(small_design(board, llm))
+    ctx = data.draw(st.integers(0, 60))
+    first = data.draw(st.booleans())
+    try:
+        compile_token(design, board, llm, ctx, first)
+    except DesignError as exc:
+        assume("buffer_depth" not in str(exc))
+        raise
+    after = compile_token(design, board, llm, ctx, not first)
+    _layer_for.cache_clear()
+    assert _same_program(after, compile_token(design, board, llm, ctx, not first))

@@ -103,9 +103,12 @@ def _warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[
     wanted: dict[tuple[int, bool], set[int]] = {}
     for eng, head, ctxs in work:
         wanted.setdefault((group_of[id(eng)], head), set()).update(ctxs)
-    items = [(k, head, c) for (k, head), ctxs in sorted(wanted.items()) for c in sorted(ctxs)]
-    n_chunks = max(1, min(len(items), CHUNKS_PER_WORKER * max(1, jobs)))
-    chunks = [items[i::n_chunks] for i in range(n_chunks)]  # round-robin: each chunk gets every engine's samples
+    # a context's decoded and ingested samples side by side (a streaming token's layer is compiled once for both)
+    at = sorted({(k, c) for (k, _head), ctxs in wanted.items() for c in ctxs})
+    pairs = [[(k, head, c) for head in (True, False) if c in wanted.get((k, head), ())] for k, c in at]
+    n_chunks = max(1, min(len(pairs), CHUNKS_PER_WORKER * max(1, jobs)))
+    # round-robin: each chunk gets every engine's samples
+    chunks = [[item for pair in pairs[i::n_chunks] for item in pair] for i in range(n_chunks)]
     results: dict[int, list[float]] = {}  # chunk number -> its samples (chunks finish in any order)
 
     def finished(res: tuple[int, list[float]]) -> None:
@@ -123,7 +126,7 @@ def _warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[
     for eng, head, ctxs in work:
         k = group_of[id(eng)]
         eng.add_samples(head, {c: values[(k, head, c)] for c in ctxs})
-    return len(items)
+    return sum(len(pair) for pair in pairs)
 
 
 def _simulate_chunk(_ref: None, numbered: tuple[int, Sequence[tuple[int, bool, int]]]) -> tuple[int, list[float]]:
