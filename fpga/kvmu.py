@@ -287,9 +287,12 @@ class Kvmu:
     With ``record=True`` every cycle is recorded (run-length encoded) and ``trace()`` returns a :class:`KvmuTrace`
     identical to what the Numba kernel produces for ``history`` — the face is the cycle-by-cycle reference the
     kernel is verified against. ``idle`` / ``advance_to`` let a discrete-event simulator place commands at its own
-    times (``advance_to(round(t_s * clock_hz))``)."""
+    times (``advance_to(round(t_s * clock_hz))``). With ``tags=False`` the write tags are not kept (``memory`` is
+    None): the registers, refusals, cycles and trace are the same; a replay that drives the KVMU and checks its
+    pointers, reading no tag, saves writing one per token."""
 
-    def __init__(self, capacity: int, costs: CycleCosts | None = None, *, record: bool = False) -> None:
+    def __init__(self, capacity: int, costs: CycleCosts | None = None, *, record: bool = False,
+                 tags: bool = True) -> None:
         self._capacity = check_capacity(capacity)
         self._costs = costs if costs is not None else CycleCosts()
         if not isinstance(self._costs, CycleCosts):
@@ -300,7 +303,7 @@ class Kvmu:
         self._mode = Mode.INIT
         self._cycle = 0
         self._n_commands = 0
-        self.memory = KvMemory(self._capacity)
+        self.memory: KvMemory | None = KvMemory(self._capacity) if tags else None
         self._record = record
         self._history: list[Command] = []
         self._cmd_rows: list[tuple[int, ...]] = []
@@ -524,19 +527,22 @@ class Kvmu:
         """``n`` token slots: each token's KV is written at ``ahead`` on its slot's last cycle, then ``ahead``
         (and ``valid``, ``curr`` when ``commit``) increments."""
         first = self._ahead
+        memory = self.memory
         if self._record:
             for _ in range(n):
                 self._emit(slot_cycles - 1)
                 pos = self._ahead
-                self.memory.write(slice(pos, pos + 1), writer, self._cycle, self._n_commands)
+                if memory is not None:
+                    memory.write(slice(pos, pos + 1), writer, self._cycle, self._n_commands)
                 self._ahead += 1
                 if commit:
                     self._valid += 1
                     self._curr += 1
                 self._emit(1, write_pos=pos)
         else:
-            write_cycles = self._cycle + slot_cycles * np.arange(1, n + 1, dtype=np.int64) - 1
-            self.memory.write(slice(first, first + n), writer, write_cycles, self._n_commands)
+            if memory is not None:  # each token's KV on its slot's last cycle
+                write_cycles = self._cycle + slot_cycles * np.arange(1, n + 1, dtype=np.int64) - 1
+                memory.write(slice(first, first + n), writer, write_cycles, self._n_commands)
             self._ahead += n
             if commit:
                 self._valid += n

@@ -184,6 +184,29 @@ def test_recording_does_not_change_the_model() -> None:
         fast.trace()
 
 
+def test_without_tags_the_registers_cycles_refusals_and_trace_are_the_same() -> None:
+    """tags=False (the system-A replay's KVMU) keeps no write tags and changes nothing else."""
+    rng = np.random.default_rng(5)
+    costs = CycleCosts(speculate_cycles_per_token=2, ingest_cycles_per_token=3)
+    program = _random_legal_program(rng, 64, 300)
+    for record in (False, True):
+        tagged, bare = Kvmu(64, costs, record=record), Kvmu(64, costs, record=record, tags=False)
+        tagged.run(program)
+        bare.run(program)
+        assert bare.memory is None
+        assert (bare.state, bare.cycle) == (tagged.state, tagged.cycle)
+        said = []
+        for kv in (tagged, bare):  # a refusal: the same message, the same cycle taken
+            with pytest.raises(CommandRefused) as err:
+                kv.speculate(65)
+            said.append(str(err.value))
+        assert said[0] == said[1] and (bare.state, bare.cycle) == (tagged.state, tagged.cycle)
+        if record:
+            a, b = tagged.trace(), bare.trace()
+            assert all(np.array_equal(a.commands[k], b.commands[k]) for k in a.commands)
+            assert all(np.array_equal(a.runs[k], b.runs[k]) for k in a.runs)
+
+
 def test_face_history_replays_through_the_kernel() -> None:
     rng = np.random.default_rng(11)
     costs = CycleCosts(speculate_cycles_per_token=3, ingest_cycles_per_token=2, rollback_cycles=2)

@@ -243,7 +243,7 @@ def prompt_migrations(system: ReasoningSystem, draft_device: str) -> _PromptMigr
 def _kvmu_factory(capacity: int) -> Any:
     from fpga import kvmu
 
-    return functools.partial(kvmu.Kvmu, capacity)
+    return functools.partial(kvmu.Kvmu, capacity, tags=False)  # the replay checks the pointers, reads no tag
 
 
 _ROLE_LABEL = {"draft": "draft", "prm": "PRM", "target": "target"}
