@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from fpga import isa
 from fpga.compiler import Compiler, load_stream_program
@@ -191,3 +193,16 @@ def test_resources_fit_and_oversized_designs_are_refused() -> None:
     eng = InstructionEngine("glitches-u280")
     parts = run_power_breakdown_w(eng.design, eng.decode(1024))
     assert parts["static_w"] > parts["hbm_w"] > 0 and parts["fabric_w"] > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.int64, st.tuples(st.integers(0, 60), st.just(3)),
+              elements=st.one_of(st.integers(0, 40), st.integers(0, 2**40))))
+def test_packed_unique_rows_equal_numpys_row_unique(triples: np.ndarray) -> None:
+    """channel_classes deduplicates the LD/ST (rows, ch0, nch) triples packed into integers: the same rows, in the
+    same order, as np.unique(axis=0)."""
+    from fpga.instruction_sim import _unique_rows
+
+    want = np.unique(triples, axis=0)
+    got = _unique_rows(triples)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
