@@ -103,6 +103,14 @@ def _warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[
     wanted: dict[tuple[int, bool], set[int]] = {}
     for eng, head, ctxs in work:
         wanted.setdefault((group_of[id(eng)], head), set()).update(ctxs)
+    # each engine's first sample here, before the fork: whatever kernels the samples run are compiled (or loaded
+    # from Numba's cache) once, in this process, and inherited, instead of once per worker
+    first: dict[tuple[int, bool, int], float] = {}
+    for (k, head), ctxs in sorted(wanted.items()):
+        if all(key[0] != k for key in first):
+            c = min(ctxs)
+            first[(k, head, c)] = engines[k].simulate_sample(c, head)
+            ctxs.discard(c)
     # a context's decoded and ingested samples side by side (a streaming token's layer is compiled once for both)
     at = sorted({(k, c) for (k, _head), ctxs in wanted.items() for c in ctxs})
     pairs = [[(k, head, c) for head in (True, False) if c in wanted.get((k, head), ())] for k, c in at]
@@ -120,13 +128,13 @@ def _warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[
         execute(_simulate_chunk, None, list(enumerate(chunks)), finished, workers=max(1, jobs), start_method="fork")
     finally:
         _ENGINES.clear()
-    values: dict[tuple[int, bool, int], float] = {}
+    values = dict(first)
     for i, ch in enumerate(chunks):
         values.update(zip(ch, results[i]))
     for eng, head, ctxs in work:
         k = group_of[id(eng)]
         eng.add_samples(head, {c: values[(k, head, c)] for c in ctxs})
-    return sum(len(pair) for pair in pairs)
+    return len(first) + sum(len(pair) for pair in pairs)
 
 
 def _simulate_chunk(_ref: None, numbered: tuple[int, Sequence[tuple[int, bool, int]]]) -> tuple[int, list[float]]:
