@@ -1,5 +1,5 @@
 """The GPU prefills a study's replays will ask for, listed from their traces and computed before the study's
-workers fork, in a few vectorized passes per engine (docs/reasoning.md, "Run time").
+workers fork, in a few vectorized passes per engine (docs/reasoning.md, "Speed").
 
 A GPU engine's prefill memo (:class:`~hwmodel.reasoning.costs.TimedEngine`) is otherwise filled on demand, a block
 of 256 neighbouring points per miss, and every forked worker fills its own. In the full system-A reproduction the
@@ -9,9 +9,9 @@ the replays asked for; ~8,000 blocks were computed by both.
 Which points a replay asks for follows from what a prefill is (:mod:`hwmodel.reasoning.sim`): a request's total
 context -- cached plus new tokens -- is an attempt's context or the context after an attempt (a speculated or
 refined step), and its cached part is nothing, all but one token, or the context of another attempt of the same
-problem (a prefix the server has cached). A PRM pass is one of these too (a step on top of its context, or the
-whole context from scratch). The candidates are every such (new tokens, cached tokens) pair of every problem; a
-request that resumes a stopped generation mid-step falls outside them and is computed on demand, as before.
+problem (a prefix the server has cached; the ``NEAREST_PREFIXES`` longest below the total are tried). A PRM's
+points are its scoring passes, one per attempt. A request outside the candidates (mostly one that resumes a
+stopped generation mid-step) is computed on demand, as before.
 
 Values do not change: a memoized point holds the engine's ``prefill_many`` element for it, whichever pass
 computed it (tests/test_reasoning_prefill_plan.py).

@@ -212,8 +212,8 @@ def parent_warm_steps(units: Sequence[Unit], sampled: Sequence[tuple[TimedEngine
     for te in engines.values():
         yield [te.power_w(phase) for phase in Phase]
     for u in units:
-        migrate = build_platform(u.config, u.policy, draft=u.draft).prompt_migration
-        if migrate is not None and get_policy(u.policy).resident_draft:
+        migrate = build_platform(u.config, u.policy, draft=u.draft).prompt_migration  # a resident draft's
+        if migrate is not None:
             yield [migrate(p.prompt_tokens) for trace, _ in unit_traces(u, seed, limit) for p in trace.problems]
 
 

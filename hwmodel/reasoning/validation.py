@@ -31,8 +31,8 @@ from hwmodel.reasoning.study import (
     Unit,
     speedup,
     study_traces,
-    unit_metrics,
     summary_index,
+    unit_metrics,
 )
 from hwmodel.studies.runner import run_points
 from hwmodel.workload.datasets import DATASETS

@@ -79,11 +79,10 @@ def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[o
 
     ``side``: this process's own work, one step per ``next``, done a step at a time as the workers' results come
     in (between two results the workers keep computing the chunks queued ahead), the rest after the last."""
-    try:
-        return _warm(targets, jobs, side)
-    finally:
-        for _ in side:
-            pass
+    simulated = _warm(targets, jobs, side)
+    for _ in side:
+        pass
+    return simulated
 
 
 def _warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[object]) -> int:
@@ -107,7 +106,7 @@ def _warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[
     # from Numba's cache) once, in this process, and inherited, instead of once per worker
     first: dict[tuple[int, bool, int], float] = {}
     for (k, head), ctxs in sorted(wanted.items()):
-        if all(key[0] != k for key in first):
+        if not any(key[0] == k for key in first):
             c = min(ctxs)
             first[(k, head, c)] = engines[k].simulate_sample(c, head)
             ctxs.discard(c)
