@@ -67,27 +67,38 @@ def _timed(fn) -> float:  # noqa: ANN001
 
 def bench_gpu_prefill(config: str, limit: int | None) -> None:
     """Cold replays of every dataset (baseline and step-ahead, both trace variants) with the GPU prefills computed
-    in vectorized blocks vs one ``prefill_cost`` call per (tokens, context) pair (the reference)."""
+    one ``prefill_cost`` call per (tokens, context) pair (the reference), in vectorized blocks on demand, and
+    planned from the traces ahead (hwmodel/reasoning/prefill_plan.py, the plan's own time included)."""
+    from hwmodel.reasoning import prefill_plan
     from hwmodel.reasoning.platform import Platform
     from hwmodel.workload.datasets import DATASETS
+    from hwmodel.workload.trace import replay_of
 
     traces = [t for d in DATASETS for t in study_traces(d, config, limit=limit)]
     n = sum(len(t.problems) for t in traces) * 2
     out = {}
-    for blocks in (False, True):
+    for mode in ("pair", "blocks", "planned"):
         _fresh_engines()
         t0 = time.process_time()
         lat = 0.0
         for name in ("baseline", "step-ahead"):
             pf = build_platform(config, name)
-            fresh = {r: TimedEngine(getattr(pf, r).engine, vector_blocks=blocks) for r in ("draft", "prm", "target")}
+            fresh = {r: TimedEngine(getattr(pf, r).engine, vector_blocks=mode != "pair")
+                     for r in ("draft", "prm", "target")}
             pf = Platform(**{**pf.__dict__, **fresh})
+            if mode == "planned":
+                served, scored = [], []
+                for t in traces:
+                    replays = [replay_of(p, t.header) for p in t.problems]
+                    served.append(prefill_plan.candidate_points(t.problems, replays))
+                    scored.append(prefill_plan.score_points(t.problems, replays, pf.prm, pf.prm_prefix_cache))
+                prefill_plan.warm([(pf.draft, served), (pf.target, served), (pf.prm, scored)])
             lat += sum(r.latency_s for t in traces for r in run_trace(t, name, pf, config))
-        out[blocks] = (time.process_time() - t0, lat)
-    (t_ref, lat_ref), (t_fast, lat_fast) = out[False], out[True]
+        out[mode] = (time.process_time() - t0, lat)
+    (t_ref, lat_ref), (t_blk, lat_blk), (t_plan, lat_plan) = out["pair"], out["blocks"], out["planned"]
     print(f"cold replays of {n} problems, GPU prefills one call per pair (reference): {n / t_ref:.0f} problems per "
-          f"CPU second; in vectorized blocks: {n / t_fast:.0f} ({t_ref / t_fast:.2f}x); same latencies: "
-          f"{lat_ref == lat_fast}")
+          f"CPU second; in vectorized blocks on demand: {n / t_blk:.0f} ({t_ref / t_blk:.2f}x); planned from the "
+          f"traces: {n / t_plan:.0f} ({t_ref / t_plan:.2f}x); same latencies: {lat_ref == lat_blk == lat_plan}")
 
 
 def bench_fpga_sampling(config: str) -> None:
