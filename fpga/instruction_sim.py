@@ -188,8 +188,9 @@ def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, e
                 land = 0
                 for s in range(rq_nseg[c, h]):
                     nb = rq_bytes[c, h] // rq_nseg[c, h]
-                    first, end = hbm.channel_request(hp, hst[c], arrival, rq_addr[c, h] + s * rq_stride[c, h],
-                                                     nb, is_w)
+                    # on row c of the class states, as the streaming engine calls it (one compiled variant)
+                    first, end = hbm.channel_request_at(hp, hst, c, arrival, rq_addr[c, h] + s * rq_stride[c, h],
+                                                        nb, is_w)
                     if is_w:
                         land = hbm.axi_to_kernel(hp, end)
                     else:

@@ -120,8 +120,10 @@ def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.n
                 k += 1
             gs[GS_PORT_SHIFT, g] = k
     st = np.zeros((n_g, hbm.CS_N), dtype=np.int64)
+    reset = hbm.new_channel_state()
     for g in range(n_g):
-        st[g] = hbm.new_channel_state()
+        for j in range(hbm.CS_N):  # element by element: a row assignment compiles a shape-mismatch error path
+            st[g, j] = reset[j]
     rt = np.full((n_r, 4), -1, dtype=np.int64)
     progress = True
     sweeps = 0
