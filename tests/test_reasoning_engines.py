@@ -2,16 +2,14 @@
 engine, change them by a measured, bounded amount)."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwmodel.engine import Capability, Phase
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.sampled import ContextSampledEngine
+from tests.token_engine import TokenEngine as _TokenEngine
 
 
 @pytest.fixture(scope="module")
@@ -67,36 +65,6 @@ def test_decode_progress_is_consistent_with_the_span(gpu_engines) -> None:  # no
         assert te.decode_done(100, offsets[k], 50) == k + 1
         assert te.decode_done(100, offsets[k] * (1 - 1e-6), 50) == k
     assert te.decode_done(100, 1e9, 50) == 50
-
-
-@dataclasses.dataclass
-class _TokenEngine:
-    """A token-by-token test engine whose per-token time has a kink and jitter in the context."""
-
-    CAPABILITIES = frozenset({Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.CONTEXT_BOUND})
-    name: str = "tokenwise"
-    max_ctx: int = 2048
-    calls: int = 0
-
-    def _t(self, ctx: int, head: bool) -> float:
-        self.calls += 1
-        if not 0 <= ctx < self.max_ctx:
-            raise ValueError(f"ctx {ctx} beyond the KV reservation")
-        base = 1.5e-3 + 0.9e-6 * ctx + (2e-7 * (ctx - 1000) if ctx > 1000 else 0.0)
-        return base + 1e-6 * ((ctx * 7919) % 5) / 5 + (0.2e-3 if head else 0.0)
-
-    def decode_s(self, ctx: int) -> float:
-        return self._t(ctx, True)
-
-    def ingest_s(self, n: int, ctx: int) -> float:
-        return sum(self._t(ctx + i, False) for i in range(n))
-
-    def prefill_s(self, n: int, ctx: int = 0) -> float:
-        return self.ingest_s(n - 1, ctx) + self.decode_s(ctx + n - 1)
-
-    def power_w(self, phase: Phase) -> float:
-        return 30.0 if phase is Phase.IDLE else 45.0
 
 
 def test_context_sampled_engine_is_exact_on_the_grid_and_close_between() -> None:

@@ -2,39 +2,10 @@
 leave every table bit-identical to one filled on demand, and the plan covers what a replay reads."""
 from __future__ import annotations
 
-import dataclasses
-
-from hwmodel.engine import Capability, Phase
 from hwmodel.reasoning import warmup
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.sampled import ContextSampledEngine
-
-
-@dataclasses.dataclass
-class _TokenEngine:
-    """Token by token, like the streaming FPGA: times that wobble so sums round differently in another order."""
-
-    CAPABILITIES = frozenset({Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.CONTEXT_BOUND})
-    name: str = "tokenwise"
-    max_ctx: int = 4096
-    calls: int = 0
-
-    def _t(self, ctx: int, head: bool) -> float:
-        self.calls += 1
-        return 1.5e-3 + 0.9e-6 * ctx + 1e-6 * ((ctx * 7919) % 5) / 7 + (0.2e-3 if head else 0.0)
-
-    def decode_s(self, ctx: int) -> float:
-        return self._t(ctx, True)
-
-    def ingest_s(self, n: int, ctx: int) -> float:
-        return sum(self._t(ctx + i, False) for i in range(n))
-
-    def prefill_s(self, n: int, ctx: int = 0) -> float:
-        return self.ingest_s(n - 1, ctx) + self.decode_s(ctx + n - 1)
-
-    def power_w(self, phase: Phase) -> float:
-        return 30.0 if phase is Phase.IDLE else 45.0
+from tests.token_engine import TokenEngine as _TokenEngine
 
 
 def _read(te: TimedEngine) -> list[float]:
