@@ -51,7 +51,11 @@ def _study_dir(root: Path) -> Study:
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.plot([0, 1, 2], [1, 3, 2])
     fig.savefig(d / "figure.png", dpi=80)
+    (d / "sub").mkdir()
+    fig.savefig(d / "sub" / "inlined.png", dpi=60)
     plt.close(fig)
+    # a report in a subfolder that shows its own figure by a relative path (as system A's report.md does)
+    (d / "sub" / "report.md").write_text("# Sub report\n\n![inlined](inlined.png)\n\n[the figure](inlined.png)\n")
     write_chrome_trace(d / "timeline.json", {"fpga": [Slice(0, 1, "decode"), Slice(0.5, 2, "ingest")]})
     (d / "kvmu.vcd").write_text("$timescale 1 ns $end\n")
     return Study("demo", "A demo study with a table, a figure, a timeline and a waveform.", d)
@@ -65,9 +69,29 @@ def test_index_page_loads_clean_and_renders_tables_figures_and_links(tmp_path: P
     assert console == [], console
     assert "<table>" in dom and "1.24x" in dom and "data:image/png;base64," in dom
     assert 'href="demo/timeline.json"' in dom and 'href="demo/kvmu.vcd"' in dom
+    assert 'href="demo/sub/inlined.png"' in dom  # a report's relative link, rewritten from the index's folder
     shot = tmp_path / "shot.png"
     _browse(page, f"--screenshot={shot}")
     assert shot.exists() and _not_blank(shot) > 0.02
+
+
+_IMAGE_CHECK = ("<script>window.addEventListener('load',()=>{const im=[...document.images];"
+                "document.body.setAttribute('data-images',String(im.length));"
+                "document.body.setAttribute('data-broken',String(im.filter(i=>!(i.complete&&i.naturalWidth>0))"
+                ".length));});</script></body>")
+
+
+@needs_browser
+def test_every_image_on_the_index_loads(tmp_path: Path) -> None:
+    """Every <img> of the index loads, including figures a report shows by a path relative to its own folder."""
+    page = write_index(tmp_path, [_study_dir(tmp_path)])
+    text = page.read_text()
+    assert text.count("<img") == 2  # figure.png once; inlined.png only where its report shows it
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</body>", _IMAGE_CHECK))
+    dom, console = _browse(probe, "--dump-dom", "--virtual-time-budget=5000")
+    assert console == [], console
+    assert re.search(r'data-images="2"', dom) and re.search(r'data-broken="0"', dom), dom[-400:]
 
 
 @needs_browser

@@ -39,11 +39,47 @@ class Study:
     folder: Path
 
 
-def _markdown(text: str) -> str:
+_FIGURE_SUFFIXES = (".png", ".svg")
+
+
+def _local_target(ref: str, base: Path) -> Path | None:
+    """The file a relative Markdown link or image ``ref`` names from a report in ``base`` (None: absolute or a
+    URL, an anchor, or no such file)."""
+    if not ref or ref.startswith(("#", "/", "data:")) or "://" in ref or ref.startswith("mailto:"):
+        return None
+    target = (base / ref.split("#", 1)[0]).resolve()
+    return target if target.is_file() else None
+
+
+def _data_uri(path: Path) -> str:
+    kind = "image/svg+xml" if path.suffix.lower() == ".svg" else "image/png"
+    return f"data:{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def _markdown(text: str, base: Path | None = None, root: Path | None = None,
+              inlined: set[Path] | None = None) -> str:
+    """``text`` rendered to HTML. A report's relative references are resolved from its folder ``base``: images it
+    shows are embedded as data URIs (the index is one self-contained file) and recorded in ``inlined``; links to
+    files are rewritten relative to the index's folder ``root``."""
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    return md.render(text)
+    tokens = md.parse(text)
+    if base is not None and root is not None:
+        for token in tokens:
+            for child in token.children or ():
+                attr = "src" if child.type == "image" else "href" if child.type == "link_open" else None
+                target = _local_target(str(child.attrGet(attr) or ""), base) if attr else None
+                if target is None:
+                    continue
+                if attr == "src" and target.suffix.lower() in _FIGURE_SUFFIXES:
+                    child.attrSet("src", _data_uri(target))
+                    if inlined is not None:
+                        inlined.add(target)
+                else:
+                    child.attrSet(attr, target.relative_to(root.resolve()).as_posix()
+                                  if target.is_relative_to(root.resolve()) else target.as_uri())
+    return md.renderer.render(tokens, md.options, {})
 
 
 def _figure(path: Path) -> str:
@@ -51,8 +87,7 @@ def _figure(path: Path) -> str:
         body = path.read_text(encoding="utf-8", errors="replace")
         start = body.find("<svg")
         return f'<div class="figure">{body[start:] if start >= 0 else ""}</div>'
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<img class="figure" alt="{html.escape(path.name)}" src="data:image/png;base64,{data}">'
+    return f'<img class="figure" alt="{html.escape(path.name)}" src="{_data_uri(path)}">'
 
 
 def _is_chrome_trace(path: Path) -> bool:
@@ -83,11 +118,12 @@ def study_section(study: Study, root: Path) -> str:
     if not files:
         parts.append("<p><em>This study wrote no files.</em></p></section>")
         return "".join(parts)
+    inlined: set[Path] = set()
     for p in files:
         if p.suffix.lower() == ".md":
-            parts.append(f"<details open><summary>{html.escape(str(p.relative_to(root)))}</summary>"
-                         f"{_markdown(p.read_text(encoding='utf-8', errors='replace'))}</details>")
-    figures = [p for p in files if p.suffix.lower() in (".png", ".svg")]
+            body = _markdown(p.read_text(encoding="utf-8", errors="replace"), p.parent, root, inlined)
+            parts.append(f"<details open><summary>{html.escape(str(p.relative_to(root)))}</summary>{body}</details>")
+    figures = [p for p in files if p.suffix.lower() in _FIGURE_SUFFIXES and p.resolve() not in inlined]
     for p in figures:
         parts.append(_figure(p))
     traces = [p for p in files if p.suffix.lower() == ".json" and _is_chrome_trace(p)]
