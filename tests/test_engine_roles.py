@@ -150,6 +150,45 @@ def test_a_policy_is_one_new_file(tmp_path: Path) -> None:
         REGISTRY.unregister("late-t2")
 
 
+def test_a_policy_with_new_behaviour_is_one_new_file(tmp_path: Path) -> None:
+    """A policy whose draft catches up differently (a host hold after each re-prefill) is one file: it overrides a
+    hook, and the replay -- which knows no policy by name -- runs it."""
+    (tmp_path / "held_reprefill.py").write_text(textwrap.dedent('''
+        import dataclasses
+        from hwmodel.reasoning.policies import register
+        from hwmodel.reasoning.policies.base import Policy
+
+        CALLS = []
+
+        @dataclasses.dataclass(frozen=True)
+        class HeldReprefill(Policy):
+            hold_s: float = 0.05
+
+            def catch_up(self, sim, op, ctx_tokens):
+                super().catch_up(sim, op, ctx_tokens)  # re-prefill the target's step, then hold the draft
+                sim.draft_ready_s += self.hold_s
+                CALLS.append(op.n)
+
+        register(HeldReprefill("held-reprefill", "+T2+T1 held", "re-prefill, then a host hold",
+                               step_ahead=True, sync="reprefill", draft_device="fpga"), replace=True)
+    '''))
+    from hwmodel.reasoning.policies import REGISTRY
+
+    module = load_plugin(tmp_path / "held_reprefill.py")
+    try:
+        trace = generate("gsm8k", "qwen2.5-math-7b", True, limit=6)
+        ref = summarize(run_trace(trace, "heteroreason-reprefill", build_platform("config1", "heteroreason-reprefill"),
+                                  "config1"))
+        held = summarize(run_trace(trace, "held-reprefill", build_platform("config1", "held-reprefill"), "config1"))
+        synced = [a.tokens for p in trace.problems for j, a in enumerate(p.attempts)
+                  if a.by == "target" and not a.final]
+        assert module.CALLS == synced and synced  # the hook ran once per target step the draft built upon
+        assert held.latency_total_s > ref.latency_total_s  # and its behaviour reached the timeline
+        assert held.problems == ref.problems == 6
+    finally:
+        REGISTRY.unregister("held-reprefill")
+
+
 def test_a_board_is_one_new_file(tmp_path: Path) -> None:
     from fpga.streaming import StreamingEngine
     from hwmodel.engine import Phase

@@ -41,7 +41,6 @@ import bisect
 import dataclasses
 from typing import Any
 
-import numpy as np
 import simpy
 
 from hwmodel.des import run_to_end
@@ -50,24 +49,13 @@ from hwmodel.errors import HwmodelError
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.platform import Platform
 from hwmodel.reasoning.policies import Policy
+from hwmodel.reasoning.policies.sync import shadow_schedule  # noqa: F401 - re-exported
 from hwmodel.reasoning.timeline import Activity, Device, Transfer
 from hwmodel.reasoning.waste import invalidated
 from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
 from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, Replay, TraceHeader, replay_of
 
 _EPS = 1e-12
-
-
-def shadow_schedule(free_s: float, arrive_s: np.ndarray, dur_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end of each token's ingest pass when token j arrives at ``arrive_s[j]``, takes ``dur_s[j]``, and
-    the device is free from ``free_s``: ``end_j = max(end_{j-1}, arrive_j) + dur_j`` (a max-plus scan, solved as
-    ``end_j = D_j + max_{k <= j}(arrive_k - D_{k-1})`` with ``D`` the running sum of durations)."""
-    a = np.asarray(arrive_s, dtype=float).copy()
-    a[0] = max(a[0], free_s)
-    d_cum = np.cumsum(dur_s)
-    d_prev = d_cum - dur_s
-    end = d_cum + np.maximum.accumulate(a - d_prev)
-    return end - dur_s, end
 
 
 class SimulationError(HwmodelError):
@@ -251,7 +239,7 @@ class ProblemSimulation:
                 out.setdefault(self.rp.context[j], j)
         return out
 
-    def _xfer(self, src: str, dst: str, n_bytes: int, label: str, start_s: float | None = None) -> float:
+    def transfer(self, src: str, dst: str, n_bytes: int, label: str, start_s: float | None = None) -> float:
         """Time of a transfer, recorded (for the communication share) as starting at ``start_s`` (default now)."""
         t = self.pf.links.transfer_s(src, dst, n_bytes)
         s = self.env.now if start_s is None else start_s
@@ -260,14 +248,14 @@ class ProblemSimulation:
             self.transfers.append(Transfer(s, s + t, f"{src}->{dst}", n_bytes, label))
         return t
 
-    def _record(self, role: str, start: float, end: float, phase: Phase, label: str,
+    def record(self, role: str, start: float, end: float, phase: Phase, label: str,
                 power_w: float | None = None) -> float:
         """Log an activity at ``power_w`` (default: the engine's power in ``phase``); returns its energy."""
         p = self.engine[role].power_w(phase) if power_w is None else power_w
         self.dev[role].record(start, end, phase, label, p)
         return p * max(0.0, end - start)
 
-    def _kv(self, cmd: str, *args: int) -> None:
+    def kv(self, cmd: str, *args: int) -> None:
         if self.kvmu is None:
             return
         getattr(self.kvmu, cmd)(*args)
@@ -276,7 +264,7 @@ class ProblemSimulation:
             self.kvmu_log.append((float(self.env.now), int(self.kvmu.valid), int(self.kvmu.curr),
                                   int(self.kvmu.ahead)))
 
-    def _kv_check(self, what: str, valid: int, curr: int | None = None) -> None:
+    def kv_check(self, what: str, valid: int, curr: int | None = None) -> None:
         if self.kvmu is None:
             return
         if self.kvmu.valid != valid or (curr is not None and self.kvmu.curr != curr):
@@ -285,14 +273,14 @@ class ProblemSimulation:
                                   + (f" curr={curr}" if curr is not None else ""))
 
     # ------------------------------------------------------------------------------------------------ operations
-    def _gpu_request(self, op: _Op, eng: TimedEngine, cache: _PrefixCache | None, overhead_s: float,
+    def gpu_request(self, op: _Op, eng: TimedEngine, cache: _PrefixCache | None, overhead_s: float,
                      wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
         """A request to a GPU model server (module docstring); interruptible at forward-pass boundaries."""
         env = self.env
         if not (yield from self._wait_to_start(op, wait_until_s)):
             return
         start = op.start_s = env.now
-        x_in = self._xfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, f"{op.label}: context")
+        x_in = self.transfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, f"{op.label}: context")
         t0 = start + overhead_s + x_in
         if op.reuse >= op.n:
             op.k0, op.t0, op.compute_start_s = op.n, start, start
@@ -309,11 +297,11 @@ class ProblemSimulation:
         yield from self._run_until_done_or_stopped(op)
         end = op.end_s
         if end > t0:
-            op.energy_j += self._record(op.role, t0, min(end, first), Phase.PREFILL, f"{op.label} (prefill)", p_pref)
+            op.energy_j += self.record(op.role, t0, min(end, first), Phase.PREFILL, f"{op.label} (prefill)", p_pref)
         if end > first:
             steps = op.produced - op.reuse - 1
             e = eng.decode_energy_j(total_ctx, steps)
-            op.energy_j += self._record(op.role, first, end, Phase.DECODE, op.label, e / (end - first))
+            op.energy_j += self.record(op.role, first, end, Phase.DECODE, op.label, e / (end - first))
         if cache is not None and end >= first - _EPS:
             cache.add(op.ctx_key)
             if op.produced >= op.n and op.attempt is not None:
@@ -344,7 +332,7 @@ class ProblemSimulation:
         op.end_s = env.now
         op.produced = op.produced_by(op.end_s)
 
-    def _resident_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
+    def resident_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
         """``n`` decode passes on a resident draft from context ``ctx``; interruptible at pass boundaries."""
         env = self.env
         if not (yield from self._wait_to_start(op, wait_until_s)):
@@ -356,20 +344,15 @@ class ProblemSimulation:
         yield from self._run_until_done_or_stopped(op)
         if op.end_s > start:
             e = self.pf.draft.decode_energy_j(op.ctx_tokens, op.produced)
-            op.energy_j += self._record("draft", start, op.end_s, Phase.DECODE, op.label, e / (op.end_s - start))
+            op.energy_j += self.record("draft", start, op.end_s, Phase.DECODE, op.label, e / (op.end_s - start))
         op.done = True
 
     def _start_draft(self, op: _Op, wait_until_s: float = 0.0) -> _Op:
-        if self.policy.resident_draft:
-            op.proc = self.env.process(self._resident_step(op, wait_until_s))
-        else:
-            cache = self.draft_cache
-            op.proc = self.env.process(self._gpu_request(op, self.pf.draft, cache, self.pf.draft_api_call_overhead_s,
-                                                         wait_until_s))
+        op.proc = self.env.process(self.policy.draft_process(self, op, wait_until_s))
         return op
 
     def _start_target(self, op: _Op) -> _Op:
-        op.proc = self.env.process(self._gpu_request(op, self.pf.target, self.target_cache,
+        op.proc = self.env.process(self.gpu_request(op, self.pf.target, self.target_cache,
                                                      self.pf.api_call_overhead_s, self.target_free_s))
         return op
 
@@ -380,7 +363,7 @@ class ProblemSimulation:
         self.discarded_draft_tokens += produced
         self._discarded_ops.append(spec)
         if produced:
-            self._kv("speculate", produced)
+            self.kv("speculate", produced)
 
     def _halt(self, op: _Op) -> tuple[float, int]:
         """Tell a running generation to stop now: (when its device is free, tokens it will have produced)."""
@@ -399,14 +382,14 @@ class ProblemSimulation:
         tb = self.pf.token_bytes
         now = env.now
         src = "draft" if a.by == DRAFT else "target"
-        t_in = self._xfer(src, "host", a.tokens * tb, f"step {i} to host")
-        t_in += self._xfer("host", "prm", (ctx_tokens + a.tokens) * tb, f"step {i} to PRM", now + t_in)
+        t_in = self.transfer(src, "host", a.tokens * tb, f"step {i} to host")
+        t_in += self.transfer("host", "prm", (ctx_tokens + a.tokens) * tb, f"step {i} to PRM", now + t_in)
         t_in += self.pf.api_call_overhead_s
         score_s, power_w = self.pf.prm.score(a.tokens, ctx_tokens, self.pf.prm_prefix_cache)
-        t_out = self._xfer("prm", "host", tb, f"verdict {i}", now + t_in + score_s)
+        t_out = self.transfer("prm", "host", tb, f"verdict {i}", now + t_in + score_s)
         if self.pf.draft_told_verdict:  # the host tells the draft's device (KVMU command / abort)
-            t_out += self._xfer("host", "draft", tb, f"verdict {i} to draft", now + t_in + score_s + t_out)
-        self._record("prm", now + t_in, now + t_in + score_s, Phase.SCORE, f"score step {i} ({a.by})", power_w)
+            t_out += self.transfer("host", "draft", tb, f"verdict {i} to draft", now + t_in + score_s + t_out)
+        self.record("prm", now + t_in, now + t_in + score_s, Phase.SCORE, f"score step {i} ({a.by})", power_w)
         yield env.timeout(t_in + score_s + t_out)
 
     def _cap(self, ctx_tokens: int, n: int) -> int:
@@ -431,77 +414,14 @@ class ProblemSimulation:
         n = self.attempts[d].tokens if d is not None else self._next_draft_len.get(len(key), self._mean_step)
         return None, self._cap(ctx_tokens, n)
 
-    # ------------------------------------------------------------------------------------------------ draft sync
-    def _sync_draft(self, op: _Op, ctx_tokens: int) -> None:
-        """The draft catches up with target step ``op`` (whose tokens are all emitted by now)."""
-        tb = self.pf.token_bytes
-        n = op.n
-        if not self.policy.resident_draft:
-            # a draft model server gets the step with its next request (prefix cache: prefill what is new)
-            self._xfer("target", "host", n * tb, f"{op.label}: tokens")
-            return
-        eng = self.pf.draft
-        free = max(self.dev["draft"].free_at_s, self.draft_ready_s)
-        if self.policy.sync == "shadow":
-            t_tok = self.pf.links.transfer_s("target", "draft", tb)  # each token as it is emitted
-            self.comm_s += n * t_tok
-            arrive = np.asarray(op.emission_times()) + t_tok
-            if self.keep_log:
-                self.transfers.extend(Transfer(te - t_tok, te, "target->draft", tb, f"{op.label}: token {j}")
-                                      for j, te in enumerate(arrive.tolist()))
-            dur = eng.ingest_times(ctx_tokens, n)
-            begin, end = shadow_schedule(free, arrive, dur)
-            p_ing = eng.power_w(Phase.INGEST)
-            label = f"shadow ingest ({op.label})"
-            if self.keep_log:  # one activity per run of back-to-back tokens
-                gaps = np.nonzero(begin[1:] > end[:-1] + _EPS)[0]
-                starts = np.concatenate([[0], gaps + 1])
-                stops = np.concatenate([gaps, [n - 1]])
-                for a, b in zip(starts.tolist(), stops.tolist()):
-                    self._record("draft", float(begin[a]), float(end[b]), Phase.INGEST, label, p_ing)
-            else:  # one window reserved on the device, busy only for the tokens' passes
-                self.dev["draft"].record_window(float(begin[0]), float(end[-1]), float(dur.sum()), Phase.INGEST,
-                                                label, p_ing)
-            self.draft_ready_s = float(end[-1])
-        else:
-            arrive = op.last_s + self._xfer("target", "draft", n * tb, f"{op.label}: tokens", op.last_s)
-            begin = max(free, arrive)
-            t_pre, p_pre = eng.prefill(n, ctx_tokens)
-            end = begin + t_pre
-            self._record("draft", begin, end, Phase.PREFILL, f"re-prefill ({op.label})", p_pre)
-            self.draft_ready_s = end
-        self._kv("ingest", n)
-
     # ------------------------------------------------------------------------------------------------ controller
-    def _setup(self):  # noqa: ANN202 - SimPy sub-process
-        """Resident draft: a GPU prefills the prompt with the draft model and the KV cache migrates once."""
-        if not self.policy.resident_draft:
-            return
-        env = self.env
-        p = self.problem.prompt_tokens
-        x = self._xfer("host", "target", p * self.pf.token_bytes, "prompt to GPU")
-        yield env.timeout(x + self.pf.api_call_overhead_s)
-        start = env.now
-        mig = self.pf.prompt_migration(p) if self.pf.prompt_migration is not None else None
-        if mig is None:
-            raise SimulationError("a resident draft needs a prompt migration model (platform.prompt_migration)")
-        self._record("target", start, start + mig.prefill_s, Phase.PREFILL, "draft prompt prefill (KV migration)",
-                     mig.prefill_power_w)
-        self.comm_s += mig.transfer_s
-        if self.keep_log:
-            self.transfers.append(Transfer(start, start + mig.ready_s, "target->host->draft", mig.kv_bytes,
-                                           "draft KV migration (overlapped with the prefill)"))
-        yield env.timeout(mig.ready_s)
-        self._kv("init", p)
-        self.draft_ready_s = env.now
-
     def _commit(self, i: int) -> None:
         self.committed.append(i)
 
     def _start_prefetch(self, key: tuple[int, ...], at: str = "commit") -> _Op | None:
         """T2: the target starts the step after context ``key`` (module docstring), when the policy starts it at
         this moment (``at``: "commit" after a step is committed, "submit" when the draft submits the step)."""
-        if not self.policy.step_ahead or at != self.policy.prefetch_at or self._answer_complete(key):
+        if not self.policy.prefetches_at(at) or self._answer_complete(key):
             return None
         ctx_tokens = self._tokens_of(key)
         j, n = self._prefetch_length(key, ctx_tokens)
@@ -533,7 +453,7 @@ class ProblemSimulation:
         attempts = self.attempts
         rp = self.rp
         spec: _Op | None = None
-        yield from self._setup()
+        yield from self.policy.setup(self)
         prefetch: _Op | None = self._start_prefetch(())
         i = 0
         while i < len(attempts):
@@ -556,15 +476,15 @@ class ProblemSimulation:
                                           f"{a.tokens} tokens")
                 # submit step i: the KVMU closes it (an accept held for the previous step carries the boundary)
                 if self.kvmu is not None:
-                    self._kv("speculate", a.tokens)
+                    self.kv("speculate", a.tokens)
                     if self._pending_accept:
-                        self._kv("accept")
+                        self.kv("accept")
                         self._pending_accept = False
                     else:
-                        self._kv("mark")
-                    self._kv_check(f"submitting step {i}", ctx_tokens, ctx_tokens + a.tokens)
+                        self.kv("mark")
+                    self.kv_check(f"submitting step {i}", ctx_tokens, ctx_tokens + a.tokens)
                 submit = env.now
-                if pol.step_ahead and not a.final:
+                if pol.speculates and not a.final:
                     nxt, n_spec = self._spec_length(i)
                     spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
                                                  f"speculate step {a.step + 1}"))
@@ -580,15 +500,15 @@ class ProblemSimulation:
                     if self.kvmu is not None:
                         self._pending_accept = True
                         if a.final:
-                            self._kv("accept")
+                            self.kv("accept")
                             self._pending_accept = False
                 else:
                     if spec is not None:
                         self._discard_spec(spec)
                         spec = None
                     if self.kvmu is not None:
-                        self._kv("rollback")
-                        self._kv_check(f"rejecting step {i}", ctx_tokens, ctx_tokens)
+                        self.kv("rollback")
+                        self.kv_check(f"rejecting step {i}", ctx_tokens, ctx_tokens)
                     self.draft_ready_s = max(self.draft_ready_s, env.now)
                 i += 1
                 continue
@@ -614,17 +534,17 @@ class ProblemSimulation:
                 raise SimulationError(f"problem {self.problem.id}: target step {i} produced {op.produced} of "
                                       f"{a.tokens} tokens")
             if not a.final:  # the answer's last step is never built upon: the draft need not catch up
-                self._sync_draft(op, ctx_tokens)
-                self._kv_check(f"ingesting target step {i}", ctx_tokens + a.tokens)
+                self.policy.catch_up(self, op, ctx_tokens)
+                self.kv_check(f"ingesting target step {i}", ctx_tokens + a.tokens)
             else:
-                self._xfer("target", "host", a.tokens * self.pf.token_bytes, f"{op.label}: tokens")
+                self.transfer("target", "host", a.tokens * self.pf.token_bytes, f"{op.label}: tokens")
             if not bt:
                 self._commit(i)
                 prefetch = self._start_prefetch(ctx_key + (i,))
                 i += 1
                 continue
             submit = env.now
-            if pol.step_ahead and not a.final:
+            if pol.speculates and not a.final:
                 nxt, n_spec = self._spec_length(i)
                 spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
                                              f"speculate step {a.step + 1}"), self.draft_ready_s)
@@ -643,7 +563,7 @@ class ProblemSimulation:
                 popped = self.committed.pop()
                 pos = ctx_tokens - attempts[popped].tokens
                 if self.kvmu is not None:
-                    self._kv("init", pos)
+                    self.kv("init", pos)
                 self.draft_ready_s = max(self.draft_ready_s, env.now)
             i += 1
         if prefetch is not None:

@@ -1,21 +1,29 @@
-"""What a system-A policy is: a strategy object the replay (:mod:`hwmodel.reasoning.sim`) consults.
+"""What a system-A policy is: a strategy object the replay (:mod:`hwmodel.reasoning.sim`) calls through hooks.
 
-The replay asks the policy four things -- does the draft speculate the next step during verification (T2), when
-does the target start its prefetch, how does the draft catch up with the target's tokens, and which of the
-system's devices runs the draft unless a study says otherwise -- and asks the platform's roles two: does the draft
-keep its KV cache on its own device (``resident``: a host-driven accelerator) and must the host tell the draft's
-device each verdict. Which capabilities each role needs follows from these answers (:meth:`Policy.needs`).
+The replay never tests a policy's name or flags; it calls the policy's hooks: ``speculates`` (does the draft
+speculate the next step during verification: T2), ``prefetches_at(moment)`` (does the target start its
+asynchronous prefetch at "commit" or "submit"), and the draft-sync hooks ``setup``, ``draft_process`` and
+``catch_up`` (:mod:`hwmodel.reasoning.policies.sync`: how the draft's KV cache is prepared, how a draft step runs,
+how the draft catches up with a target step). A built-in policy is data naming its behaviour; a policy with new
+behaviour subclasses :class:`Policy` and overrides a hook. The platform's roles say whether the draft keeps its KV
+cache on its own device (``resident``: a host-driven accelerator) and whether the host tells the draft's device
+each verdict. Which capabilities each role needs follows from the hooks (:meth:`Policy.needs`).
 """
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 from hwmodel.engine import Capability
+from hwmodel.reasoning.policies.sync import SYNCS, DraftSync
+
+if TYPE_CHECKING:
+    from hwmodel.reasoning.sim import ProblemSimulation, _Op
 
 #: how the draft catches up with a target step: its model server's prefix cache (the next request prefills what is
 #: new), shadow synchronization (a resident draft ingests each token as it arrives), or a local re-prefill
-SYNC_MODES = ("prefix-cache", "shadow", "reprefill")
-RESIDENT_SYNC = ("shadow", "reprefill")  # the modes of a draft that keeps its own KV cache (host-driven)
+SYNC_MODES = tuple(SYNCS)  # ("prefix-cache", "shadow", "reprefill")
 BASE_NEEDS = {
     "draft": frozenset({Capability.DECODER, Capability.PREFILLER, Capability.POWERED}),
     "prm": frozenset({Capability.SCORER, Capability.POWERED}),
@@ -42,15 +50,43 @@ class Policy:
             raise ValueError(f"policy {self.name}: prefetch_at must be 'commit' or 'submit', got {self.prefetch_at!r}")
 
     @property
+    def draft_sync(self) -> DraftSync:
+        """The strategy behind ``sync`` (:mod:`hwmodel.reasoning.policies.sync`)."""
+        return SYNCS[self.sync]
+
+    @property
     def resident_draft(self) -> bool:
         """The draft keeps the committed context's KV cache on its own device (prompt KV migrated once, steps
         decoded from it, target steps synchronized into it), driven by the host directly: needs a host-driven
         device."""
-        return self.sync in RESIDENT_SYNC
+        return self.draft_sync.resident
+
+    # ---------------------------------------------------------------- hooks the replay calls (module docstring)
+    @property
+    def speculates(self) -> bool:
+        """T2: after submitting a step, the draft speculates the next one while it is verified."""
+        return self.step_ahead
+
+    def prefetches_at(self, moment: str) -> bool:
+        """Whether the target starts generating the next step at ``moment`` ("commit": a step was committed;
+        "submit": the draft submitted a step for verification)."""
+        return self.step_ahead and moment == self.prefetch_at
+
+    def setup(self, sim: ProblemSimulation) -> Generator[Any, Any, None]:
+        """SimPy sub-process before the first step."""
+        return self.draft_sync.setup(sim)
+
+    def draft_process(self, sim: ProblemSimulation, op: _Op, wait_until_s: float) -> Generator[Any, Any, None]:
+        """The SimPy process that generates draft step ``op`` (not before ``wait_until_s``)."""
+        return self.draft_sync.draft_process(sim, op, wait_until_s)
+
+    def catch_up(self, sim: ProblemSimulation, op: _Op, ctx_tokens: int) -> None:
+        """The draft catches up with target step ``op`` (all its tokens emitted) from ``ctx_tokens``."""
+        self.draft_sync.catch_up(sim, op, ctx_tokens)
 
     def needs(self, role: str) -> frozenset[Capability]:
         """The capabilities ``role`` ("draft", "prm", "target") needs under this policy."""
         caps = set(BASE_NEEDS[role])
-        if role == "draft" and self.sync == "shadow":
-            caps.add(Capability.INGESTER)  # ingest each of the target's tokens as it arrives
+        if role == "draft":
+            caps |= self.draft_sync.draft_needs  # e.g. shadow sync ingests each of the target's tokens
         return frozenset(caps)
