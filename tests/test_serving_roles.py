@@ -12,7 +12,7 @@ import pytest
 
 from hwmodel.engine import Capability, MissingCapabilityError, Phase
 from hwmodel.serving.devices import DecodeTable, DeviceModel
-from hwmodel.serving.schedulers import SCHEDULERS, Slo, load_scheduler_file, make_scheduler
+from hwmodel.serving.schedulers import REGISTRY, Slo, load_scheduler_file, make_scheduler
 from hwmodel.serving.simulator import simulate
 from hwmodel.specs import library
 from hwmodel.workload.requests import Fixed, Request, poisson_stream
@@ -107,7 +107,7 @@ class LongestOutputFirst(Scheduler):
         later = sorted(res.requests[1:], key=lambda r: r.t_prefill_start)
         assert [r.id for r in later] == [4, 3, 2, 1]  # the longest outputs went first
     finally:
-        SCHEDULERS.pop("test-lof", None)
+        REGISTRY.unregister("test-lof")
 
 
 def test_bad_scheduler_file_is_one_line(tmp_path: Path) -> None:

@@ -2,13 +2,11 @@
 
 Public API: :func:`load_cluster` / :func:`resolve_cluster` (cluster TOML specs), :func:`simulate` (a run),
 :func:`compute_metrics` (throughput, TTFT/TPOT, goodput, energy, cost efficiency, utilization), the schedulers
-(:data:`SCHEDULERS`, one file each in policies/) and :class:`Slo`.
+(:data:`SCHEDULERS`, one file each in schedulers/) and :class:`Slo`.
 """
 from hwmodel.serving.cluster import ClusterSpec, ResolvedCluster, builtin_cluster_names, load_cluster, resolve_cluster
-from hwmodel.serving.schedulers import SCHEDULERS, Slo, _load_builtins, make_scheduler
+from hwmodel.serving.schedulers import SCHEDULERS, Slo, make_scheduler
 from hwmodel.serving.simulator import SimResult, Simulation, simulate
-
-_load_builtins()  # the built-in schedulers (hwmodel/serving/policies/), before anyone reads SCHEDULERS
 
 __all__ = ["SCHEDULERS", "ClusterSpec", "ResolvedCluster", "SimResult", "Simulation", "Slo", "builtin_cluster_names",
            "load_cluster", "make_scheduler", "resolve_cluster", "simulate"]

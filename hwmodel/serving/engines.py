@@ -30,6 +30,7 @@ import numpy as np
 
 from hwmodel.engine import Capability, capabilities, require
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
+from hwmodel.registry import Registry
 from hwmodel.serving.devices import DeviceModel
 from hwmodel.specs import LlmSpec, SpecLibrary
 
@@ -84,14 +85,14 @@ class Builder:
     describe: str = ""
 
 
-BUILDERS: dict[str, Builder] = {}
+#: engine builders by name, in registration order (the project's one registry mechanism, :mod:`hwmodel.registry`)
+BUILDERS: Registry[Builder] = Registry("serving engine builder")
 _OPTIONAL_FIELDS = ("framework", "weight_bits", "kv_bits", "prefetch_ratio", "clock_hz", "decode_table")
 
 
 def register_builder(builder: Builder) -> Builder:
     """Add an engine builder (a new device family is one builder, in its own module if you like)."""
-    BUILDERS[builder.name] = builder
-    return builder
+    return BUILDERS.register(builder.name, builder, replace=True)
 
 
 def resolve_builder(group: Any, lib: SpecLibrary, where: str, field: str) -> Builder:
@@ -99,16 +100,17 @@ def resolve_builder(group: Any, lib: SpecLibrary, where: str, field: str) -> Bui
     the builder does not use."""
     if group.engine is not None:
         if group.engine not in BUILDERS:
-            raise SpecError(where, f"{field}.engine", "one of " + ", ".join(BUILDERS), group.engine)
-        b = BUILDERS[group.engine]
+            raise SpecError(where, f"{field}.engine", "one of " + ", ".join(BUILDERS.names()), group.engine)
+        b = BUILDERS.get(group.engine)
         if not b.knows(group.device, lib):
             raise SpecError(where, f"{field}.device", f"a device the '{b.name}' builder knows ({b.describe})",
                             group.device)
     else:
-        found = [b for b in BUILDERS.values() if b.knows(group.device, lib)]
+        builders = [b for _name, b in BUILDERS.items()]
+        found = [b for b in builders if b.knows(group.device, lib)]
         if not found:
             raise SpecError(where, f"{field}.device", "a GPU spec or an FPGA design name ("
-                            + "; ".join(f"{b.name}: {b.describe}" for b in BUILDERS.values()) + ")", group.device)
+                            + "; ".join(f"{b.name}: {b.describe}" for b in builders) + ")", group.device)
         b = found[0]
     for f in _OPTIONAL_FIELDS:
         if getattr(group, f) is not None and f not in b.fields:

@@ -27,7 +27,7 @@ from typing import Any
 from hwmodel.serving.cluster import ClusterSpec, load_cluster, resolve_cluster
 from hwmodel.serving.devices import DeviceFactory, EngineFactory
 from hwmodel.serving.metrics import Metrics, compute_metrics
-from hwmodel.serving.schedulers import Slo
+from hwmodel.serving.schedulers import Slo, scheduler_names
 from hwmodel.serving.simulator import SimResult, simulate
 from hwmodel.specs import library
 from hwmodel.workload.requests import Fixed, LengthDist, LogNormal, poisson_stream
@@ -35,7 +35,6 @@ from hwmodel.workload.requests import Fixed, LengthDist, LogNormal, poisson_stre
 PUBLISHED = {"throughput_ratio": 1.28, "cost_efficiency_ratio": 2.38,
              "source": "GLITCHES (Tsinghua & SenseTime, IEEE HPEC 2024): A100 + 7 x U280 vs 8 x A100, LLaMA2-7B, "
                        "1536/512 (shared/MISSION.md section B)"}
-STUDY_SCHEDULERS = ("fcfs", "spf", "memory-aware", "slo-aware")  # the built-ins, in this order
 HEADLINE = {"8xgpu": "8xa100", "8xu280": "8xu280", "gpu+7xu280": "a100+7xu280"}
 Progress = Callable[[str], None]
 
@@ -69,7 +68,7 @@ def with_prefetch(spec: ClusterSpec, ratio: int) -> ClusterSpec:
 
     lib = library()
     out = with_groups(spec, lambda _role, g: g.engine in (None, "instruction")
-                      and BUILDERS["instruction"].knows(g.device, lib), prefetch_ratio=ratio)
+                      and BUILDERS.get("instruction").knows(g.device, lib), prefetch_ratio=ratio)
     return dataclasses.replace(out, name=f"{spec.name}/k{ratio}",
                                display_name=f"{spec.display_name}, prefetch k={ratio}")
 
@@ -219,4 +218,4 @@ class GlitchesStudy:
         rate = load_fraction * capacity_req_per_s * self.cfg.output.max_tokens / mean_out
         reqs = [dataclasses.replace(r, arrival_s=r.arrival_s / rate) for r in unit]
         spec = with_gpu_batch(load_cluster("a100+7xu280"), self.cfg.scheduler_gpu_batch)
-        return [{"scheduler": s, "metrics": self.run(spec, reqs, s)[0]} for s in STUDY_SCHEDULERS]
+        return [{"scheduler": s, "metrics": self.run(spec, reqs, s)[0]} for s in scheduler_names(builtin_only=True)]

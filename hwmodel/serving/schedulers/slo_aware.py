@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 @register_scheduler
 class SloAware(Scheduler):
     name = "slo-aware"
+    rank = 3
     summary = "earliest TTFT deadline first; hopeless requests last; GPU batches capped by the TPOT SLO"
     strict = False
 

@@ -1,5 +1,6 @@
-"""Request schedulers of the serving simulator, selectable by name; one file each (hwmodel/serving/policies/*.py,
-or any file loaded with :func:`load_scheduler_file`), registered with :func:`register_scheduler`.
+"""Request schedulers of the serving simulator, selectable by name; one file each (this package's modules,
+or any file loaded with :func:`load_scheduler_file`), registered with :func:`register_scheduler` in
+:data:`REGISTRY` (the project's one registry mechanism, :mod:`hwmodel.registry`).
 
 A scheduler decides two things: the *order* in which queued requests are offered to the cluster, and *which* free
 FPGA takes a request (plus, for the SLO-aware policy, whether a GPU may take one more request into its decode
@@ -18,20 +19,19 @@ same cluster rules.
   its TTFT SLO is moved behind those that still can (it will not count for goodput either way), and a GPU admits
   a request into its decode batch only if the batched step time stays within the TPOT SLO.
 
-Non-strict policies look at most ``window`` queued requests per decision (a bounded scan, as a real scheduler
+Non-strict schedulers look at most ``window`` queued requests per decision (a bounded scan, as a real scheduler
 loop would), so a long queue does not make each decision linear in its length.
 """
 from __future__ import annotations
 
 import bisect
 import dataclasses
-import importlib
-import importlib.util
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from hwmodel.errors import HwmodelError, UnknownNameError
+from hwmodel.errors import HwmodelError
+from hwmodel.registry import Registry, load_plugin
 
 if TYPE_CHECKING:
     from hwmodel.serving.simulator import Device, ReqState
@@ -80,6 +80,7 @@ class Scheduler:
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    rank: ClassVar[int] = 100  # where a built-in stands in listings and the study's comparison (user files: last)
     strict: ClassVar[bool] = True
 
     def __init__(self, slo: Slo, window: int = 256) -> None:
@@ -124,8 +125,24 @@ class Scheduler:
         return True
 
 
-SCHEDULERS: dict[str, type[Scheduler]] = {}
-BUILTIN_POLICIES = ("fcfs", "spf", "memory_aware", "slo_aware")  # modules of hwmodel/serving/policies/
+#: every scheduler by name: the built-ins (this package's modules, one file each) and user files
+REGISTRY: Registry[type[Scheduler]] = Registry("scheduler", "hwmodel.serving.schedulers")
+
+
+class _Schedulers(Mapping[str, "type[Scheduler]"]):
+    """Every registered scheduler by name, built-ins first in their ``rank`` order (a live view)."""
+
+    def __getitem__(self, name: str) -> type[Scheduler]:
+        return REGISTRY.get(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(scheduler_names())
+
+    def __len__(self) -> int:
+        return len(REGISTRY.names())
+
+
+SCHEDULERS: Mapping[str, type[Scheduler]] = _Schedulers()
 
 
 def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
@@ -133,45 +150,34 @@ def register_scheduler(cls: type[Scheduler]) -> type[Scheduler]:
     :class:`Scheduler` subclass with this decorator; load it with :func:`load_scheduler_file`)."""
     if not (isinstance(cls, type) and issubclass(cls, Scheduler)) or not cls.name:
         raise HwmodelError(f"{cls!r}: a scheduler is a Scheduler subclass with a non-empty name")
-    SCHEDULERS[cls.name] = cls
+    REGISTRY.register(cls.name, cls, replace=True)
     return cls
 
 
 def load_scheduler_file(path: str | Path) -> list[str]:
-    """Import a Python file that registers schedulers; returns the names it added."""
+    """Import a Python file that registers schedulers (:func:`hwmodel.registry.load_plugin`, as for every other
+    extension kind); returns the names of the schedulers it defines."""
     p = Path(path)
     if not p.is_file():
         raise HwmodelError(f"{p}: expected an existing Python file defining a scheduler")
-    before = set(SCHEDULERS)
-    spec = importlib.util.spec_from_file_location(f"hwmodel_scheduler_{p.stem}", p)
-    if spec is None or spec.loader is None:
-        raise HwmodelError(f"{p}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - a user file: report it in one line
-        raise HwmodelError(f"{p}: importing the scheduler failed: {type(exc).__name__}: {exc}") from None
-    added = sorted(set(SCHEDULERS) - before) or [c.name for c in vars(module).values()
-                                                  if isinstance(c, type) and issubclass(c, Scheduler)
-                                                  and c.name and SCHEDULERS.get(c.name) is c]
+    REGISTRY.names()  # the built-ins first, so a user file's name clash is seen
+    module = load_plugin(p)
+    added = sorted(c.name for c in vars(module).values()
+                   if isinstance(c, type) and issubclass(c, Scheduler) and c.name and c.name in REGISTRY
+                   and REGISTRY.get(c.name) is c)
     if not added:
         raise HwmodelError(f"{p}: defines no scheduler (a Scheduler subclass decorated with @register_scheduler)")
     return added
 
 
-def _load_builtins() -> None:
-    for mod in BUILTIN_POLICIES:
-        importlib.import_module(f"hwmodel.serving.policies.{mod}")
-
-
-def scheduler_names() -> list[str]:
-    _load_builtins()
-    return list(SCHEDULERS)
+def scheduler_names(builtin_only: bool = False) -> list[str]:
+    """Registered scheduler names: the built-ins in their ``rank`` order, then user schedulers as registered."""
+    items = REGISTRY.items()
+    named = [(cls.rank, i, name) for i, (name, cls) in enumerate(items)
+             if not builtin_only or cls.__module__.startswith(__name__ + ".")]
+    return [name for _r, _i, name in sorted(named)]
 
 
 def make_scheduler(name: str, slo: Slo, window: int = 256) -> Scheduler:
     """A registered scheduler by name (built-ins: ``fcfs``, ``spf``, ``memory-aware``, ``slo-aware``)."""
-    _load_builtins()
-    if name not in SCHEDULERS:
-        raise UnknownNameError("scheduler", name, list(SCHEDULERS))
-    return SCHEDULERS[name](slo, window)
+    return REGISTRY.get(name)(slo, window)

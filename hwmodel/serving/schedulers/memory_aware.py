@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 @register_scheduler
 class MemoryAware(Scheduler):
     name = "memory-aware"
+    rank = 2
     summary = "arrival order with backfilling; best-fit FPGA memory"
     strict = False
 

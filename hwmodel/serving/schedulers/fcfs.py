@@ -12,4 +12,5 @@ if TYPE_CHECKING:
 @register_scheduler
 class Fcfs(Scheduler):
     name = "fcfs"
+    rank = 0
     summary = "first-come-first-served, head-of-line blocking (published GLITCHES policy)"

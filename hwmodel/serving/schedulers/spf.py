@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 @register_scheduler
 class ShortestPromptFirst(Scheduler):
     name = "spf"
+    rank = 1
     summary = "shortest prompt first, with backfilling"
     strict = False
 
