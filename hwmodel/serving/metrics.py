@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from hwmodel.engine import Phase
-from hwmodel.serving.simulator import SimResult
+from hwmodel.serving.state import SimResult
 
 PERCENTILES = (50, 90, 99)
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from hwmodel.serving.metrics import Metrics, request_arrays
-from hwmodel.serving.simulator import SimResult
+from hwmodel.serving.state import SimResult
 
 
 def jsonable(obj: Any) -> Any:

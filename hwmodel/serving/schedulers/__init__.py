@@ -34,7 +34,7 @@ from hwmodel.errors import HwmodelError
 from hwmodel.registry import Registry, load_plugin
 
 if TYPE_CHECKING:
-    from hwmodel.serving.simulator import Device, ReqState
+    from hwmodel.serving.state import Device, ReqState
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from hwmodel.serving.schedulers import Scheduler, register_scheduler
 
 if TYPE_CHECKING:
-    from hwmodel.serving.simulator import Device, ReqState
+    from hwmodel.serving.state import Device, ReqState
 
 
 @register_scheduler
