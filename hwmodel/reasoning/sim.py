@@ -37,9 +37,7 @@ draft step at that position, or the rejected step's own length (docs/reasoning.m
 """
 from __future__ import annotations
 
-import bisect
 import dataclasses
-from typing import Any
 
 import simpy
 
@@ -47,6 +45,7 @@ from hwmodel.des import run_to_end
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
 from hwmodel.reasoning.costs import TimedEngine
+from hwmodel.reasoning.generation import Generation, PrefixCache
 from hwmodel.reasoning.platform import Platform
 from hwmodel.reasoning.policies import Policy
 from hwmodel.reasoning.policies.sync import shadow_schedule  # noqa: F401 - re-exported
@@ -60,92 +59,6 @@ _EPS = 1e-12
 
 class SimulationError(HwmodelError):
     """The simulation found an inconsistency (e.g. the KVMU registers disagree with the committed tokens)."""
-
-
-@dataclasses.dataclass
-class _Op:
-    """One generation on a device (draft step, speculative step, target refinement, prefetch)."""
-
-    role: str
-    ctx_key: tuple[int, ...]
-    ctx_tokens: int
-    n: int
-    attempt: int | None  # the trace attempt this generation is, None for speculative work with no trace attempt
-    label: str
-    reuse: int = 0
-    proc: Any = None
-    start_s: float = 0.0
-    compute_start_s: float | None = None  # when the device starts computing (after API overhead and transfer)
-    end_s: float | None = None
-    produced: int = 0
-    energy_j: float = 0.0
-    done: bool = False
-    # token timing, kept lazily: tokens 1..k0 are out by t0 (reused ones at the start, the prefill's token at t0);
-    # token m > k0 comes out at t0 + cum[c0 + m - k0] - cum[c0] (the engine's cumulative decode table)
-    t0: float = 0.0
-    k0: int = 0
-    c0: int = 0
-    cum: list[float] | None = None
-
-    def time_of(self, m: int) -> float:
-        """When token ``m`` (1-based) is out."""
-        if m <= self.reuse:
-            return self.start_s
-        if m <= self.k0:
-            return self.t0
-        cum = self.cum
-        return self.t0 + cum[self.c0 + m - self.k0] - cum[self.c0]
-
-    @property
-    def last_s(self) -> float:
-        return self.time_of(self.n)
-
-    def produced_by(self, t: float) -> int:
-        """Tokens out by time ``t``."""
-        if self.compute_start_s is None or t < self.t0 - _EPS:
-            return self.reuse if (self.compute_start_s is not None and t >= self.start_s - _EPS) else 0
-        cum, c0 = self.cum, self.c0
-        hi = c0 + self.n - self.k0
-        j = bisect.bisect_right(cum, cum[c0] + (t - self.t0) + _EPS, c0, hi + 1) - 1 - c0
-        return self.k0 + j
-
-    def stop_time(self, now: float) -> float:
-        """When the device stops if told to stop at ``now``: a forward pass in flight runs to its end (a GPU or
-        FPGA pass cannot be cut short); nothing started yet stops at once."""
-        if self.compute_start_s is None or now <= self.compute_start_s:
-            return now
-        if now <= self.t0:
-            return self.t0
-        cum, c0 = self.cum, self.c0
-        hi = c0 + self.n - self.k0
-        j = bisect.bisect_left(cum, cum[c0] + (now - self.t0) - _EPS, c0 + 1, hi + 1)
-        return self.t0 + cum[min(j, hi)] - cum[c0]
-
-    def emission_times(self) -> list[float]:
-        """When each token is out, tokens 1..n."""
-        head = [self.time_of(m) for m in range(1, min(self.k0, self.n) + 1)]
-        if self.n <= self.k0:
-            return head
-        cum, c0 = self.cum, self.c0
-        base = self.t0 - cum[c0]
-        return head + [base + x for x in cum[c0 + 1: c0 + self.n - self.k0 + 1]]
-
-
-class _PrefixCache:
-    """Contexts whose KV a GPU model server holds (vLLM automatic prefix caching, without eviction)."""
-
-    def __init__(self, ctx_tokens_of: Any) -> None:
-        self.keys: set[tuple[int, ...]] = set()
-        self._tokens_of = ctx_tokens_of
-
-    def add(self, key: tuple[int, ...]) -> None:
-        self.keys.add(key)
-
-    def cached_tokens(self, key: tuple[int, ...]) -> int:
-        for m in range(len(key), -1, -1):
-            if key[:m] in self.keys:
-                return self._tokens_of(key[:m])
-        return 0
 
 
 @dataclasses.dataclass
@@ -192,10 +105,10 @@ class ProblemSimulation:
         self._tokens_memo: dict[tuple[int, ...], int] = {}
         self.comm_s = 0.0
         self.committed: list[int] = []
-        self.target_cache = _PrefixCache(self._tokens_of)
-        self.draft_cache = _PrefixCache(self._tokens_of)
+        self.target_cache = PrefixCache(self._tokens_of)
+        self.draft_cache = PrefixCache(self._tokens_of)
         self.partial: dict[tuple[int, ...], int] = {}  # context -> target tokens cached from an interrupted prefetch
-        self.partial_ops: dict[tuple[int, ...], _Op] = {}
+        self.partial_ops: dict[tuple[int, ...], Generation] = {}
         self.stall_s = 0.0
         self.discarded_draft_tokens = 0
         self.discarded_target_tokens = 0
@@ -203,7 +116,7 @@ class ProblemSimulation:
         self.reused_target_tokens = 0
         self.draft_ready_s = 0.0  # when the draft has the committed context in its KV and may draft
         self.target_free_s = 0.0  # when the target GPU has finished a stopped generation's last forward pass
-        self._discarded_ops: list[_Op] = []  # generations whose work was thrown away (energy counted at the end)
+        self._discarded_ops: list[Generation] = []  # generations whose work was thrown away (energy counted at the end)
         self.kvmu = platform.kvmu_factory() if (platform.kvmu_factory and policy.resident_draft) else None
         if self.kvmu is not None and platform.kvmu_clocked:  # co-simulation: commands at replay time
             self.kvmu.bind_clock(lambda: self.env.now)
@@ -273,7 +186,7 @@ class ProblemSimulation:
                                   + (f" curr={curr}" if curr is not None else ""))
 
     # ------------------------------------------------------------------------------------------------ operations
-    def gpu_request(self, op: _Op, eng: TimedEngine, cache: _PrefixCache | None, overhead_s: float,
+    def gpu_request(self, op: Generation, eng: TimedEngine, cache: PrefixCache | None, overhead_s: float,
                      wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
         """A request to a GPU model server (module docstring); interruptible at forward-pass boundaries."""
         env = self.env
@@ -308,7 +221,7 @@ class ProblemSimulation:
                 cache.add(op.ctx_key + (op.attempt,))
         op.done = True
 
-    def _wait_to_start(self, op: _Op, wait_until_s: float):  # noqa: ANN202 - SimPy sub-process
+    def _wait_to_start(self, op: Generation, wait_until_s: float):  # noqa: ANN202 - SimPy sub-process
         """Wait until ``wait_until_s``; an interrupt before then cancels the operation (returns False)."""
         env = self.env
         try:
@@ -320,7 +233,7 @@ class ProblemSimulation:
             return False
         return True
 
-    def _run_until_done_or_stopped(self, op: _Op):  # noqa: ANN202 - SimPy sub-process
+    def _run_until_done_or_stopped(self, op: Generation):  # noqa: ANN202 - SimPy sub-process
         """Wait for the last token; on an interrupt, run to the end of the forward pass in flight."""
         env = self.env
         try:
@@ -332,7 +245,7 @@ class ProblemSimulation:
         op.end_s = env.now
         op.produced = op.produced_by(op.end_s)
 
-    def resident_step(self, op: _Op, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
+    def resident_step(self, op: Generation, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
         """``n`` decode passes on a resident draft from context ``ctx``; interruptible at pass boundaries."""
         env = self.env
         if not (yield from self._wait_to_start(op, wait_until_s)):
@@ -347,16 +260,16 @@ class ProblemSimulation:
             op.energy_j += self.record("draft", start, op.end_s, Phase.DECODE, op.label, e / (op.end_s - start))
         op.done = True
 
-    def _start_draft(self, op: _Op, wait_until_s: float = 0.0) -> _Op:
+    def _start_draft(self, op: Generation, wait_until_s: float = 0.0) -> Generation:
         op.proc = self.env.process(self.policy.draft_process(self, op, wait_until_s))
         return op
 
-    def _start_target(self, op: _Op) -> _Op:
+    def _start_target(self, op: Generation) -> Generation:
         op.proc = self.env.process(self.gpu_request(op, self.pf.target, self.target_cache,
                                                      self.pf.api_call_overhead_s, self.target_free_s))
         return op
 
-    def _discard_spec(self, spec: _Op) -> None:
+    def _discard_spec(self, spec: Generation) -> None:
         """A speculated draft step became useless (its parent was rejected or backtracked): stop the draft."""
         stop, produced = self._halt(spec)
         self.draft_ready_s = max(self.draft_ready_s, stop, self.env.now)
@@ -365,7 +278,7 @@ class ProblemSimulation:
         if produced:
             self.kv("speculate", produced)
 
-    def _halt(self, op: _Op) -> tuple[float, int]:
+    def _halt(self, op: Generation) -> tuple[float, int]:
         """Tell a running generation to stop now: (when its device is free, tokens it will have produced)."""
         now = self.env.now
         if op.done:
@@ -418,7 +331,7 @@ class ProblemSimulation:
     def _commit(self, i: int) -> None:
         self.committed.append(i)
 
-    def _start_prefetch(self, key: tuple[int, ...], at: str = "commit") -> _Op | None:
+    def _start_prefetch(self, key: tuple[int, ...], at: str = "commit") -> Generation | None:
         """T2: the target starts the step after context ``key`` (module docstring), when the policy starts it at
         this moment (``at``: "commit" after a step is committed, "submit" when the draft submits the step)."""
         if not self.policy.prefetches_at(at) or self._answer_complete(key):
@@ -430,12 +343,12 @@ class ProblemSimulation:
             reuse = min(self.partial.pop(key), n)
             self.partial_ops.pop(key, None)
             self.reused_target_tokens += reuse
-        return self._start_target(_Op("target", key, ctx_tokens, n, j, f"target @step {len(key)}", reuse=reuse))
+        return self._start_target(Generation("target", key, ctx_tokens, n, j, f"target @step {len(key)}", reuse=reuse))
 
     def _answer_complete(self, key: tuple[int, ...]) -> bool:
         return bool(key) and self.attempts[key[-1]].final
 
-    def _stop_prefetch(self, op: _Op, keep: bool) -> None:
+    def _stop_prefetch(self, op: Generation, keep: bool) -> None:
         """Stop the target's run; ``keep``: its context is still valid, so cache its tokens for that context."""
         stop, produced = self._halt(op)
         self.target_free_s = max(self.target_free_s, stop)
@@ -447,130 +360,132 @@ class ProblemSimulation:
             self._discarded_ops.append(op)
 
     def _main(self):  # noqa: ANN202 - SimPy process
-        env = self.env
-        pol = self.policy
-        bt = self.header.backtracking
-        attempts = self.attempts
-        rp = self.rp
-        spec: _Op | None = None
+        """The controller: walks the trace's attempts in order (module docstring)."""
         yield from self.policy.setup(self)
-        prefetch: _Op | None = self._start_prefetch(())
-        i = 0
-        while i < len(attempts):
-            a = attempts[i]
-            ctx_key, ctx_tokens = rp.context[i], rp.context_tokens[i]
-            if a.by == DRAFT:
-                if spec is not None and spec.attempt == i:
-                    op = spec
-                else:
-                    if spec is not None:
-                        raise SimulationError(f"problem {self.problem.id}: speculation for attempt {spec.attempt} "
-                                              f"still pending at attempt {i}")
-                    op = self._start_draft(_Op("draft", ctx_key, ctx_tokens, a.tokens, i, f"draft step {i}"),
-                                           self.draft_ready_s)
-                spec = None
-                if not op.done:
-                    yield op.proc
-                if op.produced != a.tokens:
-                    raise SimulationError(f"problem {self.problem.id}: draft step {i} produced {op.produced} of "
-                                          f"{a.tokens} tokens")
-                # submit step i: the KVMU closes it (an accept held for the previous step carries the boundary)
-                if self.kvmu is not None:
-                    self.kv("speculate", a.tokens)
-                    if self._pending_accept:
-                        self.kv("accept")
-                        self._pending_accept = False
-                    else:
-                        self.kv("mark")
-                    self.kv_check(f"submitting step {i}", ctx_tokens, ctx_tokens + a.tokens)
-                submit = env.now
-                if pol.speculates and not a.final:
-                    nxt, n_spec = self._spec_length(i)
-                    spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
-                                                 f"speculate step {a.step + 1}"))
-                if prefetch is None:
-                    prefetch = self._start_prefetch(ctx_key, at="submit")
-                yield from self._verify(i, ctx_tokens)
-                self.stall_s += self._stall(spec, submit)
-                if a.verdict == ACCEPT:
-                    self._commit(i)
-                    if prefetch is not None:  # the target's version of this step is not needed now
-                        self._stop_prefetch(prefetch, keep=True)
-                    prefetch = self._start_prefetch(ctx_key + (i,))
-                    if self.kvmu is not None:
-                        self._pending_accept = True
-                        if a.final:
-                            self.kv("accept")
-                            self._pending_accept = False
-                else:
-                    if spec is not None:
-                        self._discard_spec(spec)
-                        spec = None
-                    if self.kvmu is not None:
-                        self.kv("rollback")
-                        self.kv_check(f"rejecting step {i}", ctx_tokens, ctx_tokens)
-                    self.draft_ready_s = max(self.draft_ready_s, env.now)
-                i += 1
-                continue
-
-            # ---- a target step: the refinement of a rejected draft step, or an alternative after a backtrack
-            if prefetch is not None and prefetch.attempt == i:
-                op = prefetch
-            else:
-                if prefetch is not None:
-                    self._stop_prefetch(prefetch, keep=prefetch.ctx_key == ctx_key)
-                reuse = 0
-                if rp.first_target_at_context[i] and ctx_key in self.partial:
-                    reuse = min(self.partial.pop(ctx_key), a.tokens)
-                    self.partial_ops.pop(ctx_key, None)
-                    self.reused_target_tokens += reuse
-                label = "refine" if self.attempts[i - 1].by == DRAFT else "alternative"
-                op = self._start_target(_Op("target", ctx_key, ctx_tokens, a.tokens, i,
-                                            f"target {label} @step {a.step}", reuse=reuse))
-            prefetch = None
-            if not op.done:
-                yield op.proc
-            if op.produced != a.tokens:
-                raise SimulationError(f"problem {self.problem.id}: target step {i} produced {op.produced} of "
-                                      f"{a.tokens} tokens")
-            if not a.final:  # the answer's last step is never built upon: the draft need not catch up
-                self.policy.catch_up(self, op, ctx_tokens)
-                self.kv_check(f"ingesting target step {i}", ctx_tokens + a.tokens)
-            else:
-                self.transfer("target", "host", a.tokens * self.pf.token_bytes, f"{op.label}: tokens")
-            if not bt:
-                self._commit(i)
-                prefetch = self._start_prefetch(ctx_key + (i,))
-                i += 1
-                continue
-            submit = env.now
-            if pol.speculates and not a.final:
-                nxt, n_spec = self._spec_length(i)
-                spec = self._start_draft(_Op("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
-                                             f"speculate step {a.step + 1}"), self.draft_ready_s)
-            prefetch = self._start_prefetch(ctx_key + (i,))  # without waiting for the verdict
-            yield from self._verify(i, ctx_tokens)
-            self.stall_s += self._stall(spec, max(submit, self.draft_ready_s))
-            if a.verdict == ACCEPT:
-                self._commit(i)
-            else:  # backtrack: drop this step and the previous committed one
-                if spec is not None:
-                    self._discard_spec(spec)
-                    spec = None
-                if prefetch is not None:
-                    self._stop_prefetch(prefetch, keep=False)
-                    prefetch = None
-                popped = self.committed.pop()
-                pos = ctx_tokens - attempts[popped].tokens
-                if self.kvmu is not None:
-                    self.kv("init", pos)
-                self.draft_ready_s = max(self.draft_ready_s, env.now)
-            i += 1
+        spec: Generation | None = None  # the draft's speculated next step, if any
+        prefetch: Generation | None = self._start_prefetch(())  # the target's asynchronous prefetch, if any
+        for i, a in enumerate(self.attempts):
+            attempt = self._draft_attempt if a.by == DRAFT else self._target_attempt
+            spec, prefetch = yield from attempt(i, spec, prefetch)
         if prefetch is not None:
             self._stop_prefetch(prefetch, keep=False)
-        self.end_s = env.now
+        self.end_s = self.env.now
 
-    def _stall(self, spec: _Op | None, idle_from_s: float) -> float:
+    def _draft_attempt(self, i: int, spec: Generation | None, prefetch: Generation | None):  # noqa: ANN202
+        """Draft attempt ``i``: draft it (or take the speculated step), submit, verify, commit or roll back; returns
+        the (speculation, prefetch) in flight afterwards."""
+        env, pol, a = self.env, self.policy, self.attempts[i]
+        ctx_key, ctx_tokens = self.rp.context[i], self.rp.context_tokens[i]
+        if spec is not None and spec.attempt == i:
+            op = spec
+        else:
+            if spec is not None:
+                raise SimulationError(f"problem {self.problem.id}: speculation for attempt {spec.attempt} "
+                                      f"still pending at attempt {i}")
+            op = self._start_draft(Generation("draft", ctx_key, ctx_tokens, a.tokens, i, f"draft step {i}"),
+                                   self.draft_ready_s)
+        spec = None
+        if not op.done:
+            yield op.proc
+        if op.produced != a.tokens:
+            raise SimulationError(f"problem {self.problem.id}: draft step {i} produced {op.produced} of "
+                                  f"{a.tokens} tokens")
+        # submit step i: the KVMU closes it (an accept held for the previous step carries the boundary)
+        if self.kvmu is not None:
+            self.kv("speculate", a.tokens)
+            if self._pending_accept:
+                self.kv("accept")
+                self._pending_accept = False
+            else:
+                self.kv("mark")
+            self.kv_check(f"submitting step {i}", ctx_tokens, ctx_tokens + a.tokens)
+        submit = env.now
+        if pol.speculates and not a.final:
+            nxt, n_spec = self._spec_length(i)
+            spec = self._start_draft(Generation("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
+                                         f"speculate step {a.step + 1}"))
+        if prefetch is None:
+            prefetch = self._start_prefetch(ctx_key, at="submit")
+        yield from self._verify(i, ctx_tokens)
+        self.stall_s += self._stall(spec, submit)
+        if a.verdict == ACCEPT:
+            self._commit(i)
+            if prefetch is not None:  # the target's version of this step is not needed now
+                self._stop_prefetch(prefetch, keep=True)
+            prefetch = self._start_prefetch(ctx_key + (i,))
+            if self.kvmu is not None:
+                self._pending_accept = True
+                if a.final:
+                    self.kv("accept")
+                    self._pending_accept = False
+        else:
+            if spec is not None:
+                self._discard_spec(spec)
+                spec = None
+            if self.kvmu is not None:
+                self.kv("rollback")
+                self.kv_check(f"rejecting step {i}", ctx_tokens, ctx_tokens)
+            self.draft_ready_s = max(self.draft_ready_s, env.now)
+        return spec, prefetch
+
+    def _target_attempt(self, i: int, spec: Generation | None, prefetch: Generation | None):  # noqa: ANN202
+        """Target attempt ``i`` (the refinement of a rejected draft step, or an alternative after a backtrack):
+        generate, let the draft catch up, verify with backtracking; returns the (speculation, prefetch) in flight
+        afterwards."""
+        env, pol, a, attempts, rp = self.env, self.policy, self.attempts[i], self.attempts, self.rp
+        ctx_key, ctx_tokens = rp.context[i], rp.context_tokens[i]
+        if prefetch is not None and prefetch.attempt == i:
+            op = prefetch
+        else:
+            if prefetch is not None:
+                self._stop_prefetch(prefetch, keep=prefetch.ctx_key == ctx_key)
+            reuse = 0
+            if rp.first_target_at_context[i] and ctx_key in self.partial:
+                reuse = min(self.partial.pop(ctx_key), a.tokens)
+                self.partial_ops.pop(ctx_key, None)
+                self.reused_target_tokens += reuse
+            label = "refine" if self.attempts[i - 1].by == DRAFT else "alternative"
+            op = self._start_target(Generation("target", ctx_key, ctx_tokens, a.tokens, i,
+                                        f"target {label} @step {a.step}", reuse=reuse))
+        prefetch = None
+        if not op.done:
+            yield op.proc
+        if op.produced != a.tokens:
+            raise SimulationError(f"problem {self.problem.id}: target step {i} produced {op.produced} of "
+                                  f"{a.tokens} tokens")
+        if not a.final:  # the answer's last step is never built upon: the draft need not catch up
+            self.policy.catch_up(self, op, ctx_tokens)
+            self.kv_check(f"ingesting target step {i}", ctx_tokens + a.tokens)
+        else:
+            self.transfer("target", "host", a.tokens * self.pf.token_bytes, f"{op.label}: tokens")
+        if not self.header.backtracking:
+            self._commit(i)
+            return spec, self._start_prefetch(ctx_key + (i,))
+        submit = env.now
+        if pol.speculates and not a.final:
+            nxt, n_spec = self._spec_length(i)
+            spec = self._start_draft(Generation("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
+                                         f"speculate step {a.step + 1}"), self.draft_ready_s)
+        prefetch = self._start_prefetch(ctx_key + (i,))  # without waiting for the verdict
+        yield from self._verify(i, ctx_tokens)
+        self.stall_s += self._stall(spec, max(submit, self.draft_ready_s))
+        if a.verdict == ACCEPT:
+            self._commit(i)
+        else:  # backtrack: drop this step and the previous committed one
+            if spec is not None:
+                self._discard_spec(spec)
+                spec = None
+            if prefetch is not None:
+                self._stop_prefetch(prefetch, keep=False)
+                prefetch = None
+            popped = self.committed.pop()
+            pos = ctx_tokens - attempts[popped].tokens
+            if self.kvmu is not None:
+                self.kv("init", pos)
+            self.draft_ready_s = max(self.draft_ready_s, env.now)
+        return spec, prefetch
+
+    def _stall(self, spec: Generation | None, idle_from_s: float) -> float:
         """Draft idle time waiting for the verdict that just arrived (now)."""
         now = self.env.now
         if spec is None:

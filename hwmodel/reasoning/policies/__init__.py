@@ -13,8 +13,7 @@ instantiates a :class:`Policy` and calls :func:`register` (``hwmodel.registry.lo
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Iterator
+from collections.abc import Iterator, Mapping
 
 from hwmodel.reasoning.policies.base import SYNC_MODES, Policy
 from hwmodel.registry import Registry

@@ -19,7 +19,8 @@ from hwmodel.engine import Capability
 from hwmodel.reasoning.policies.sync import SYNCS, DraftSync
 
 if TYPE_CHECKING:
-    from hwmodel.reasoning.sim import ProblemSimulation, _Op
+    from hwmodel.reasoning.generation import Generation
+    from hwmodel.reasoning.sim import ProblemSimulation
 
 #: how the draft catches up with a target step: its model server's prefix cache (the next request prefills what is
 #: new), shadow synchronization (a resident draft ingests each token as it arrives), or a local re-prefill
@@ -76,11 +77,11 @@ class Policy:
         """SimPy sub-process before the first step."""
         return self.draft_sync.setup(sim)
 
-    def draft_process(self, sim: ProblemSimulation, op: _Op, wait_until_s: float) -> Generator[Any, Any, None]:
+    def draft_process(self, sim: ProblemSimulation, op: Generation, wait_until_s: float) -> Generator[Any, Any, None]:
         """The SimPy process that generates draft step ``op`` (not before ``wait_until_s``)."""
         return self.draft_sync.draft_process(sim, op, wait_until_s)
 
-    def catch_up(self, sim: ProblemSimulation, op: _Op, ctx_tokens: int) -> None:
+    def catch_up(self, sim: ProblemSimulation, op: Generation, ctx_tokens: int) -> None:
         """The draft catches up with target step ``op`` (all its tokens emitted) from ``ctx_tokens``."""
         self.draft_sync.catch_up(sim, op, ctx_tokens)
 

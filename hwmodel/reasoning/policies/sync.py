@@ -28,7 +28,8 @@ from hwmodel.engine import Capability, Phase
 from hwmodel.reasoning.timeline import Transfer
 
 if TYPE_CHECKING:
-    from hwmodel.reasoning.sim import ProblemSimulation, _Op
+    from hwmodel.reasoning.generation import Generation
+    from hwmodel.reasoning.sim import ProblemSimulation
 
 _EPS = 1e-12
 
@@ -58,10 +59,10 @@ class DraftSync:
         return
         yield  # a generator that yields nothing
 
-    def draft_process(self, sim: ProblemSimulation, op: _Op, wait_until_s: float) -> Generator[Any, Any, None]:
+    def draft_process(self, sim: ProblemSimulation, op: Generation, wait_until_s: float) -> Generator[Any, Any, None]:
         return sim.gpu_request(op, sim.pf.draft, sim.draft_cache, sim.pf.draft_api_call_overhead_s, wait_until_s)
 
-    def catch_up(self, sim: ProblemSimulation, op: _Op, ctx_tokens: int) -> None:
+    def catch_up(self, sim: ProblemSimulation, op: Generation, ctx_tokens: int) -> None:
         sim.transfer("target", "host", op.n * sim.pf.token_bytes, f"{op.label}: tokens")
 
 
@@ -93,16 +94,16 @@ class ResidentSync(DraftSync, metaclass=abc.ABCMeta):
         sim.kv("init", p)
         sim.draft_ready_s = env.now
 
-    def draft_process(self, sim: ProblemSimulation, op: _Op, wait_until_s: float) -> Generator[Any, Any, None]:
+    def draft_process(self, sim: ProblemSimulation, op: Generation, wait_until_s: float) -> Generator[Any, Any, None]:
         return sim.resident_step(op, wait_until_s)
 
-    def catch_up(self, sim: ProblemSimulation, op: _Op, ctx_tokens: int) -> None:
+    def catch_up(self, sim: ProblemSimulation, op: Generation, ctx_tokens: int) -> None:
         free = max(sim.dev["draft"].free_at_s, sim.draft_ready_s)
         sim.draft_ready_s = self.ingest(sim, op, ctx_tokens, free)
         sim.kv("ingest", op.n)
 
     @abc.abstractmethod
-    def ingest(self, sim: ProblemSimulation, op: _Op, ctx_tokens: int, free_s: float) -> float:
+    def ingest(self, sim: ProblemSimulation, op: Generation, ctx_tokens: int, free_s: float) -> float:
         """Put target step ``op`` into the draft's KV cache, the device free from ``free_s``; returns when the
         draft is ready to draft from the new context (each resident mode says how)."""
 
@@ -114,7 +115,7 @@ class ShadowSync(ResidentSync):
     name = "shadow"
     draft_needs = frozenset({Capability.INGESTER})
 
-    def ingest(self, sim: ProblemSimulation, op: _Op, ctx_tokens: int, free_s: float) -> float:
+    def ingest(self, sim: ProblemSimulation, op: Generation, ctx_tokens: int, free_s: float) -> float:
         tb = sim.pf.token_bytes
         n = op.n
         eng = sim.pf.draft
@@ -145,7 +146,7 @@ class ReprefillSync(ResidentSync):
 
     name = "reprefill"
 
-    def ingest(self, sim: ProblemSimulation, op: _Op, ctx_tokens: int, free_s: float) -> float:
+    def ingest(self, sim: ProblemSimulation, op: Generation, ctx_tokens: int, free_s: float) -> float:
         n = op.n
         arrive = op.last_s + sim.transfer("target", "draft", n * sim.pf.token_bytes, f"{op.label}: tokens",
                                           op.last_s)
