@@ -183,3 +183,22 @@ def read_csv(path: Path | str, what: str = "CSV file") -> list[tuple[int, list[s
     except csv.Error as exc:
         raise InputFileError(path, "well-formed CSV", str(exc), line=reader.line_num) from None
     return rows
+
+
+_NOTED: set[str] = set()
+
+
+def note_damaged(path: object, what: str, why: str, action: str = "ignored and rebuilt") -> None:
+    """Say once per process on stderr that a cache or journal file was damaged and what is done about it:
+    ``hwmodel: warning: FILE: damaged WHAT (WHY); ACTION``. Readers of files the program itself writes (caches,
+    journals) treat a damaged one as absent and call this, so a torn or scrambled file costs a rebuild, never a
+    crash or a wrong number (docs/reliability.md)."""
+    import sys
+
+    line = f"hwmodel: warning: {path}: damaged {what} ({why}); {action}"
+    if line not in _NOTED:
+        _NOTED.add(line)
+        try:
+            print(line, file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr closed
+            pass
