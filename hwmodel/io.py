@@ -202,3 +202,58 @@ def note_damaged(path: object, what: str, why: str, action: str = "ignored and r
             print(line, file=sys.stderr, flush=True)
         except (OSError, ValueError):  # stderr closed
             pass
+
+
+class AtomicFile:
+    """A file being written to a temporary name beside ``path``; leaving its ``with`` block normally flushes,
+    fsyncs and renames it over ``path`` (readers see the old file or the whole new one, never a part), an
+    exception (a full disk, Ctrl-C) deletes the temporary file and leaves ``path`` as it was. Use
+    :func:`atomic_open`."""
+
+    def __init__(self, path: Path | str, mode: str = "w", **kwargs: Any) -> None:
+        import os
+
+        self.path = Path(path)
+        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self._fh: IO[Any] = open(self._tmp, mode, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fh, name)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._fh)
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        import os
+
+        try:
+            if exc_type is None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            self._fh.close()
+            if exc_type is None:
+                os.replace(self._tmp, self.path)
+        except BaseException:
+            exc_type = True
+            raise
+        finally:
+            if exc_type is not None:
+                with contextlib.suppress(OSError):
+                    self._fh.close()
+                with contextlib.suppress(OSError):
+                    self._tmp.unlink()
+
+
+def atomic_open(path: Path | str, mode: str = "w", **kwargs: Any) -> AtomicFile:
+    """Open ``path`` for writing as an :class:`AtomicFile` (whole or not at all); use it in a ``with`` block."""
+    return AtomicFile(path, mode, **kwargs)
+
+
+def atomic_write_text(path: Path | str, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` whole or not at all (see :class:`AtomicFile`)."""
+    with atomic_open(path, "w", encoding=encoding) as fh:
+        fh.write(text)
+    return Path(path)
