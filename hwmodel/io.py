@@ -211,10 +211,10 @@ class AtomicFile:
     :func:`atomic_open`."""
 
     def __init__(self, path: Path | str, mode: str = "w", **kwargs: Any) -> None:
-        import os
+        import uuid
 
         self.path = Path(path)
-        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self._tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:12]}.tmp")  # one per writer
         self._fh: IO[Any] = open(self._tmp, mode, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
