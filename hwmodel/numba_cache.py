@@ -174,6 +174,20 @@ def _patch(numba_mod: ModuleType | None = None) -> None:
 
     files._load_index, files._load_data = guarded_load_index, guarded_load_data
 
+    # Saving a compiled kernel into a full (or since read-only) directory: the kernel still runs, one line says
+    # the cache was not written (Numba raises the OSError out of the kernel's first call otherwise).
+    save = caching.Cache.save_overload
+
+    def guarded_save(self: Any, sig: Any, data: Any) -> None:
+        try:
+            save(self, sig, data)
+        except OSError as exc:
+            if not self._cache_path.startswith(_roots):
+                raise
+            _warn_once(f"{exc.filename or self._cache_path}: {exc.strerror or exc}")
+
+    caching.Cache.save_overload = guarded_save
+
 
 _roots: tuple[str, ...] = ()
 
