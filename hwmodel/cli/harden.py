@@ -100,11 +100,12 @@ def harden(root: click.Command) -> None:
     from hwmodel.cli.progress import with_heartbeat
 
     for path, cmd in walk(root):
-        if not isinstance(cmd, click.Group) and cmd.callback is not None \
-                and not getattr(cmd.callback, "_hwmodel_flags", False):
+        runs = not isinstance(cmd, click.Group) or cmd.invoke_without_command  # e.g. `hwmodel reproduce`
+        if runs and cmd.callback is not None and not getattr(cmd.callback, "_hwmodel_flags", False):
             if not any(isinstance(p, click.Option) and "--quiet" in p.opts for p in cmd.params):
                 quiet_option(cmd)
-            cmd.callback = _global_output_flags(cmd, with_heartbeat(" ".join(path), cmd.callback))
+            inner = cmd.callback if isinstance(cmd, click.Group) else with_heartbeat(" ".join(path), cmd.callback)
+            cmd.callback = _global_output_flags(cmd, inner)  # (a group's sub-commands have their own heartbeat)
         for p in cmd.params:
             bounded = _bounded_int(p)
             if bounded is not None and not (isinstance(p, click.Option) and "--seed" in p.opts):
