@@ -257,3 +257,19 @@ def atomic_write_text(path: Path | str, text: str, encoding: str = "utf-8") -> P
     with atomic_open(path, "w", encoding=encoding) as fh:
         fh.write(text)
     return Path(path)
+
+
+def open_locked(path: Path | str, mode: str, busy: Exception, **kwargs: Any) -> IO[Any]:
+    """Open ``path`` for appending (``mode`` "a" or "a+") holding an exclusive ``flock``; raise ``busy`` when another
+    process holds it (a second sweep or study writing the same journal). The lock goes with the file's close."""
+    fh = open(path, mode, **kwargs)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return fh
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise busy from None
+    return fh

@@ -35,7 +35,7 @@ from typing import IO, Any
 from hwmodel.dse.evaluators import Evaluator
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.errors import HwmodelError
-from hwmodel.io import note_damaged
+from hwmodel.io import note_damaged, open_locked
 
 STATUSES = ("ok", "screened", "invalid")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")  # a column name: a header of names is another sweep's
@@ -159,17 +159,8 @@ class ResultStore:
         last line is cut; from a damaged row on, the file is cut too (one line on stderr) and those points are
         evaluated again; a damaged header moves the file aside (``results.csv.damaged``) and starts afresh."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+", newline="", encoding="utf-8")
-        try:
-            import fcntl
-
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # pragma: no cover - not POSIX: no lock
-            pass
-        except OSError:
-            fh.close()
-            raise HwmodelError(f"{self.path} is being written by another sweep; "
-                               "wait for it or use another --out") from None
+        busy = HwmodelError(f"{self.path} is being written by another sweep; wait for it or use another --out")
+        fh = open_locked(self.path, "a+", busy, newline="", encoding="utf-8")
         try:
             if fresh:
                 rows, good, problem = {}, 0, ""
@@ -180,10 +171,7 @@ class ResultStore:
                 os.replace(self.path, aside)  # keep what was there: a header that is not ours may be a user's
                 note_damaged(self.path, "results journal", problem, f"moved to {aside.name}, starting afresh")
                 fh.close()
-                fh = open(self.path, "a+", newline="", encoding="utf-8")
-                import fcntl
-
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fh = open_locked(self.path, "a+", busy, newline="", encoding="utf-8")
             elif problem:
                 note_damaged(self.path, "results journal", problem,
                              f"keeping the {len(rows)} rows before it, the rest are evaluated again")

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from hwmodel.errors import HwmodelError
-from hwmodel.io import note_damaged
+from hwmodel.io import note_damaged, open_locked
 
 JOURNAL_KIND = "hwmodel-study"
 JOURNAL_VERSION = 1
@@ -356,17 +356,8 @@ class Journal:
         """Open for appending (an exclusive lock: a second run on the same journal is refused); returns the
         finished points already journaled (key -> journal line)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a", encoding="utf-8")
-        try:
-            import fcntl
-
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # pragma: no cover - not POSIX: no lock
-            pass
-        except OSError:
-            fh.close()
-            raise StudyError(f"{self.path} is being written by another run; wait for it or use another "
-                             "output directory") from None
+        fh = open_locked(self.path, "a", StudyError(f"{self.path} is being written by another run; wait for it or "
+                                                    "use another output directory"), encoding="utf-8")
         try:
             done, good_bytes = ({}, 0) if fresh else self.read()
             fh.truncate(good_bytes)  # drop a line cut short by a kill (or everything, for a fresh journal)

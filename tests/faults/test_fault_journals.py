@@ -121,16 +121,20 @@ def test_read_only_output_directory_is_one_clear_error(tmp_path: Path, monkeypat
     from click.testing import CliRunner
     from tests.test_dse_support import spec_file
 
-    import hwmodel.dse.store
+    import hwmodel.io
     from hwmodel.cli import main
 
     spec = spec_file(tmp_path, "lanes = [8]\nports = [4]\nclock_mhz = [300]\n")
     out = tmp_path / "ro"
 
-    def refused(file: object, *_a: object, **_k: object) -> None:  # a read-only --out (root ignores file modes)
-        raise PermissionError(errno.EACCES, "Permission denied", str(file))
+    real = open
 
-    monkeypatch.setattr(hwmodel.dse.store, "open", refused, raising=False)
+    def refused(file: object, mode: str = "r", *a: object, **k: object) -> object:  # a read-only --out
+        if str(file).startswith(str(out)) and any(c in mode for c in "wa+"):  # (root ignores file modes)
+            raise PermissionError(errno.EACCES, "Permission denied", str(file))
+        return real(file, mode, *a, **k)
+
+    monkeypatch.setattr(hwmodel.io, "open", refused, raising=False)
     r = CliRunner().invoke(main, ["sweep", str(spec), "--out", str(out), "--workers", "1", "--quiet"])
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
     last = r.output.strip().splitlines()[-1]
