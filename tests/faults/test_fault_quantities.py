@@ -64,7 +64,7 @@ def test_every_command_accepts_quiet_and_the_global_flags() -> None:
     assert missing == []
     r = CliRunner().invoke(main, ["--quiet", "--json", "specs", "list"])
     assert r.exit_code == 0 and r.output.lstrip().startswith("["), r.output
-    assert "has no JSON output" in _err(["--json", "serve", "sweep"])
+    assert "has no JSON output" in _err(["--json", "reason", "policies"])
 
 
 def test_quiet_silences_the_heartbeat_and_progress_bars(monkeypatch: pytest.MonkeyPatch) -> None:
