@@ -19,6 +19,7 @@ import numpy as np
 
 from fpga.kvmu_codes import Mode
 from hwmodel.errors import HwmodelError
+from hwmodel.io import atomic_open
 
 if TYPE_CHECKING:
     from fpga.kvmu import KvmuTrace
@@ -56,7 +57,7 @@ def write_vcd(trace: KvmuTrace, path: str | Path, clock_hz: float = 200e6, clock
     comment = (f"hwmodel KVMU trace: capacity={trace.capacity} clock_hz={clock_hz!r} cycles={trace.n_cycles}; "
                f"values at time t are the state at the end of cycle round(t * clock_hz / 1e12)")
     try:
-        fh = path.open("w", encoding="ascii")
+        fh = atomic_open(path, "w", encoding="ascii")  # whole or not at all (a full disk: no short VCD)
     except OSError as exc:
         raise VcdError(f"{path}: cannot write the VCD ({exc})") from None
     with fh, VCDWriter(fh, timescale="1 ps", date="", comment=comment, version="hwmodel kvmu") as w:

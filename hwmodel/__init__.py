@@ -4,7 +4,10 @@
 back-end, decode/prefill timing, physical bounds, system-A replays, system-B serving runs, sweeps, the frequency
 study, the validation table and the reproductions. Heavy modules load on first use.
 """
+from hwmodel import numba_cache as _numba_cache
 from hwmodel.errors import HwmodelError, SpecError
+
+_numba_cache.install()  # every kernel caches in the project cache directory (or runs uncached): before any loads
 
 __version__ = "0.1.0"
 

@@ -98,3 +98,17 @@ def check_count(n: int, where: str, *, lo: int = 1, hi: int = MAX_COUNT) -> None
     """Raise DomainError when a count is outside ``[lo, hi]``."""
     if not lo <= n <= hi:
         raise DomainError(where, f"a count in [{lo:,}, {hi:,}]", f"{n:,}")
+
+
+MAX_BYTES = 2**50
+"""Largest byte count a transfer, buffer or chunk may be given (1 PiB): far above any one transfer of the modelled
+systems (a whole 70B model's KV cache is tens of GB), below 2**53 so every count is exact as a float."""
+
+
+def byte_count(value: Any, where: str, *, lo: int = 1, hi: int = MAX_BYTES) -> int:
+    """``value`` as a whole number of bytes in ``[lo, hi]``: a transfer moves whole bytes, so ``0.5`` (which the
+    timing would round to an empty transfer) and NaN are refused, not rounded."""
+    v = finite(value, where, "a whole number of bytes")
+    if v != math.floor(v) or not lo <= v <= hi:
+        raise DomainError(where, f"a whole number of bytes in [{lo:,}, {hi:,}]", repr(value))
+    return int(v)

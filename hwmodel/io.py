@@ -183,3 +183,93 @@ def read_csv(path: Path | str, what: str = "CSV file") -> list[tuple[int, list[s
     except csv.Error as exc:
         raise InputFileError(path, "well-formed CSV", str(exc), line=reader.line_num) from None
     return rows
+
+
+_NOTED: set[str] = set()
+
+
+def note_damaged(path: object, what: str, why: str, action: str = "ignored and rebuilt") -> None:
+    """Say once per process on stderr that a cache or journal file was damaged and what is done about it:
+    ``hwmodel: warning: FILE: damaged WHAT (WHY); ACTION``. Readers of files the program itself writes (caches,
+    journals) treat a damaged one as absent and call this, so a torn or scrambled file costs a rebuild, never a
+    crash or a wrong number (docs/reliability.md)."""
+    import sys
+
+    line = f"hwmodel: warning: {path}: damaged {what} ({why}); {action}"
+    if line not in _NOTED:
+        _NOTED.add(line)
+        try:
+            print(line, file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr closed
+            pass
+
+
+class AtomicFile:
+    """A file being written to a temporary name beside ``path``; leaving its ``with`` block normally flushes,
+    fsyncs and renames it over ``path`` (readers see the old file or the whole new one, never a part), an
+    exception (a full disk, Ctrl-C) deletes the temporary file and leaves ``path`` as it was. Use
+    :func:`atomic_open`."""
+
+    def __init__(self, path: Path | str, mode: str = "w", **kwargs: Any) -> None:
+        import uuid
+
+        self.path = Path(path)
+        self._tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:12]}.tmp")  # one per writer
+        self._fh: IO[Any] = open(self._tmp, mode, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fh, name)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._fh)
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        import os
+
+        try:
+            if exc_type is None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            self._fh.close()
+            if exc_type is None:
+                os.replace(self._tmp, self.path)
+        except BaseException:
+            exc_type = True
+            raise
+        finally:
+            if exc_type is not None:
+                with contextlib.suppress(OSError):
+                    self._fh.close()
+                with contextlib.suppress(OSError):
+                    self._tmp.unlink()
+
+
+def atomic_open(path: Path | str, mode: str = "w", **kwargs: Any) -> AtomicFile:
+    """Open ``path`` for writing as an :class:`AtomicFile` (whole or not at all); use it in a ``with`` block."""
+    return AtomicFile(path, mode, **kwargs)
+
+
+def atomic_write_text(path: Path | str, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` whole or not at all (see :class:`AtomicFile`)."""
+    with atomic_open(path, "w", encoding=encoding) as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def open_locked(path: Path | str, mode: str, busy: Exception, **kwargs: Any) -> IO[Any]:
+    """Open ``path`` for appending (``mode`` "a" or "a+") holding an exclusive ``flock``; raise ``busy`` when another
+    process holds it (a second sweep or study writing the same journal). The lock goes with the file's close."""
+    fh = open(path, mode, **kwargs)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return fh
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise busy from None
+    return fh

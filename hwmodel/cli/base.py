@@ -43,7 +43,29 @@ class _HwClickError(click.ClickException):
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 
+QUIET_KEY, JSON_KEY = "hwmodel.quiet", "hwmodel.json"
+"""``ctx.meta`` keys of the global output flags (``--quiet``, ``--json``), shared by the whole context chain."""
+
+
+def _flag_to_meta(key: str) -> Callable[[click.Context, click.Parameter, bool], None]:
+    def store(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if value:
+            ctx.meta[key] = True
+    return store
+
+
+def quiet_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--quiet``: no progress bar and no heartbeat on stderr (results and errors are still printed)."""
+    return click.option("--quiet", "-q", is_flag=True, expose_value=False, is_eager=True,
+                        callback=_flag_to_meta(QUIET_KEY),
+                        help="No progress output on stderr (no bar, no heartbeat).")(f)
+
+
 @click.group(cls=HwGroup, context_settings=CONTEXT_SETTINGS)
+@quiet_option
+@click.option("--json", "global_json", is_flag=True, expose_value=False, callback=_flag_to_meta(JSON_KEY),
+              help="Print JSON instead of tables, as the command's own --json (commands without JSON output "
+                   "refuse it).")
 @click.option("--spec-dir", "spec_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory of extra spec TOML files (boards, GPUs, links, LLMs); repeatable. "
                    "Also read from $HWMODEL_SPEC_PATH.")

@@ -17,17 +17,27 @@ _UNITS = {None: 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 2
 
 
 class ByteSize(click.ParamType):
-    """A size in bytes: a number, optionally with a unit (KB, MB, GB decimal; KiB, MiB, GiB binary)."""
+    """A size in bytes: a number, optionally with a unit (KB, MB, GB decimal; KiB, MiB, GiB binary), that comes to
+    a whole, positive number of bytes of at most :data:`hwmodel.domains.MAX_BYTES` (``0.5`` or ``1.0001KB`` are
+    refused, not rounded)."""
 
     name = "bytes"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from hwmodel.domains import DomainError, byte_count
+
         if isinstance(value, (int, float)):
-            return float(value)
-        m = _SIZE_RE.match(str(value))
-        if not m:
-            self.fail(f"expected a size like 4096, 16MB or 1.5GiB, got {value!r}", param, ctx)
-        return float(m.group(1)) * _UNITS[m.group(2)]
+            n = float(value)
+        else:
+            m = _SIZE_RE.match(str(value))
+            if not m:
+                self.fail(f"expected a size like 4096, 16MB or 1.5GiB, got {value!r}", param, ctx)
+            n = float(m.group(1)) * _UNITS[m.group(2)]
+        try:
+            return byte_count(n, "size")
+        except DomainError as exc:
+            self.fail(f"expected {exc.expected}, got {value!r}" + (f" (= {n:g} B)" if str(value) != f"{n:g}" else ""),
+                      param, ctx)
 
 
 @link_group.command("transfer")

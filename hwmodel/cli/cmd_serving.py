@@ -176,13 +176,14 @@ def serve_clusters(as_json: bool) -> None:
 @_slo_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/serve-sweep"),
               show_default=True, help="Writes sweep.json and throughput_vs_load.png here.")
+@json_option
 def serve_sweep(cluster_names: tuple[str, ...], rates: str, n_requests: int, prompt: str, output: str, seed: int,
-                scheduler: str, slo_ttft: float, slo_tpot: float, out_dir: Path) -> None:
+                scheduler: str, slo_ttft: float, slo_tpot: float, out_dir: Path, as_json: bool) -> None:
     """Throughput and latency against offered load, for one or more clusters."""
     from rich.progress import Progress
 
     from hwmodel.serving.metrics import compute_metrics
-    from hwmodel.serving.report import metrics_table, plot_load, write_json
+    from hwmodel.serving.report import jsonable, metrics_table, plot_load, write_json
     from hwmodel.serving.schedulers import Slo
     from hwmodel.serving.simulator import simulate
 
@@ -204,6 +205,9 @@ def serve_sweep(cluster_names: tuple[str, ...], rates: str, n_requests: int, pro
                 bar.advance(task)
     write_json(out_dir / "sweep.json", rows)
     plot_load(rows, out_dir / "throughput_vs_load.png", f"{prompt}/{output} tokens, {scheduler}")
+    if as_json:  # the rows as sweep.json holds them
+        echo_json(jsonable(rows))
+        return
     console().print(metrics_table([(f"{r['cluster']} @ {r['offered_req_per_s']:g}/s", r["metrics"]) for r in rows],
                                   "Throughput vs offered load"))
     click.echo(f"wrote {out_dir / 'sweep.json'} and {out_dir / 'throughput_vs_load.png'}")

@@ -14,12 +14,13 @@ small).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 HEARTBEAT_FIRST_S = 1.5
@@ -64,8 +65,48 @@ class Heartbeat:
         self._stop.set()
 
 
+_QUIET = False
+
+
+@contextlib.contextmanager
+def quiet_scope() -> Iterator[None]:
+    """While a command given ``--quiet`` (or ``hwmodel --quiet``) runs: no heartbeat and no progress bar. The
+    command modules' rich progress bars are switched off here, in one place (every ``rich.progress.Progress``
+    made inside is created disabled), and ``HWMODEL_QUIET`` is set for worker processes started from it; all of
+    it is undone when the command ends (the CLI also runs in-process, e.g. under the tests)."""
+    global _QUIET
+    if _QUIET:
+        yield
+        return
+    from rich import progress
+
+    init = progress.Progress.__init__
+
+    @functools.wraps(init)
+    def disabled(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs["disable"] = True
+        init(self, *args, **kwargs)
+
+    saved_env = os.environ.get("HWMODEL_QUIET")
+    _QUIET, progress.Progress.__init__ = True, disabled  # type: ignore[method-assign]
+    os.environ["HWMODEL_QUIET"] = "1"
+    try:
+        yield
+    finally:
+        _QUIET, progress.Progress.__init__ = False, init  # type: ignore[method-assign]
+        if saved_env is None:
+            os.environ.pop("HWMODEL_QUIET", None)
+        else:
+            os.environ["HWMODEL_QUIET"] = saved_env
+
+
+def quiet() -> bool:
+    """Whether progress output is off (``--quiet`` or ``HWMODEL_QUIET``)."""
+    return _QUIET or bool(os.environ.get("HWMODEL_QUIET"))
+
+
 def quiet_requested(kwargs: dict[str, Any]) -> bool:
-    if kwargs.get("as_json") or kwargs.get("quiet") or os.environ.get("HWMODEL_QUIET"):
+    if kwargs.get("as_json") or kwargs.get("quiet") or quiet():
         return True
     if os.environ.get("HWMODEL_PROGRESS") or os.environ.get("HWMODEL_HEARTBEAT_S"):
         return False

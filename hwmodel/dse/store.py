@@ -10,7 +10,9 @@ Robustness:
 
 * rows are written whole and the file is flushed and fsync'd after each batch, so a killed sweep loses at most
   the points still being evaluated;
-* a torn last line (the process killed mid-write) is cut off when the file is reopened;
+* a torn last line (the process killed mid-write) is cut off when the file is reopened; a damaged row (bytes
+  that are not UTF-8, a wrong number of cells, a value that does not parse) ends what is kept, with one line on
+  stderr, and the points from there on are evaluated again; a damaged header moves the file aside;
 * floats are written in shortest round-trip form (``repr``), so reading back gives the same bits;
 * an exclusive lock (``fcntl.flock``) stops two sweeps from appending to the same file;
 * a file written by a different sweep (other columns) is refused rather than mixed.
@@ -25,6 +27,7 @@ import dataclasses
 import io
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -32,8 +35,10 @@ from typing import IO, Any
 from hwmodel.dse.evaluators import Evaluator
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.errors import HwmodelError
+from hwmodel.io import note_damaged, open_locked
 
 STATUSES = ("ok", "screened", "invalid")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")  # a column name: a header of names is another sweep's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,28 +82,50 @@ class ResultStore:
 
     # ---- reading
     def read(self) -> dict[str, Row]:
-        """Rows already in the file, the last one per point id (a later evaluation supersedes a screening)."""
-        if not self.path.exists():
-            return {}
-        from hwmodel.io import read_text
+        """Rows already in the file, the last one per point id (a later evaluation supersedes a screening). A
+        damaged part ends what is read (one line on stderr); a file of another sweep is refused."""
+        rows, _good, problem = self._scan()
+        if problem:
+            note_damaged(self.path, "results journal", problem, f"reading the {len(rows)} rows before it")
+        return rows
 
-        text = read_text(self.path, "sweep results journal (CSV)")
-        if not text:
-            return {}
-        complete = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
-        reader = csv.reader(io.StringIO(complete))
+    def _scan(self) -> tuple[dict[str, Row], int, str]:
+        """(rows, bytes of the file that are whole rows of this sweep, the damage that ended the scan or '').
+
+        A torn last line (a kill mid-write) is simply not counted; bytes that are not UTF-8, a row with the wrong
+        number of cells, an unknown status or a value that does not parse end the scan there. A header that is
+        not this sweep's raises: another sweep's file (a header of names) is refused rather than overwritten."""
+        if not self.path.exists():
+            return {}, 0, ""
+        try:
+            raw = self.path.read_bytes()
+        except OSError as exc:
+            raise HwmodelError(f"{self.path}: {exc.strerror or exc}") from None
+        problem = ""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            text = raw[:exc.start].decode("utf-8")
+            problem = f"byte 0x{raw[exc.start]:02x} at offset {exc.start} is not UTF-8"
+        complete = text[: text.rfind("\n") + 1]
+        if not complete:
+            return {}, 0, "" if not problem else problem
+        starts = [0]
+        for line in complete.splitlines(keepends=True):
+            starts.append(starts[-1] + len(line))
+        reader = csv.reader(io.StringIO(complete, newline=""))
         try:
             header = next(reader, None)
         except csv.Error as exc:
-            raise HwmodelError(f"{self.path}:1: malformed results header ({exc}); "
-                               "rerun with --fresh to discard the file") from None
-        if header is None:
-            return {}
-        if tuple(header) != self.columns:
-            shown = ", ".join(repr(h)[1:-1][:40] for h in header[:40])  # one line, whatever the cells hold
-            raise HwmodelError(
-                f"{self.path}: written by a different sweep (columns {shown}; this sweep writes "
-                f"{', '.join(self.columns)}); choose another --out directory or rerun with --fresh to discard it")
+            header, problem = None, f"malformed header ({exc})"
+        if header is None or tuple(header) != self.columns:
+            if header is not None and header and all(_NAME.fullmatch(h) for h in header):
+                shown = ", ".join(h[:40] for h in header[:40])
+                raise HwmodelError(
+                    f"{self.path}: written by a different sweep (columns {shown}; this sweep writes "
+                    f"{', '.join(self.columns)}); choose another --out directory or rerun with --fresh to discard it")
+            return {}, 0, problem or "the first line is not a results header"
+        good = starts[reader.line_num]
         kinds = {}
         for n in self.param_names:
             decl = self.evaluator.param(n)
@@ -106,55 +133,56 @@ class ResultStore:
         np_ = len(self.param_names)
         metric_names = self.evaluator.metric_names
         rows: dict[str, Row] = {}
+        lineno = reader.line_num + 1
         try:
-            for lineno, rec in enumerate(reader, start=2):
+            for rec in reader:
                 if len(rec) != len(self.columns) or rec[1] not in STATUSES:
-                    raise HwmodelError(f"{self.path}:{lineno}: malformed results row; "
-                                       "rerun with --fresh to discard the file")
+                    problem = f"line {lineno}: a row with {len(rec)} cells or an unknown status"
+                    break
                 try:
                     params = {n: _parse_param(kinds[n], t) for n, t in zip(self.param_names, rec[2:2 + np_])}
                     vals = rec[2 + np_: 2 + np_ + len(metric_names)]
                     metrics = {m: float(t) if t else math.nan for m, t in zip(metric_names, vals)}
                 except ValueError as exc:
-                    raise HwmodelError(f"{self.path}:{lineno}: malformed results row ({exc}); "
-                                       "rerun with --fresh to discard the file") from None
+                    problem = f"line {lineno}: {exc}"
+                    break
                 rows[rec[0]] = Row(rec[0], rec[1], params, metrics, rec[-1])
+                good = starts[reader.line_num]
+                lineno = reader.line_num + 1
         except csv.Error as exc:
-            raise HwmodelError(f"{self.path}:{reader.line_num}: malformed results row ({exc}); "
-                               "rerun with --fresh to discard the file") from None
-        return rows
+            problem = f"line {lineno}: {exc}"
+        return rows, len(complete[:good].encode("utf-8")), problem
 
     # ---- writing
     def open(self, *, fresh: bool = False) -> dict[str, Row]:
-        """Open for appending (locking the file); returns the rows already there. ``fresh`` discards them."""
+        """Open for appending (locking the file); returns the rows already there. ``fresh`` discards them. A torn
+        last line is cut; from a damaged row on, the file is cut too (one line on stderr) and those points are
+        evaluated again; a damaged header moves the file aside (``results.csv.damaged``) and starts afresh."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if fresh and self.path.exists():
-            self.path.unlink()
-        rows = self.read()
-        fh = open(self.path, "a+", newline="", encoding="utf-8")
+        busy = HwmodelError(f"{self.path} is being written by another sweep; wait for it or use another --out")
+        fh = open_locked(self.path, "a+", busy, newline="", encoding="utf-8")
         try:
-            import fcntl
-
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # pragma: no cover - not POSIX: no lock
-            pass
-        except OSError:
-            fh.close()
-            raise HwmodelError(f"{self.path} is being written by another sweep; "
-                               "wait for it or use another --out") from None
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        if size:
-            # cut a torn last line (a process killed mid-write) so the next row starts on its own line
-            fh.seek(0)
-            data = fh.read()
-            keep = data[: data.rfind("\n") + 1] if not data.endswith("\n") else data
-            if keep != data:
-                fh.truncate(len(keep.encode()))
+            if fresh:
+                rows, good, problem = {}, 0, ""
+            else:
+                rows, good, problem = self._scan()
+            if problem and good == 0 and self.path.stat().st_size:
+                aside = self.path.with_name(self.path.name + ".damaged")
+                os.replace(self.path, aside)  # keep what was there: a header that is not ours may be a user's
+                note_damaged(self.path, "results journal", problem, f"moved to {aside.name}, starting afresh")
+                fh.close()
+                fh = open_locked(self.path, "a+", busy, newline="", encoding="utf-8")
+            elif problem:
+                note_damaged(self.path, "results journal", problem,
+                             f"keeping the {len(rows)} rows before it, the rest are evaluated again")
+            fh.truncate(good)
             fh.seek(0, os.SEEK_END)
-        if not rows and fh.tell() == 0:
-            fh.write(",".join(self.columns) + "\n")
-            self._sync(fh)
+            if good == 0:
+                fh.write(",".join(self.columns) + "\n")
+                self._sync(fh)
+        except BaseException:
+            fh.close()
+            raise
         self._fh = fh
         return rows
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hwmodel.io import atomic_write_text
+
 _US_PER_S = 1e6
 
 
@@ -110,7 +112,7 @@ def write_chrome_trace(path: Path | str, tracks: Mapping[str, Sequence[Slice]], 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     trace = chrome_trace(tracks, process_name, metadata, counters)
-    path.write_text(json.dumps(trace, indent=None, separators=(",", ":")))
+    atomic_write_text(path, json.dumps(trace, indent=None, separators=(",", ":")))  # whole or not at all
     return path
 
 

@@ -8,12 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hwmodel.io import atomic_open  # whole files or none: a full disk never leaves a short table
+
 
 def write_csv(path: Path | str, rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -> Path:
     """Write ``rows`` with the columns ``fields`` (in order); floats with full precision, deterministic."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         for row in rows:
@@ -36,7 +38,7 @@ def write_csv_text(path: Path | str, fields: Sequence[str], bodies: Iterable[str
     """Write the header ``fields`` then the CSV texts ``bodies`` (from :func:`csv_lines`) in order."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         fh.write(csv_lines([list(fields)]))
         for body in bodies:
             fh.write(body)

@@ -14,6 +14,7 @@ specs, the options, and the source of the device-model code).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import math
@@ -364,6 +365,33 @@ def _code_hash() -> str:
     return _CODE_HASH
 
 
+TABLE_FORMAT = 2
+"""Version of the engine-table cache file (``format`` in the archive); another version is rebuilt."""
+
+
+def _read_table_file(path: Path, key: str) -> tuple[np.ndarray, np.ndarray, dict[int, float], list[float] | None]:
+    """(decode values, which are known, prefill memo, per-phase power or None) from a cache file written by
+    :meth:`EngineFactory.save` for ``key``; raises ValueError (or the archive's own error) on anything else."""
+    with np.load(path, allow_pickle=False) as z:
+        if "format" not in z.files or int(z["format"]) != TABLE_FORMAT:
+            raise ValueError(f"format {z['format'] if 'format' in z.files else 'none'}, expected {TABLE_FORMAT}")
+        if str(z["key"]) != key:
+            raise ValueError("written for another key (code version)")
+        val, have = np.asarray(z["val"], dtype=float), np.asarray(z["have"])
+        pn, ps = np.asarray(z["prefill_n"]), np.asarray(z["prefill_s"], dtype=float)
+        power = [float(w) for w in z["power_w"]] if "power_w" in z.files else None
+    if val.ndim != 1 or have.shape != val.shape or have.dtype != bool:
+        raise ValueError("decode table arrays of unequal shape or type")
+    if not np.isfinite(val[have]).all() or (val[have] < 0).any():
+        raise ValueError("a decode step time that is negative or not finite")
+    if pn.ndim != 1 or pn.shape != ps.shape or pn.dtype.kind != "i" or (pn < 1).any() \
+            or not np.isfinite(ps).all() or (ps < 0).any():
+        raise ValueError("prefill memo arrays of unequal shape or out-of-range values")
+    if power is not None and (len(power) != len(Phase) or not all(math.isfinite(w) and w >= 0 for w in power)):
+        raise ValueError("per-phase power of the wrong length or out of range")
+    return val, have, dict(zip((int(n) for n in pn), (float(t) for t in ps))), power
+
+
 class EngineFactory:
     """The project's device models through the registered engine builders, one model per distinct group, decode
     tables cached on disk (``cache``: a directory, None for :func:`cache_dir`, False for none)."""
@@ -398,19 +426,27 @@ class EngineFactory:
         return self.cache / f"decode-{model.label}-{digest[:20]}.npz"
 
     def _load(self, model: DeviceModel) -> None:
+        """Restore ``model``'s tables from its cache file. A damaged file (truncated, not an archive, scrambled --
+        the archive's CRC-32 -- wrong arrays, another format or code version) is treated as absent: one line on
+        stderr, and :meth:`save` rewrites it after this run."""
         path = self._path(model)
-        if path is not None and path.is_file():
-            try:
-                with np.load(path) as z:
-                    model.table.restore(z["val"], z["have"])
-                    model.prefill_memo.update(zip((int(n) for n in z["prefill_n"]), (float(t) for t in z["prefill_s"])))
-                    if "power_w" in z.files:
-                        model._power = {p: float(w) for p, w in zip(Phase, z["power_w"])}
-                model.saved_contexts = int(model.table.snapshot()[1].sum())
-                model.saved_prefills = len(model.prefill_memo)
-                model.saved_power = model._power is not None
-            except (OSError, ValueError, KeyError):
-                pass  # a damaged cache file is ignored and rewritten by save()
+        if path is None or not path.is_file():
+            return
+        try:
+            tables = _read_table_file(path, path.stem.rsplit("-", 1)[-1])
+        except Exception as exc:  # noqa: BLE001  (whatever a damaged zip, pickle-free npz or array raises)
+            from hwmodel.io import note_damaged
+
+            note_damaged(path, "engine-table cache", f"{type(exc).__name__}: {exc}".replace("\n", " ")[:160])
+            return
+        val, have, prefill, power = tables
+        model.table.restore(val, have)
+        model.prefill_memo.update(prefill)
+        if power is not None:
+            model._power = {p: w for p, w in zip(Phase, power)}
+        model.saved_contexts = int(have.sum())
+        model.saved_prefills = len(model.prefill_memo)
+        model.saved_power = model._power is not None
 
     def save(self) -> None:
         """Write every model's decode table that learned new contexts since it was loaded."""
@@ -422,16 +458,18 @@ class EngineFactory:
             if int(have.sum()) <= model.saved_contexts and len(model.prefill_memo) <= model.saved_prefills \
                     and model.saved_power:
                 continue
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
                 pn = sorted(model.prefill_memo)
-                np.savez(tmp, val=val, have=have, prefill_n=np.array(pn, dtype=np.int64),
+                np.savez(tmp, format=np.array(TABLE_FORMAT), key=np.array(path.stem.rsplit("-", 1)[-1]),
+                         val=val, have=have, prefill_n=np.array(pn, dtype=np.int64),
                          prefill_s=np.array([model.prefill_memo[n] for n in pn], dtype=float),
                          power_w=np.array([model.power_w(p) for p in Phase], dtype=float))
                 model.saved_power = True
                 os.replace(tmp, path)
                 model.saved_contexts = int(have.sum())
                 model.saved_prefills = len(pn)
-            except OSError:
-                pass  # a read-only cache directory only costs the next run its set-up time
+            except OSError:  # a read-only or full cache directory only costs the next run its set-up time
+                with contextlib.suppress(OSError):  # a half-written temporary file is never renamed into place
+                    tmp.unlink()

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from hwmodel.io import atomic_write_text
 from hwmodel.serving.metrics import Metrics, request_arrays
 from hwmodel.serving.state import SimResult
 
@@ -35,7 +36,7 @@ def jsonable(obj: Any) -> Any:
 
 def write_json(path: Path, obj: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(jsonable(obj), indent=2))
+    atomic_write_text(path, json.dumps(jsonable(obj), indent=2))  # whole or not at all
     return path
 
 

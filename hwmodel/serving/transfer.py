@@ -29,7 +29,6 @@ import math
 from collections.abc import Hashable, Sequence
 from typing import NamedTuple
 
-import fpga  # noqa: F401  # sets the project's Numba cache directory before the kernel below compiles
 import numba
 import numpy as np
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from hwmodel.errors import HwmodelError
+from hwmodel.io import note_damaged, open_locked
 
 JOURNAL_KIND = "hwmodel-study"
 JOURNAL_VERSION = 1
@@ -311,45 +312,64 @@ class Journal:
         return json.dumps({"journal": JOURNAL_KIND, "version": JOURNAL_VERSION, "fingerprint": self.fingerprint},
                           sort_keys=True)
 
-    def read(self) -> tuple[dict[str, str], int]:
+    def read(self, *, quiet: bool = False) -> tuple[dict[str, str], int]:
         """(finished points: key -> journal line, bytes of the file that are whole lines of this study); nothing
-        when the file is absent or another study's (other fingerprint or format)."""
+        when the file is absent or another study's (other fingerprint or format). A damaged part (bytes that are
+        not a JSON line of this journal) ends what is kept: the points before it are resumed, the rest re-run,
+        and one line on stderr says so (unless ``quiet``)."""
         if not self.path.is_file():
             return {}, 0
         done: dict[str, str] = {}
         good_bytes = pos = 0
         lines = self.path.read_bytes().split(b"\n")
+        problem = ""
+        if len(lines) == 1 and lines[0]:
+            problem = "no complete header line"
         for i, raw in enumerate(lines[:-1]):  # the part after the last newline is cut short (or empty)
             pos += len(raw) + 1
             try:
                 doc = json.loads(raw)
             except ValueError:
+                problem = f"line {i + 1} is not JSON"
                 break
             if i == 0:
                 if not (isinstance(doc, dict) and doc.get("journal") == JOURNAL_KIND
                         and doc.get("version") == JOURNAL_VERSION and doc.get("fingerprint") == self.fingerprint):
+                    if not quiet:
+                        why = ("another study's or model version's fingerprint"
+                               if isinstance(doc, dict) and doc.get("journal") == JOURNAL_KIND
+                               and doc.get("version") == JOURNAL_VERSION else "not a study journal header")
+                        note_damaged(self.path, "or outdated study journal", why, "starting it afresh")
                     return {}, 0
-            elif isinstance(doc, dict) and "key" in doc and "result" in doc:
-                done[str(doc["key"])] = raw.decode("utf-8")
+            elif isinstance(doc, dict) and isinstance(doc.get("key"), str) and "result" in doc:
+                done[doc["key"]] = raw.decode("utf-8")
             else:
+                problem = f"line {i + 1} is not a finished point"
                 break
             good_bytes = pos
+        if problem and not quiet:
+            note_damaged(self.path, "study journal", problem,
+                         f"keeping the {len(done)} points before it, the rest are re-run")
         return done, good_bytes
 
     def open(self, fresh: bool = False) -> dict[str, str]:
-        """Open for appending; returns the finished points already journaled (key -> journal line)."""
-        done, good_bytes = ({}, 0) if fresh else self.read()
+        """Open for appending (an exclusive lock: a second run on the same journal is refused); returns the
+        finished points already journaled (key -> journal line)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if good_bytes == 0:
-            done = {}
-            with open(self.path, "w", encoding="utf-8") as fh:
+        fh = open_locked(self.path, "a", StudyError(f"{self.path} is being written by another run; wait for it or "
+                                                    "use another output directory"), encoding="utf-8")
+        try:
+            done, good_bytes = ({}, 0) if fresh else self.read()
+            fh.truncate(good_bytes)  # drop a line cut short by a kill (or everything, for a fresh journal)
+            if good_bytes == 0:
+                done = {}
                 fh.write(self.header() + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
-        else:
-            with open(self.path, "r+b") as fh:  # drop a line cut short by a kill
-                fh.truncate(good_bytes)
-        self._fh = open(self.path, "a", encoding="utf-8")
+        except BaseException:
+            fh.close()
+            raise
+        self._fh = fh
         return done
 
     def append(self, lines: Iterable[str]) -> None:
@@ -443,5 +463,5 @@ def run_points(fn: str | Callable[..., Any], points: Sequence[tuple[str, Any]], 
 
 def journal_results(path: Path | str, fingerprint: str) -> Mapping[str, Any]:
     """The finished points of a journal written under ``fingerprint`` (empty if it is another study's); read only."""
-    done, _ = Journal(path, fingerprint).read()
+    done, _ = Journal(path, fingerprint).read(quiet=True)
     return {k: json.loads(v)["result"] for k, v in done.items()}

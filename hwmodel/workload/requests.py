@@ -10,8 +10,9 @@ output lengths fixed or drawn from a distribution, seeded) or from a file:
 * CSV with a header naming the columns ``arrival_s``, ``prompt_tokens``, ``output_tokens`` and optionally ``id``;
 * JSON lines (``.jsonl``), one object per request with the same keys.
 
-Every stream is validated: lengths are positive integers, arrivals are finite, non-negative and non-decreasing,
-ids are unique; an optional context limit (the LLM's ``max_position``) bounds ``prompt + output``. A bad file fails
+Every stream is validated: lengths are positive integers of at most :data:`MAX_REQUEST_TOKENS`, arrivals are
+finite, non-negative, non-decreasing and within :data:`MAX_ARRIVAL_S` (the horizon the simulators represent), ids
+are unique; an optional context limit (the LLM's ``max_position``) bounds ``prompt + output``. A bad file fails
 with one line naming the file, the line, the field and what was expected.
 """
 from __future__ import annotations
@@ -31,6 +32,15 @@ from hwmodel.errors import HwmodelError
 from hwmodel.io import errors_as, iter_jsonl, read_text
 
 COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
+
+MAX_ARRIVAL_S = float(2**22)
+"""Latest arrival a stream may have: 2**22 s (about 48.5 days). The serving and reasoning simulators keep time as
+float64 seconds; up to 2**22 s its spacing is 2**-30 s (0.93 ns), finer than the shortest latency they add (a
+link's ~1 us), while at 1e300 s one ulp is ~1e284 s and every duration rounds to nothing."""
+
+MAX_REQUEST_TOKENS = 2**24
+"""Most prompt or output tokens one request may ask for (16,777,216): above the largest context window of any
+published LLM (10M tokens), low enough that a typo fails instead of overflowing a token count."""
 
 
 class RequestStreamError(HwmodelError):
@@ -145,8 +155,8 @@ def parse_length(text: str, what: str = "length") -> LengthDist:
             v = int(s)
         except ValueError:
             raise RequestStreamError(where, name, "a positive integer", s) from None
-        if v < 1:
-            raise RequestStreamError(where, name, "a positive integer", v)
+        if not 1 <= v <= MAX_REQUEST_TOKENS:
+            raise RequestStreamError(where, name, _tokens(v), v)
         return v
 
     def pos_float(s: str, name: str) -> float:
@@ -187,12 +197,23 @@ def poisson_stream(n: int, rate_per_s: float, prompt: LengthDist, output: Length
         gaps = rng.exponential(1.0 / rate_per_s, size=n)
         gaps[0] = 0.0
         arrivals = start_s + np.cumsum(gaps)
+        if arrivals[-1] > MAX_ARRIVAL_S:
+            raise RequestStreamError("request stream", "rate_per_s", f"a rate at which {n:,} arrivals fit the "
+                                     f"simulated horizon of {MAX_ARRIVAL_S:,.0f} s", rate_per_s)
     prompts = prompt.sample(rng, n)
     outputs = output.sample(rng, n)
     return tuple(map(Request, range(n), arrivals.tolist(), np.asarray(prompts).tolist(), np.asarray(outputs).tolist()))
 
 
 # ================================================================================================ validation
+_HORIZON = f"an arrival within the simulated horizon of {MAX_ARRIVAL_S:,.0f} s (about 48.5 days; MAX_ARRIVAL_S)"
+
+
+def _tokens(v: object) -> str:
+    big = isinstance(v, int) and not isinstance(v, bool) and v > MAX_REQUEST_TOKENS
+    return f"at most {MAX_REQUEST_TOKENS:,} tokens (MAX_REQUEST_TOKENS)" if big else "a positive integer"
+
+
 def validate(requests: Sequence[Request], *, where: str = "request stream",
              max_context_tokens: int | None = None,
              row_label: Callable[[int], str] | None = None) -> tuple[Request, ...]:
@@ -205,14 +226,16 @@ def validate(requests: Sequence[Request], *, where: str = "request stream",
         if isinstance(r.arrival_s, bool) or not isinstance(r.arrival_s, (int, float)) \
                 or not math.isfinite(r.arrival_s) or r.arrival_s < 0:
             raise RequestStreamError(at, "arrival_s", "a finite number of seconds >= 0", r.arrival_s)
+        if r.arrival_s > MAX_ARRIVAL_S:
+            raise RequestStreamError(at, "arrival_s", _HORIZON, r.arrival_s)
         if r.arrival_s < last:
             raise RequestStreamError(at, "arrival_s", f"arrivals in non-decreasing order (previous {last:g})",
                                      r.arrival_s)
         last = r.arrival_s
         for name in ("prompt_tokens", "output_tokens"):
             v = getattr(r, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise RequestStreamError(at, name, "a positive integer", v)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_REQUEST_TOKENS:
+                raise RequestStreamError(at, name, _tokens(v), v)
         if r.id in first_use:
             raise RequestStreamError(at, "id", f"an id not already used by request {first_use[r.id]}", r.id)
         first_use[r.id] = i
@@ -237,8 +260,8 @@ def _parse_row(row: dict[str, Any], where: str, index: int) -> Request:
             v = int(raw) if isinstance(raw, (int, str)) else None
         except ValueError:
             v = None
-        if v is None or v < 1:
-            raise RequestStreamError(where, name, "a positive integer", raw)
+        if v is None or not 1 <= v <= MAX_REQUEST_TOKENS:
+            raise RequestStreamError(where, name, _tokens(v), raw)
         return v
 
     raw_t = row.get("arrival_s")
@@ -250,6 +273,8 @@ def _parse_row(row: dict[str, Any], where: str, index: int) -> Request:
         raise RequestStreamError(where, "arrival_s", "a number of seconds", raw_t) from None
     if not math.isfinite(t) or t < 0:
         raise RequestStreamError(where, "arrival_s", "a finite number of seconds >= 0", raw_t)
+    if t > MAX_ARRIVAL_S:
+        raise RequestStreamError(where, "arrival_s", _HORIZON, raw_t)
     rid = _get_id(row, index, where)
     return Request(rid, t, get_int("prompt_tokens"), get_int("output_tokens"))
 

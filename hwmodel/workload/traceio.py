@@ -16,6 +16,7 @@ from typing import Any
 
 from hwmodel.io import errors_as
 from hwmodel.io import iter_lines as read_lines
+from hwmodel.workload.requests import MAX_REQUEST_TOKENS  # one bound on token counts (issue #31)
 from hwmodel.workload.trace import (
     DEFAULT_MAX_BACKTRACKS,
     DEFAULT_PRM_THRESHOLD,
@@ -108,6 +109,8 @@ def _parse_attempt(obj: Any, prefix: str) -> Attempt:
     if not _is_int(tokens) or tokens < 1:
         raise _FieldError(prefix + "tokens", f"an integer >= 1 (tokens of the step, delimiter included), "
                                              f"got {tokens!r}")
+    if tokens > MAX_REQUEST_TOKENS:
+        raise _FieldError(prefix + "tokens", f"at most {MAX_REQUEST_TOKENS:,} tokens, got {tokens!r}")
     score = obj.get("score")
     if score is not None and not _is_num(score):
         raise _FieldError(prefix + "score", f"a number in [0, 1] or null, got {score!r}")
@@ -134,6 +137,8 @@ def parse_problem(obj: Any, header: TraceHeader) -> Problem:
     pt = _require(obj, "prompt_tokens", "")
     if not _is_int(pt) or pt < 1:
         raise _FieldError("prompt_tokens", f"an integer >= 1, got {pt!r}")
+    if pt > MAX_REQUEST_TOKENS:
+        raise _FieldError("prompt_tokens", f"at most {MAX_REQUEST_TOKENS:,} tokens, got {pt!r}")
     correct = _require(obj, "correct", "")
     if not isinstance(correct, bool):
         raise _FieldError("correct", f"true or false, got {correct!r}")
