@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import echo_json, console, group, json_option
-from hwmodel.specs import BUILTIN_DIRS, LlmSpec, Spec, library
+from hwmodel.specs import BUILTIN_DIRS, BoardSpec, LlmSpec, Spec, library
 
 specs = group("specs", "Browse the spec library (FPGA boards, GPUs, links, LLMs).")
 
@@ -31,11 +31,17 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return rows
 
 
-def _derived(spec: Spec) -> list[tuple[str, Any]]:
+def _derived(spec: Spec) -> list[tuple[str, Any, str, str]]:
+    """(name, value, unit, how) of what follows from the fields: an LLM's shapes and parameter counts; a board's
+    per-channel peak, port bytes per cycle and every timing in AXI cycles (checked: hwmodel.derive)."""
     if isinstance(spec, LlmSpec):
-        return [(name, getattr(spec, name)) for name in
+        return [(name, getattr(spec, name), "", "derived") for name in
                 ("q_dim", "kv_dim", "linear_params", "bias_params", "norm_params", "embedding_params",
                  "head_params", "total_params", "kv_elements_per_token")]
+    if isinstance(spec, BoardSpec):
+        from hwmodel.derive import board_derived
+
+        return board_derived(spec)
     return []
 
 
@@ -71,7 +77,7 @@ def show_cmd(name: str, as_json: bool) -> None:
                    "origin": spec.origin,
                    "fields": {k: {"value": v, "unit": units.get(k, ""), "source": spec.source_of(k)}
                               for k, v in fields},
-                   "derived": dict(_derived(spec))})
+                   "derived": {k: {"value": v, "unit": u, "how": how} for k, v, u, how in _derived(spec)}})
         return
     from rich.table import Table
 
@@ -83,8 +89,8 @@ def show_cmd(name: str, as_json: bool) -> None:
     for k, v in fields:
         table.add_row(escape(k), escape(f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)),
                       escape(units.get(k, "")), escape(spec.source_of(k)))
-    for k, v in _derived(spec):
-        table.add_row(k, f"{v:,}", "", "derived")
+    for k, v, u, how in _derived(spec):
+        table.add_row(escape(k), f"{v:,}" if isinstance(v, int) else f"{v:.6g}", escape(u), escape(how))
     console().print(table)
 
 
