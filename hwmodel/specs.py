@@ -244,6 +244,17 @@ class LlmSpec(Spec):
             return 0
         return self.sliding_window
 
+    @property
+    def lowering_gaps(self) -> tuple[str, ...]:
+        """Features (issue 26) that change a layer's parameters or structure beyond the Llama/Qwen layer the
+        FPGA and GPU lowerings replicate; a back-end that lowers only that layer refuses a model with any of
+        them, naming them (the graph and bounds handle all)."""
+        gaps = [("a learned position table", self.positions == "learned"), ("Gemma post-norms", self.post_norms),
+                ("one shared norm for attention and MLP", self.block == "parallel-one-norm"),
+                ("an LM-head bias", self.lm_head_bias), ("multi-head latent attention", self.is_mla),
+                ("dense first layers in an MoE", self.dense_layers > 0)]
+        return tuple(name for name, on in gaps if on)
+
     def is_dense_layer(self, layer: int) -> bool:
         """Layer ``layer`` runs the dense MLP (every layer of a dense model; the first dense_layers of an MoE)."""
         return not self.experts or layer < self.dense_layers

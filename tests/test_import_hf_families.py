@@ -113,3 +113,21 @@ def test_phases_build_and_conserve_layer_sums(lib: SpecLibrary, name: str) -> No
         assert g.bytes.memory > 0 and g.macs > 0
         total = sum((op.bytes for _l, op in g.ops()), type(g.bytes)())
         assert total == g.bytes
+
+
+def test_lowerings_refuse_what_they_would_drop(lib: SpecLibrary) -> None:
+    """A lowering that replicates the Llama layer refuses a family whose extra parameters it would drop, naming
+    them in one line, and keeps lowering the families it conserves (Phi-3, GPT-NeoX: tested on the GPU lists)."""
+    from fpga import program
+    from gpu import kernels as gk
+    from hwmodel.errors import HwmodelError
+
+    for name, gap in (("opt-125m", "learned position table"), ("gemma-2-2b", "post-norms"),
+                      ("gpt-j-6b", "LM-head bias")):
+        with pytest.raises(HwmodelError, match=gap):
+            gk.evaluate_program(lib.llm(name), "vllm", gk.Pass.single(1, 10), 16, 16)
+        with pytest.raises(HwmodelError, match=gap):
+            program._graph0(lib.llm(name), FP16)
+    for name in ("phi-3-mini-4k-instruct", "pythia-160m"):
+        assert not lib.llm(name).lowering_gaps
+        gk.evaluate_program(lib.llm(name), "vllm", gk.Pass.single(1, 10), 16, 16)
