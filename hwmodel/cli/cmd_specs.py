@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,29 @@ def import_hf_cmd(config: Path, name: str, out_dir: Path, hf_id: str | None, dis
 
     path = import_hf(config, name, out_dir, hf_id=hf_id, display_name=display_name)
     click.echo(f"wrote {path}  (use: hwmodel --spec-dir {path.parent} ... --llm {name})")
+
+
+@specs.command("schema")
+@click.argument("kind")
+def schema_cmd(kind: str) -> None:
+    """Print the JSON Schema of spec KIND (fpga-board, llm, gpu, link, design, instruction-design, cluster, system,
+    sweep), for an editor that validates TOML specs as they are typed (taplo / Even Better TOML)."""
+    from hwmodel.spec_reference import json_schema
+
+    click.echo(json.dumps(json_schema(kind), indent=2))
+
+
+@specs.command("reference")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown here (docs/specs.md) instead of printing it.")
+def reference_cmd(out: Path | None) -> None:
+    """The reference of every field of every spec kind (table, type, unit, default, required, allowed values, an
+    example, description), generated from the schema: docs/specs.md."""
+    from hwmodel.spec_reference import markdown
+
+    text = markdown()
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text)
+        click.echo(f"wrote {out}")
