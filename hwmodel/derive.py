@@ -121,7 +121,7 @@ def board_derived(board: object) -> list[tuple[str, object, str, str]]:
     """(name, value, unit, how) rows of what follows from a board's fields, for `specs show`: per-channel peak
     from width x clock against the declared peak, port bytes per AXI cycle, and every timing in AXI cycles."""
     h = getattr(board, "hbm", None)
-    if h is None:
+    if not h:  # a DDR-only card
         return []
     rows: list[tuple[str, object, str, str]] = []
     beat = h.axi_port_width_bits // 8

@@ -247,6 +247,8 @@ def json_schema(kind: str) -> dict[str, Any]:
             cls = _extra_cls(what)
             props[name] = class_schema(cls, k.values) if cls is not None else {"type": "object", "description": what}
         body = {"type": "object", "properties": props, "required": [k.table], "additionalProperties": False}
+    if kind == "fpga-board":  # [hbm] and [ddr] are each optional, one is required (BoardSpec._validate)
+        body["anyOf"] = [{"required": ["hbm"]}, {"required": ["ddr"]}]
     if "kind" in body.get("properties", {}) and "enum" not in body["properties"]["kind"]:  # a library spec
         body["properties"]["kind"] = {"const": kind, "description": "spec kind"}
     return {"$schema": DRAFT, "$id": f"https://hwmodel.invalid/schemas/{kind}.schema.json",

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from hwmodel.errors import SpecError, UnknownNameError
+from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.schema import (
     fraction,
     internal,
@@ -480,10 +480,24 @@ class HbmSpec:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DdrSpec:
-    """Board DDR (slow, large)."""
+    """Board DDR (slow, large; the device memory of a card without HBM)."""
 
     capacity_bytes: int = sourced(check=non_negative, unit="B")
-    bw_bytes_per_s: float = sourced(check=non_negative, unit="B/s")
+    bw_bytes_per_s: float = sourced(check=non_negative, unit="B/s", doc="theoretical peak of all channels")
+    channels: int = sourced(default=0, check=non_negative, doc="DDR channels (banks); 0 = not stated")
+    measured_bw_bytes_per_s: float | None = sourced(default=None, check=non_negative, unit="B/s",
+                                                    doc="sustained bandwidth of all channels; absent = not measured "
+                                                        "(the bounds then use the peak for both floors)")
+
+    def _validate(self) -> Iterator[tuple[str, str, object]]:
+        if self.measured_bw_bytes_per_s is not None and self.measured_bw_bytes_per_s > self.bw_bytes_per_s:
+            yield "measured_bw_bytes_per_s", f"at most bw_bytes_per_s ({self.bw_bytes_per_s:g})", \
+                self.measured_bw_bytes_per_s
+
+    @property
+    def sustained_bw_bytes_per_s(self) -> float:
+        """The measured bandwidth, or the peak where none is declared."""
+        return self.bw_bytes_per_s if self.measured_bw_bytes_per_s is None else self.measured_bw_bytes_per_s
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -510,15 +524,45 @@ class DspPacking:
         return {4: self.int4_macs, 8: self.int8_macs, 16: self.fp16_macs}[bits]
 
 
+class MissingMemory:
+    """Stands in for a memory section a board does not have (``[hbm]`` on a DDR-only card, ``[ddr]`` on an
+    HBM-only one): false in a test, and any use of it raises one line naming the board and the section."""
+
+    def __init__(self, section: str, board: str, origin: str) -> None:
+        self._section, self._board, self._origin = section, board, origin
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"(no [{self._section}])"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise HwmodelError(f"board '{self._board}' ({self._origin or 'no file'}) has no [{self._section}] section: "
+                           f"this needs a board with {self._section.upper()} (it asked for {self._section}.{name})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (MissingMemory, (self._section, self._board, self._origin))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MissingMemory) and other._section == self._section
+
+    def __hash__(self) -> int:
+        return hash(("MissingMemory", self._section))
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class BoardSpec(Spec):
-    """An FPGA accelerator card."""
+    """An FPGA accelerator card. ``[hbm]`` and ``[ddr]`` are each optional (at least one): a card without one
+    leaves the section out, and a model that needs it stops with one line naming the board."""
 
     KIND: ClassVar[str] = "fpga-board"
     part: str = sourced(doc="FPGA device part number")
     slrs: int = sourced(check=positive, doc="super logic regions (dies)")
-    hbm: HbmSpec
-    ddr: DdrSpec
+    hbm: HbmSpec | None = None
+    ddr: DdrSpec | None = None
     resources: FpgaResources
     dsp_packing: DspPacking
     typical_kernel_clock_hz: float = sourced(check=positive, unit="Hz")
@@ -529,15 +573,22 @@ class BoardSpec(Spec):
                                     doc="the card idle with a bitstream loaded (HBM refreshed, PHYs up, fans)")
     price_usd: float = sourced(check=positive, unit="USD")
 
+    def __post_init__(self) -> None:
+        for section in ("hbm", "ddr"):  # (again after dataclasses.replace: the loader sets origin last)
+            if getattr(self, section) is None or isinstance(getattr(self, section), MissingMemory):
+                object.__setattr__(self, section, MissingMemory(section, self.name, self.origin))
+
     def _validate(self) -> Iterator[tuple[str, str, object]]:
+        if not self.hbm and not self.ddr:
+            yield "hbm", "an [hbm] or a [ddr] section (the card's device memory)", None
         if self.typical_kernel_clock_hz > self.max_kernel_clock_hz:
             yield "typical_kernel_clock_hz", f"at most max_kernel_clock_hz ({self.max_kernel_clock_hz:g})", \
                 self.typical_kernel_clock_hz
 
     @property
     def memory_bytes(self) -> int:
-        """Fast memory that holds weights and KV cache for decode (HBM)."""
-        return self.hbm.capacity_bytes
+        """Fast memory that holds weights and KV cache for decode (HBM; DDR on a card without HBM)."""
+        return self.hbm.capacity_bytes if self.hbm else self.ddr.capacity_bytes
 
     def peak_ops_per_s(self, weight_bits: int, clock_hz: float | None = None) -> float:
         """All DSPs busy: 2 ops per MAC x MACs per DSP x DSPs x clock (the compute roof of the board)."""

@@ -44,7 +44,7 @@ def test_shipped_boards_round_without_warning() -> None:
         warnings.simplefilter("error", RoundingWarning)
         for name in library().names("fpga-board"):
             board = library().board(name)
-            if board.hbm is not None:
+            if board.hbm:
                 d = hbm_cycles(board)["tcl_s"]
                 assert d.cycles >= d.exact_cycles - 1e-6
 

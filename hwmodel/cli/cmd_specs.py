@@ -25,6 +25,8 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
         if not f.metadata.get("toml", True) or f.name in ("kind", "name", "display_name", "notes"):
             continue
         value = getattr(obj, f.name)
+        if value is None or type(value).__name__ == "MissingMemory":  # an optional table left out
+            continue
         if dataclasses.is_dataclass(value):
             rows += _flatten(value, prefix + f.name + ".")
         else:
