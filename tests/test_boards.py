@@ -14,12 +14,12 @@ from hwmodel.errors import HwmodelError, SpecError
 from hwmodel.specs import BUILTIN_DIRS, library, load_spec_file
 
 HBM_ONLY = ("u50", "u55c")
-DDR_ONLY = ("u200", "u250")
+DDR_ONLY = ("u200", "u250", "vck5000")
 
 
 def test_library_has_the_cards() -> None:
     names = library().names("fpga-board")
-    assert {"u50", "u55c", "u200", "u250", "u280", "v80"} <= set(names)
+    assert {"u50", "u55c", "u200", "u250", "u280", "v80", "vck5000"} <= set(names)
     for name in names:
         board = library().board(name)
         assert board.sources, name
@@ -45,9 +45,10 @@ def test_published_peaks() -> None:
     assert lib.board("u55c").hbm.peak_bw_bytes_per_s == pytest.approx(460e9)
     assert lib.board("u55c").hbm.capacity_bytes == 16 * 2**30
     assert lib.board("u50").hbm.peak_bw_bytes_per_s == pytest.approx(316e9)
-    for name in DDR_ONLY:
+    for name in ("u200", "u250"):
         peak, measured, cap = device_bandwidths(lib.board(name))
         assert (peak, measured, cap) == (76.8e9, 76.8e9, 64 * 2**30)
+    assert device_bandwidths(lib.board("vck5000"))[0] == 102.4e9
 
 
 def test_a_board_needs_one_memory(tmp_path: Path) -> None:
