@@ -131,3 +131,18 @@ def test_lowerings_refuse_what_they_would_drop(lib: SpecLibrary) -> None:
     for name in ("phi-3-mini-4k-instruct", "pythia-160m"):
         assert not lib.llm(name).lowering_gaps
         gk.evaluate_program(lib.llm(name), "vllm", gk.Pass.single(1, 10), 16, 16)
+
+
+def test_design_operator_aliases(tmp_path: Path) -> None:
+    """A design may name the streaming operators by what they are (up / act) instead of Llama's gate_up / silu_mul;
+    both load to the same design."""
+    import dataclasses
+
+    from fpga.design import load_design
+
+    src = Path(__file__).resolve().parent.parent / "fpga" / "designs" / "draft-u280.toml"
+    text = src.read_text().replace('"gate_up"', '"up_gate"').replace('"silu_mul"', '"act"')
+    assert '"act"' in text and '"up_gate"' in text
+    (tmp_path / "d.toml").write_text(text)
+    a, b = load_design(tmp_path / "d.toml"), load_design("draft-u280")
+    assert dataclasses.replace(a, origin="", sources={}) == dataclasses.replace(b, origin="", sources={})
