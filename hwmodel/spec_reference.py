@@ -147,7 +147,7 @@ def check_words(check: Callable[[Any], str | None] | None) -> str:
 
 def _default_words(f: dataclasses.Field) -> str:
     if f.default is not dataclasses.MISSING:
-        return "none" if f.default is None else json.dumps(f.default) if isinstance(f.default, str) else repr(
+        return "(absent)" if f.default is None else json.dumps(f.default) if isinstance(f.default, str) else repr(
             f.default).lower() if isinstance(f.default, bool) else repr(f.default)
     if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
         v = f.default_factory()  # type: ignore[misc]
@@ -320,7 +320,16 @@ def markdown() -> str:
              "A *sourced* field is written `key = { value = ..., source = \"...\" }` (the source: a document and "
              "section, a repository file, or `[estimate]` with the reason); any other field is a bare value. "
              "Unknown keys are refused, so a typo never falls back to a default. A field with a default may be "
-             "left out; a field with no default is required.", "", "| kind | what | shipped |", "|---|---|---|"]
+             "left out; a field with no default is required.", "",
+             "Derived, not declared: `hwmodel specs show BOARD` lists what follows from a board's fields (each "
+             "port's bytes per AXI cycle and wire rate, the per-channel peak from width x clock against the declared "
+             "peak, every DRAM timing in AXI cycles with its rounding), and `hwmodel fpga designs --verbose` what a "
+             "design's fields give on its board (kernel:AXI clock ratio, port bytes per kernel cycle, port peaks). "
+             "Timings round up to whole cycles (the JEDEC rule, hwmodel/derive.py); a value less than 1 % above a "
+             "whole number of cycles that rounds up to the next one warns with the file, the field, the value and "
+             "both cycle counts (it was almost surely meant as the lower count), and a timing that makes a command "
+             "impossible at the AXI clock (a refresh that never ends, a read latency below tCL) is refused.", "",
+             "| kind | what | shipped |", "|---|---|---|"]
     for k in KINDS.values():
         lines.append(f"| [`{k.name}`](#{k.name}) | {_cell(k.what)} | {len(example_files(k.name))} |")
     for k in KINDS.values():
