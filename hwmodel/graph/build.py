@@ -13,7 +13,9 @@ cached keys and the new ones (causal, optionally a sliding window of ``W`` keys:
 ``min(p + 1, W)`` keys); o projection; residual add; post-attention norm; the MLP — gated (gate, up, act x up,
 down), ungated (up, act, down) or a mixture of experts (router, the chosen experts' MLPs, optional shared expert
 with its sigmoid gate, weighted combine); residual add. Around the layers: the embedding gather of ``n`` rows
-and, when the phase has a head, the final norm, the LM head or value head, and (LM head) the arg-max.
+and, when the phase has a head, the final norm, the LM head or value head, and (LM head) the arg-max. The family
+variants (learned positions, partial RoPE, parallel blocks, Gemma post-norms and soft-capping, interleaved
+windows, multi-head latent attention, dense-first MoE) are listed with their operators in docs/graph.md.
 
 Minimum traffic (what any device must move, the floor): every weight, scale, bias and gain used is read once per
 pass; attention reads each cached K/V entry inside the window once (the new tokens' K/V are produced on chip)
@@ -194,15 +196,9 @@ def _attention_ops(m: LlmSpec, q: QuantScheme, layer: int, n: int, ctx: int) -> 
            _linear(q, "v_proj", n, h, m.kv_dim, m.qkv_bias)]
     if m.qk_norm:
         ops += _qk_norms(m, q, n)
-    if m.positions == "rope":
-        rot = m.rotary_dim or m.head_dim
-        if rot == m.head_dim:
-            rw = m.q_dim + m.kv_dim
-            ops.append(_eltwise(q, "rope", "rope", n, rw, rw, n * rw))
-        else:  # partial rotary: the rotated part is computed, the rest passes through
-            rw, full = (m.heads + m.kv_heads) * rot, m.q_dim + m.kv_dim
-            ops.append(Op(name="rope", kind="rope", tokens=n, in_features=full, out_features=full,
-                          elementwise=n * rw, bytes=Bytes(act_in=n * full * q.act_bytes, act_out=n * full * q.act_bytes)))
+    if m.positions == "rope":  # over rotary_dim of each q and k head (all of it by default); the rest passes
+        full, rw = m.q_dim + m.kv_dim, (m.heads + m.kv_heads) * (m.rotary_dim or m.head_dim)
+        ops.append(_eltwise(q, "rope", "rope", n, full, full, n * rw))
     att = _attention(m, q, layer, n, ctx)
     if m.attn_softcap:  # cap x tanh(s / cap) on every score: divide, tanh, multiply
         att = dataclasses.replace(att, elementwise=att.elementwise + 3 * m.heads * attention_keys(m, layer, n, ctx)[0])
