@@ -50,8 +50,8 @@ import math
 import numpy as np
 from numba import njit
 
-from hwmodel.errors import HwmodelError
 from hwmodel.derive import ceil_cycles, hbm_cycles
+from hwmodel.errors import HwmodelError
 from hwmodel.hbm_map import parse_address_map
 from hwmodel.specs import BoardSpec
 
@@ -420,7 +420,7 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
     ws = st[c, CS_WS]
     we = st[c, CS_WE]
     if we == 0 or st[c, CS_LAST_COL] >= we:
-        ws, we = refresh_window(p, off, st[c, CS_LAST_COL] if st[c, CS_LAST_COL] > 0 else 0)
+        ws, we = refresh_window(p, off, max(0, st[c, CS_LAST_COL]))
     first = -1
     ga = ga0
     nb_in_burst = 0

@@ -18,7 +18,7 @@ def _board(tmp_path: Path, name: str, **values: float) -> Path:
     """A copy of u280.toml with some [hbm] values replaced."""
     text = U280.read_text().replace('name = "u280"', f'name = "{name}"')
     for key, v in values.items():
-        text, n = re.subn(rf"^{key} = {{ value = [^,]+,", f"{key} = {{ value = {v!r},", text, flags=re.M)
+        text, n = re.subn(rf"^{key} = {{ value = [^,]+,", f"{key} = {{ value = {v!r},", text, flags=re.MULTILINE)
         assert n == 1, key
     path = tmp_path / f"{name}.toml"
     path.write_text(text)

@@ -12,7 +12,14 @@ from click.testing import CliRunner
 
 from hwmodel.cli import main
 from hwmodel.io import read_toml
-from hwmodel.spec_reference import KINDS, ROOT, example_files, fields, json_schema, markdown
+from hwmodel.spec_reference import (
+    KINDS,
+    ROOT,
+    example_files,
+    fields,
+    json_schema,
+    markdown,
+)
 
 DOC = ROOT / "docs" / "specs.md"
 
