@@ -118,6 +118,9 @@ def layer_graph(design: InstructionDesign, llm: LlmSpec) -> Graph:
     if llm.experts:
         raise HwmodelError(f"design '{design.name}': {llm.name} is a mixture of experts; the instruction lowering "
                            f"has no expert dispatch (use a streaming design)")
+    if llm.lowering_gaps:  # issue 26 families: refuse rather than drop their extra parameters
+        raise HwmodelError(f"design '{design.name}': {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
+                           f"here yet (bounds and the operator graph handle them)")
     if llm.sliding_window:
         raise HwmodelError(f"design '{design.name}': {llm.name} uses sliding-window attention; the instruction "
                            f"lowering walks the whole cache (use a streaming design)")

@@ -30,6 +30,9 @@ ALL_OPS = HEAD_OPS + LAYER_OPS + TAIL_OPS
 HBM_OPS = ("embed", "qkv", "attention", "o_proj", "gate_up", "down", "lm_head")
 MATVEC_OPS = ("qkv", "o_proj", "gate_up", "down", "lm_head")
 VALID_BITS = (4, 8, 16)
+#: names that say what an operator is, accepted for the Llama-named ones above (issue 26): ``gate_up`` is the up
+#: projection alone in a plain MLP (OPT, GPT-2) and ``silu_mul`` runs the model's ``hidden_act`` (ReLU, GELU)
+OP_ALIASES = {"up": "gate_up", "up_gate": "gate_up", "act": "silu_mul", "act_mul": "silu_mul"}
 
 
 class DesignError(HwmodelError):
@@ -196,7 +199,7 @@ def load_design(name_or_path: str | Path) -> StreamingDesign:
         if not path.exists():
             raise UnknownNameError("streaming design", str(name_or_path), design_names())
     sources: dict[str, str] = {}
-    table = _unsource(read_toml(path), "", sources)
+    table = _alias_ops(_unsource(read_toml(path), "", sources))
     design = build(StreamingDesign, table, path=path)
     design = dataclasses.replace(design, origin=str(path), sources=types.MappingProxyType(sources))
     check_structure(design, where=str(path))
@@ -206,6 +209,21 @@ def load_design(name_or_path: str | Path) -> StreamingDesign:
             raise SpecError(path, field, f"a {KIND_WORDS[kind]} spec name ({', '.join(lib.names(kind))})",
                             getattr(design, field))
     return design
+
+
+def _alias_ops(table: Any) -> Any:
+    """Operator names of :data:`OP_ALIASES` replaced by the ones the lowering uses."""
+    def fix(ops: Any) -> Any:
+        return [OP_ALIASES.get(o, o) for o in ops] if isinstance(ops, list) else ops
+
+    if isinstance(table, dict):
+        for e in table.get("engines", []) if isinstance(table.get("engines"), list) else []:
+            if isinstance(e, dict) and "ops" in e:
+                e["ops"] = fix(e["ops"])
+        for key in ("buffered_ops", "rotation_ops"):
+            if key in table:
+                table[key] = fix(table[key])
+    return table
 
 
 def _unsource(raw: Any, key: str, sources: dict[str, str]) -> Any:

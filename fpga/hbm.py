@@ -50,6 +50,7 @@ import math
 import numpy as np
 from numba import njit
 
+from hwmodel.derive import ceil_cycles, hbm_cycles
 from hwmodel.errors import HwmodelError
 from hwmodel.hbm_map import parse_address_map
 from hwmodel.specs import BoardSpec
@@ -135,8 +136,9 @@ def clock_ticks(kernel_clock_hz: float, axi_clock_hz: float) -> tuple[int, int]:
 
 
 def to_cycles(seconds: float, clock_hz: float) -> int:
-    """JEDEC rounding: a time in whole clock cycles, rounded up (a 1e-6 cycle tolerance absorbs float noise)."""
-    return max(0, int(math.ceil(seconds * clock_hz - 1e-6)))
+    """JEDEC rounding: a time in whole clock cycles, rounded up (a 1e-6 cycle tolerance absorbs float noise).
+    Board timings go through the checked form, :func:`hwmodel.derive.hbm_cycles`, which reports the rounding."""
+    return ceil_cycles(seconds, clock_hz)
 
 
 def hbm_params(board: BoardSpec, kernel_clock_hz: float, refresh_phase_cycles: int = 0) -> np.ndarray:
@@ -163,18 +165,16 @@ def _static_params(board: BoardSpec, kernel_clock_hz: float) -> np.ndarray:
     p[HP_SYNC] = h.cdc_sync_cycles
     p[HP_SWITCH] = h.switch_latency_cycles
     p[HP_LAT_HIT] = h.latency_page_hit_cycles
-    cl = to_cycles(h.tcl_s, f)
-    if cl > h.latency_page_hit_cycles:
-        raise HwmodelError(f"board '{board.name}': tCL ({cl} AXI cycles) exceeds latency_page_hit_cycles "
-                           f"({h.latency_page_hit_cycles})")
+    cyc = hbm_cycles(board)  # checked: near-whole roundings warn, impossible timings are refused (issue 26)
+    cl = cyc["tcl_s"].cycles
     p[HP_CL] = cl
     p[HP_FRONT] = h.latency_page_hit_cycles - cl
-    for slot, t in ((HP_RCD, h.trcd_s), (HP_RP, h.trp_s), (HP_RAS, h.tras_s), (HP_RC, h.trc_s),
-                    (HP_CCDS, h.tccds_s), (HP_CCDL, h.tccdl_s), (HP_RRDS, h.trrds_s), (HP_RRDL, h.trrdl_s),
-                    (HP_FAW, h.tfaw_s), (HP_WTRS, h.twtrs_s), (HP_WTRL, h.twtrl_s), (HP_RTW, h.trtw_s),
-                    (HP_WR, h.twr_s), (HP_RTP, h.trtp_s), (HP_REFI, h.refresh_interval_s),
-                    (HP_RFC, h.refresh_cycle_s)):
-        p[slot] = max(1, to_cycles(t, f))
+    for slot, t in ((HP_RCD, "trcd_s"), (HP_RP, "trp_s"), (HP_RAS, "tras_s"), (HP_RC, "trc_s"),
+                    (HP_CCDS, "tccds_s"), (HP_CCDL, "tccdl_s"), (HP_RRDS, "trrds_s"), (HP_RRDL, "trrdl_s"),
+                    (HP_FAW, "tfaw_s"), (HP_WTRS, "twtrs_s"), (HP_WTRL, "twtrl_s"), (HP_RTW, "trtw_s"),
+                    (HP_WR, "twr_s"), (HP_RTP, "trtp_s"), (HP_REFI, "refresh_interval_s"),
+                    (HP_RFC, "refresh_cycle_s")):
+        p[slot] = cyc[t].cycles
     p[HP_CMD] = h.command_cycles
     p[HP_MISALIGN] = max(1, int(round(1.0 / h.misaligned_efficiency)))
     p[HP_LOOKAHEAD] = 1 if h.controller_policy == "lookahead" else 0
@@ -420,7 +420,7 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
     ws = st[c, CS_WS]
     we = st[c, CS_WE]
     if we == 0 or st[c, CS_LAST_COL] >= we:
-        ws, we = refresh_window(p, off, st[c, CS_LAST_COL] if st[c, CS_LAST_COL] > 0 else 0)
+        ws, we = refresh_window(p, off, max(0, st[c, CS_LAST_COL]))
     first = -1
     ga = ga0
     nb_in_burst = 0

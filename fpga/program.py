@@ -83,6 +83,9 @@ def embedding_table_bytes(design: StreamingDesign, llm: LlmSpec) -> int:
 def _graph0(llm: LlmSpec, q: QuantScheme) -> Graph:
     """The decode graph the lowering reads shapes and parameter bytes from (they do not depend on the context;
     attention's cached tokens do, and are taken per context from :func:`hwmodel.graph.attention_keys`)."""
+    if llm.lowering_gaps:  # issue 26 families: refuse rather than drop their extra parameters
+        raise DesignError(f"streaming lowering: {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
+                           f"here yet (bounds and the operator graph handle them)")
     if len({llm.window_of(i) for i in range(llm.layers)}) > 1:
         raise DesignError(f"'{llm.name}': the streaming lowering replicates one decoder layer, but its layers "
                           f"differ in attention window (full_attention_layers = {llm.full_attention_layers})")

@@ -408,6 +408,9 @@ def evaluate_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_b
     if llm.experts:
         raise HwmodelError(f"GPU kernel lists: {llm.name} is a mixture of experts, which they do not lower yet "
                            f"(bounds and the streaming FPGA back-end do)")
+    if llm.lowering_gaps:  # issue 26 families: refuse rather than drop their extra parameters
+        raise HwmodelError(f"GPU kernel lists: {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
+                           f"here yet (bounds and the operator graph handle them)")
     g = build_graph(llm, per_channel(weight_bits, kv_bits), "decode", 1, 0)
     s = _Shapes(h=llm.hidden, q=llm.q_dim, kv=llm.kv_dim, i=llm.intermediate, head_dim=llm.head_dim,
                 wb=weight_bits / 8, kb=kv_bits / 8, quantized=weight_bits < 16, qkv_bias=llm.qkv_bias,

@@ -125,6 +125,8 @@ class Bounds:
 def device_bandwidths(device: BoardSpec | GpuSpec) -> tuple[float, float, int]:
     """(peak B/s, measured B/s, capacity B) of the memory that serves decode (HBM on FPGA boards, DRAM on GPUs)."""
     if isinstance(device, BoardSpec):
+        if not device.hbm:  # a DDR-only card (U200, U250, VCK5000): decode streams from DDR
+            return device.ddr.bw_bytes_per_s, device.ddr.sustained_bw_bytes_per_s, device.ddr.capacity_bytes
         return device.hbm.peak_bw_bytes_per_s, device.hbm.measured_bw_bytes_per_s, device.hbm.capacity_bytes
     return device.mem_bw_bytes_per_s, device.mem_bw_measured_bytes_per_s, device.memory_bytes
 

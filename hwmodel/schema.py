@@ -48,6 +48,13 @@ def internal(default: Any = dataclasses.MISSING, default_factory: Any = dataclas
 
 
 # ---------------------------------------------------------------------------------------------------- checks
+# Each check may carry ``json``: the JSON Schema keywords that express it (hwmodel/spec_reference.py turns them
+# into `hwmodel specs schema KIND` and docs/specs.md); a check without it is described by its expectation text.
+def _with_json(check: Check, **keywords: Any) -> Check:
+    check.json = keywords  # type: ignore[attr-defined]
+    return check
+
+
 def positive(v: Any) -> str | None:
     return None if v > 0 else "a positive number"
 
@@ -60,18 +67,23 @@ def fraction(v: Any) -> str | None:
     return None if 0 < v <= 1 else "a fraction in (0, 1]"
 
 
+_with_json(positive, exclusiveMinimum=0)
+_with_json(non_negative, minimum=0)
+_with_json(fraction, exclusiveMinimum=0, maximum=1)
+
+
 def one_of(*choices: Any) -> Check:
     def check(v: Any) -> str | None:
         return None if v in choices else "one of " + ", ".join(repr(c) for c in choices)
 
-    return check
+    return _with_json(check, enum=list(choices))
 
 
 def in_range(lo: float, hi: float) -> Check:
     def check(v: Any) -> str | None:
         return None if lo <= v <= hi else f"a number in [{lo}, {hi}]"
 
-    return check
+    return _with_json(check, minimum=lo, maximum=hi)
 
 
 def power_of_two(v: Any) -> str | None:
@@ -84,6 +96,10 @@ def all_positive(v: Any) -> str | None:
 
 def non_empty(v: Any) -> str | None:
     return None if len(v) > 0 else "a non-empty value"
+
+
+_with_json(power_of_two, exclusiveMinimum=0)
+_with_json(non_empty, minItems=1)
 
 
 # ---------------------------------------------------------------------------------------------------- loading

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from hwmodel.errors import SpecError, UnknownNameError
+from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.schema import (
     fraction,
     internal,
@@ -29,7 +29,8 @@ from hwmodel.schema import (
     sourced,
 )
 
-ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe")
+ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "opt", "gpt2", "gptj",
+                 "gpt_neox", "phi3", "gemma2", "gemma3_text", "deepseek_v2")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -78,9 +79,43 @@ class LlmSpec(Spec):
     tied_embeddings: bool = sourced(doc="LM head shares the embedding matrix")
     qkv_bias: bool = sourced(doc="q/k/v projections carry a bias (Qwen2)")
     output_head: str = sourced(check=one_of("lm", "value"), doc="'lm' (vocab logits) or 'value' (PRM scalar)")
-    rms_norm_eps: float = sourced(check=positive)
-    rope_theta: float = sourced(check=positive)
+    rms_norm_eps: float | None = sourced(default=None, check=positive,
+                                         doc="epsilon of the norms (RMSNorm or LayerNorm); numerics only")
+    rope_theta: float | None = sourced(default=None, check=positive,
+                                       doc="RoPE base; required with positions = 'rope', absent otherwise")
     max_position: int = sourced(check=positive, unit="tokens")
+    positions: str = sourced(default="rope", check=one_of("rope", "learned", "none"),
+                             doc="rope (rotary, no parameters), learned (a position table added to the embedding: "
+                                 "OPT, GPT-2) or none")
+    position_offset: int = sourced(default=0, check=non_negative,
+                                   doc="extra rows of a learned position table (OPT: 2)")
+    rotary_dim: int = sourced(default=0, check=non_negative,
+                              doc="dimensions of each head RoPE rotates; 0 = all of head_dim (GPT-J rotary_dim, "
+                                  "GPT-NeoX rotary_pct x head_dim)")
+    block: str = sourced(default="sequential", check=one_of("sequential", "parallel", "parallel-one-norm"),
+                         doc="sequential (x + attn, then + MLP), parallel (attention and MLP read the same input, "
+                             "each its own norm: GPT-NeoX) or parallel-one-norm (one shared norm: GPT-J)")
+    post_norms: bool = sourced(default=False, doc="a norm on the attention output and on the MLP output before "
+                                                  "each residual add (Gemma 2/3 sandwich norms)")
+    embed_scale: bool = sourced(default=False, doc="embeddings multiplied by sqrt(hidden) (Gemma)")
+    attn_softcap: float = sourced(default=0.0, check=non_negative,
+                                  doc="attention logits soft-capped as cap x tanh(s / cap); 0 = none (Gemma 2)")
+    final_softcap: float = sourced(default=0.0, check=non_negative,
+                                   doc="output logits soft-capped as cap x tanh(z / cap); 0 = none (Gemma 2)")
+    full_attention_every: int = sourced(default=0, check=non_negative,
+                                        doc="with a sliding window, layer i attends fully when (i + 1) is a "
+                                            "multiple of this (Gemma 2: 2, Gemma 3: 6); 0 = no interleave")
+    lm_head_bias: bool = sourced(default=False, doc="the LM head carries a bias (GPT-J)")
+    dense_layers: int = sourced(default=0, check=non_negative,
+                                doc="the first N layers of an MoE model use a dense MLP of width intermediate "
+                                    "(DeepSeek first_k_dense_replace)")
+    kv_lora_rank: int = sourced(default=0, check=non_negative,
+                                doc="multi-head latent attention (DeepSeek-V2): width of the cached KV latent; "
+                                    "0 = ordinary attention")
+    q_lora_rank: int = sourced(default=0, check=non_negative, doc="MLA query latent width; 0 = a direct q_proj")
+    qk_rope_head_dim: int = sourced(default=0, check=non_negative,
+                                    doc="MLA: rotary part of head_dim, shared by all heads in the cache")
+    v_head_dim: int = sourced(default=0, check=non_negative, doc="MLA: value head width; 0 = head_dim")
     # ---- newer families (defaults: the Qwen2 / LLaMA layer)
     norm: str = sourced(default="rms", check=one_of("rms", "layer"), doc="RMSNorm or LayerNorm (gain + bias)")
     mlp: str = sourced(default="gated", check=one_of("gated", "plain"),
@@ -104,7 +139,10 @@ class LlmSpec(Spec):
 
     _DEFAULTED: ClassVar[tuple[str, ...]] = (
         "norm", "mlp", "hidden_act", "o_bias", "mlp_bias", "qk_norm", "sliding_window", "full_attention_layers",
-        "experts", "experts_per_token", "moe_intermediate", "shared_expert_intermediate", "shared_expert_gate")
+        "experts", "experts_per_token", "moe_intermediate", "shared_expert_intermediate", "shared_expert_gate",
+        "positions", "position_offset", "rotary_dim", "block", "post_norms", "embed_scale", "attn_softcap",
+        "final_softcap", "full_attention_every", "lm_head_bias", "dense_layers", "kv_lora_rank", "q_lora_rank",
+        "qk_rope_head_dim", "v_head_dim")
 
     def source_of(self, field: str) -> str:
         src = super().source_of(field)
@@ -134,8 +172,36 @@ class LlmSpec(Spec):
             yield "shared_expert_gate", "false without a shared expert (shared_expert_intermediate = 0)", True
         if self.full_attention_layers > self.layers:
             yield "full_attention_layers", f"at most layers ({self.layers})", self.full_attention_layers
-        if self.head_dim % 2:
-            yield "head_dim", "an even number (RoPE rotates pairs of dimensions)", self.head_dim
+        if self.positions == "rope":
+            if self.rope_theta is None:
+                yield "rope_theta", "this field to be present when positions = 'rope' (the RoPE base)", None
+            if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
+                yield "rotary_dim", f"an even number at most head_dim ({self.head_dim}) (RoPE rotates pairs)", \
+                    self.rotary_dim
+            if (self.rotary_dim or self.head_dim) % 2:
+                yield "head_dim", "an even number (RoPE rotates pairs of dimensions)", self.head_dim
+        elif self.rope_theta is not None or self.rotary_dim:
+            yield "rope_theta" if self.rope_theta is not None else "rotary_dim", \
+                f"absent with positions = {self.positions!r} (no rotary embedding)", \
+                self.rope_theta if self.rope_theta is not None else self.rotary_dim
+        if self.position_offset and self.positions != "learned":
+            yield "position_offset", "0 unless positions = 'learned'", self.position_offset
+        if self.full_attention_every and not self.sliding_window:
+            yield "full_attention_every", "0 without a sliding window", self.full_attention_every
+        if self.dense_layers and not self.experts:
+            yield "dense_layers", "0 for a dense model (experts = 0)", self.dense_layers
+        if self.dense_layers > self.layers:
+            yield "dense_layers", f"at most layers ({self.layers})", self.dense_layers
+        if self.kv_lora_rank:
+            if not 0 < self.qk_rope_head_dim < self.head_dim or self.qk_rope_head_dim % 2:
+                yield "qk_rope_head_dim", f"an even number in (0, head_dim = {self.head_dim}) for MLA", \
+                    self.qk_rope_head_dim
+            if self.kv_heads != self.heads:
+                yield "kv_heads", f"heads ({self.heads}) for MLA (every head reads the shared latent)", self.kv_heads
+        else:
+            for f in ("q_lora_rank", "qk_rope_head_dim", "v_head_dim"):
+                if getattr(self, f):
+                    yield f, "0 without multi-head latent attention (kv_lora_rank = 0)", getattr(self, f)
 
     # ---- derived shapes
     @property
@@ -150,9 +216,48 @@ class LlmSpec(Spec):
     def is_moe(self) -> bool:
         return self.experts > 0
 
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def v_dim(self) -> int:
+        """Width of one head's value (MLA may differ from the q/k head_dim)."""
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def attn_out_dim(self) -> int:
+        """Width of the attention output the o projection reads: heads x value head width."""
+        return self.heads * self.v_dim
+
+    @property
+    def kv_cache_dim(self) -> int:
+        """Cache elements one token adds per layer: K and V of every KV head, or MLA's shared latent and rotary
+        key (DeepSeek-V2 caches kv_lora_rank + qk_rope_head_dim)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim if self.is_mla else 2 * self.kv_dim
+
     def window_of(self, layer: int) -> int:
         """Keys a query of decoder layer ``layer`` attends to (0: all; full causal attention)."""
-        return 0 if (self.sliding_window == 0 or layer < self.full_attention_layers) else self.sliding_window
+        if self.sliding_window == 0 or layer < self.full_attention_layers:
+            return 0
+        if self.full_attention_every and (layer + 1) % self.full_attention_every == 0:
+            return 0
+        return self.sliding_window
+
+    @property
+    def lowering_gaps(self) -> tuple[str, ...]:
+        """Features (issue 26) that change a layer's parameters or structure beyond the Llama/Qwen layer the
+        FPGA and GPU lowerings replicate; a back-end that lowers only that layer refuses a model with any of
+        them, naming them (the graph and bounds handle all)."""
+        gaps = [("a learned position table", self.positions == "learned"), ("Gemma post-norms", self.post_norms),
+                ("one shared norm for attention and MLP", self.block == "parallel-one-norm"),
+                ("an LM-head bias", self.lm_head_bias), ("multi-head latent attention", self.is_mla),
+                ("dense first layers in an MoE", self.dense_layers > 0)]
+        return tuple(name for name, on in gaps if on)
+
+    def is_dense_layer(self, layer: int) -> bool:
+        """Layer ``layer`` runs the dense MLP (every layer of a dense model; the first dense_layers of an MoE)."""
+        return not self.experts or layer < self.dense_layers
 
     @property
     def head_out_channels(self) -> int:
@@ -178,8 +283,14 @@ class LlmSpec(Spec):
         return self._params().norm
 
     @property
+    def position_rows(self) -> int:
+        """Rows of a learned position table: max_position + position_offset (OPT keeps 2 extra)."""
+        return self.max_position + self.position_offset if self.positions == "learned" else 0
+
+    @property
     def embedding_params(self) -> int:
-        return self.vocab * self.hidden
+        """The token embedding table and a learned position table."""
+        return (self.vocab + self.position_rows) * self.hidden
 
     @property
     def head_params(self) -> int:
@@ -194,8 +305,8 @@ class LlmSpec(Spec):
 
     @property
     def kv_elements_per_token(self) -> int:
-        """K and V elements one token adds to the cache, over all layers."""
-        return 2 * self.layers * self.kv_dim
+        """K and V elements (or MLA latents) one token adds to the cache, over all layers."""
+        return self.layers * self.kv_cache_dim
 
     def kv_bytes(self, ctx_tokens: int, kv_bits: int) -> int:
         """Bytes of the KV cache of ``ctx_tokens`` tokens (all layers; a sliding window does not shrink the
@@ -369,10 +480,24 @@ class HbmSpec:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DdrSpec:
-    """Board DDR (slow, large)."""
+    """Board DDR (slow, large; the device memory of a card without HBM)."""
 
     capacity_bytes: int = sourced(check=non_negative, unit="B")
-    bw_bytes_per_s: float = sourced(check=non_negative, unit="B/s")
+    bw_bytes_per_s: float = sourced(check=non_negative, unit="B/s", doc="theoretical peak of all channels")
+    channels: int = sourced(default=0, check=non_negative, doc="DDR channels (banks); 0 = not stated")
+    measured_bw_bytes_per_s: float | None = sourced(default=None, check=non_negative, unit="B/s",
+                                                    doc="sustained bandwidth of all channels; absent = not measured "
+                                                        "(the bounds then use the peak for both floors)")
+
+    def _validate(self) -> Iterator[tuple[str, str, object]]:
+        if self.measured_bw_bytes_per_s is not None and self.measured_bw_bytes_per_s > self.bw_bytes_per_s:
+            yield "measured_bw_bytes_per_s", f"at most bw_bytes_per_s ({self.bw_bytes_per_s:g})", \
+                self.measured_bw_bytes_per_s
+
+    @property
+    def sustained_bw_bytes_per_s(self) -> float:
+        """The measured bandwidth, or the peak where none is declared."""
+        return self.bw_bytes_per_s if self.measured_bw_bytes_per_s is None else self.measured_bw_bytes_per_s
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -399,15 +524,45 @@ class DspPacking:
         return {4: self.int4_macs, 8: self.int8_macs, 16: self.fp16_macs}[bits]
 
 
+class MissingMemory:
+    """Stands in for a memory section a board does not have (``[hbm]`` on a DDR-only card, ``[ddr]`` on an
+    HBM-only one): false in a test, and any use of it raises one line naming the board and the section."""
+
+    def __init__(self, section: str, board: str, origin: str) -> None:
+        self._section, self._board, self._origin = section, board, origin
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"(no [{self._section}])"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise HwmodelError(f"board '{self._board}' ({self._origin or 'no file'}) has no [{self._section}] section: "
+                           f"this needs a board with {self._section.upper()} (it asked for {self._section}.{name})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (MissingMemory, (self._section, self._board, self._origin))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MissingMemory) and other._section == self._section
+
+    def __hash__(self) -> int:
+        return hash(("MissingMemory", self._section))
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class BoardSpec(Spec):
-    """An FPGA accelerator card."""
+    """An FPGA accelerator card. ``[hbm]`` and ``[ddr]`` are each optional (at least one): a card without one
+    leaves the section out, and a model that needs it stops with one line naming the board."""
 
     KIND: ClassVar[str] = "fpga-board"
     part: str = sourced(doc="FPGA device part number")
     slrs: int = sourced(check=positive, doc="super logic regions (dies)")
-    hbm: HbmSpec
-    ddr: DdrSpec
+    hbm: HbmSpec | None = None
+    ddr: DdrSpec | None = None
     resources: FpgaResources
     dsp_packing: DspPacking
     typical_kernel_clock_hz: float = sourced(check=positive, unit="Hz")
@@ -418,15 +573,22 @@ class BoardSpec(Spec):
                                     doc="the card idle with a bitstream loaded (HBM refreshed, PHYs up, fans)")
     price_usd: float = sourced(check=positive, unit="USD")
 
+    def __post_init__(self) -> None:
+        for section in ("hbm", "ddr"):  # (again after dataclasses.replace: the loader sets origin last)
+            if getattr(self, section) is None or isinstance(getattr(self, section), MissingMemory):
+                object.__setattr__(self, section, MissingMemory(section, self.name, self.origin))
+
     def _validate(self) -> Iterator[tuple[str, str, object]]:
+        if not self.hbm and not self.ddr:
+            yield "hbm", "an [hbm] or a [ddr] section (the card's device memory)", None
         if self.typical_kernel_clock_hz > self.max_kernel_clock_hz:
             yield "typical_kernel_clock_hz", f"at most max_kernel_clock_hz ({self.max_kernel_clock_hz:g})", \
                 self.typical_kernel_clock_hz
 
     @property
     def memory_bytes(self) -> int:
-        """Fast memory that holds weights and KV cache for decode (HBM)."""
-        return self.hbm.capacity_bytes
+        """Fast memory that holds weights and KV cache for decode (HBM; DDR on a card without HBM)."""
+        return self.hbm.capacity_bytes if self.hbm else self.ddr.capacity_bytes
 
     def peak_ops_per_s(self, weight_bits: int, clock_hz: float | None = None) -> float:
         """All DSPs busy: 2 ops per MAC x MACs per DSP x DSPs x clock (the compute roof of the board)."""

@@ -73,6 +73,17 @@ def quiet_option(f: Callable[..., Any]) -> Callable[..., Any]:
 def main(spec_dirs: tuple[Path, ...]) -> None:
     """hwmodel: cycle-level performance and functional model of FPGA-GPU systems for LLM inference."""
     set_extra_spec_dirs(spec_dirs)
+    import warnings
+
+    from hwmodel.derive import RoundingWarning
+
+    warnings.filterwarnings("always", category=RoundingWarning)  # each is raised once per file/field already
+    warnings.showwarning = _one_line_warning
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], *_a: object, **_k: object) -> None:
+    """A warning on the command line: one line on stderr, no source line of the code that raised it."""
+    click.echo(f"warning: {message}", err=True)
 
 
 _groups: dict[str, click.Group] = {}

@@ -146,12 +146,15 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
 
 
 @fpga.command("designs")
+@click.option("--verbose", is_flag=True, help="Also show what each design's fields derive to on its board: the "
+                                              "kernel:AXI clock ratio, port bytes per cycle and port peaks.")
 @json_option
-def designs_cmd(as_json: bool) -> None:
+def designs_cmd(verbose: bool, as_json: bool) -> None:
     """Built-in streaming designs: model, board, clock, precision, engines and estimated resources (the KVMU's
     LUT/FF, where a design has one, from the yosys synthesis of fpga/rtl/kvmu.v)."""
     from fpga.design import design_names, load_design
     from fpga.resources import estimate
+    from hwmodel.derive import design_derived
 
     rows = []
     for name in design_names():
@@ -162,6 +165,9 @@ def designs_cmd(as_json: bool) -> None:
                      "engines": {e.name: list(e.ops) for e in d.engines},
                      "resources": {k: getattr(use, k) for k in ("lut", "ff", "dsp", "bram18k", "uram")},
                      "blocks": use.blocks})
+        if verbose:
+            rows[-1]["derived"] = {k: {"value": v, "unit": u, "how": how}
+                                   for k, v, u, how in design_derived(d, d.board_spec())}
     if as_json:
         echo_json(rows)
         return
@@ -176,6 +182,13 @@ def designs_cmd(as_json: bool) -> None:
                   f"{r['resources']['dsp']:,}", f"{r['resources']['lut']:,}", f"{r['resources']['ff']:,}",
                   f"{r['resources']['bram18k']:,}", f"{kv['lut']:,}/{kv['ff']:,}" if kv else "-")
     console().print(t)
+    for r in rows if verbose else ():
+        dt = Table("derived", "value", "unit", "how", title=f"{r['name']} on {r['board']}")
+        for k, v in r["derived"].items():
+            val = v["value"]
+            dt.add_row(k, f"{val:,}" if isinstance(val, int) else (f"{val:.6g}" if isinstance(val, float) else val),
+                       v["unit"], v["how"])
+        console().print(dt)
     if any("kvmu" in r["blocks"] for r in rows):
         from fpga.kvmu_verify.synth import recorded
 

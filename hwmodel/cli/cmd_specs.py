@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import click
 
 from hwmodel.cli.base import echo_json, console, group, json_option
-from hwmodel.specs import BUILTIN_DIRS, LlmSpec, Spec, library
+from hwmodel.specs import BUILTIN_DIRS, BoardSpec, LlmSpec, Spec, library
 
 specs = group("specs", "Browse the spec library (FPGA boards, GPUs, links, LLMs).")
 
@@ -24,6 +25,8 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
         if not f.metadata.get("toml", True) or f.name in ("kind", "name", "display_name", "notes"):
             continue
         value = getattr(obj, f.name)
+        if value is None or type(value).__name__ == "MissingMemory":  # an optional table left out
+            continue
         if dataclasses.is_dataclass(value):
             rows += _flatten(value, prefix + f.name + ".")
         else:
@@ -31,11 +34,17 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return rows
 
 
-def _derived(spec: Spec) -> list[tuple[str, Any]]:
+def _derived(spec: Spec) -> list[tuple[str, Any, str, str]]:
+    """(name, value, unit, how) of what follows from the fields: an LLM's shapes and parameter counts; a board's
+    per-channel peak, port bytes per cycle and every timing in AXI cycles (checked: hwmodel.derive)."""
     if isinstance(spec, LlmSpec):
-        return [(name, getattr(spec, name)) for name in
+        return [(name, getattr(spec, name), "", "derived") for name in
                 ("q_dim", "kv_dim", "linear_params", "bias_params", "norm_params", "embedding_params",
                  "head_params", "total_params", "kv_elements_per_token")]
+    if isinstance(spec, BoardSpec):
+        from hwmodel.derive import board_derived
+
+        return board_derived(spec)
     return []
 
 
@@ -71,7 +80,7 @@ def show_cmd(name: str, as_json: bool) -> None:
                    "origin": spec.origin,
                    "fields": {k: {"value": v, "unit": units.get(k, ""), "source": spec.source_of(k)}
                               for k, v in fields},
-                   "derived": dict(_derived(spec))})
+                   "derived": {k: {"value": v, "unit": u, "how": how} for k, v, u, how in _derived(spec)}})
         return
     from rich.table import Table
 
@@ -83,8 +92,8 @@ def show_cmd(name: str, as_json: bool) -> None:
     for k, v in fields:
         table.add_row(escape(k), escape(f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)),
                       escape(units.get(k, "")), escape(spec.source_of(k)))
-    for k, v in _derived(spec):
-        table.add_row(k, f"{v:,}", "", "derived")
+    for k, v, u, how in _derived(spec):
+        table.add_row(escape(k), f"{v:,}" if isinstance(v, int) else f"{v:.6g}", escape(u), escape(how))
     console().print(table)
 
 
@@ -117,3 +126,29 @@ def import_hf_cmd(config: Path, name: str, out_dir: Path, hf_id: str | None, dis
 
     path = import_hf(config, name, out_dir, hf_id=hf_id, display_name=display_name)
     click.echo(f"wrote {path}  (use: hwmodel --spec-dir {path.parent} ... --llm {name})")
+
+
+@specs.command("schema")
+@click.argument("kind")
+def schema_cmd(kind: str) -> None:
+    """Print the JSON Schema of spec KIND (fpga-board, llm, gpu, link, design, instruction-design, cluster, system,
+    sweep), for an editor that validates TOML specs as they are typed (taplo / Even Better TOML)."""
+    from hwmodel.spec_reference import json_schema
+
+    click.echo(json.dumps(json_schema(kind), indent=2))
+
+
+@specs.command("reference")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown here (docs/specs.md) instead of printing it.")
+def reference_cmd(out: Path | None) -> None:
+    """The reference of every field of every spec kind (table, type, unit, default, required, allowed values, an
+    example, description), generated from the schema: docs/specs.md."""
+    from hwmodel.spec_reference import markdown
+
+    text = markdown()
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text)
+        click.echo(f"wrote {out}")

@@ -25,7 +25,7 @@ def kv_cache_bytes(llm: LlmSpec, kv_bits: int, tokens: int | float, layers: int 
     """Bytes of the K and V of ``tokens`` tokens in ``layers`` decoder layers (default: all) at ``kv_bits`` (the
     cache reservation; the graph's attention operators read the part inside their window)."""
     n_layers = llm.layers if layers is None else layers
-    elems = tokens * 2 * n_layers * llm.kv_dim * kv_bits
+    elems = tokens * n_layers * llm.kv_cache_dim * kv_bits
     return elems // 8 if isinstance(elems, int) else elems / 8
 
 
@@ -36,7 +36,7 @@ class Params:
     weights: int  # decoder-layer matrices (projections, experts, routers, shared-expert gates)
     bias: int
     norm: int
-    embed: int
+    embed: int  # the token embedding table, and a learned position table
     head: int  # 0 when a tied LM head shares the embedding
 
 
@@ -45,6 +45,6 @@ def params_of(llm: LlmSpec) -> Params:
     """Element counts from the graph's resident bytes under 16-bit weights (2 bytes an element, exactly)."""
     fp16 = QuantScheme(weight_bits=16, kv_bits=16)
     b = resident_param_bytes(llm, fp16)
-    embed = llm.vocab * llm.hidden
+    embed = llm.embedding_params
     head = 0 if (llm.output_head == "lm" and llm.tied_embeddings) else llm.head_out_channels * llm.hidden
     return Params(weights=b.weights // 2 - embed - head, bias=b.bias // 2, norm=b.norm // 2, embed=embed, head=head)

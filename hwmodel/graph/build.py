@@ -13,7 +13,9 @@ cached keys and the new ones (causal, optionally a sliding window of ``W`` keys:
 ``min(p + 1, W)`` keys); o projection; residual add; post-attention norm; the MLP — gated (gate, up, act x up,
 down), ungated (up, act, down) or a mixture of experts (router, the chosen experts' MLPs, optional shared expert
 with its sigmoid gate, weighted combine); residual add. Around the layers: the embedding gather of ``n`` rows
-and, when the phase has a head, the final norm, the LM head or value head, and (LM head) the arg-max.
+and, when the phase has a head, the final norm, the LM head or value head, and (LM head) the arg-max. The family
+variants (learned positions, partial RoPE, parallel blocks, Gemma post-norms and soft-capping, interleaved
+windows, multi-head latent attention, dense-first MoE) are listed with their operators in docs/graph.md.
 
 Minimum traffic (what any device must move, the floor): every weight, scale, bias and gain used is read once per
 pass; attention reads each cached K/V entry inside the window once (the new tokens' K/V are produced on chip)
@@ -179,42 +181,97 @@ def _mlp(m: LlmSpec, q: QuantScheme, n: int, width: int, prefix: str = "", exper
             _linear(q, prefix + "down_proj", n, width, h, m.mlp_bias, expert)]
 
 
-def _layer(m: LlmSpec, q: QuantScheme, layer: int, n: int, ctx: int, routing: tuple[int, ...] | None) -> tuple[Op, ...]:
+def _qk_norms(m: LlmSpec, q: QuantScheme, n: int) -> list[Op]:
+    """Per-head RMSNorm on q and k before RoPE (Qwen3, Gemma 3): one gain vector of head_dim each."""
+    return [Op(name=name, kind="qk_norm", tokens=n, in_features=w, out_features=w, elementwise=n * w,
+               bytes=Bytes(norm=m.head_dim * q.vector_bytes, act_in=n * w * q.act_bytes, act_out=n * w * q.act_bytes))
+            for name, w in (("q_norm", m.q_dim), ("k_norm", m.kv_dim))]
+
+
+def _attention_ops(m: LlmSpec, q: QuantScheme, layer: int, n: int, ctx: int) -> list[Op]:
+    """q/k/v projections, optional q/k norms, RoPE (over rotary_dim of each head) and attention."""
     h = m.hidden
-    ops = [_norm(m, q, "attn_norm", n, h),
-           _linear(q, "q_proj", n, h, m.q_dim, m.qkv_bias),
+    ops = [_linear(q, "q_proj", n, h, m.q_dim, m.qkv_bias),
            _linear(q, "k_proj", n, h, m.kv_dim, m.qkv_bias),
            _linear(q, "v_proj", n, h, m.kv_dim, m.qkv_bias)]
     if m.qk_norm:
-        ops.append(Op(name="q_norm", kind="qk_norm", tokens=n, in_features=m.q_dim, out_features=m.q_dim,
-                      elementwise=n * m.q_dim,
-                      bytes=Bytes(norm=m.head_dim * q.vector_bytes, act_in=n * m.q_dim * q.act_bytes,
-                                  act_out=n * m.q_dim * q.act_bytes)))
-        ops.append(Op(name="k_norm", kind="qk_norm", tokens=n, in_features=m.kv_dim, out_features=m.kv_dim,
-                      elementwise=n * m.kv_dim,
-                      bytes=Bytes(norm=m.head_dim * q.vector_bytes, act_in=n * m.kv_dim * q.act_bytes,
-                                  act_out=n * m.kv_dim * q.act_bytes)))
-    rw = m.q_dim + m.kv_dim
-    ops.append(_eltwise(q, "rope", "rope", n, rw, rw, n * rw))
-    ops.append(_attention(m, q, layer, n, ctx))
-    ops.append(_linear(q, "o_proj", n, m.q_dim, h, m.o_bias))
-    ops.append(_eltwise(q, "attn_add", "add", n, 2 * h, h, n * h))
-    ops.append(_norm(m, q, "ffn_norm", n, h))
-    if m.experts:
-        counts = routing if routing is not None else uniform_routing(m, n)
-        ops.append(_linear(q, "router", n, h, m.experts, kind="router"))
-        for e, t in enumerate(counts):
-            if t:
-                ops += _mlp(m, q, t, m.moe_intermediate, f"expert.{e}.", e)
-        if m.shared_expert_intermediate:
-            ops += _mlp(m, q, n, m.shared_expert_intermediate, "shared.")
-            if m.shared_expert_gate:
-                ops.append(_linear(q, "shared.gate", n, h, 1))
-        ways = n * m.experts_per_token + (n if m.shared_expert_intermediate else 0)
-        ops.append(_eltwise(q, "moe_combine", "moe_combine", n, h, h, ways * h))
+        ops += _qk_norms(m, q, n)
+    if m.positions == "rope":  # over rotary_dim of each q and k head (all of it by default); the rest passes
+        full, rw = m.q_dim + m.kv_dim, (m.heads + m.kv_heads) * (m.rotary_dim or m.head_dim)
+        ops.append(_eltwise(q, "rope", "rope", n, full, full, n * rw))
+    att = _attention(m, q, layer, n, ctx)
+    if m.attn_softcap:  # cap x tanh(s / cap) on every score: divide, tanh, multiply
+        att = dataclasses.replace(att, elementwise=att.elementwise + 3 * m.heads * attention_keys(m, layer, n, ctx)[0])
+    return ops + [att]
+
+
+def _mla_ops(m: LlmSpec, q: QuantScheme, layer: int, n: int, ctx: int) -> list[Op]:
+    """Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434 s2.1), in the absorbed form inference engines
+    run: the cache holds one latent of kv_lora_rank and one rotary key of qk_rope_head_dim per token; W_UK is
+    absorbed into the query and W_UV into the output (the paper's s2.1.3), so kv_b_proj's weights are read once per
+    pass and applied to the n new tokens (same bytes and MACs as a linear of kv_lora_rank -> heads x (nope + v));
+    attention scores each cached latent with heads x (kv_lora_rank + rope) MACs and mixes values with
+    heads x kv_lora_rank."""
+    h, r, c = m.hidden, m.qk_rope_head_dim, m.kv_lora_rank
+    nope = m.head_dim - r
+    ops: list[Op] = []
+    if m.q_lora_rank:
+        ops += [_linear(q, "q_a_proj", n, h, m.q_lora_rank), _norm(m, q, "q_a_norm", n, m.q_lora_rank),
+                _linear(q, "q_b_proj", n, m.q_lora_rank, m.q_dim)]
     else:
-        ops += _mlp(m, q, n, m.intermediate)
-    ops.append(_eltwise(q, "ffn_add", "add", n, 2 * h, h, n * h))
+        ops.append(_linear(q, "q_proj", n, h, m.q_dim))
+    ops += [_linear(q, "kv_a_proj", n, h, c + r), _norm(m, q, "kv_a_norm", n, c)]
+    rw = m.heads * r + r
+    ops.append(_eltwise(q, "rope", "rope", n, rw, rw, n * rw))
+    ops.append(_linear(q, "kv_b_proj", n, c, m.heads * (nope + m.v_dim)))
+    pairs, cached = attention_keys(m, layer, n, ctx)
+    ops.append(Op(name="attention", kind="attention", tokens=n, in_features=m.heads * (c + r) + c + r,
+                  out_features=m.heads * c, macs=m.heads * (2 * c + r) * pairs, elementwise=m.heads * pairs,
+                  bytes=Bytes(kv_read=q.kv_bytes(cached * m.kv_cache_dim), kv_write=q.kv_bytes(n * m.kv_cache_dim),
+                              act_in=n * (m.heads * (c + r) + c + r) * q.act_bytes,
+                              act_out=n * m.heads * c * q.act_bytes)))
+    return ops
+
+
+def _ffn_ops(m: LlmSpec, q: QuantScheme, layer: int, n: int, routing: tuple[int, ...] | None) -> list[Op]:
+    h = m.hidden
+    if m.is_dense_layer(layer):
+        return _mlp(m, q, n, m.intermediate)
+    counts = routing if routing is not None else uniform_routing(m, n)
+    ops = [_linear(q, "router", n, h, m.experts, kind="router")]
+    for e, t in enumerate(counts):
+        if t:
+            ops += _mlp(m, q, t, m.moe_intermediate, f"expert.{e}.", e)
+    if m.shared_expert_intermediate:
+        ops += _mlp(m, q, n, m.shared_expert_intermediate, "shared.")
+        if m.shared_expert_gate:
+            ops.append(_linear(q, "shared.gate", n, h, 1))
+    ways = n * m.experts_per_token + (n if m.shared_expert_intermediate else 0)
+    ops.append(_eltwise(q, "moe_combine", "moe_combine", n, h, h, ways * h))
+    return ops
+
+
+def _layer(m: LlmSpec, q: QuantScheme, layer: int, n: int, ctx: int, routing: tuple[int, ...] | None) -> tuple[Op, ...]:
+    """One decoder layer: sequential (norm, attention, add, norm, MLP, add) or parallel (attention and MLP read
+    one input: GPT-J with one shared norm, GPT-NeoX with two; a single add of both to the residual), with Gemma's
+    post-norms on each branch output when ``post_norms``."""
+    h = m.hidden
+    ops = [_norm(m, q, "attn_norm", n, h)]
+    ops += _mla_ops(m, q, layer, n, ctx) if m.is_mla else _attention_ops(m, q, layer, n, ctx)
+    ops.append(_linear(q, "o_proj", n, m.attn_out_dim, h, m.o_bias))
+    if m.post_norms:
+        ops.append(_norm(m, q, "post_attn_norm", n, h))
+    if m.block == "sequential":
+        ops.append(_eltwise(q, "attn_add", "add", n, 2 * h, h, n * h))
+    if m.block != "parallel-one-norm":
+        ops.append(_norm(m, q, "ffn_norm", n, h))
+    ops += _ffn_ops(m, q, layer, n, routing)
+    if m.post_norms:
+        ops.append(_norm(m, q, "post_ffn_norm", n, h))
+    if m.block == "sequential":
+        ops.append(_eltwise(q, "ffn_add", "add", n, 2 * h, h, n * h))
+    else:  # x + attention(x') + mlp(x'')
+        ops.append(_eltwise(q, "block_add", "add", n, 3 * h, h, 2 * n * h))
     return tuple(ops)
 
 
@@ -247,22 +304,31 @@ def build_graph(llm: LlmSpec, quant: QuantScheme, phase: str, n: int = 1, ctx: i
     m, q = llm, quant
     _check(m, phase, n, ctx, routing)
     h = m.hidden
-    prologue = (Op(name="embed", kind="embed", tokens=n, in_features=m.vocab, out_features=h,
-                   bytes=Bytes(weights=n * q.weight_row_bytes(h), metadata=n * q.meta_row_bytes(h),
-                               act_out=n * h * q.act_bytes)),)
+    prologue: tuple[Op, ...] = (Op(name="embed", kind="embed", tokens=n, in_features=m.vocab, out_features=h,
+                                   bytes=Bytes(weights=n * q.weight_row_bytes(h), metadata=n * q.meta_row_bytes(h),
+                                               act_out=n * h * q.act_bytes)),)
+    if m.embed_scale:
+        prologue += (_eltwise(q, "embed_scale", "scale", n, h, h, n * h),)
+    if m.positions == "learned":  # the rows of the n positions, added to the token embeddings
+        prologue += (Op(name="pos_embed", kind="embed", tokens=n, in_features=m.position_rows, out_features=h,
+                        bytes=Bytes(weights=n * q.weight_row_bytes(h), metadata=n * q.meta_row_bytes(h),
+                                    act_out=n * h * q.act_bytes)),
+                     _eltwise(q, "pos_add", "add", n, 2 * h, h, n * h))
     layers: list[tuple[Op, ...]] = []
     memo: dict[tuple, tuple[Op, ...]] = {}
     for i in range(m.layers):
         r = routing[i] if routing is not None else None
-        key = (m.window_of(i), r)
+        key = (m.window_of(i), m.is_dense_layer(i), r)
         if key not in memo:
             memo[key] = _layer(m, q, i, n, ctx, r)
         layers.append(memo[key])
     epilogue: tuple[Op, ...] = ()
     if phase != "ingest":
         head = _linear(q, "lm_head" if m.output_head == "lm" else "value_head", 1, h, m.head_out_channels,
-                       bias=m.output_head == "value", kind="head")
+                       bias=m.output_head == "value" or m.lm_head_bias, kind="head")
         epilogue = (_norm(m, q, "final_norm", 1, h), head)
+        if m.final_softcap and m.output_head == "lm":  # cap x tanh(z / cap) on every logit
+            epilogue += (_eltwise(q, "logit_softcap", "softcap", 1, m.vocab, m.vocab, 3 * m.vocab),)
         if m.output_head == "lm":
             epilogue += (_eltwise(q, "argmax", "sample", 1, m.vocab, 1, m.vocab),)
     return Graph(llm=m.name, quant=q, phase=phase, tokens=n, ctx=ctx, prologue=prologue, layers=tuple(layers),
@@ -297,11 +363,17 @@ def resident_param_bytes(llm: LlmSpec, quant: QuantScheme) -> Bytes:
     m, q = llm, quant
     h = m.hidden
     all_experts = tuple(1 for _ in range(m.experts)) if m.experts else None
-    layer = sum((op.bytes for op in _layer(m, q, 0, 1, 0, all_experts)), Bytes())
-    layer = Bytes(weights=layer.weights, metadata=layer.metadata, bias=layer.bias, norm=layer.norm)
-    embed = Bytes(weights=m.vocab * q.weight_row_bytes(h), metadata=m.vocab * q.meta_row_bytes(h))
-    head = _linear(q, "head", 1, h, m.head_out_channels, bias=m.output_head == "value").bytes
+
+    def params(i: int) -> Bytes:
+        b = sum((op.bytes for op in _layer(m, q, i, 1, 0, None if m.is_dense_layer(i) else all_experts)), Bytes())
+        return Bytes(weights=b.weights, metadata=b.metadata, bias=b.bias, norm=b.norm)
+
+    dense = m.dense_layers if m.experts else 0
+    layer = params(m.layers - 1) * (m.layers - dense) + (params(0) * dense if dense else Bytes())
+    rows = m.vocab + (m.position_rows if m.positions == "learned" else 0)
+    embed = Bytes(weights=rows * q.weight_row_bytes(h), metadata=rows * q.meta_row_bytes(h))
+    head = _linear(q, "head", 1, h, m.head_out_channels, bias=m.output_head == "value" or m.lm_head_bias).bytes
     head = Bytes(weights=0 if (m.output_head == "lm" and m.tied_embeddings) else head.weights,
                  metadata=0 if (m.output_head == "lm" and m.tied_embeddings) else head.metadata, bias=head.bias)
     final = Bytes(norm=(2 if m.norm == "layer" else 1) * h * q.vector_bytes)
-    return layer * m.layers + embed + head + final
+    return layer + embed + head + final

@@ -20,7 +20,7 @@ MEMORY_CLASSES = ("weights", "metadata", "bias", "norm", "kv_read", "kv_write") 
 PARAM_CLASSES = ("weights", "metadata", "bias", "norm")
 
 OP_KINDS = ("embed", "norm", "linear", "qk_norm", "rope", "attention", "act", "add", "router", "moe_combine",
-            "head", "sample")
+            "head", "sample", "scale", "softcap")
 
 
 @dataclasses.dataclass(frozen=True)
