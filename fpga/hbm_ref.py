@@ -20,35 +20,42 @@ class _SchedChannel(_Channel):
         self.window = window
         self.pending: list[list[int]] = []  # [request, arrival, addr, bytes, write] in arrival order
 
-    def _where0(self, addr: int) -> tuple[int, int]:
+    def _where0(self, addr: int) -> tuple[int, int]:  # bank and row of a request's first granule
         bank, row, _bg = self._where(addr // self.p[hbm.HP_GRANULE])
         return bank, row
 
     def _key(self, addr: int, write: int, ready: int, m: int) -> int:
+        """Row hit first, then the first cycle its first column command could issue (fpga/hbm_sched.pick_key)."""
         p, s = self.p, self.s
-        bank, row, bg = self._where(addr // p[hbm.HP_GRANULE])
+        g = p[hbm.HP_GRANULE]
+        bank, row, bg = self._where(addr // g)
+        gap = p[hbm.HP_CMD] * (p[hbm.HP_MISALIGN] if addr % g else 1)
+        t = max(ready, s[hbm.CS_BURST_COL] + gap)
         miss = int(s[hbm.CS_B_ROW + bank] != row)
-        wait = 0
         if miss:  # first cycle >= ready at which its ACT may issue (a precharge first when another row is open)
-            t = ready
+            a = ready
             if s[hbm.CS_B_ROW + bank] >= 0:
-                while not (t >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RAS] and t >= s[hbm.CS_B_RD + bank] + p[hbm.HP_RTP]
-                           and t >= s[hbm.CS_B_WR + bank] + p[hbm.HP_WR]):
-                    t += 1
-                t += p[hbm.HP_RP]
+                while not (a >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RAS] and a >= s[hbm.CS_B_RD + bank] + p[hbm.HP_RTP]
+                           and a >= s[hbm.CS_B_WR + bank] + p[hbm.HP_WR]):
+                    a += 1
+                a += p[hbm.HP_RP]
             else:
-                t = max(t, s[hbm.CS_CLOSED_AT])
+                a = max(a, s[hbm.CS_CLOSED_AT])
             faw = s[hbm.CS_FAW + s[hbm.CS_FAW_PTR]]
-            while not (t >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RC] and t >= s[hbm.CS_LAST_ACT] + p[hbm.HP_RRDS]
-                       and t >= s[hbm.CS_BG_ACT + bg] + p[hbm.HP_RRDL] and t >= faw + p[hbm.HP_FAW]):
-                t += 1
-            wait = min(max(t - m, 0), (1 << 20) - 1)
-        last_bg = -1
-        if s[hbm.CS_LAST_COL] >= 0:
-            last_bg = next((g for g in range(hbm.NG) if s[hbm.CS_BG_COL + g] == s[hbm.CS_LAST_COL]), -1)
-        same_bg = int(bg == last_bg)
-        turn = int(s[hbm.CS_LAST_DIR] >= 0 and s[hbm.CS_LAST_DIR] != write)
-        return (((miss * 2 + same_bg) << 20) + wait) * 2 + turn
+            while not (a >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RC] and a >= s[hbm.CS_LAST_ACT] + p[hbm.HP_RRDS]
+                       and a >= s[hbm.CS_BG_ACT + bg] + p[hbm.HP_RRDL] and a >= faw + p[hbm.HP_FAW]):
+                a += 1
+            t = max(t, a + p[hbm.HP_RCD])
+        while True:
+            ok = t >= s[hbm.CS_LAST_COL] + p[hbm.HP_CCDS] and t >= s[hbm.CS_BG_COL + bg] + p[hbm.HP_CCDL]
+            if write:
+                ok = ok and t >= s[hbm.CS_LAST_RD_COL] + p[hbm.HP_RTW]
+            else:
+                ok = ok and t >= s[hbm.CS_LAST_WR_END] + p[hbm.HP_WTRS] and t >= s[hbm.CS_BG_WR_END + bg] + p[hbm.HP_WTRL]
+            if ok:
+                break
+            t += 1
+        return (miss << 20) + min(max(t - m, 0), (1 << 20) - 1)
 
     def _pick(self, m: int) -> None:
         best, best_k = None, None

@@ -29,11 +29,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fpga.hbm import (CS_B_ACT, CS_B_RD, CS_B_ROW, CS_B_WR, CS_BG_ACT, CS_BG_COL, CS_CLOSED_AT, CS_FAW,
-                      CS_FAW_PTR, CS_LAST_ACT, CS_LAST_COL, CS_LAST_DIR, CS_REF_OFF, HP_BA_BITS, HP_FAW, HP_FRONT, HP_G_SHIFT,
-                      HP_GRANULE, HP_RAS, HP_RC, HP_REF_PHASE, HP_REFI, HP_RFC, HP_RP, HP_RRDL, HP_RRDS, HP_RTP,
-                      HP_WR, NG, axi_to_kernel, channel_request_at, div_by, granule_bank, granule_row,
-                      kernel_to_axi, read_landing, refresh_offset)
+from fpga.hbm import (CS_B_ACT, CS_B_RD, CS_B_ROW, CS_B_WR, CS_BG_ACT, CS_BG_COL, CS_BG_WR_END, CS_BURST_COL,
+                      CS_CLOSED_AT, CS_FAW, CS_FAW_PTR, CS_LAST_ACT, CS_LAST_COL, CS_LAST_RD_COL, CS_LAST_WR_END,
+                      CS_REF_OFF, HP_BA_BITS, HP_CCDL, HP_CCDS, HP_CMD, HP_FAW, HP_FRONT, HP_G_SHIFT, HP_GRANULE,
+                      HP_MISALIGN, HP_RAS, HP_RC, HP_RCD, HP_REF_PHASE, HP_REFI, HP_RFC, HP_RP, HP_RRDL, HP_RRDS,
+                      HP_RTP, HP_RTW, HP_WR, HP_WTRL, HP_WTRS, axi_to_kernel, channel_request_at, div_by,
+                      granule_bank, granule_row, kernel_to_axi, read_landing, refresh_offset)
 
 BIG = 1 << 62
 WAIT_CAP = 1 << 20  # AXI cycles: activation waits are ranked up to this
@@ -50,31 +51,26 @@ def refresh_closed_at(p: np.ndarray, off: int, a: int, b: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def last_bank_group(st: np.ndarray, c: int) -> int:
-    """Bank group of the channel's last column command (-1 before the first)."""
-    last = st[c, CS_LAST_COL]
-    if last < 0:
-        return -1
-    for g in range(NG):
-        if st[c, CS_BG_COL + g] == last:
-            return g
-    return -1
-
-
-@njit(cache=True, inline="always")
 def pick_key(p: np.ndarray, st: np.ndarray, c: int, addr: int, is_write: int, ready: int, now: int,
-             closed_at: int, last_bg: int) -> int:
-    """PG276 priority of a pending request at AXI cycle ``now`` (smaller first): row hit; then a bank group other
-    than the last column command's; then how soon its bank can activate (an ACT that can issue at once before one
-    that waits for a precharge or a bank timer; look-ahead PRE/ACT may issue from ``ready``, when the request
-    entered the queue); then the direction of the last command. ``closed_at`` >= 0: a refresh window began since
-    the last column command, every bank is closed until then."""
-    ga = div_by(addr, p[HP_GRANULE], p[HP_G_SHIFT])
+             closed_at: int) -> int:
+    """PG276 priority of a pending request at AXI cycle ``now`` (smaller first): a row hit before a miss; then the
+    earliest its first column command could issue - which promotes another bank group (tCCD_S, not tCCD_L), an
+    access whose activation can issue at once over one that waits for a precharge or a bank timer (look-ahead
+    PRE/ACT may issue from ``ready``, when it entered the queue) and the direction of the last command (no
+    tWTR / tRTW turnaround). ``closed_at`` >= 0: a refresh window began since the last column command, every
+    bank is closed until then."""
+    g = p[HP_GRANULE]
+    ga = div_by(addr, g, p[HP_G_SHIFT])
     bank = granule_bank(p, ga)
     row = granule_row(p, ga)
     bg = bank >> p[HP_BA_BITS]
+    gap = p[HP_CMD] * (p[HP_MISALIGN] if addr % g != 0 else 1)
+    col = max(ready, st[c, CS_BURST_COL] + gap, st[c, CS_LAST_COL] + p[HP_CCDS], st[c, CS_BG_COL + bg] + p[HP_CCDL])
+    if is_write:
+        col = max(col, st[c, CS_LAST_RD_COL] + p[HP_RTW])
+    else:
+        col = max(col, st[c, CS_LAST_WR_END] + p[HP_WTRS], st[c, CS_BG_WR_END + bg] + p[HP_WTRL])
     open_row = -1 if closed_at >= 0 else st[c, CS_B_ROW + bank]
-    wait = 0
     miss = 0
     if open_row != row:
         miss = 1
@@ -85,10 +81,8 @@ def pick_key(p: np.ndarray, st: np.ndarray, c: int, addr: int, is_write: int, re
             a = max(ready, closed_at if closed_at >= 0 else st[c, CS_CLOSED_AT])
         a = max(a, st[c, CS_B_ACT + bank] + p[HP_RC], st[c, CS_LAST_ACT] + p[HP_RRDS],
                 st[c, CS_BG_ACT + bg] + p[HP_RRDL], st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW])
-        wait = min(max(a - now, 0), WAIT_CAP - 1)
-    same_bg = 1 if bg == last_bg else 0
-    turn = 1 if (st[c, CS_LAST_DIR] >= 0 and st[c, CS_LAST_DIR] != is_write) else 0
-    return (((miss * 2 + same_bg) * WAIT_CAP) + wait) * 2 + turn
+        col = max(col, a + p[HP_RCD])
+    return miss * WAIT_CAP + min(max(col - now, 0), WAIT_CAP - 1)
 
 
 @njit(cache=True, inline="always")
@@ -198,7 +192,6 @@ def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.nda
         c = best_c
         now = best_now
         closed_at = refresh_closed_at(p, st[c, CS_REF_OFF], st[c, CS_LAST_COL], now)
-        lbg = last_bank_group(st, c)
         pick = -1
         pick_k = BIG
         seen = 0
@@ -219,7 +212,7 @@ def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.nda
                     break
             if blocked:
                 continue
-            kk = pick_key(p, st, c, addrs[r], writes[r], arrival[r] + p[HP_FRONT], now, closed_at, lbg)
+            kk = pick_key(p, st, c, addrs[r], writes[r], arrival[r] + p[HP_FRONT], now, closed_at)
             if kk < pick_k:
                 pick_k = kk
                 pick = r
