@@ -89,4 +89,8 @@ def rows() -> list[dict[str, Any]]:
                     "requests to another channel need not wait", "AMD RAMA example README (measurements.md H5)",
                     "RAMA assumed to give transactions distinct IDs; the port's own 256-bit AXI data channel is not "
                     "a shared bottleneck in the model (each channel's bus is), so the model can exceed 14.4 GB/s"))
+    # ---- a simulator peer (not a measurement): Ramulator 2 on the same traces (fpga/hbm_peer.py)
+    from fpga import hbm_peer
+
+    out.extend(hbm_peer.rows("full"))
     return out
