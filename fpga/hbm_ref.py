@@ -33,7 +33,7 @@ class _SchedChannel(_Channel):
         t = max(ready, s[hbm.CS_BURST_COL] + gap)
         miss = int(s[hbm.CS_B_ROW + bank] != row)
         if miss:  # first cycle >= ready at which its ACT may issue (a precharge first when another row is open)
-            a = ready
+            a = ready if p[hbm.HP_LOOKAHEAD] else max(ready, s[hbm.CS_LAST_COL])
             if s[hbm.CS_B_ROW + bank] >= 0:
                 while not (a >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RAS] and a >= s[hbm.CS_B_RD + bank] + p[hbm.HP_RTP]
                            and a >= s[hbm.CS_B_WR + bank] + p[hbm.HP_WR]):

@@ -32,9 +32,9 @@ from numba import njit
 from fpga.hbm import (CS_B_ACT, CS_B_RD, CS_B_ROW, CS_B_WR, CS_BG_ACT, CS_BG_COL, CS_BG_WR_END, CS_BURST_COL,
                       CS_CLOSED_AT, CS_FAW, CS_FAW_PTR, CS_LAST_ACT, CS_LAST_COL, CS_LAST_RD_COL, CS_LAST_WR_END,
                       CS_REF_OFF, HP_BA_BITS, HP_CCDL, HP_CCDS, HP_CMD, HP_FAW, HP_FRONT, HP_G_SHIFT, HP_GRANULE,
-                      HP_MISALIGN, HP_RAS, HP_RC, HP_RCD, HP_REF_PHASE, HP_REFI, HP_RFC, HP_RP, HP_RRDL, HP_RRDS,
-                      HP_RTP, HP_RTW, HP_WR, HP_WTRL, HP_WTRS, axi_to_kernel, channel_request_at, div_by,
-                      granule_bank, granule_row, kernel_to_axi, read_landing, refresh_offset)
+                      HP_LOOKAHEAD, HP_MISALIGN, HP_RAS, HP_RC, HP_RCD, HP_REF_PHASE, HP_REFI, HP_RFC, HP_RP,
+                      HP_RRDL, HP_RRDS, HP_RTP, HP_RTW, HP_WR, HP_WTRL, HP_WTRS, axi_to_kernel, channel_request_at,
+                      div_by, granule_bank, granule_row, kernel_to_axi, read_landing, refresh_offset)
 
 BIG = 1 << 62
 WAIT_CAP = 1 << 20  # AXI cycles: activation waits are ranked up to this
@@ -74,11 +74,12 @@ def pick_key(p: np.ndarray, st: np.ndarray, c: int, addr: int, is_write: int, re
     miss = 0
     if open_row != row:
         miss = 1
+        t = ready if p[HP_LOOKAHEAD] else max(ready, st[c, CS_LAST_COL])
         if open_row >= 0:
-            a = max(ready, st[c, CS_B_ACT + bank] + p[HP_RAS], st[c, CS_B_RD + bank] + p[HP_RTP],
+            a = max(t, st[c, CS_B_ACT + bank] + p[HP_RAS], st[c, CS_B_RD + bank] + p[HP_RTP],
                     st[c, CS_B_WR + bank] + p[HP_WR]) + p[HP_RP]
         else:
-            a = max(ready, closed_at if closed_at >= 0 else st[c, CS_CLOSED_AT])
+            a = max(t, closed_at if closed_at >= 0 else st[c, CS_CLOSED_AT])
         a = max(a, st[c, CS_B_ACT + bank] + p[HP_RC], st[c, CS_LAST_ACT] + p[HP_RRDS],
                 st[c, CS_BG_ACT + bg] + p[HP_RRDL], st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW])
         col = max(col, a + p[HP_RCD])
@@ -243,14 +244,13 @@ def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.nda
 def _landed(r: int, lands: np.ndarray, id_open: np.ndarray, id_land: np.ndarray, n_ids: int) -> None:
     i = r % n_ids
     id_open[i] -= 1
-    if lands[r] > id_land[i]:
-        id_land[i] = lands[r]
+    id_land[i] = max(id_land[i], lands[r])
 
 
 def controller_window(board_hbm) -> int:  # type: ignore[no-untyped-def]
     """Requests the controller picks among (PG276 "HBM Reordering Options"): the 64-entry AXI command queue when
     request reordering is on, else 1 (column commands in arrival order; the memory controller's 12-entry queue
     still opens rows ahead with look-ahead precharge/activate, fpga/hbm.py)."""
-    if board_hbm.request_reordering:
+    if board_hbm.request_reordering and board_hbm.controller_policy == "lookahead":
         return int(board_hbm.reorder_queue_depth)
-    return 1
+    return 1  # PG276: with look-ahead off "all commands are processed in the order received"

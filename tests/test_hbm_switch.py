@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fpga import hbm
-from fpga.hbm_sched import port_profile
 from fpga.hbm_ref import port_profile_stepped
+from fpga.hbm_sched import port_profile
 from hwmodel.specs import library
 from tests.streaming_gen import small_hbm
 
@@ -68,7 +68,7 @@ def test_reordering_passes_bank_conflicts_and_matches_twin() -> None:
         st_[0] = hbm.new_channel_state()
         args = (np.array(addrs, dtype=np.int64), np.zeros(n, dtype=np.int64), 128, np.zeros(n, dtype=np.int64),
                 16, 16, 1, window, 128, np.zeros(1, dtype=np.int64), 0)
-        last_k, last_axi, lands = port_profile(p, st_, *args)
+        _last_k, last_axi, lands = port_profile(p, st_, *args)
         land, first, _states = port_profile_stepped(p, [0], addrs, [0] * n, 128, [0] * n, 16, 16, 1, window, 128,
                                                     [0], 0)
         assert list(lands) == land
