@@ -5,6 +5,8 @@ handed one request at a time by the controller's pick (:class:`_SchedChannel`); 
 in-flight limits, per-ID ordering through the switch, lateral hops each way) are tested as predicates each cycle."""
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from fpga import hbm
@@ -24,38 +26,13 @@ class _SchedChannel(_Channel):
         bank, row, _bg = self._where(addr // self.p[hbm.HP_GRANULE])
         return bank, row
 
-    def _key(self, addr: int, write: int, ready: int, m: int) -> int:
-        """Row hit first, then the first cycle its first column command could issue (fpga/hbm_sched.pick_key)."""
-        p, s = self.p, self.s
-        g = p[hbm.HP_GRANULE]
-        bank, row, bg = self._where(addr // g)
-        gap = p[hbm.HP_CMD] * (p[hbm.HP_MISALIGN] if addr % g else 1)
-        t = max(ready, s[hbm.CS_BURST_COL] + gap)
-        miss = int(s[hbm.CS_B_ROW + bank] != row)
-        if miss:  # first cycle >= ready at which its ACT may issue (a precharge first when another row is open)
-            a = ready if p[hbm.HP_LOOKAHEAD] else max(ready, s[hbm.CS_LAST_COL])
-            if s[hbm.CS_B_ROW + bank] >= 0:
-                while not (a >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RAS] and a >= s[hbm.CS_B_RD + bank] + p[hbm.HP_RTP]
-                           and a >= s[hbm.CS_B_WR + bank] + p[hbm.HP_WR]):
-                    a += 1
-                a += p[hbm.HP_RP]
-            else:
-                a = max(a, s[hbm.CS_CLOSED_AT])
-            faw = s[hbm.CS_FAW + s[hbm.CS_FAW_PTR]]
-            while not (a >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RC] and a >= s[hbm.CS_LAST_ACT] + p[hbm.HP_RRDS]
-                       and a >= s[hbm.CS_BG_ACT + bg] + p[hbm.HP_RRDL] and a >= faw + p[hbm.HP_FAW]):
-                a += 1
-            t = max(t, a + p[hbm.HP_RCD])
-        while True:
-            ok = t >= s[hbm.CS_LAST_COL] + p[hbm.HP_CCDS] and t >= s[hbm.CS_BG_COL + bg] + p[hbm.HP_CCDL]
-            if write:
-                ok = ok and t >= s[hbm.CS_LAST_RD_COL] + p[hbm.HP_RTW]
-            else:
-                ok = ok and t >= s[hbm.CS_LAST_WR_END] + p[hbm.HP_WTRS] and t >= s[hbm.CS_BG_WR_END + bg] + p[hbm.HP_WTRL]
-            if ok:
-                break
-            t += 1
-        return (miss << 20) + min(max(t - m, 0), (1 << 20) - 1)
+    def _key(self, entry: list[int], m: int) -> int:
+        """Row hit first, then the first cycle its first column command could issue (fpga/hbm_sched.pick_key): the
+        channel's own cycle-by-cycle plan of that access as if it were next."""
+        queue, self.queue = self.queue, collections.deque([entry + [0]])
+        act, col, _first_cmd = self._plan()
+        self.queue = queue
+        return (int(act >= 0) << 20) + min(max(col - m, 0), (1 << 20) - 1)
 
     def _pick(self, m: int) -> None:
         best, best_k = None, None
@@ -64,7 +41,7 @@ class _SchedChannel(_Channel):
                 break  # not through the controller's front pipeline yet
             if any(self._where0(o[2]) == self._where0(e[2]) for o in self.pending[:j]):
                 continue  # never passes an older access to the same bank and row
-            k = self._key(e[2], e[4], e[1] + self.p[hbm.HP_FRONT], m)
+            k = self._key(e, m)
             if best_k is None or k < best_k:
                 best, best_k = e, k
         if best is not None:
