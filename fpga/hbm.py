@@ -15,7 +15,8 @@ The channel (docs/hbm.md; times in memory-side AXI cycles, JEDEC timings rounded
   costs a 32-B one) and AXI3 bursts of at most 16 beats. The controller accepts one AXI burst per
   ``command_cycles`` (PG276: a 64-B burst is the smallest at full linear rate); a request not 32-B aligned needs
   ``1 / misaligned_efficiency`` times as long per burst (PG276: two commands, <= 50 %).
-* **Column commands** (one per granule, in order: the controller keeps order per AXI ID): at least
+* **Column commands** (one per granule, the granules of a request in order; which request comes next is the
+  controller's pick, :mod:`fpga.hbm_sched`): at least
   ``front = latency_page_hit - tCL`` after the request arrived, tCCD_S after the previous column command, tCCD_L
   after the previous one to the same bank group, a read tWTR_S / tWTR_L (other / same bank group) after the end
   of write data, a write tRTW after a read. Data moves tCL after its command, one granule per cycle.
