@@ -15,7 +15,8 @@ The channel (docs/hbm.md; times in memory-side AXI cycles, JEDEC timings rounded
   costs a 32-B one) and AXI3 bursts of at most 16 beats. The controller accepts one AXI burst per
   ``command_cycles`` (PG276: a 64-B burst is the smallest at full linear rate); a request not 32-B aligned needs
   ``1 / misaligned_efficiency`` times as long per burst (PG276: two commands, <= 50 %).
-* **Column commands** (one per granule, in order: the controller keeps order per AXI ID): at least
+* **Column commands** (one per granule, the granules of a request in order; which request comes next is the
+  controller's pick, :mod:`fpga.hbm_sched`): at least
   ``front = latency_page_hit - tCL`` after the request arrived, tCCD_S after the previous column command, tCCD_L
   after the previous one to the same bank group, a read tWTR_S / tWTR_L (other / same bank group) after the end
   of write data, a write tRTW after a read. Data moves tCL after its command, one granule per cycle.
@@ -44,6 +45,7 @@ functions (fpga/streaming.py, fpga/instruction_sim.py) are recompiled.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -555,44 +557,6 @@ def read_landing(p: np.ndarray, first: int, end: int, nbytes: int, port_bytes: i
 
 
 # ------------------------------------------------------------------------------------------ profiling
-@njit(cache=True)
-def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.ndarray, req_bytes: int,
-                 writes: np.ndarray, outstanding: int, port_bytes: int, hops: np.ndarray,
-                 lateral_cycles: int) -> tuple[int, int]:
-    """One port issuing requests ``addrs[r]`` (byte address inside pseudo-channel ``chans[r]``, a row of the state
-    table ``st``) with at most ``outstanding`` in flight and an always-ready consumer.
-
-    The switch (PG276): a request to a channel ``hops[chans[r]]`` segments away pays ``lateral_cycles`` per hop
-    each way; the port keeps one AXI ID, so a request to another channel than the previous one waits until every
-    earlier request has completed (responses of one ID return in order; AMD's RAMA IP exists to lift this).
-    Returns (kernel cycle the last request landed, last AXI cycle any channel moved data)."""
-    n = len(addrs)
-    lands = np.zeros(n, dtype=np.int64)
-    issue = -1
-    prev_land = 0
-    last_all = 0
-    last_axi = 0
-    for r in range(n):
-        t = issue + 1
-        if r >= outstanding and lands[r - outstanding] > t:
-            t = lands[r - outstanding]
-        if r > 0 and chans[r] != chans[r - 1] and last_all > t:
-            t = last_all
-        issue = t
-        c = chans[r]
-        extra = hops[c] * lateral_cycles
-        arrival = kernel_to_axi(p, issue) + extra
-        first, end = channel_request_at(p, st, c, arrival, addrs[r], req_bytes, writes[r])
-        last_axi = max(last_axi, end)
-        if writes[r]:
-            lands[r] = axi_to_kernel(p, end + extra)
-        else:
-            lands[r] = read_landing(p, first + extra, end + extra, req_bytes, port_bytes, prev_land)
-            prev_land = lands[r]
-        last_all = max(last_all, lands[r])
-    return last_all, last_axi
-
-
 PATTERNS = ("sequential", "strided:BYTES", "random[:SPAN]")
 
 
@@ -642,13 +606,22 @@ def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, 
                       port_width_bits: int = 512, stride_bytes: int | None = None, offset_bytes: int = 0,
                       total_bytes: int = 8 << 20, write: bool = False, pattern: str | None = None,
                       write_fraction: float | None = None, channels: tuple[int, ...] | None = None,
-                      port: int | None = None, seed: int = 0, refresh_phase_cycles: int = 0) -> dict[str, float]:
+                      port: int | None = None, seed: int = 0, refresh_phase_cycles: int = 0,
+                      outstanding_writes: int | None = None, axi_ids: int = 1,
+                      reorder: bool | None = None) -> dict[str, float]:
     """Effective bandwidth of one port: ``req_bytes`` requests in ``pattern`` (default sequential, or strided by
     ``stride_bytes``), a fraction ``write_fraction`` of them writes (all writes if ``write``), spread round-robin
     (sequential / strided) or at random (random) over the pseudo-channels ``channels`` (default: the port's own),
-    seen from AXI port ``port`` (default: the first channel's own port) through the HBM switch."""
-    if req_bytes <= 0 or outstanding <= 0 or port_width_bits <= 0:
-        raise HwmodelError("request bytes, outstanding requests and port width must be positive")
+    seen from AXI port ``port`` (default: the first channel's own port) through the HBM switch.
+
+    ``outstanding`` / ``outstanding_writes`` (default the same): reads / writes in flight; ``axi_ids``: AXI IDs
+    the port cycles through (1: an HLS ``m_axi`` port); ``reorder``: the controller's request reordering (default
+    the board's ``request_reordering``; fpga/hbm_sched.py)."""
+    from fpga.hbm_sched import controller_window, port_profile
+
+    outstanding_writes = outstanding if outstanding_writes is None else outstanding_writes
+    if req_bytes <= 0 or outstanding <= 0 or outstanding_writes <= 0 or port_width_bits <= 0 or axi_ids <= 0:
+        raise HwmodelError("request bytes, outstanding requests, AXI IDs and port width must be positive")
     h = board.hbm
     n_pc = h.pseudo_channels * h.ports_per_pc
     chans = tuple(channels) if channels else (0,)
@@ -683,14 +656,18 @@ def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, 
     for c in range(n_pc):
         st[c] = new_channel_state()
         set_refresh_phase(p, st[c], refresh_phase_cycles + c * int(p[HP_REFI]) // n_pc)
-    last_k, last_axi = port_profile(p, st, addrs, ch, req_bytes, writes, outstanding, port_width_bits // 8, hops,
-                                    h.lateral_hop_cycles)
+    if reorder is not None:
+        h = dataclasses.replace(h, request_reordering=bool(reorder))
+    window = controller_window(h)
+    last_k, last_axi, _lands = port_profile(p, st, addrs, ch, req_bytes, writes, outstanding, outstanding_writes,
+                                            axi_ids, window, port_width_bits // 8, hops, h.lateral_hop_cycles)
     nbytes = n * req_bytes
     seconds = last_k / kernel_clock_hz
     peak = channel_peak_bytes_per_s(board)
     used = sorted(set(int(c) for c in ch))
     acts = int(st[used, CS_ACTS].sum())
     return {"pattern": pattern, "req_bytes": req_bytes, "outstanding": outstanding,
+            "outstanding_writes": outstanding_writes, "axi_ids": axi_ids, "reorder_window": window,
             "port_width_bits": port_width_bits, "kernel_clock_hz": kernel_clock_hz, "write_fraction": wf,
             "channels": len(used), "lateral_hops_max": int(max(hops[c] for c in used)), "bytes": nbytes,
             "seconds": seconds, "bw_bytes_per_s": nbytes / seconds,

@@ -364,8 +364,13 @@ class HbmSpec:
     address_map: str = sourced(doc="HBM IP ADDR_BIT list, MSB first: RA (all row bits), BGi, BAi, CAi")
     controller_policy: str = sourced(check=one_of("in-order", "lookahead"),
                                      doc="in-order: every command in arrival order; lookahead: PRE/ACT of queued "
-                                         "accesses issue early (PG276 look-ahead precharge/activate), column "
-                                         "commands and data stay in order per AXI ID")
+                                         "accesses issue early (PG276 look-ahead precharge/activate); column "
+                                         "commands in the order the controller picks (fpga/hbm_sched.py)")
+    # controller scheduling (fpga/hbm_sched.py); defaults are the HBM IP's (PG276 "HBM Reordering Options")
+    request_reordering: bool = sourced(default=True, doc="PG276 Enable Request Reordering: the AXI command queue "
+                                                         "reorders requests (data returns in order per AXI ID)")
+    reorder_queue_depth: int = sourced(default=64, check=positive,
+                                       doc="PG276: 64-entry AXI command (reorder) queue per pseudo-channel")
     # ---- JEDEC timing (seconds)
     tcl_s: float = sourced(check=positive, unit="s", doc="column command -> data (read latency)")
     trcd_s: float = sourced(check=positive, unit="s", doc="ACT -> column command, same bank")

@@ -1,5 +1,6 @@
-"""The port-through-the-switch model (fpga.hbm.port_profile) equals its cycle-stepped twin (fpga.hbm_ref): several
-pseudo-channels with their own refresh phases, destination changes under one AXI ID, lateral hops, read/write
+"""The port-through-the-switch model with the controller's request scheduling (fpga.hbm_sched.port_profile) equals
+its cycle-stepped twin (fpga.hbm_ref): several pseudo-channels with their own refresh phases, one or several AXI IDs
+changing destination, read and write in-flight limits, reorder windows from 1 to 64, lateral hops, read/write
 mixes, drawn JEDEC timings and address maps."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from fpga import hbm
 from fpga.hbm_ref import port_profile_stepped
+from fpga.hbm_sched import port_profile
 from hwmodel.specs import library
 from tests.streaming_gen import small_hbm
 
@@ -23,27 +25,54 @@ def test_port_profile_equals_cycle_stepped(data: st.DataObject) -> None:
     p = hbm.hbm_params(board, data.draw(st.sampled_from([150e6, 300e6, 450e6])))
     n_pc = data.draw(st.integers(1, 4))
     phases = [data.draw(st.integers(0, 3000)) for _ in range(n_pc)]
-    n = data.draw(st.integers(1, 12))
+    n = data.draw(st.integers(1, 14))
     req = data.draw(st.sampled_from([32, 64, 96, 256]))
     addrs = [data.draw(st.integers(0, 1 << 16)) // 32 * 32 + data.draw(st.sampled_from([0, 0, 16])) for _ in range(n)]
     chans = [data.draw(st.integers(0, n_pc - 1)) for _ in range(n)]
     writes = [int(data.draw(st.integers(0, 3)) == 0) for _ in range(n)]
     hops = [data.draw(st.integers(0, 3)) for _ in range(n_pc)]
     lateral = data.draw(st.integers(0, 6))
-    outstanding = data.draw(st.integers(1, 6))
+    out_rd, out_wr = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 6))
+    n_ids = data.draw(st.sampled_from([1, 1, 2, 4]))
+    window = data.draw(st.sampled_from([1, 2, 12, 64]))
     port_bytes = data.draw(st.sampled_from([32, 64]))
     st_ = np.zeros((n_pc, hbm.CS_N), dtype=np.int64)
     for c in range(n_pc):
         st_[c] = hbm.new_channel_state()
         hbm.set_refresh_phase(p, st_[c], phases[c])
-    last_k, _last_axi = hbm.port_profile(p, st_, np.array(addrs, dtype=np.int64), np.array(chans, dtype=np.int64),
-                                         req, np.array(writes, dtype=np.int64), outstanding, port_bytes,
-                                         np.array(hops, dtype=np.int64), lateral)
-    land, _first, states = port_profile_stepped(p, phases, addrs, chans, req, writes, outstanding, port_bytes, hops,
-                                                lateral)
+    last_k, _last_axi, lands = port_profile(p, st_, np.array(addrs, dtype=np.int64), np.array(chans, dtype=np.int64),
+                                            req, np.array(writes, dtype=np.int64), out_rd, out_wr, n_ids, window,
+                                            port_bytes, np.array(hops, dtype=np.int64), lateral)
+    land, _first, states = port_profile_stepped(p, phases, addrs, chans, req, writes, out_rd, out_wr, n_ids, window,
+                                                port_bytes, hops, lateral)
     assert last_k == max(land)
+    assert list(lands) == land
     # the twin keeps stepping until the last request lands, so a refresh may have closed rows after the last access
     slots = [i for i in hbm.TRAFFIC_SLOTS if not hbm.CS_B_ROW <= i < hbm.CS_B_ROW + hbm.NB]
     for c in range(n_pc):
         for slot in slots:
             assert st_[c][slot] == states[c][slot], (c, slot)
+
+
+def test_reordering_passes_bank_conflicts_and_matches_twin() -> None:
+    """On the U280 channel, random 128-B reads under the 64-entry reorder queue leave arrival order (data of later
+    requests first), move more bytes than in arrival order, and the twin agrees request by request."""
+    board = library().board("u280")
+    p = hbm.hbm_params(board, 450e6)
+    rng = np.random.default_rng(3)
+    n = 48
+    addrs = (rng.integers(0, (1 << 28) // 128, n) * 128).tolist()
+    out = {}
+    for window in (1, 64):
+        st_ = np.zeros((1, hbm.CS_N), dtype=np.int64)
+        st_[0] = hbm.new_channel_state()
+        args = (np.array(addrs, dtype=np.int64), np.zeros(n, dtype=np.int64), 128, np.zeros(n, dtype=np.int64),
+                16, 16, 1, window, 128, np.zeros(1, dtype=np.int64), 0)
+        _last_k, last_axi, lands = port_profile(p, st_, *args)
+        land, first, _states = port_profile_stepped(p, [0], addrs, [0] * n, 128, [0] * n, 16, 16, 1, window, 128,
+                                                    [0], 0)
+        assert list(lands) == land
+        out[window] = (last_axi, first)
+    assert out[1][1] == sorted(out[1][1])
+    assert out[64][1] != sorted(out[64][1])
+    assert out[64][0] < out[1][0]

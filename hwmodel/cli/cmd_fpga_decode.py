@@ -218,12 +218,19 @@ def designs_cmd(verbose: bool, as_json: bool) -> None:
 @click.option("--total-bytes", type=click.IntRange(min=1), default=4 << 20, show_default=True,
               help="Bytes moved per point.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of random patterns.")
+@click.option("--ids", "axi_ids", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="AXI IDs the port cycles through (1: an HLS m_axi port; PG276 ports take up to 64).")
+@click.option("--outstanding-writes", type=click.IntRange(min=1), default=None,
+              help="Writes in flight (default: the --outstanding value of the point).")
+@click.option("--reorder/--no-reorder", default=None,
+              help="The controller's request reordering (PG276 64-entry queue); default: the board's.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="Write bandwidth vs request size, one line per outstanding count (PNG or SVG).")
 @json_option
 def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, port_width: str, offset: int,
                     pattern: str, write_fraction: float, channels: str, port: int | None, total_bytes: int,
-                    seed: int, plot: str | None, as_json: bool) -> None:
+                    seed: int, axi_ids: int, outstanding_writes: int | None, reorder: bool | None, plot: str | None,
+                    as_json: bool) -> None:
     """Effective bandwidth of one HBM port versus request size and outstanding requests, for a traffic pattern,
     read/write mix and port-to-channel map (bank-level channel model and the HBM switch, docs/hbm.md)."""
     from fpga import hbm
@@ -241,8 +248,10 @@ def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, p
     chans = parse_channels(channels)
     rows = [hbm.profile_bandwidth(b, freq_mhz * 1e6, s, outstanding=o, port_width_bits=int(port_width),
                                   offset_bytes=offset, pattern=pattern, write_fraction=write_fraction,
-                                  channels=chans, port=port, total_bytes=max(total_bytes, s), seed=seed)
+                                  channels=chans, port=port, total_bytes=max(total_bytes, s), seed=seed,
+                                  axi_ids=axi_ids, outstanding_writes=outstanding_writes, reorder=reorder)
             for s in size_list for o in outs]
+    reo = "reorder " + ("on" if rows[0]["reorder_window"] > 1 else "off") if rows else ""
     if plot:
         plot_profile(rows, size_list, outs, plot, f"{board}: {pattern}, {len(chans)} channel(s), "
                                                   f"{int(100 * write_fraction)} % writes, {freq_mhz:g} MHz")
@@ -254,7 +263,8 @@ def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, p
     t = Table("request", *(f"{o} outstanding" for o in outs),
               title=f"{board}: one {port_width}-bit port at {freq_mhz:g} MHz, {pattern}, "
                     f"{int(100 * write_fraction)} % writes, channels {channels}"
-                    + (f", offset {offset} B" if offset else "") + " (GB/s, efficiency vs channel peak)")
+                    + (f", offset {offset} B" if offset else "") + f", {axi_ids} AXI ID(s), {reo}"
+                    " (GB/s, efficiency vs channel peak)")
     for s in size_list:
         cells = [r for r in rows if r["req_bytes"] == s]
         t.add_row(f"{s} B", *(f"{r['bw_bytes_per_s'] / 1e9:.2f} ({100 * r['efficiency']:.0f} %)" for r in cells))
