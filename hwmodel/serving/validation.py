@@ -82,11 +82,12 @@ def _device_rows() -> list[dict[str, Any]]:
     from fpga.power import static_w
 
     f_pow = fpga.power_w(Phase.DECODE)
+    design = getattr(fpga.engine, "design", None)
+    floor = "" if design is None else (
+        f"; of the {f_pow:.1f} W, the measured static floor is {static_w(design.board):.1f} W "
+        f"({100 * static_w(design.board) / f_pow:.0f} %), the modelled dynamic power the rest")
     row("U280 decode energy efficiency", 1.0 / (f_dec * f_pow), 1.01, "tokens/s/W", "predicted",
-        f"FPGA power family (fitted on FlexLLM's U280 log, not on this point); of the {f_pow:.1f} W, the measured "
-        f"static floor is {static_w(fpga.engine.design.board):.1f} W "
-        f"({100 * static_w(fpga.engine.design.board) / f_pow:.0f} %), the modelled dynamic power the rest",
-        (FPGA, FPGA_POWER))
+        "FPGA power family (fitted on FlexLLM's U280 log, not on this point)" + floor, (FPGA, FPGA_POWER))
     row("U280 / A100 prefill time", f_pre / g_pre, 28.44, "x", "fitted", "ratio of the two fitted prefill rows",
         (GPU, FPGA))
     row("U280 decode speed-up from prefetch ratio 4", fpga.table.step_s(128) / k4.table.step_s(128), 1.20, "x",
