@@ -71,7 +71,7 @@ def test_every_family_prediction_carries_a_band_and_the_report_counts_inside_and
         assert lo < r["model"] < hi and r["band_sources"], r["id"]
     s = next(x for x in summary(validation.rows) if x["area"] == "GPU" and x["role"] == "predicted")
     assert s["published_inside_model_band"] + s["published_outside_model_band"] == s["rows"]
-    assert "inside the model's band" in markdown(validation)
+    assert "published inside / outside the model's band" in markdown(validation)
 
 
 def test_families_show_their_degrees_of_freedom(validation: Validation) -> None:
@@ -121,7 +121,7 @@ def test_a_perturbed_parameter_breaks_the_guards_naming_the_points(tmp_path: Pat
         r["error"] = error(r)
     bad = guards.violations(rows, partial=True)
     assert bad and all("|error|" in b for b in bad)
-    assert any("GPU|qwen-a100-vllm-14b-in6144|predicted" in b for b in bad)
+    assert any(b.startswith("GPU | qwen-a100-vllm-14b-in6144 |") and "| predicted:" in b for b in bad)
     # and the committed parameters pass the same partial check
     ok = providers.gpu_rows(cv=False, with_bands=False)
     for r in ok:
