@@ -13,6 +13,11 @@ other fitted point, measured by a finite difference at the committed values) can
 point ``i`` depends on such a parameter, the point has no leave-one-out prediction and the row says which parameter
 is missing its other point. A refit with fewer remaining points than identifiable parameters is refused the same
 way. A family with zero degrees of freedom typically has few or no leave-one-out predictions: that is the finding.
+
+A leave-one-out that *cannot change* is an ``identity``: when the left-out point's value moves with none of the
+refitted parameters (it rests only on fixed constants and values chosen on that very point -- the instruction
+family's best prefetch ratio and the buffer size inferred from it), the refit reproduces it whatever the other
+points say; such rows are flagged and kept out of leave-one-out summaries.
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ class LooRow:
     error: float | None  # (model - measured) / measured
     refit: Mapping[str, float]
     reason: str  # why there is no prediction, or what the prediction assumes
+    identity: bool = False  # the prediction cannot differ from the committed fit's (see the module docstring)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -94,6 +100,10 @@ def leave_one_out(fam: Family, points: Sequence[Measurement] | None = None,
         note = f"refit of {len(free)} parameters on {len(rest)} points" + chose
         if lost:
             note += f"; {', '.join(lost)} unconstrained without it and irrelevant to it"
+        identity = all(sens[pt.id][par.name] <= SENSITIVITY_FLOOR for par in free)
+        if identity:
+            note = ("identity: the value moves with none of the refitted parameters, so the refit cannot change it"
+                    + (f" (it rests on {', '.join(fam.choices)}, chosen on the fitted points)" if fam.choices else ""))
         rows.append(LooRow(pt.id, pt.value, model, (model - pt.value) / pt.value,
-                           {par.name: float(res.values[par.name]) for par in free}, note))
+                           {par.name: float(res.values[par.name]) for par in free}, note, identity))
     return rows

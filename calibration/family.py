@@ -31,6 +31,7 @@ from hwmodel.errors import HwmodelError, UnknownNameError
 FAMILIES: dict[str, str] = {
     "gpu": "calibration.gpu:FAMILY",
     "fpga-instruction": "calibration.fpga_instruction:FAMILY",
+    "fpga-power": "calibration.fpga_power:FAMILY",
 }
 
 

@@ -95,7 +95,7 @@ def run_power_breakdown_w(design: InstructionDesign, run: Any) -> dict[str, floa
     full = _unit_full_w(design)
     fabric = sum(w * (power.ACTIVITY_FLOOR + (1 - power.ACTIVITY_FLOOR) * act[u]) for u, w in full.items())
     hbm = power.HBM_PJ_PER_BIT * 1e-12 * 8 * run.achieved_bw_bytes_per_s
-    return {"static_w": power.static_w(design.board), "fabric_w": power.K_FABRIC * fabric, "hbm_w": hbm}
+    return {"static_w": power.static_w(design.board), "fabric_w": power.k_fabric() * fabric, "hbm_w": hbm}
 
 
 def run_power_w(engine: Any, run: Any) -> float:

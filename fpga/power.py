@@ -11,9 +11,11 @@
   simulated token.
 * ``e_bit``: HBM2 access energy, 3.9 pJ/bit (O'Connor et al., "Fine-Grained DRAM", MICRO 2017) [M], times the
   simulated token's achieved bandwidth.
-* ``k_fabric`` is the one fitted constant: FlexLLM's decode (flexllm-u280-mem-opt-new, ctx 512; see docs/streaming.md on why not the deployed design) is made to draw the median
-  of the log's active samples (those above the idle floor + 2 W); :func:`fit_fabric_scale` reproduces it. The
-  model then *predicts* the draft designs' power.
+* ``k_fabric`` is the one free parameter, a calibration family (``calibration/fpga_power.py``, its value in
+  ``calibration/params/fpga-power.json``, ``hwmodel calibrate --family fpga-power --fit``): FlexLLM's decode
+  (flexllm-u280-mem-opt-new, ctx 512; see docs/streaming.md on why not the deployed design) is made to draw the
+  median of the log's active samples (those above the idle floor + 2 W); :func:`fit_fabric_scale` is the same fit
+  in closed form. The model then *predicts* the draft designs' power.
 """
 from __future__ import annotations
 
@@ -30,9 +32,15 @@ POWER_LOG = Path(__file__).resolve().parent / "data" / "flexllm_u280_llama32_1b_
 COEFF_UW_PER_MHZ = {"dsp": 3.0, "lut": 0.03, "ff": 0.006, "bram18k": 1.5, "uram": 3.0}
 ACTIVITY_FLOOR = 0.1
 HBM_PJ_PER_BIT = 3.9
-#: fitted by fit_fabric_scale() (tests/test_resources_power.py checks that re-fitting reproduces it)
-K_FABRIC = 0.632
 REFERENCE_CTX = 512
+
+
+@functools.lru_cache(maxsize=1)
+def k_fabric() -> float:
+    """The fitted fabric scale (calibration/params/fpga-power.json)."""
+    from hwmodel.params import load_values, params_path
+
+    return float(load_values(params_path("fpga-power"))["k_fabric"])
 
 
 def static_w(board_name: str) -> float:
@@ -50,8 +58,9 @@ def fabric_full_w(design: StreamingDesign) -> dict[str, float]:
             for name, res in use.per_engine.items()}
 
 
-def dynamic_w(design: StreamingDesign, token: object, k_fabric: float = K_FABRIC) -> tuple[float, float]:
-    """(fabric W, HBM W) while decoding ``token`` (a TokenResult) back to back."""
+def dynamic_w(design: StreamingDesign, token: object, scale: float | None = None) -> tuple[float, float]:
+    """(fabric W, HBM W) while decoding ``token`` (a TokenResult) back to back; ``scale``: the fabric scale
+    (default the fitted :func:`k_fabric`)."""
     full = fabric_full_w(design)
     fabric = 0.0
     for name, w in full.items():
@@ -59,11 +68,11 @@ def dynamic_w(design: StreamingDesign, token: object, k_fabric: float = K_FABRIC
         busy = ec["busy"] / token.cycles  # type: ignore[attr-defined]
         fabric += w * (ACTIVITY_FLOOR + (1 - ACTIVITY_FLOOR) * busy)
     hbm = HBM_PJ_PER_BIT * 1e-12 * 8 * token.achieved_bw_bytes_per_s  # type: ignore[attr-defined]
-    return k_fabric * fabric, hbm
+    return (k_fabric() if scale is None else scale) * fabric, hbm
 
 
-def token_power_w(design: StreamingDesign, token: object, k_fabric: float = K_FABRIC) -> float:
-    fab, mem = dynamic_w(design, token, k_fabric)
+def token_power_w(design: StreamingDesign, token: object, scale: float | None = None) -> float:
+    fab, mem = dynamic_w(design, token, scale)
     return static_w(design.board) + fab + mem
 
 

@@ -11,8 +11,8 @@ model; both are averaged over the same 1,024 decode steps (contexts 1,024 .. 2,0
 Rows (the shared validation format, ``rows()``):
 
 * predicted — the deployed design as built (every field sourced to the repository, clock at its 3.33 ns target):
-  no streaming parameter is fitted to this figure (0 free parameters; the GPU side's parameters are fitted to other
-  GPU points);
+  no streaming parameter is fitted to this figure (its free parameters are the GPU family's, fitted to other GPU
+  points; ``hwmodel validate`` counts them);
 * fitted — the one free parameter this comparison may set: the clock the design actually closed at (not published).
   The row reports the clock that reproduces 1.64x exactly; a consistent model needs it at or below the 300 MHz target.
   Nothing downstream uses it: the built-in keeps its target clock, and the derived draft uses the study's 200 MHz.
@@ -36,12 +36,29 @@ SOURCE = ("FlexLLM arXiv 2601.15710 abstract (1.64x decode vs A100 HF BF16); git
 SAMPLE_CTX = tuple(PROMPT_TOKENS + 32 + 64 * k for k in range(16))
 
 
-def a100_hf_decode_s() -> float:
-    """Mean seconds per decoded token of the A100 (HF transformers, BF16) over the 1,024 steps."""
+def a100_hf_decode_s(values: dict[str, float] | None = None) -> float:
+    """Mean seconds per decoded token of the A100 (HF transformers, BF16) over the 1,024 steps (under the GPU
+    family's parameter ``values``; default the committed ones)."""
     from gpu.latency import GpuEngine
+    from gpu.params import GpuParams
 
-    e = GpuEngine(A100, "llama-3.2-1b", "hf", weight_bits=16)
+    kw = {} if values is None else {"params": GpuParams.of(dict(values))}
+    e = GpuEngine(A100, "llama-3.2-1b", "hf", weight_bits=16, **kw)
     return float(np.mean(e.decode_steps_s(PROMPT_TOKENS, NEW_TOKENS)))
+
+
+def ratio_band(fpga_s: float) -> tuple[list[float], str]:
+    """The band of the decode-rate ratio from the GPU side's parameters (hwmodel.validate.bands): the fitted GPU
+    parameters' covariance and the A100 host's issue cost over the measured hosts."""
+    from calibration.family import get_family
+    from calibration.measurements import load_measurements
+    from calibration.params import load_values
+    from hwmodel.validate.bands import band, covariance
+
+    fam = get_family("gpu")
+    values = load_values(fam.params_path)
+    cov = covariance(fam, [p for p in load_measurements(fam.measurements_path) if p.fitted], values)
+    return band(lambda v: a100_hf_decode_s(dict(v)) / fpga_s, fam.params, values, cov)
 
 
 def fpga_decode_s(clock_hz: float | None = None) -> float:
@@ -75,15 +92,18 @@ def rows() -> list[dict[str, Any]]:
     ratio = gpu_s / fpga_s
     target_s = gpu_s / PUBLISHED_RATIO
     clock = fitted_clock_hz(target_s)
+    model_band, band_sources = ratio_band(fpga_s)
     workload = f"Llama-3.2-1B, batch 1, {PROMPT_TOKENS} in / {NEW_TOKENS} out; U280 vs {A100} HF BF16"
     return [
         {"area": "FPGA streaming", "name": "FlexLLM mem_opt decode rate / A100 HF BF16", "model": ratio,
-         "published": PUBLISHED_RATIO, "band": None, "unit": "x", "role": "predicted", "free_params": 0,
+         "published": PUBLISHED_RATIO, "band": None, "unit": "x", "role": "predicted", "families": ["gpu"],
+         "model_band": model_band, "band_sources": band_sources + "; FPGA side: the design as built, no band",
          "workload": workload, "source": SOURCE,
          "note": (f"model: U280 {fpga_s * 1e3:.2f} ms/token at the 300 MHz target, A100 {gpu_s * 1e3:.2f} ms/token "
                   f"(calibrated GPU model); published implies {target_s * 1e3:.2f} ms/token on the U280")},
         {"area": "FPGA streaming", "name": "FlexLLM mem_opt achieved clock implied by 1.64x", "model": clock / 1e6,
-         "published": None, "band": [0.0, 300.0], "unit": "MHz", "role": "fitted", "free_params": 1,
+         "published": None, "band": [0.0, 300.0], "unit": "MHz", "role": "fitted",
+         "families": ["gpu", "streaming-clock"],
          "workload": workload, "source": SOURCE,
          "note": ("the one parameter fitted to the 1.64x figure (the achieved clock is not published); not used "
                   "downstream. " + ("Inside the band: the model needs no more than the 3.33 ns target." if clock <= 300e6

@@ -164,7 +164,7 @@ def test_calibrate_cli(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "predicted:" in r.output and (tmp_path / "r.csv").read_text().count("\n") == 1 + len(
         load_measurements(get_family("gpu").measurements_path))
     r = CliRunner().invoke(main, ["calibrate", "--family", "tpu"])
-    assert r.exit_code == 2 and "valid choices: fpga-instruction, gpu" in r.output
+    assert r.exit_code == 2 and "valid choices: fpga-instruction, fpga-power, gpu" in r.output
 
 
 def test_measurement_script_builds_the_spec_shapes(tmp_path: Path) -> None:

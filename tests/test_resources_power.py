@@ -29,7 +29,7 @@ def test_more_lanes_and_ports_cost_more() -> None:
 
 
 def test_fabric_scale_is_the_fit_to_the_power_log() -> None:
-    assert power.fit_fabric_scale() == pytest.approx(power.K_FABRIC, rel=0.01)
+    assert power.fit_fabric_scale() == pytest.approx(power.k_fabric(), rel=0.01)
 
 
 def test_power_consistent_with_on_board_log() -> None:

@@ -19,9 +19,11 @@ def test_deployed_flexllm_prediction_stays_within_its_guard() -> None:
 def test_rows_are_labelled_honestly() -> None:
     r = rows()
     assert [x["role"] for x in r] == ["predicted", "fitted"]
-    assert r[0]["free_params"] == 0 and r[1]["free_params"] == 1
-    keys = {"area", "name", "model", "published", "band", "unit", "role", "free_params", "workload", "source", "note"}
-    assert all(set(x) == keys for x in r)
+    assert r[0]["families"] == ["gpu"] and r[1]["families"] == ["gpu", "streaming-clock"]
+    keys = {"area", "name", "model", "published", "band", "unit", "role", "families", "workload", "source", "note"}
+    assert all(keys <= set(x) for x in r)
+    lo, hi = r[0]["model_band"]  # the GPU side's parameters and hosts (hwmodel.validate.bands)
+    assert lo < r[0]["model"] < hi
     assert 250 < r[1]["model"] < 350  # the implied clock (MHz)
 
 

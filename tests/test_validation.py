@@ -13,14 +13,14 @@ from hwmodel.cli import main
 from hwmodel.errors import HwmodelError
 from hwmodel.validate import guards, providers, readme
 from hwmodel.validate.rows import ROLES, band_position, error, row
-from hwmodel.validate.table import Validation, build, markdown, write
+from hwmodel.validate.table import Validation, build, markdown, summary, write
 
 
 @pytest.fixture(scope="module")
 def validation() -> Validation:
     opts = guards.load_guards().get("options") or {}
     return build(cv=True, system_a_limit=opts.get("system_a_limit", 40), jobs=1,
-                 system_b_requests=opts.get("system_b_requests", 200))
+                 system_b_requests=opts.get("system_b_requests", 1000))
 
 
 def test_every_area_is_in_the_table_with_roles_and_sources(validation: Validation) -> None:
@@ -29,8 +29,49 @@ def test_every_area_is_in_the_table_with_roles_and_sources(validation: Validatio
     for r in validation.rows:
         assert r["role"] in ROLES and r["source"] and r["unit"]
         assert (r["published"] is None) != (r["band"] is None)
-        if r["area"] not in ("system A", "system B"):
-            assert isinstance(r["free_params"], int), r["name"]
+        assert isinstance(r["free_params"], int) and r["families"], r["id"]
+
+
+def test_the_table_holds_every_row_the_providers_emit_each_with_its_own_id(validation: Validation) -> None:
+    assert len(validation.rows) == sum(validation.emitted.values())
+    assert len({r["id"] for r in validation.rows}) == len(validation.rows)
+    b = [r for r in validation.rows if r["area"] == "system B" and r["name"].endswith("(GLITCHES's best)")]
+    assert len({r["workload"] for r in b}) == 2  # the 1,536 + 512 pair and the workload-grid mean, both kept
+
+
+def test_free_parameters_are_counted_from_the_families(validation: Validation) -> None:
+    from hwmodel.validate import dof
+
+    acc = {a["family"]: a["free_params"] for a in validation.accounting}
+    for r in validation.rows:
+        assert r["free_params"] == dof.free_params(r["families"]), r["id"]
+    (flex,) = [r for r in validation.rows if r["name"] == "FlexLLM mem_opt decode rate / A100 HF BF16"]
+    assert flex["free_params"] == acc["gpu"]  # the A100 side is the GPU family
+    cards = [r for r in validation.rows if r["area"] == "system B" and "8 x A100" in r["name"]]
+    assert cards and all(r["free_params"] == acc["gpu"] + acc["fpga-instruction"] for r in cards)
+
+
+def test_a_fitted_value_against_another_figure_is_fitted_and_a_frozen_loo_is_identity(
+        validation: Validation) -> None:
+    opt = [r for r in validation.rows if r["name"].startswith("accuracy gain of backtracking with")]
+    assert opt and all(r["role"] == "fitted" for r in opt)
+    (best,) = [r for r in validation.rows if r["name"] == "glitches-u280-best-ratio" and r["role"] != "fitted"]
+    assert best["role"] == "identity"
+    assert not any(s["role"] == "leave-one-out" and s["area"] == "FPGA instruction" and s["rows"] != 2
+                   for s in summary(validation.rows))
+
+
+def test_every_family_prediction_carries_a_band_and_the_report_counts_inside_and_outside(
+        validation: Validation) -> None:
+    banded = [r for r in validation.rows if r["role"] == "predicted" and r["area"] in
+              ("GPU", "edge", "FPGA instruction", "FPGA streaming")]
+    assert banded
+    for r in banded:
+        lo, hi = r["model_band"]
+        assert lo < r["model"] < hi and r["band_sources"], r["id"]
+    s = next(x for x in summary(validation.rows) if x["area"] == "GPU" and x["role"] == "predicted")
+    assert s["published_inside_model_band"] + s["published_outside_model_band"] == s["rows"]
+    assert "published inside / outside the model's band" in markdown(validation)
 
 
 def test_families_show_their_degrees_of_freedom(validation: Validation) -> None:
@@ -47,6 +88,7 @@ def test_hbm_utilization_is_fitted_derived_not_predicted(validation: Validation)
 def test_instruction_family_has_leave_one_out_rows(validation: Validation) -> None:
     loo = {r["name"] for r in validation.rows if r["role"] == "leave-one-out"}
     assert {"glitches-u280-decode", "glitches-u280-prefetch4"} <= loo
+    assert "glitches-u280-best-ratio" not in loo  # an identity: it rests on a value chosen on that very point
     assert "glitches-u280-prefill" not in loo  # the only point of mpe.mm_efficiency cannot be left out
 
 
@@ -74,14 +116,14 @@ def test_a_perturbed_parameter_breaks_the_guards_naming_the_points(tmp_path: Pat
     doc["params"]["eta_bw"]["value"] *= 1.08  # 8 % more sustained bandwidth than the fit found
     perturbed = tmp_path / "gpu.json"
     perturbed.write_text(json.dumps(doc))
-    rows = providers.gpu_rows(cv=False, params_file=perturbed)
+    rows = providers.gpu_rows(cv=False, params_file=perturbed, with_bands=False)
     for r in rows:
         r["error"] = error(r)
     bad = guards.violations(rows, partial=True)
     assert bad and all("|error|" in b for b in bad)
-    assert any("GPU|qwen-a100-vllm-14b-in6144|predicted" in b for b in bad)
+    assert any(b.startswith("GPU | qwen-a100-vllm-14b-in6144 |") and "| predicted:" in b for b in bad)
     # and the committed parameters pass the same partial check
-    ok = providers.gpu_rows(cv=False)
+    ok = providers.gpu_rows(cv=False, with_bands=False)
     for r in ok:
         r["error"] = error(r)
     assert guards.violations(ok, partial=True) == []
@@ -90,13 +132,55 @@ def test_a_perturbed_parameter_breaks_the_guards_naming_the_points(tmp_path: Pat
 def test_guard_limits_and_missing_rows() -> None:
     r = row("GPU", "p", 1.2, "s", "predicted", "src", published=1.0)
     r["error"] = error(r)
-    g = {"points": {"GPU|p|predicted": 0.2, "GPU|q|predicted": 0.1}, "groups": {}}
+    g = {"points": {r["id"]: {"error": 0.2, "reason": ""}, "GPU | q |  |  |  | predicted": 0.1}, "groups": {}}
     assert guards.violations([r], g, partial=True) == []
-    assert guards.violations([r], g) == ["GPU|q|predicted: guarded row is missing"]
+    assert guards.violations([r], g) == ["GPU | q |  |  |  | predicted: guarded row is missing"]
     r2 = {**r, "model": 1.3}
     r2["error"] = error(r2)
     (msg,) = guards.violations([r2], g, partial=True)
-    assert msg.startswith("GPU|p|predicted: |error| 30.00 % > guard")
+    assert msg.startswith(f"{r['id']}: |error| 30.00 % > guard")
+
+
+def test_a_guard_grows_only_with_its_reason_beside_it(tmp_path: Path) -> None:
+    r = row("GPU", "p", 1.1, "s", "predicted", "src", published=1.0, families=["gpu"])
+    r["error"] = error(r)
+    path = guards.write_guards([r], {}, path=tmp_path / "g.json", first_reason="new")
+    assert guards.load_guards(path)["points"][r["id"]] == {"error": pytest.approx(0.1), "reason": "new"}
+    worse = {**r, "model": 1.3}
+    worse["error"] = error(worse)
+    with pytest.raises(HwmodelError, match="would grow without a reason"):
+        guards.write_guards([worse], {}, path=path)
+    guards.write_guards([worse], {}, path=path, reasons={r["id"]: "host cost refitted", "GPU|predicted": "same"})
+    entry = guards.load_guards(path)["points"][r["id"]]
+    assert entry["reason"] == "host cost refitted" and entry["error"] == pytest.approx(0.3)
+    better = {**r, "model": 1.05}
+    better["error"] = error(better)
+    guards.write_guards([better], {}, path=path)  # falling needs no reason and keeps the last one
+    assert guards.load_guards(path)["points"][r["id"]]["reason"] == "host cost refitted"
+
+
+def test_every_committed_guard_above_its_first_value_says_why() -> None:
+    for rid, entry in guards.load_guards()["points"].items():
+        assert isinstance(entry, dict) and "reason" in entry, rid
+
+
+def test_rows_with_one_name_and_different_workloads_are_both_kept_and_a_shared_id_is_refused() -> None:
+    from hwmodel.validate.table import finish
+
+    a = row("system B", "ratio", 1.2, "x", "predicted", "s", published=1.28, workload="pair", families=["gpu"])
+    b = row("system B", "ratio", 1.3, "x", "predicted", "s", published=1.28, workload="grid", families=["gpu"])
+    assert len(finish([a, b])) == 2
+    with pytest.raises(HwmodelError, match="two rows share the id"):
+        finish([a, dict(a)])
+
+
+def test_readme_lines_carry_every_qualifier(validation: Validation) -> None:
+    text = readme.block(validation)
+    assert "config1-graphs" in text and "published-like draft at 200 MHz" in text
+    assert "published-like draft at 300 MHz projection" in text
+    assert text.count("A100 + 7 x U280 vs 8 x A100 throughput, prefetch ratio 4") == 2  # pair and grid mean
+    quick = [ln for ln in text.splitlines() if "quick:" in ln]
+    assert quick and all("full study" in ln for ln in quick)
 
 
 def test_readme_block_is_current(validation: Validation) -> None:

@@ -9,6 +9,11 @@ fitted to them, and the published ratios are averages over workloads the paper d
 against both the published single-device workload (1,536 + 512) and the mean over the prompt x output grid of
 :mod:`hwmodel.serving.mix`. Cost efficiency uses the card prices of the specs, which are street/list-price
 assumptions ([M]), and the break-even FPGA/GPU price ratio is given in the note.
+
+Each row names the calibration families its value depends on (the 8-card ratios compose the GPU and the
+instruction-driven FPGA families; the U280 energy adds the FPGA power family); ``hwmodel validate`` counts their
+free parameters. A run with fewer than :data:`FULL_REQUESTS` requests per point is marked ``quick`` in its setting,
+and the table shows the full study's recorded value beside it.
 """
 from __future__ import annotations
 
@@ -19,11 +24,26 @@ from hwmodel.serving import mix
 
 SRC = "GLITCHES (IEEE HPEC 2024), shared/MISSION.md section B"
 PAIR = "LLaMA2-7B, 1,536-token prompt + 512 output tokens, batch 1"
+FULL_REQUESTS = 1000  # requests per saturation run of the full study (hwmodel.serving.study.StudyConfig)
+GPU, FPGA, FPGA_POWER = "gpu", "fpga-instruction", "fpga-power"
+
+
+def setting(requests: int) -> str:
+    """The setting field of the 8-card rows: empty for the full study, ``quick: ...`` below it."""
+    return "" if requests >= FULL_REQUESTS else f"quick: {requests} requests per point (full study {FULL_REQUESTS})"
+
+
+def _calibrated(family: str, point_id: str) -> float:
+    """The calibration family's own model value of one of its points (what ``calibrate`` reports)."""
+    from calibration.family import get_family, report_family
+
+    (r,) = [r for r in report_family(get_family(family)) if r.id == point_id]
+    return float(r.model)
 
 
 def _device_rows() -> list[dict[str, Any]]:
-    from hwmodel.serving.devices import EngineFactory
     from hwmodel.serving.cluster import load_cluster
+    from hwmodel.serving.devices import EngineFactory
     from hwmodel.specs import library
 
     lib = library()
@@ -37,10 +57,10 @@ def _device_rows() -> list[dict[str, Any]]:
     k4 = fac.build(with_prefetch(spec, 4).nodes[0].decode[0], llm, lib, "validation", "fpga-k4")
     rows: list[dict[str, Any]] = []
 
-    def row(name: str, model: float, published: float, unit: str, role: str, note: str,
+    def row(name: str, model: float, published: float, unit: str, role: str, note: str, families: tuple[str, ...],
             workload: str = PAIR) -> None:
         rows.append({"area": "system B", "name": name, "model": float(model), "published": published, "band": None,
-                     "unit": unit, "role": role, "free_params": None, "workload": workload, "source": SRC,
+                     "unit": unit, "role": role, "families": list(families), "workload": workload, "source": SRC,
                      "note": note})
 
     g_pre = gpu.prefill_plan(1536).busy_s
@@ -48,20 +68,30 @@ def _device_rows() -> list[dict[str, Any]]:
     g_dec = gpu.table.steps_s(1536, 511) / 511
     f_dec = fpga.table.steps_s(1536, 511) / 511
     row("A100 HF FP16 prefill, 1536 tokens", g_pre * 1e3, 175.85, "ms", "fitted",
-        "GPU latency family (calibration/measurements/gpu.csv); as the serving simulator times a prefill")
+        "GPU latency family (calibration/measurements/gpu.csv); as the serving simulator times a prefill", (GPU,))
     row("A100 HF FP16 decode per token", g_dec * 1e3, 24.26, "ms", "fitted",
-        "mean over the 511 decode steps from context 1,536; GPU latency family")
-    row("A100 decode energy efficiency", 1.0 / (g_dec * gpu.power_w(Phase.DECODE)), 0.246, "tokens/s/W", "fitted",
-        "decode power at the engine's reference context; GPU power family")
+        "mean over the 511 decode steps from context 1,536; GPU latency family", (GPU,))
+    serving_eff = 1.0 / (g_dec * gpu.power_w(Phase.DECODE))
+    row("A100 decode energy efficiency", _calibrated(GPU, "glitches-a100-hf-llama2-energy"), 0.246, "tokens/s/W",
+        "fitted", "the GPU family's value of its fitted point (energy over the 512 decode steps); the serving "
+                  f"simulator's phase power at its reference context gives {serving_eff:.4g}", (GPU,))
     row("U280 W4A8 prefill, 1536 tokens", f_pre * 1e3, 5001.20, "ms", "fitted",
-        "instruction-driven FPGA family (calibration/measurements/u280_glitches.csv)")
+        "instruction-driven FPGA family (calibration/measurements/u280_glitches.csv)", (FPGA,))
     row("U280 W4A8 decode per token (no prefetch)", f_dec * 1e3, 21.50, "ms", "fitted",
-        "mean over the 511 decode steps from context 1,536, without the host sampling round trip")
-    row("U280 decode energy efficiency", 1.0 / (f_dec * fpga.power_w(Phase.DECODE)), 1.01, "tokens/s/W",
-        "predicted", "FPGA power model (its one constant fitted on FlexLLM's U280 log, not on this point)")
-    row("U280 / A100 prefill time", f_pre / g_pre, 28.44, "x", "fitted", "ratio of the two fitted prefill rows")
+        "mean over the 511 decode steps from context 1,536, without the host sampling round trip", (FPGA,))
+    from fpga.power import static_w
+
+    f_pow = fpga.power_w(Phase.DECODE)
+    design = getattr(fpga.engine, "design", None)
+    floor = "" if design is None else (
+        f"; of the {f_pow:.1f} W, the measured static floor is {static_w(design.board):.1f} W "
+        f"({100 * static_w(design.board) / f_pow:.0f} %), the modelled dynamic power the rest")
+    row("U280 decode energy efficiency", 1.0 / (f_dec * f_pow), 1.01, "tokens/s/W", "predicted",
+        "FPGA power family (fitted on FlexLLM's U280 log, not on this point)" + floor, (FPGA, FPGA_POWER))
+    row("U280 / A100 prefill time", f_pre / g_pre, 28.44, "x", "fitted", "ratio of the two fitted prefill rows",
+        (GPU, FPGA))
     row("U280 decode speed-up from prefetch ratio 4", fpga.table.step_s(128) / k4.table.step_s(128), 1.20, "x",
-        "fitted", "one decode step at 128 cached tokens, ratio 4 against 1",
+        "fitted", "one decode step at 128 cached tokens, ratio 4 against 1", (FPGA,),
         workload="LLaMA2-7B decode at sequence length 128, batch 1")
     return rows
 
@@ -77,8 +107,10 @@ def rows(requests: int = 200) -> list[dict[str, Any]]:
     ratio = summ["prices"]["fpga_to_gpu"]
     grid_label = (f"mean over {avg['gpu+7xfpga']['points']} prompt x output points (prompts "
                   f"{min(mix.PROMPTS)}-{max(mix.PROMPTS)}, outputs {min(mix.OUTPUTS)}-{max(mix.OUTPUTS)}), "
-                  f"{requests} requests each at saturation, FCFS, GPUs HF batch 1")
-    pair_label = f"{PAIR}; {requests} requests at saturation, FCFS, GPUs HF batch 1"
+                  "each at saturation, FCFS, GPUs HF batch 1")
+    pair_label = f"{PAIR}; at saturation, FCFS, GPUs HF batch 1"
+    common = {"area": "system B", "band": None, "unit": "x", "role": "predicted", "families": [GPU, FPGA],
+              "setting": setting(requests), "source": mix.PUBLISHED_SOURCE}
     why = ("published figure is an average over workloads the paper does not state (measurements.md s4); "
            "nothing in the serving simulator is fitted to it")
     for cfg, tag in (("gpu+7xfpga", "no prefetch (the measured single-device setting)"),
@@ -86,12 +118,10 @@ def rows(requests: int = 200) -> list[dict[str, Any]]:
         for label, t, ce in ((pair_label, pub[cfg]["throughput_ratio"], pub[cfg]["cost_efficiency_ratio"]),
                              (grid_label, avg[cfg]["mean_throughput_ratio"], avg[cfg]["mean_cost_efficiency_ratio"])):
             be = mix.break_even_price_ratio(t, mix.PUBLISHED_COST_EFFICIENCY_RATIO)
-            out.append({"area": "system B", "name": f"A100 + 7 x U280 vs 8 x A100 throughput, {tag}", "model": t,
-                        "published": mix.PUBLISHED_THROUGHPUT_RATIO, "band": None, "unit": "x", "role": "predicted",
-                        "free_params": 0, "workload": label, "source": mix.PUBLISHED_SOURCE, "note": why})
-            out.append({"area": "system B", "name": f"A100 + 7 x U280 vs 8 x A100 cost efficiency, {tag}", "model": ce,
-                        "published": mix.PUBLISHED_COST_EFFICIENCY_RATIO, "band": None, "unit": "x",
-                        "role": "predicted", "free_params": 0, "workload": label, "source": mix.PUBLISHED_SOURCE,
+            out.append({**common, "name": f"A100 + 7 x U280 vs 8 x A100 throughput, {tag}", "model": t,
+                        "published": mix.PUBLISHED_THROUGHPUT_RATIO, "workload": label, "note": why})
+            out.append({**common, "name": f"A100 + 7 x U280 vs 8 x A100 cost efficiency, {tag}", "model": ce,
+                        "published": mix.PUBLISHED_COST_EFFICIENCY_RATIO, "workload": label,
                         "note": f"{why}; spec prices are assumptions (U280/A100 = {ratio:.2f}); the published 2.38x "
                                 f"at this throughput ratio holds at U280/A100 = {be:.2f}"})
     return out

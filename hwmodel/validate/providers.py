@@ -8,8 +8,6 @@ never enter a model computation.
 from __future__ import annotations
 
 import importlib
-import math
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,10 +60,13 @@ def _workload(pt: Any, columns: tuple[str, ...]) -> str:
 
 def family_rows(name: str, *, cv: bool = True, area_of: Callable[[Any], str] | None = None,
                 bound_of: Callable[[Any], tuple[float | None, str]] | None = None,
-                params_file: Path | None = None) -> list[dict[str, Any]]:
+                params_file: Path | None = None,
+                extra_families: Callable[[Any], tuple[str, ...]] | None = None,
+                with_bands: bool = True) -> list[dict[str, Any]]:
     """Every point of calibration family ``name`` (fitted, fitted-derived, predicted) and, with ``cv``, a
-    leave-one-out row for every fitted point that can be left out; against ``params_file`` (default: the
-    committed parameters)."""
+    leave-one-out row for every fitted point that can be left out (``identity`` when the refit cannot change it);
+    against ``params_file`` (default: the committed parameters). ``extra_families``: the other families a point's
+    model value depends on (e.g. the FPGA power family for an energy point)."""
     from calibration.cv import leave_one_out
     from calibration.family import get_family, report_family
     from calibration.measurements import load_measurements
@@ -74,38 +75,76 @@ def family_rows(name: str, *, cv: bool = True, area_of: Callable[[Any], str] | N
     pts = load_measurements(fam.measurements_path)
     by_id = {p.id: p for p in pts}
     report = report_family(fam, pts, params_file)
+    from calibration.params import load_values
+    from hwmodel.validate.bands import family_bands
+
+    bands = (family_bands(fam, pts, load_values(params_file if params_file is not None else fam.params_path))
+             if with_bands else {})
     out = []
     area_fn = area_of or (lambda p: fam.name)
+
+    def families_of(pt: Any) -> tuple[str, ...]:
+        return (fam.name,) + (extra_families(pt) if extra_families else ())
     source_file = f"calibration/measurements/{fam.measurements_path.name}"
     for r in report:
         pt = by_id[r.id]
         bound, kind = bound_of(pt) if bound_of else (None, "")
         out.append(row(area_fn(pt), r.id, r.model, r.unit, r.role, f"{r.source} ({source_file})",
-                       published=r.measured, free_params=fam.free_params, workload=f"{r.subject}: "
+                       published=r.measured, workload=f"{r.subject}: "
                        + _workload(pt, fam.conditions) + f" [{r.quantity}]", note=pt.notes, bound=bound,
-                       bound_kind=kind, family=fam.name))
+                       bound_kind=kind, family=fam.name, families=families_of(pt)))
+        if fam.name == "fpga-instruction" and pt.quantity.endswith("_per_w"):
+            out[-1]["note"] = _static_share(report, r, pt, fam.conditions)
+        if r.id in bands:
+            (lo, hi), what = bands[r.id]
+            y = fam.predict(load_values(params_file if params_file is not None else fam.params_path), pt)
+            out[-1]["model_band"] = [r.model * lo / y, r.model * hi / y]  # centred on the deployed value
+            out[-1]["band_sources"] = what
     if cv:
         for lr in leave_one_out(fam, pts, str(params_file) if params_file else None):
             if lr.model is None:
                 continue
             pt = by_id[lr.id]
             bound, kind = bound_of(pt) if bound_of else (None, "")
-            out.append(row(area_fn(pt), lr.id, lr.model, pt.unit, "leave-one-out", f"{pt.source} ({source_file})",
-                           published=pt.value, free_params=fam.free_params,
+            out.append(row(area_fn(pt), lr.id, lr.model, pt.unit, "identity" if lr.identity else "leave-one-out",
+                           f"{pt.source} ({source_file})", published=pt.value,
                            workload=f"{pt.subject}: " + _workload(pt, fam.conditions) + f" [{pt.quantity}]",
-                           note=lr.reason, bound=bound, bound_kind=kind, family=fam.name))
+                           note=lr.reason, bound=bound, bound_kind=kind, family=fam.name, families=families_of(pt)))
     return out
 
 
-def gpu_rows(cv: bool = True, params_file: Path | None = None) -> list[dict[str, Any]]:
+def _static_share(report: Any, r: Any, pt: Any, conditions: tuple[str, ...]) -> str:
+    """The note of an FPGA energy row: what share of the modelled board power is the measured static floor
+    (power = 1 / (tokens/s/W x s/token), with the decode time of the same conditions)."""
+    from fpga.instruction_design import load_design
+    from fpga.power import static_w
+
+    same = [x for x in report if x.quantity == "decode_s_per_token" and all(
+        x.conditions.get(c) == r.conditions.get(c) for c in conditions if c not in ("ctx", "baseline_ratio"))]
+    if not same:
+        return pt.notes
+    board = load_design(pt.subject).board
+    power_w = 1.0 / (r.model * same[0].model)
+    return (f"{pt.notes}; of the modelled {power_w:.1f} W, the measured static floor is {static_w(board):.1f} W "
+            f"({100 * static_w(board) / power_w:.0f} %), the modelled dynamic power the rest").lstrip("; ")
+
+
+def gpu_rows(cv: bool = True, params_file: Path | None = None, with_bands: bool = True) -> list[dict[str, Any]]:
     """The GPU family's points; Jetson-class boards are the ``edge`` area."""
-    return family_rows("gpu", cv=cv, bound_of=_gpu_bound, params_file=params_file,
+    return family_rows("gpu", cv=cv, bound_of=_gpu_bound, params_file=params_file, with_bands=with_bands,
                        area_of=lambda p: "edge" if p.subject.startswith(EDGE_PREFIXES) else "GPU")
 
 
 def fpga_instruction_rows(cv: bool = True) -> list[dict[str, Any]]:
     """The instruction-driven U280 family's points (GLITCHES single-device figures)."""
-    return family_rows("fpga-instruction", cv=cv, area_of=lambda p: "FPGA instruction")
+    return family_rows("fpga-instruction", cv=cv, area_of=lambda p: "FPGA instruction",
+                       extra_families=lambda p: ("fpga-power",) if p.quantity.endswith("_per_w")
+                       else ())
+
+
+def fpga_power_rows(cv: bool = True) -> list[dict[str, Any]]:
+    """The FPGA board-power family's points (FlexLLM's U280 power log)."""
+    return family_rows("fpga-power", cv=cv, area_of=lambda p: "FPGA power")
 
 
 def accounting_rows() -> list[dict[str, Any]]:
@@ -132,70 +171,6 @@ def hbm_rows() -> list[dict[str, Any]]:
                 bound=hbm.channel_peak_bytes_per_s(b) / 1e9, bound_kind="ceiling", family="hbm")]
 
 
-# ------------------------------------------------------------------------------------------------ system B
-def system_b_rows() -> list[dict[str, Any]]:
-    """GLITCHES 8-card node: A100 + 7 x U280 vs 8 x A100 at saturation, from the serving simulator driven by the
-    calibrated device models (nothing fitted on these figures)."""
-    from hwmodel.serving.study import PUBLISHED, GlitchesStudy
-
-    study = GlitchesStudy()
-    h = study.headline()
-    k = study.cfg.fpga_prefetch_ratio
-    note = ("published ratios are averages over several workloads (lengths not stated); the model runs the "
-            "single-device workload 1536 + 512 (research/measurements.md s4)")
-    composed = "composes the gpu (8) and fpga-instruction (4) families; nothing fitted on this figure"
-    out = []
-    for key, label in ((f"gpu+7xu280/k{k}", f"prefetch k={k}"), ("gpu+7xu280", "no prefetch")):
-        r = h["rows"][key]
-        out.append(row("system B", f"throughput A100+7xU280 vs 8xA100 ({label})", r["throughput_ratio"], "x",
-                       "predicted", PUBLISHED["source"], published=PUBLISHED["throughput_ratio"], free_params=None,
-                       workload="LLaMA2-7B, 1000 requests 1536 + 512, saturation, fcfs", note=f"{note}; {composed}"))
-        out.append(row("system B", f"cost efficiency A100+7xU280 vs 8xA100 ({label})", r["cost_efficiency_ratio"],
-                       "x", "predicted", PUBLISHED["source"], published=PUBLISHED["cost_efficiency_ratio"],
-                       free_params=None, workload="LLaMA2-7B, 1000 requests 1536 + 512, saturation, fcfs",
-                       note=f"{note}; prices from the specs (the published prices are not stated); {composed}"))
-    return out
-
-
-# ------------------------------------------------------------------------------------------------ system A
-def system_a_rows(limit: int | None = 40, jobs: int = 1, work_dir: Path | None = None) -> list[dict[str, Any]]:
-    """HeteroReason (config 1): T2 speedup per dataset against the published band, communication share against
-    the published maximum, the Jetson draft's slowdown against the published ~5-6x; from trace replays of the
-    first ``limit`` problems of each dataset (all with ``None``)."""
-    from hwmodel.reasoning.study import (PUBLISHED_COMM_SHARE_MAX, PUBLISHED_EDGE_SLOWDOWN,
-                                         PUBLISHED_T2_SPEEDUP_CONFIG1, run_study, speedup, summary_index)
-    from hwmodel.workload.datasets import DATASET_TITLES, DATASETS
-
-    with tempfile.TemporaryDirectory() as tmp:
-        res = run_study(Path(work_dir or tmp), datasets=DATASETS, configs=("config1",), policies=SYSTEM_A_POLICIES,
-                        limit=limit, jobs=jobs, resume=work_dir is not None)
-    idx = summary_index(res.summaries)
-    src = "HeteroReason (shared/MISSION.md section A)"
-    scope = f"config 1, first {limit} problems per dataset" if limit else "config 1, every problem"
-    composed = "composes the gpu (8) and streaming/edge families; nothing fitted on this figure"
-    out = []
-    for d in DATASETS:
-        title = DATASET_TITLES.get(d, d)
-        t2 = speedup(idx, d, "config1", "step-ahead", True)
-        if math.isfinite(t2):
-            out.append(row("system A", f"T2 speedup over the 3-GPU baseline, {title}", t2, "x", "predicted",
-                           f"{src}: T2 alone on config 1", band=list(PUBLISHED_T2_SPEEDUP_CONFIG1),
-                           workload=f"{title}, {scope}, with backtracking", note=composed))
-        hr = idx.get((d, "config1", "heteroreason", True))
-        if hr is not None:
-            out.append(row("system A", f"communication share T1+T2, {title}", 100 * hr.comm_share, "%", "predicted",
-                           f"{src}: communication at most 0.0123 % of end-to-end latency",
-                           band=[0.0, 100 * PUBLISHED_COMM_SHARE_MAX], workload=f"{title}, {scope}",
-                           note=composed))
-        ed = idx.get((d, "config1", "edge-draft", True))
-        if hr is not None and ed is not None:
-            out.append(row("system A", f"Jetson draft / FPGA draft latency, {title}",
-                           ed.latency_total_s / hr.latency_total_s, "x", "predicted",
-                           f"{src}: a Jetson Orin Nano draft (~17 tokens/s) is about 5-6x slower",
-                           band=list(PUBLISHED_EDGE_SLOWDOWN), workload=f"{title}, {scope}", note=composed))
-    return out
-
-
 # ------------------------------------------------------------------------------------------------ contributed
 def contributed_rows(system_a_limit: int | None = 40, jobs: int = 1,
                      system_b_requests: int = 200) -> tuple[list[dict[str, Any]], list[str]]:
@@ -213,5 +188,5 @@ def contributed_rows(system_a_limit: int | None = 40, jobs: int = 1,
                 continue
             raise
         found.append(mod)
-        out += [check(r, f"{mod}.rows()") for r in m.rows(**kwargs.get(mod, {}))]
+        out += [{**check(r, f"{mod}.rows()"), "provider": mod} for r in m.rows(**kwargs.get(mod, {}))]
     return out, found

@@ -7,21 +7,30 @@ from typing import Any
 
 from hwmodel.errors import HwmodelError
 
-ROLES = ("fitted", "fitted-derived", "predicted", "leave-one-out")
-AREAS = ("GPU", "edge", "HBM", "FPGA instruction", "FPGA streaming", "system A", "system B")
+#: ``identity``: a leave-one-out that cannot change (the left-out point's value does not move with any refitted
+#: parameter, e.g. it rests only on a value chosen on that very point); excluded from leave-one-out summaries
+ROLES = ("fitted", "fitted-derived", "predicted", "leave-one-out", "identity")
+AREAS = ("GPU", "GPU out-of-source", "edge", "HBM", "FPGA instruction", "FPGA power", "FPGA streaming", "system A", "system B")
 REQUIRED = {"area": str, "name": str, "model": float, "unit": str, "role": str, "source": str}
-OPTIONAL = ("published", "band", "free_params", "workload", "note", "bound", "bound_kind", "family")
+OPTIONAL = ("published", "band", "free_params", "workload", "note", "bound", "bound_kind", "family", "quantity",
+            "series", "setting", "families", "full_model", "model_band", "band_sources", "provider")
+#: id fields, in order: what was measured, the coordinate a README group varies over (e.g. the dataset), the
+#: workload, the setting (empty for the full study, ``quick: ...`` for a reduced one) and the role
+ID_FIELDS = ("area", "quantity", "series", "workload", "setting", "role")
 
 
 def row(area: str, name: str, model: float, unit: str, role: str, source: str, *, published: float | None = None,
         band: Sequence[float] | None = None, free_params: int | None = None, workload: str = "", note: str = "",
-        bound: float | None = None, bound_kind: str = "", family: str = "") -> dict[str, Any]:
+        bound: float | None = None, bound_kind: str = "", family: str = "", quantity: str = "",
+        series: str = "", setting: str = "", families: Sequence[str] | None = None) -> dict[str, Any]:
     """One validation row (see the package docstring); ``bound`` is the physical limit of the figure
-    (``bound_kind``: ``"floor"`` for a time, ``"ceiling"`` for a rate)."""
+    (``bound_kind``: ``"floor"`` for a time, ``"ceiling"`` for a rate); ``families``: the calibration families its
+    model value depends on (their free parameters are the row's, :mod:`hwmodel.validate.dof`)."""
     return check({"area": area, "name": name, "model": float(model), "published": published,
                   "band": list(band) if band is not None else None, "unit": unit, "role": role,
                   "free_params": free_params, "workload": workload, "source": source, "note": note,
-                  "bound": bound, "bound_kind": bound_kind, "family": family})
+                  "bound": bound, "bound_kind": bound_kind, "family": family, "quantity": quantity,
+                  "series": series, "setting": setting, "families": list(families) if families is not None else None})
 
 
 def check(r: Mapping[str, Any], origin: str = "validation row") -> dict[str, Any]:
@@ -44,8 +53,24 @@ def check(r: Mapping[str, Any], origin: str = "validation row") -> dict[str, Any
     if band is not None and (len(band) != 2 or not band[0] <= band[1]):
         raise HwmodelError(f"{where}: field 'band': expected [lo, hi] with lo <= hi, got {band!r}")
     for k in OPTIONAL:
-        out.setdefault(k, None if k in ("published", "band", "free_params", "bound") else "")
+        out.setdefault(k, None if k in ("published", "band", "free_params", "bound", "families", "full_model",
+                                        "model_band", "band_sources") else "")
+    for k in ("quantity", "series", "setting", "workload"):
+        if out[k] is None:
+            out[k] = ""
+    if not out["quantity"]:
+        out["quantity"] = out["name"]
+    fams = out["families"]
+    if fams is not None and (isinstance(fams, str) or not all(isinstance(f, str) and f for f in fams)):
+        raise HwmodelError(f"{where}: field 'families': expected a list of family names, got {fams!r}")
+    out["id"] = row_id(out)
     return out
+
+
+def row_id(r: Mapping[str, Any]) -> str:
+    """The row's stable identifier: area, quantity, series, workload, setting and role (:data:`ID_FIELDS`); two
+    rows of one table never share it (the table refuses a duplicate)."""
+    return " | ".join(str(r.get(f) or "") for f in ID_FIELDS)
 
 
 def error(r: Mapping[str, Any]) -> float | None:
@@ -68,5 +93,10 @@ def band_position(r: Mapping[str, Any]) -> str:
 
 
 def key(r: Mapping[str, Any]) -> str:
-    """A stable identifier of a row (guards and de-duplication): area, name and role."""
+    """The row's id (:func:`row_id`): what the guards are keyed by."""
+    return r["id"] if r.get("id") else row_id(check(r))
+
+
+def legacy_key(r: Mapping[str, Any]) -> str:
+    """The key of guards.json before rows had ids (area, name, role): kept to carry old guard values over."""
     return f"{r['area']}|{r['name']}|{r['role']}"

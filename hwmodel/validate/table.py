@@ -9,11 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hwmodel.validate import providers
-from hwmodel.validate.rows import AREAS, band_position, error, key
+from hwmodel.errors import HwmodelError
+from hwmodel.validate import dof, providers
+from hwmodel.validate.rows import AREAS, band_position, error, row_id
 
-COLUMNS = ("area", "name", "workload", "role", "free_params", "model", "published", "band", "unit", "error",
-           "band_position", "bound", "bound_kind", "source", "note")
+COLUMNS = ("id", "area", "name", "workload", "setting", "role", "free_params", "families", "model", "model_band",
+           "full_model", "published", "band", "unit", "error", "band_position", "bound", "bound_kind", "source",
+           "note")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,49 +27,110 @@ class Validation:
     accounting: list[dict[str, Any]]
     contributed: list[str]
     options: dict[str, Any]
+    #: rows each provider emitted (the table holds exactly their sum)
+    emitted: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"options": self.options, "accounting": self.accounting, "contributed": self.contributed,
+                "emitted": self.emitted,
                 "summary": summary(self.rows), "rows": self.rows}
 
 
+FULL_VALUES_PATH = Path(__file__).resolve().parent / "full_values.json"
+#: areas whose providers run at a reduced (quick) setting when asked to
+QUICK_AREAS = ("system A", "system B")
+
+
+def full_id(r: dict[str, Any]) -> str:
+    """The id the same row has at the full study's setting."""
+    return row_id({**r, "setting": ""})
+
+
+def attach_full_values(rows: Sequence[dict[str, Any]], path: Path = FULL_VALUES_PATH) -> None:
+    """Give every quick-setting row the full study's recorded model value (``full_model``), where recorded."""
+    recorded = json.loads(path.read_text(encoding="utf-8"))["rows"] if path.is_file() else {}
+    for r in rows:
+        if r.get("setting"):
+            rec = recorded.get(full_id(r))
+            r["full_model"] = None if rec is None else float(rec["model"])
+
+
+def record_full_values(rows: Sequence[dict[str, Any]], path: Path = FULL_VALUES_PATH) -> Path:
+    """Add (or replace) the model values of the full-setting rows of ``rows`` in the recorded file."""
+    doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {
+        "doc": "hwmodel validate --record-full: model values of rows built at the full study's setting, shown "
+               "beside the same rows built at a quick setting", "rows": {}}
+    for r in rows:
+        if not r.get("setting") and r["area"] in QUICK_AREAS:
+            doc["rows"][r["id"]] = {"model": r["model"]}
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
 def build(cv: bool = True, system_a_limit: int | None = 40, jobs: int = 1,
-          system_b_requests: int = 200) -> Validation:
-    """Run every provider (see :mod:`hwmodel.validate.providers`). An area whose own module contributes rows
-    (HBM, FPGA streaming, system A, system B) is taken from that module alone; the built-in provider of the same
-    area runs only when the module is absent."""
+          system_b_requests: int = 1000) -> Validation:
+    """Run every provider (see :mod:`hwmodel.validate.providers`): the calibration families, and each area's own
+    ``rows()`` module (system A, system B, HBM, FPGA streaming); the built-in HBM row runs only when the HBM module
+    is absent. Every row a provider emits is in the table (:func:`finish`)."""
     extra, found = providers.contributed_rows(system_a_limit=system_a_limit, jobs=jobs,
                                               system_b_requests=system_b_requests)
     covered = {r["area"] for r in extra}
-    own = providers.gpu_rows(cv) + providers.fpga_instruction_rows(cv)
+    gpu, fi, fp = providers.gpu_rows(cv), providers.fpga_instruction_rows(cv), providers.fpga_power_rows(cv)
+    from hwmodel.validate import out_of_source
+
+    oos = out_of_source.rows()
+    own = gpu + fi + fp + oos
+    emitted = {"calibration gpu": len(gpu), "calibration fpga-instruction": len(fi), "calibration fpga-power": len(fp),
+               "GPU out-of-source": len(oos)}
     if "HBM" not in covered:
         own += providers.hbm_rows()
-    if "system A" not in covered:
-        own += providers.system_a_rows(system_a_limit, jobs)
-    if "system B" not in covered:
-        own += providers.system_b_rows()
-    rows = dedupe(own + extra)
-    for r in rows:
-        r["error"] = error(r)
-        r["band_position"] = band_position(r)
+        emitted["built-in HBM"] = len(own) - len(gpu) - len(fi) - len(fp) - len(oos)
+    for r in extra:
+        emitted[r["provider"]] = emitted.get(r["provider"], 0) + 1
+    rows = finish(own + extra)
+    attach_full_values(rows)
     rows.sort(key=lambda r: (AREAS.index(r["area"]) if r["area"] in AREAS else len(AREAS), r["area"]))
     return Validation(rows, providers.accounting_rows(), found,
-                      {"cv": cv, "system_a_limit": system_a_limit, "system_b_requests": system_b_requests})
+                      {"cv": cv, "system_a_limit": system_a_limit, "system_b_requests": system_b_requests}, emitted)
 
 
-def dedupe(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (area, name, role): a contributed row replaces the built-in one of the same key."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        out[key(r)] = r
-    return list(out.values())
+def finish(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every row, completed: free parameters computed from its families (:mod:`hwmodel.validate.dof`), a
+    non-fitted row whose model value *is* a fitted row's value (same area and unit, bit-identical) relabelled
+    ``fitted``, its id, error and band position. Two rows with one id are refused (one-line error): nothing is
+    dropped."""
+    out = [dict(r) for r in rows]
+    fitted = {(r["area"], r["unit"], r["model"]): r for r in out if r["role"] == "fitted"}
+    for r in out:
+        fams = dof.families_of(r)
+        r["families"] = list(fams)
+        r["free_params"] = dof.free_params(fams)
+        same = fitted.get((r["area"], r["unit"], r["model"]))
+        if r["role"] in ("predicted", "fitted-derived") and same is not None and same is not r:
+            r["role"] = "fitted"
+            r["note"] = (f"model value is the fitted value of '{same['name']}' ({same['workload']}), here held "
+                         "against another published figure; " + r["note"]).rstrip("; ")
+        r["id"] = row_id(r)
+        r["error"] = error(r)
+        r["band_position"] = band_position(r)
+    seen: dict[str, dict[str, Any]] = {}
+    for r in out:
+        if r["id"] in seen:
+            raise HwmodelError(f"validation rows: two rows share the id {r['id']!r} "
+                               f"({seen[r['id']]['source']} and {r['source']}); give them distinct quantity, "
+                               "series, workload or setting")
+        seen[r["id"]] = r
+    return out
 
 
 def summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per area and role: points, mean and largest |error| (point values), inside/outside (bands)."""
+    """Per area, role and setting: points, mean and largest |error| (point values), inside/outside (bands), and
+    published figures inside / outside the model's band (predicted rows). ``identity`` rows are their own group,
+    never in a leave-one-out summary."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        groups.setdefault((r["area"], r["role"]), []).append(r)
+        role = r["role"] + (f" ({r['setting']})" if r.get("setting") else "")
+        groups.setdefault((r["area"], role), []).append(r)
     out = []
     for (area, role), rs in groups.items():
         errs = [abs(r["error"]) for r in rs if r["published"] is not None]
@@ -75,8 +138,26 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"area": area, "role": role, "rows": len(rs), "point_values": len(errs),
                     "mean_abs_error": sum(errs) / len(errs) if errs else None,
                     "max_abs_error": max(errs) if errs else None, "bands": len(bands),
-                    "inside_band": sum(r["band_position"] == "inside" for r in bands)})
+                    "inside_band": sum(r["band_position"] == "inside" for r in bands),
+                    **model_band_counts(rs)})
     return out
+
+
+def model_band_counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Of the rows with a model band: how many published figures (points, or the published range's midpoint)
+    fall inside it, outside it, and how many predicted rows have no band."""
+    inside = outside = none = 0
+    for r in rows:
+        mb = r.get("model_band")
+        if mb is None:
+            none += r["role"] == "predicted"
+            continue
+        pub = r["published"]
+        ok = mb[0] <= pub <= mb[1] if pub is not None else mb[0] <= r["band"][1] and r["band"][0] <= mb[1]
+        inside += ok
+        outside += not ok
+    return {"published_inside_model_band": inside, "published_outside_model_band": outside,
+            "predicted_without_band": none}
 
 
 def _fmt(x: Any, digits: int = 4) -> str:
@@ -100,8 +181,11 @@ def markdown(v: Validation) -> str:
     out = ["# Validation: every published or measured figure beside the model", "",
            "Role: `fitted` (a parameter was matched to it), `fitted-derived` (follows from fitted points by "
            "identity), `predicted` (nothing was matched to it), `leave-one-out` (a fitted point predicted by a "
-           "refit without it). `free` = free parameters of the family behind the row (least squares + values "
-           "chosen on the same points); system-level rows compose families and fit nothing of their own. `bound` "
+           "refit without it), `identity` (a leave-one-out that cannot change: kept out of leave-one-out "
+           "summaries). A row whose model value is a fitted value is `fitted`, whatever it is compared with. "
+           "`free` = free parameters of the families the row depends on (least squares + values chosen on the "
+           "same points), counted from `families` (a composed row counts every side). `model [band]`: the "
+           "model's value and, for a prediction, its 95 % band (hwmodel/validate/bands.py). `bound` "
            "is the physical floor (times) or ceiling (rates) of the figure from hwmodel/bounds.py.", "",
            "## Calibration families", "",
            "| family | points fitted | free parameters | degrees of freedom | least squares | chosen on the same points |",
@@ -109,23 +193,31 @@ def markdown(v: Validation) -> str:
     for a in v.accounting:
         out.append(f"| {a['family']} | {a['points_fitted']} | {a['free_params']} | {a['degrees_of_freedom']} | "
                    f"{', '.join(a['least_squares'])} | {'; '.join(a['choices']) or '-'} |")
-    out += ["", "## Summary", "", "| area | role | rows | mean abs error | max abs error | inside band |",
-            "|---|---|---|---|---|---|"]
+    out += ["", "## Summary", "", ("| area | role | rows | mean abs error | max abs error | inside band | "
+                                   "published inside / outside the model's band | predictions without a band |"),
+            "|---|---|---|---|---|---|---|---|"]
     for s in summary(v.rows):
         mean = "" if s["mean_abs_error"] is None else f"{100 * s['mean_abs_error']:.1f} %"
         mx = "" if s["max_abs_error"] is None else f"{100 * s['max_abs_error']:.1f} %"
         bands = f"{s['inside_band']} / {s['bands']}" if s["bands"] else ""
-        out.append(f"| {s['area']} | {s['role']} | {s['rows']} | {mean} | {mx} | {bands} |")
+        mb = (f"{s['published_inside_model_band']} / {s['published_outside_model_band']}"
+              if s["published_inside_model_band"] + s["published_outside_model_band"] else "")
+        out.append(f"| {s['area']} | {s['role']} | {s['rows']} | {mean} | {mx} | {bands} | {mb} | "
+                   f"{s['predicted_without_band'] or ''} |")
     out += ["", "## Every figure", "",
-            "| area | figure | workload | role | free | model | published | unit | error / band | bound | source |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            ("| id | figure | workload | setting | role | free (families) | model [band] | published | unit | "
+             "error / band | bound | source |"),
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in v.rows:
         pub = _fmt(r["published"]) if r["published"] is not None else "[" + _fmt(r["band"]) + "]"
         bound = f"{r['bound_kind']} {_fmt(r['bound'])}" if r["bound"] is not None else ""
-        free = "" if r["free_params"] is None else str(r["free_params"])
-        note = f" — {r['note']}" if r["note"] and r["role"] == "leave-one-out" else ""
-        out.append(f"| {r['area']} | {r['name']} | {r['workload']} | {r['role']}{note} | {free} | {_fmt(r['model'])} "
-                   f"| {pub} | {r['unit']} | {_err(r)} | {bound} | {r['source']} |")
+        free = f"{r['free_params']} ({' + '.join(r['families'])})"
+        note = f" — {r['note']}" if r["note"] and r["role"] in ("leave-one-out", "identity") else ""
+        model = _fmt(r["model"]) + (f" [{_fmt(r['model_band'])}]" if r.get("model_band") else "")
+        if r.get("setting"):
+            model += "; full study " + ("not recorded" if r.get("full_model") is None else _fmt(r["full_model"]))
+        out.append(f"| `{r['id']}` | {r['name']} | {r['workload']} | {r['setting']} | {r['role']}{note} | {free} | "
+                   f"{model} | {pub} | {r['unit']} | {_err(r)} | {bound} | {r['source']} |")
     if v.contributed:
         out += ["", "Rows contributed by: " + ", ".join(f"`{m}`" for m in v.contributed) + "."]
     return "\n".join(out) + "\n"
