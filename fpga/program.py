@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from fpga.design import ALL_OPS, DesignError, EngineSpec, StreamingDesign, check_structure
+from fpga.placement import on_host, streamed_bytes
 from hwmodel.graph import Graph, Op, QuantScheme, attention_keys, build_graph, per_channel
 from hwmodel.specs import BoardSpec, LlmSpec
 
@@ -243,7 +244,7 @@ class _Compiler:
         self.macs = 0
         self.q = quant_of(design)
         self.g = _graph0(llm, self.q)
-        self.ledger = {"weights": 0, "metadata": 0, "bias": 0, "padding": 0, "pad_bound": 0}
+        self.ledger = {"weights": 0, "metadata": 0, "bias": 0, "onchip": 0, "padding": 0, "pad_bound": 0}
         self.hop = hop_matrix(design).tolist()
 
     # ---- helpers
@@ -385,11 +386,13 @@ class _Compiler:
                 and any(o.name == n or o.name.endswith("." + n) for n in names)]
 
     def account(self, ops: list[Op]) -> None:
-        """Enter the parameter bytes of ``ops`` in the ledger (what the requests below carry)."""
+        """Enter the parameter bytes of ``ops`` in the ledger (what the requests below carry, and ``onchip``: the
+        bytes of the classes the design keeps on chip, which no request carries)."""
         for o in ops:
             self.ledger["weights"] += o.bytes.weights
             self.ledger["metadata"] += o.bytes.metadata
             self.ledger["bias"] += o.bytes.bias
+            self.ledger["onchip"] += o.bytes.weights + o.bytes.metadata + o.bytes.bias - streamed_bytes(self.d, o)
 
     def shape(self, op: str, part: str = "layer") -> tuple[list[Op], int, int, list[tuple[int, int]]]:
         """(graph ops, rows, cols, row segments [(rows, payload bytes per row)]) of fused operator ``op``."""
@@ -400,11 +403,10 @@ class _Compiler:
             cols = ops[0].in_features
             if any(o.in_features != cols for o in ops):
                 raise DesignError(f"'{op}': fused operators of different input widths")
-            segs = [(o.out_features, (o.bytes.weights + o.bytes.metadata + o.bytes.bias) // o.out_features)
-                    for o in ops]
+            segs = [(o.out_features, streamed_bytes(self.d, o) // o.out_features) for o in ops]
             return ops, sum(o.out_features for o in ops), cols, segs
         rows = ops[0].out_features  # inputs concatenated: one row holds every fused matrix's row
-        per_row = sum((o.bytes.weights + o.bytes.metadata + o.bytes.bias) // o.out_features for o in ops)
+        per_row = sum(streamed_bytes(self.d, o) // o.out_features for o in ops)
         return ops, rows, sum(o.in_features for o in ops), [(rows, per_row)]
 
     @staticmethod
@@ -468,7 +470,7 @@ class _Compiler:
             done += c
         if not dynamic:
             self.close(seg, vin)
-        extra = sum(o.bytes.metadata + o.bytes.bias for o in ops)
+        extra = sum(streamed_bytes(self.d, o) - o.bytes.weights for o in ops)
         prev = 0
         for j, cum in enumerate(self.vec_chunks(rows)):
             t = seg.block(eng, _cdiv(cum - prev, self.d.vector_chunk), op, drain=(j == 0))
@@ -627,13 +629,16 @@ class _Compiler:
         return seg, x3
 
     def head(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
+        """The embedding row: gathered from HBM by the embed engine, or (embed on the host) received from the host
+        link into the residual engine's buffer, vector_chunk elements per cycle."""
         seg = _Segment(self.n_ports)
-        eng = self.eng_idx["embed"]
-        t = seg.block(eng, _cdiv(self.m.hidden, self.d.vector_chunk), "embed")
-        emb = self.fused("embed", "prologue")
-        self.account(emb)
-        self.weight_reqs(seg, t, eng, sum(o.bytes.weights + o.bytes.metadata for o in emb))
         x_eng = self.eng_idx["ffn_add"]
+        eng = x_eng if on_host(self.d, "embed") else self.eng_idx["embed"]
+        t = seg.block(eng, _cdiv(self.m.hidden, self.d.vector_chunk), "embed")
+        if not on_host(self.d, "embed"):
+            emb = self.fused("embed", "prologue")
+            self.account(emb)
+            self.weight_reqs(seg, t, eng, sum(streamed_bytes(self.d, o) for o in emb))
         out = []
         prev = 0
         for j, cum in enumerate(x_cum):
@@ -649,21 +654,37 @@ class _Compiler:
         m = self.m
         seg = _Segment(self.n_ports)
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
-        if not with_lm_head:  # ingest: the token ends when the last layer's residual stream is complete
+        if not with_lm_head or on_host(self.d, "final_norm"):
+            # ingest (or the whole head on the host): the token ends when the last layer's residual stream is complete
             eng = self.eng_idx["ffn_add"]
             t = seg.block(eng, 1, "ffn_add")
             self.consume(seg, t, 0, x_in, x_cum[-1], main=False)
             seg.x_in = x_in  # type: ignore[attr-defined]
             return seg, x_in
         xn = self.norm_op(seg, "final_norm", x_in, m.hidden)
+        if on_host(self.d, "lm_head"):  # the normed hidden state leaves for the host
+            self._to_host(seg, "final_norm", xn)
+            seg.x_in = x_in  # type: ignore[attr-defined]
+            return seg, x_in
         logits = self.matvec(seg, "lm_head", xn, "epilogue")
         self.close(seg, xn)
+        if on_host(self.d, "argmax"):  # the logits leave for the host, which samples
+            self._to_host(seg, "lm_head", logits)
+            seg.x_in = x_in  # type: ignore[attr-defined]
+            return seg, x_in
         self.stream_op(seg, "argmax", logits, produce=False)
         self.close(seg, logits)
         eng = self.eng_idx["argmax"]
         seg.block(eng, 1, "argmax", drain=True)  # the sampled token id
         seg.x_in = x_in  # type: ignore[attr-defined]
         return seg, x_in
+
+
+    def _to_host(self, seg: _Segment, op: str, vec: _Vec) -> None:
+        """The token's last block: ``op``'s engine has handed the whole of ``vec`` to the host link."""
+        t = seg.block(self.eng_idx[op], 1, op)
+        self.consume(seg, t, 0, vec, vec.cum[-1])
+        self.close(seg, vec)
 
 
 # ============================================================================================== linking

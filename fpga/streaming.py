@@ -401,7 +401,9 @@ def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) 
     pc_bytes = board.hbm.pc_capacity_bytes // board.hbm.ports_per_pc
     a = design.engines.index(design.engine_of("attention"))
     kv = kv_region_bytes(design, llm, board) * 2 * llm.kv_heads * llm.layers
-    if not llm.tied_embeddings:  # an untied embedding table is stored too (one row is read per token)
+    # an untied embedding table is stored too (one row is read per token), and a tied one whose LM head runs on the
+    # host; an embedding gathered on the host stores nothing
+    if "embed" not in design.host_ops and (not llm.tied_embeddings or "lm_head" in design.host_ops):
         emb = design.engines.index(design.engine_of("embed"))
         total_w[emb] += -(-embedding_table_bytes(design, llm) // design.engines[emb].ports)
     for i, e in enumerate(design.engines):

@@ -47,6 +47,13 @@ def _row(res: Any) -> dict[str, Any]:
             "ports_utilization": res.ports_utilization, "bandwidth_floor_s": res.bandwidth_floor_s}
 
 
+def _floor_s(design: Any, ctx: int, ingest: bool) -> float:
+    """The design's own floor (fpga/placement.py): what `hwmodel bounds --design` prints."""
+    from fpga.placement import design_floor
+
+    return design_floor(design, ctx, with_lm_head=not ingest).floor_s
+
+
 def _detail_tables(res: Any) -> None:
     from rich.table import Table
 
@@ -85,7 +92,8 @@ def _detail_tables(res: Any) -> None:
 @clock_option("freq_mhz", help="Kernel clock in MHz [default: the design's].")
 @click.option("--clock-range", "--freq-range", "freq_range", cls=AliasOption, default=None,
               help="Table over kernel clocks in MHz: A:B:S (e.g. 150:450:50) or a comma list.")
-@click.option("--ingest", is_flag=True, help="An ingested token (logits discarded: LM head and sampler skipped).")
+@click.option("--ingest", "--no-lm-head", "ingest", is_flag=True,
+              help="An ingested token (logits discarded: LM head and sampler skipped).")
 @click.option("--detail/--no-detail", default=True, show_default=True,
               help="Per-engine, per-operator and per-channel tables (single point).")
 @json_option
@@ -126,21 +134,30 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
                 engines[f] = StreamingEngine(dataclasses.replace(design, clock_hz=f * 1e6), validate=False)
             res = engines[f].token(c, with_lm_head=not ingest)
             results.append(res)
-            rows.append(_row(res))
+            rows.append({**_row(res), "design_floor_s": _floor_s(design, c, ingest)})
             prog.advance(task)
     if as_json:
-        echo_json(results[0].as_dict() if len(results) == 1 else rows)
+        echo_json({**results[0].as_dict(), "design_floor_s": rows[0]["design_floor_s"]} if len(results) == 1
+                  else rows)
         return
     from rich.table import Table
 
     t = Table("ctx", "clock", "cycles", "latency", "tokens/s", "HBM bytes", "achieved BW", "HBM util.",
-              "floor @peak", title=f"{design.name}: {design.llm} W{design.weight_bits}A{design.act_bits} "
+              "floor @peak", "design floor", title=f"{design.name}: {design.llm} W{design.weight_bits}A{design.act_bits} "
                                    f"KV{design.kv_bits} on {design.board}" + (" (ingest)" if ingest else ""))
     for r in rows:
         t.add_row(str(r["ctx"]), f"{r['clock_mhz']:g} MHz", f"{r['cycles']:,}", fmt_s(r["seconds"]),
                   f"{r['tokens_per_s']:.0f}", f"{r['hbm_bytes'] / 1e6:.1f} MB", fmt_bw(r["achieved_bw_bytes_per_s"]),
-                  f"{100 * r['hbm_utilization']:.1f} %", fmt_s(r["bandwidth_floor_s"]))
+                  f"{100 * r['hbm_utilization']:.1f} %", fmt_s(r["bandwidth_floor_s"]), fmt_s(r["design_floor_s"]))
     console().print(t)
+    if design.host_ops or design.onchip_params:
+        from fpga.placement import host_link_bytes
+
+        hl = host_link_bytes(design, design.llm_spec())
+        console().print(f"placement: on the host {', '.join(design.host_ops) or 'nothing'} "
+                        f"({hl['to_device_bytes']} B in, {hl['to_host_bytes']} B out per token over the host link, "
+                        f"timed by the system's link model); on chip: {', '.join(design.onchip_params) or '-'}",
+                        markup=False, soft_wrap=True)
     if detail and len(results) == 1:
         _detail_tables(results[0])
 
