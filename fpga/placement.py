@@ -144,22 +144,18 @@ class DesignFloor:
         return {**dataclasses.asdict(self), "bytes": dict(self.bytes)}
 
 
-def design_channels(d: StreamingDesign) -> int:
-    """Pseudo-channels the design's ports reach (one per port)."""
-    return d.total_ports
-
-
 def design_floor(d: StreamingDesign, ctx: int, with_lm_head: bool = True, board: BoardSpec | None = None,
                  llm: LlmSpec | None = None) -> DesignFloor:
     """The design's own decode floor at ``ctx`` (see the module docstring); ``with_lm_head=False``: an ingested
     token."""
     from fpga import hbm
+    from fpga.ports import channel_count
 
     board = board or d.board_spec()
     llm = llm or d.llm_spec()
     b = device_bytes(d, llm, ctx, with_lm_head)
     total = sum(b[c] for c in ("weights", "metadata", "bias", "kv_read", "kv_write"))
-    n = design_channels(d)
+    n = channel_count(d)
     peak = n * hbm.channel_peak_bytes_per_s(board)
     return DesignFloor(design=d.name, ctx=ctx, with_lm_head=with_lm_head, bytes=b, total_bytes=total, channels=n,
                        ports_peak_bw_bytes_per_s=peak, floor_s=total / peak)

@@ -38,6 +38,7 @@ from numba import njit
 
 from fpga.design import ALL_OPS, DesignError, EngineSpec, StreamingDesign, check_structure
 from fpga.placement import on_host, streamed_bytes
+from fpga.ports import arbitration_code, channel_bases, dense_channels, shared
 from hwmodel.graph import Graph, Op, QuantScheme, attention_keys, build_graph, per_channel
 from hwmodel.specs import BoardSpec, LlmSpec
 
@@ -196,6 +197,8 @@ class Program:
     pr_table: np.ndarray  # (n, 8) per port
     t_need_port: np.ndarray  # (n_blocks, n_ports)
     macs: int
+    port_chan: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))  # per port: channel
+    arbitration: int = 0  # a shared channel's tie-break (fpga.ports: ARB_RR, ARB_FIXED)
     param_bytes: dict[str, int] = dataclasses.field(default_factory=dict)  # ledger: weights, metadata, bias, padding
     req_bytes: dict[str, int] = dataclasses.field(default_factory=dict)  # request bytes: param_read, kv_read, kv_write
     ops_names: tuple[str, ...] = ALL_OPS
@@ -810,9 +813,12 @@ def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_
     port_eng = [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
     reps: list[int] = []
     port_class = []
+    chans = dense_channels(design)
+    lone = [chans.count(ch) == 1 for ch in chans]  # a port on a shared channel is a class of its own
     for p in range(c.n_ports):
         for k, q in enumerate(reps):
-            if port_eng[q] == port_eng[p] and all(seg.reqs[p] == seg.reqs[q] for seg in (head, pre, post, tail)):
+            if lone[p] and lone[q] and port_eng[q] == port_eng[p] and \
+                    all(seg.reqs[p] == seg.reqs[q] for seg in (head, pre, post, tail)):
                 port_class.append(k)
                 break
         else:
@@ -1093,6 +1099,14 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
 
     g_ptr, r_table, t_need_group = expand(g_port)
     p_ptr, pr_table, t_need_port = expand(list(range(n_ports)) if per_port else [])
+    if shared(design):  # engines sharing a channel keep their data apart on it (fpga.ports.channel_bases)
+        a_eng = c.eng_idx["attention"]
+        foot = list(st.total_w)
+        foot[a_eng] = (_cdiv(foot[a_eng], 1 << 20) << 20) + kv_stride * L
+        bases = np.array(channel_bases(design, foot), np.int64)
+        for ptr, table, ports in ((g_ptr, r_table, g_port), (p_ptr, pr_table, range(n_ports) if per_port else [])):
+            for i, q in enumerate(ports):
+                table[ptr[i]:ptr[i + 1], R_ADDR] += bases[q]
     return Program(
         n_blocks=n, t_eng=eng, t_cyc=cyc, t_drain=drain, t_op=op, t_layer=t_layer, t_dep=dep, t_off=off,
         e_ptr=e_ptr, e_list=order.astype(np.int64), e_lat=lat, final_block=n - 1,
@@ -1101,5 +1115,5 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
         port_buffer=np.array(bufs, np.int64), port_outstanding=np.array(outs, np.int64),
         g_ptr=g_ptr, g_port=np.array(g_port, np.int64), g_mult=g_mult,
         r_table=r_table, t_need_group=t_need_group, p_ptr=p_ptr, pr_table=pr_table, t_need_port=t_need_port,
-        macs=macs,
+        macs=macs, port_chan=np.array(dense_channels(design), np.int64), arbitration=arbitration_code(design),
     )
