@@ -492,8 +492,9 @@ def _validate_design(design: StreamingDesign, board: BoardSpec | None, llm: LlmS
     llm = llm or design.llm_spec()
     h = board.hbm
     if channel_count(design) > h.axi_ports:
-        raise DesignError(f"design '{design.name}' uses {channel_count(design)} HBM pseudo-channels but board "
-                          f"'{board.name}' has {h.axi_ports} "
+        raise DesignError(f"design '{design.name}' uses {channel_count(design)} HBM "
+                          f"{'pseudo-channels' if shared(design) else 'ports'} but board '{board.name}' has "
+                          f"{h.axi_ports} "
                           f"({', '.join(f'{e.name}: {e.ports}' for e in design.engines if e.ports)})")
     for problem in port_problems(design, h.axi_ports):
         raise DesignError(f"design '{design.name}': {problem}")

@@ -96,9 +96,15 @@ def _detail_tables(res: Any) -> None:
               help="An ingested token (logits discarded: LM head and sampler skipped).")
 @click.option("--detail/--no-detail", default=True, show_default=True,
               help="Per-engine, per-operator and per-channel tables (single point).")
+@click.option("--sensitivity", is_flag=True,
+              help="Vary every guessed field (left at its default, unsourced or [estimate]) over its documented "
+                   "range: per-field latency movement and the band they span together (single point; "
+                   "docs/model-your-design.md).")
+@click.option("--vary", default=None,
+              help="With --sensitivity: only these field names (comma list, e.g. burst_bytes,fifo_depth).")
 @json_option
 def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: float | None, freq_range: str | None,
-               ingest: bool, detail: bool, as_json: bool) -> None:
+               ingest: bool, detail: bool, sensitivity: bool, vary: str | None, as_json: bool) -> None:
     """Cycle-level simulation of decoding one token on a fully-streaming FPGA design: cycles, seconds, where the
     cycles went, HBM bytes, bandwidth and utilization."""
     import dataclasses
@@ -122,6 +128,8 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
         check_context(c, design.llm_spec(), "--ctx-range" if ctx_range else "--ctx", max_ctx=design.max_ctx,
                       design=design.name)
     points = [(c, f) for f in freqs for c in ctxs]
+    if sensitivity and len(points) > 1:
+        raise HwmodelError("--sensitivity: one point at a time (drop --ctx-range / --clock-range)")
     engines: dict[float, StreamingEngine] = {}
     rows = []
     results = []
@@ -136,9 +144,19 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
             results.append(res)
             rows.append({**_row(res), "design_floor_s": _floor_s(design, c, ingest)})
             prog.advance(task)
+    band = None
+    if sensitivity:
+        from fpga.sensitivity import check_fields, sensitivity as band_of
+
+        d0 = dataclasses.replace(design, clock_hz=freqs[0] * 1e6)
+        fields = check_fields(vary.split(",")) if vary else None
+        band = band_of(d0, lambda d: StreamingEngine(d, validate=False).token(ctxs[0], with_lm_head=not ingest).seconds,
+                       fields)
     if as_json:
-        echo_json({**results[0].as_dict(), "design_floor_s": rows[0]["design_floor_s"]} if len(results) == 1
-                  else rows)
+        one = {**results[0].as_dict(), "design_floor_s": rows[0]["design_floor_s"]}
+        if band is not None:
+            one["sensitivity"] = band
+        echo_json(one if len(results) == 1 else rows)
         return
     from rich.table import Table
 
@@ -160,6 +178,29 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
                         markup=False, soft_wrap=True)
     if detail and len(results) == 1:
         _detail_tables(results[0])
+    if band is not None:
+        sensitivity_table(band, f"{design.name}: prediction band at ctx {ctxs[0]}")
+
+
+def sensitivity_table(band: dict[str, Any], title: str) -> None:
+    """Per guessed field: its status, value, range, latency at both ends, and the joint band."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    def cell(row: dict[str, Any], side: str) -> str:
+        v = row[f"{side}_s"]
+        return fmt_s(v) if v is not None else f"refused: {row[side + '_error'][:60]}"
+
+    t = Table("field", "status", "value", "range", "latency at low", "latency at high", "swing", title=title)
+    for r in band["fields"]:
+        t.add_row(escape(r["field"]), r["status"], str(r["value"]), f"{r['low']} .. {r['high']}", cell(r, "low"),
+                  cell(r, "high"), f"{100 * r['swing_fraction']:.1f} %")
+    c = console()
+    c.print(t)
+    lo, hi = band["band_s"]
+    c.print(f"nominal {fmt_s(band['nominal_s'])}; band over all {len(band['fields'])} guessed fields together: "
+            f"{fmt_s(lo) if lo is not None else 'refused'} .. {fmt_s(hi) if hi is not None else 'refused'}",
+            markup=False, soft_wrap=True)
 
 
 @fpga.command("designs")
