@@ -48,9 +48,11 @@ def field_range(name: str, x: int) -> tuple[int, int]:
         return max(1, x - 1), x + 1
     if name == "fifo_latency_cycles":
         return (1, 4) if x <= 1 else (max(1, x // 2), 2 * x)
-    if name in _LATENCIES:
+    if name in _LATENCIES or name.endswith("_cycles"):
         return (0, 8) if x == 0 else (x // 2, 2 * x)
-    raise HwmodelError(f"no sensitivity range for field '{name}'")
+    if name == "port_width_bits":
+        return max(64, x // 2), min(1024, 2 * x)
+    return max(1, x // 2), 2 * x  # sizes, depths, lanes: halve / double
 
 
 def check_fields(names: Iterable[str]) -> list[str]:
@@ -83,7 +85,7 @@ def _status(raw: Any, source: str | None) -> str:
 class Knob:
     """One guessed field: where it lives, its status in the file, its value and range."""
 
-    key: str  # "fifo_depth" or "engines[linear].burst_bytes"
+    key: str  # "fifo_depth", "engines[linear].burst_bytes", "datamover.request_queue_depth"
     engine: str | None
     field: str
     status: str
@@ -91,10 +93,33 @@ class Knob:
     low: int
     high: int
 
-    def apply(self, d: StreamingDesign, value: int) -> StreamingDesign:
-        if self.engine is None:
-            return dataclasses.replace(d, **{self.field: value})
-        return d.with_engine(self.engine, **{self.field: value})
+    def apply(self, d: Any, value: int) -> Any:
+        if self.engine is not None:
+            return d.with_engine(self.engine, **{self.field: value})
+        if "." in self.key:  # an instruction design's dotted field
+            return d.with_params({self.key: value})
+        return dataclasses.replace(d, **{self.field: value})
+
+
+#: sections of an instruction design whose [estimate] integers are varied (precision and clock are choices)
+INSTRUCTION_SECTIONS = ("mpe", "sfu", "datamover", "scheduler", "buffers", "tiling")
+
+
+def instruction_knobs(design: Any, fields: Iterable[str] | None = None) -> list[Knob]:
+    """The guessed fields of an instruction design: integers of :data:`INSTRUCTION_SECTIONS` whose source says
+    ``[estimate]`` (every field of such a design is sourced; calibrated ones come from a params file and are
+    fitted, not guessed)."""
+    want = set(fields) if fields is not None else None
+    out = []
+    for key, source in sorted(design.sources.items()):
+        section, _, name = key.partition(".")
+        if section not in INSTRUCTION_SECTIONS or "[estimate]" not in source or (want and name not in want):
+            continue
+        v = getattr(getattr(design, section), name)
+        if isinstance(v, bool) or not isinstance(v, int):
+            continue
+        out.append(Knob(key, None, name, "estimate", v, *field_range(name, v)))
+    return [k for k in out if k.low != k.high]
 
 
 def knobs(design: StreamingDesign, fields: Iterable[str] | None = None) -> list[Knob]:
@@ -127,14 +152,15 @@ def knobs(design: StreamingDesign, fields: Iterable[str] | None = None) -> list[
     return [k for k in out if k.low != k.high]
 
 
-def sensitivity(design: StreamingDesign, latency_s: Callable[[StreamingDesign], float],
-                fields: Iterable[str] | None = None) -> dict[str, Any]:
-    """Per guessed field, the latency at the low and high end of its range, and the band of all ends together.
-    ``latency_s(design)`` simulates one point (it may raise a HwmodelError: that end is reported infeasible)."""
+def sensitivity(design: Any, latency_s: Callable[[Any], float], fields: Iterable[str] | None = None,
+                guesses: list[Knob] | None = None) -> dict[str, Any]:
+    """Per guessed field (``guesses``, default :func:`knobs` of a streaming design), the latency at the low and high
+    end of its range, and the band of all ends together. ``latency_s(design)`` simulates one point (it may raise a
+    HwmodelError: that end is reported infeasible)."""
     nominal = latency_s(design)
     rows = []
     fast, slow = design, design
-    for k in knobs(design, fields):
+    for k in (guesses if guesses is not None else knobs(design, fields)):
         row: dict[str, Any] = {"field": k.key, "status": k.status, "value": k.value, "low": k.low, "high": k.high}
         ends = {}
         for side, v in (("low", k.low), ("high", k.high)):

@@ -79,3 +79,18 @@ def test_fpga_decode_sensitivity_json() -> None:
     assert bad.exit_code != 0 and "one point at a time" in bad.output
     bad = CliRunner().invoke(main, ["fpga", "decode", "--design", "draft-u280", "--sensitivity", "--vary", "lanes"])
     assert bad.exit_code != 0 and "unknown field 'lanes'" in bad.output
+
+
+def test_instruction_run_sensitivity_and_ingest() -> None:
+    from hwmodel.cli import main
+
+    args = ["fpga", "instruction", "run", "--design", "draft-instr-u280", "--ctx", "64", "--json"]
+    r = CliRunner().invoke(main, [*args, "--sensitivity", "--vary", "request_queue_depth,port_width_bits"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert {f["field"] for f in out["sensitivity"]["fields"]} == {"datamover.request_queue_depth",
+                                                                  "datamover.port_width_bits"}
+    wide = next(f for f in out["sensitivity"]["fields"] if f["field"] == "datamover.port_width_bits")
+    assert wide["high_s"] < out["sensitivity"]["nominal_s"] < wide["low_s"]  # a wider port streams faster
+    ing = json.loads(CliRunner().invoke(main, [*args, "--no-lm-head"]).output)
+    assert ing["ingest"] and ing["seconds"] < out["seconds"]

@@ -246,23 +246,37 @@ def designs_cmd(as_json: bool) -> None:
                                          "[default: the design's].")
 @click.option("--ingest", "--no-lm-head", "ingest", is_flag=True,
               help="Ingested token(s): logits discarded, no output head (as `fpga decode --ingest`).")
+@click.option("--sensitivity", is_flag=True,
+              help="Vary every [estimate] integer of the design over its documented range: per-field latency "
+                   "movement and the joint band (docs/model-your-design.md).")
+@click.option("--vary", default=None, help="With --sensitivity: only these field names (comma list).")
 @json_option
 def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock_hz: float | None,
-            ingest: bool, as_json: bool) -> None:
+            ingest: bool, sensitivity: bool, vary: str | None, as_json: bool) -> None:
     """Simulate one decode step (or a prefill) cycle by cycle and print time, traffic and unit activity."""
     from fpga.instruction import InstructionEngine
     from hwmodel.engine import Phase
 
-    eng = InstructionEngine(design, prefetch_ratio=ratio, clock_hz=clock_hz)
-    if ingest:
-        res = eng.prefill(max(1, prefill_tokens), ctx, logits=False)
-    else:
-        res = eng.prefill(prefill_tokens, ctx) if prefill_tokens else eng.decode(ctx)
+    def point(d: Any) -> tuple[Any, Any]:
+        e = InstructionEngine(d, prefetch_ratio=ratio, clock_hz=clock_hz)
+        if ingest:
+            return e, e.prefill(max(1, prefill_tokens), ctx, logits=False)
+        return e, (e.prefill(prefill_tokens, ctx) if prefill_tokens else e.decode(ctx))
+
+    eng, res = point(design)
+    band = None
+    if sensitivity:
+        from fpga.sensitivity import instruction_knobs, sensitivity as band_of
+
+        guesses = instruction_knobs(design, vary.split(",") if vary else None)
+        band = band_of(design, lambda d: point(d)[1].seconds, guesses=guesses)
     phase = Phase.PREFILL if prefill_tokens else Phase.DECODE
     power = eng.power_w(phase)
     out = {"design": design.name, "role": design.role, "prefetch_ratio": eng.prefetch_ratio, "ctx": ctx,
            "prefill_tokens": prefill_tokens, "ingest": ingest, **res.as_dict(), "power_w": power,
            "weights_bytes": eng.weights_bytes, "kv_bytes": eng.kv_bytes(ctx)}
+    if band is not None:
+        out["sensitivity"] = band
     if as_json:
         echo_json(out)
         return
@@ -290,6 +304,10 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
     ]:
         t.add_row(label, value)
     console().print(t)
+    if band is not None:
+        from hwmodel.cli.cmd_fpga_decode import sensitivity_table
+
+        sensitivity_table(band, f"{design.name}: prediction band")
 
 
 @instruction.command("dump")
