@@ -144,3 +144,19 @@ def test_bounds_design_floor_equals_the_floor_fpga_decode_prints() -> None:
     assert ing["design_floor"]["floor_s"] < full["design_floor"]["floor_s"]
     text = r.invoke(main, ["bounds", "--design", "draft-u280", "--ctx", "512"])
     assert text.exit_code == 0 and "design floor" in text.output
+
+
+def test_the_worked_example_design_loads_decodes_and_respects_its_floor() -> None:
+    """examples/designs/placed-shared-u280.toml (docs/model-your-design.md): head on the host, biases and scales on
+    chip, attention on four of the linear engine's channels. It validates against the board, decodes above its
+    own floor, and giving attention four channels of its own (the design it was not) is no slower."""
+    from pathlib import Path
+
+    from fpga.streaming import validate_design
+
+    d = load_design(Path(__file__).resolve().parents[1] / "examples/designs/placed-shared-u280.toml")
+    validate_design(d)
+    tok = simulate_token(d, 256)
+    assert tok.seconds >= design_floor(d, 256).floor_s
+    own = simulate_token(d.with_engine("attn", channels=(28, 29, 30, 31)), 256)
+    assert own.cycles <= tok.cycles and own.hbm_bytes == tok.hbm_bytes
