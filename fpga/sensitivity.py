@@ -15,7 +15,8 @@ Ranges (documented in docs/model-your-design.md, section "Sensitivity"), ``x`` t
   ``slr_crossing_cycles``, ``layer_io_cycles``): ``x / 2 .. 2 x``, and ``0 .. 8`` cycles when ``x`` is 0 (1 .. 4 for
   the FIFO latency, which must stay >= 1) — a register stage or two an HLS schedule adds or removes; a
   ``layer_io_cycles`` of 0 is a mechanism (the residual stream stays on chip) and is not varied;
-* passes (``operand_passes``, ``softmax_passes``): ``max(1, x - 1) .. x + 1``.
+* passes (``operand_passes``, ``softmax_passes``): ``max(1, x - 1) .. x + 1``;
+* an instruction design's execution style left at its default (``[buffers] overlap_loads``): off .. on.
 
 A variant the model refuses (a port buffer too small for a block, a deadlock) is reported with its reason and left
 out of the band. The result is a plain dict (its JSON is documented in docs/model-your-design.md).
@@ -97,12 +98,18 @@ class Knob:
         if self.engine is not None:
             return d.with_engine(self.engine, **{self.field: value})
         if "." in self.key:  # an instruction design's dotted field
+            section, _, name = self.key.partition(".")
+            if isinstance(getattr(getattr(d, section), name), bool):
+                return dataclasses.replace(d, **{section: dataclasses.replace(getattr(d, section),
+                                                                              **{name: bool(value)})})
             return d.with_params({self.key: value})
         return dataclasses.replace(d, **{self.field: value})
 
 
 #: sections of an instruction design whose [estimate] integers are varied (precision and clock are choices)
 INSTRUCTION_SECTIONS = ("mpe", "sfu", "datamover", "scheduler", "buffers", "tiling")
+#: execution-style switches of an instruction design varied (off .. on) when the file leaves them at their default
+INSTRUCTION_STYLE = (("buffers", "overlap_loads"),)
 
 
 def instruction_knobs(design: Any, fields: Iterable[str] | None = None) -> list[Knob]:
@@ -119,6 +126,11 @@ def instruction_knobs(design: Any, fields: Iterable[str] | None = None) -> list[
         if isinstance(v, bool) or not isinstance(v, int):
             continue
         out.append(Knob(key, None, name, "estimate", v, *field_range(name, v)))
+    raw = _raw_table(design)
+    for section, name in INSTRUCTION_STYLE:
+        if name not in raw.get(section, {}) and (want is None or name in want):  # an execution style left at default
+            out.append(Knob(f"{section}.{name}", None, name, "default", int(getattr(getattr(design, section), name)),
+                            0, 1))
     return [k for k in out if k.low != k.high]
 
 

@@ -92,5 +92,12 @@ def test_instruction_run_sensitivity_and_ingest() -> None:
                                                                   "datamover.port_width_bits"}
     wide = next(f for f in out["sensitivity"]["fields"] if f["field"] == "datamover.port_width_bits")
     assert wide["high_s"] < out["sensitivity"]["nominal_s"] < wide["low_s"]  # a wider port streams faster
+    from fpga.instruction_design import load_design as load_instr
+    from fpga.sensitivity import instruction_knobs
+
+    ks = {k.key: k for k in instruction_knobs(load_instr("draft-instr-u280"))}
+    assert (ks["buffers.overlap_loads"].status, ks["buffers.overlap_loads"].low) == ("default", 0)
+    assert ks["buffers.overlap_loads"].apply(load_instr("draft-instr-u280"), 0).buffers.overlap_loads is False
+    assert "datamover.channels" not in ks  # sourced to PG276, a fact
     ing = json.loads(CliRunner().invoke(main, [*args, "--no-lm-head"]).output)
     assert ing["ingest"] and ing["seconds"] < out["seconds"]
