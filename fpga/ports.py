@@ -44,10 +44,14 @@ def port_channels(d: StreamingDesign) -> list[int]:
 
 def channel_count(d: StreamingDesign) -> int:
     """Distinct pseudo-channels the design's ports reach."""
+    if not any(e.channels for e in d.engines):
+        return d.total_ports
     return len(set(port_channels(d)))
 
 
 def shared(d: StreamingDesign) -> bool:
+    if not any(e.channels for e in d.engines):
+        return False
     ch = port_channels(d)
     return len(set(ch)) < len(ch)
 
