@@ -56,24 +56,60 @@ def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray,
            rq: np.ndarray, rt: np.ndarray, st: np.ndarray) -> bool:
     """Issue port class g's requests in order, up to index ``limit`` (exclusive), while their conditions are
     known: a buffer slot (the consuming block of an earlier read has issued), the data of a write, and fewer
-    than max_outstanding reads in flight. Each is served by the channel and lands. On a shared channel only the
-    head is issued; the channel's arbiter serves it (:func:`_grant`). True if any was issued."""
+    than max_outstanding reads in flight. Each is served by the channel and lands. True if any was issued.
+    (A port class on an unshared channel; the conditions and the service are inline because calls to
+    :func:`_issue_time` and :func:`_serve`, which a shared channel's arbiter uses, cost half the kernel's time.)"""
     moved = False
     while gs[GS_POS, g] < limit:
         r = gs[GS_POS, g]
-        if gs[GS_SHARED, g] and gs[GS_HEAD_ARR, g] >= 0:
-            break
-        ti = _issue_time(r, g, start, gs, g_ptr, rq, rt)
-        if ti < 0:
-            break
+        ti = gs[GS_LAST_ISSUE, g] + 1
+        b = rq[r, R_SLOT]
+        if b >= 0:
+            if start[b] < 0:
+                break
+            ti = max(ti, start[b] + rq[r, R_SLOT_OFF])
+        b = rq[r, R_DEP]
+        if b >= 0:
+            if start[b] < 0:
+                break
+            ti = max(ti, start[b] + rq[r, R_DEP_OFF])
+        o = rq[r, R_OUTPREV]
+        if o >= 0:
+            ti = max(ti, rt[g_ptr[g] + o, RT_LAND])
         rt[r, RT_ISSUE] = ti
         gs[GS_LAST_ISSUE, g] = ti
+        arrival = hbm.kernel_to_axi(p, ti)
+        w = rq[r, R_WRITE]
+        f, en = hbm.channel_request_at(p, st, gs[GS_CHAN, g], arrival, rq[r, R_ADDR], rq[r, R_BYTES], w)
+        rt[r, RT_FIRST] = f
+        rt[r, RT_END] = en
+        if w:
+            rt[r, RT_LAND] = hbm.axi_to_kernel(p, en)
+        else:
+            land = hbm.read_landing(p, f, en, rq[r, R_BYTES], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g],
+                                    gs[GS_PORT_SHIFT, g])
+            rt[r, RT_LAND] = land
+            gs[GS_PREV_LAND, g] = land
+        gs[GS_POS, g] += 1
         moved = True
-        if gs[GS_SHARED, g]:
-            gs[GS_HEAD_ARR, g] = hbm.kernel_to_axi(p, ti)
-            break
-        _serve(p, g, r, hbm.kernel_to_axi(p, ti), gs, rq, rt, st)
     return moved
+
+
+@njit(cache=True)
+def _issue_head(p: np.ndarray, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray,
+                rt: np.ndarray) -> bool:
+    """A shared channel's port class g: issue its next request (the head the channel arbitrates), if it has none
+    issued and the request's conditions are known."""
+    if gs[GS_HEAD_ARR, g] >= 0 or gs[GS_POS, g] >= g_ptr[g + 1]:
+        return False
+    r = gs[GS_POS, g]
+    ti = _issue_time(r, g, start, gs, g_ptr, rq, rt)
+    if ti < 0:
+        return False
+    rt[r, RT_ISSUE] = ti
+    gs[GS_LAST_ISSUE, g] = ti
+    gs[GS_HEAD_ARR, g] = hbm.kernel_to_axi(p, ti)
+    return True
 
 
 @njit(cache=True)
@@ -157,8 +193,7 @@ def _run_channel(p: np.ndarray, c: int, start: np.ndarray, gs: np.ndarray, g_ptr
     moved = False
     while True:
         for k in range(c_ptr[c], c_ptr[c + 1]):
-            g = c_list[k]
-            if _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st):
+            if _issue_head(p, c_list[k], start, gs, g_ptr, rq, rt):
                 moved = True
         g = _best_head(c, c_ptr, c_list, last, arb, gs, g_ptr, False)
         if g < 0:
