@@ -19,7 +19,7 @@ def single(design):  # type: ignore[no-untyped-def]
 
 @settings(max_examples=10, deadline=None)
 @given(small_machines())
-def test_no_overlap_equals_reference_moves_the_same_bytes_and_is_never_faster(machine) -> None:  # noqa: ANN001
+def test_no_overlap_equals_reference_moves_the_same_bytes_and_is_never_faster(machine) -> None:
     llm, design, k, ctx, n = machine
     one = single(design)
     prog = _program(llm, one, k, ctx, n)

@@ -9,17 +9,22 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from graph_gen import llm_shapes
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fpga.design import DesignError, check_structure, load_design
-from fpga.placement import HOST_PLACEABLE, design_floor, device_bytes, onchip_param_bytes
+from fpga.placement import (
+    HOST_PLACEABLE,
+    design_floor,
+    device_bytes,
+    onchip_param_bytes,
+)
 from fpga.program import compile_token
 from fpga.resources import estimate
 from fpga.streaming import simulate_token
-from graph_gen import llm_shapes
 from tests.streaming_gen import small_board, small_design, small_llm
-from tests.test_streaming_equivalence import assert_equivalent
+from tests.test_streaming_equivalence import assert_drawn_equivalent
 
 #: host placements that are legal (each op with what it needs)
 PLACEMENTS = [(), ("embed",), ("argmax",), ("lm_head", "argmax"), ("final_norm", "lm_head", "argmax"),
@@ -92,13 +97,7 @@ def test_fast_engine_equals_reference_on_placed_designs(data: st.DataObject) -> 
     design = placed(data.draw(small_design(board, llm)), data.draw(st.sampled_from(PLACEMENTS)),
                     data.draw(st.sampled_from(ONCHIP)))
     assume(all(e.ops for e in design.engines))
-    ctx = data.draw(st.integers(0, 30))
-    try:
-        compile_token(design, board, llm, ctx)
-    except DesignError as exc:
-        assume("buffer_depth" not in str(exc))
-        raise
-    assert_equivalent(design, board, llm, ctx, with_lm_head=data.draw(st.booleans()))
+    assert_drawn_equivalent(data, design, board, llm, max_ctx=30)
 
 
 @pytest.mark.parametrize("host", PLACEMENTS)

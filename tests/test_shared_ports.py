@@ -12,10 +12,9 @@ from hypothesis import strategies as st
 from fpga.design import DesignError, check_structure, load_design
 from fpga.placement import design_floor
 from fpga.ports import channel_count, port_channels, shared
-from fpga.program import compile_token
 from fpga.streaming import simulate_token, validate_design
 from tests.streaming_gen import small_board, small_design, small_llm
-from tests.test_streaming_equivalence import assert_equivalent
+from tests.test_streaming_equivalence import assert_drawn_equivalent
 
 
 def share(design, engine: str, channels, arbitration: str = "round-robin"):  # type: ignore[no-untyped-def]
@@ -41,15 +40,7 @@ def shared_design(draw, board, llm):  # type: ignore[no-untyped-def]
 def test_fast_engine_equals_reference_with_shared_channels(data: st.DataObject) -> None:
     llm = data.draw(small_llm())
     board = data.draw(small_board())
-    design = data.draw(shared_design(board, llm))
-    ctx = data.draw(st.integers(0, 30))
-    try:
-        compile_token(design, board, llm, ctx)
-    except DesignError as exc:
-        assume("buffer_depth" not in str(exc))
-        raise
-    assert_equivalent(design, board, llm, ctx, with_lm_head=data.draw(st.booleans()),
-                      refresh_phase=data.draw(st.integers(0, 4000)))
+    assert_drawn_equivalent(data, data.draw(shared_design(board, llm)), board, llm, max_ctx=30)
 
 
 def test_sharing_moves_time_not_bytes() -> None:
