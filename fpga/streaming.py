@@ -13,6 +13,9 @@ Ports issue their requests in program order, one per kernel cycle at most, as so
 free when the consuming block's issue ends), fewer than ``max_outstanding`` reads are in flight, and (writes) the
 data exists. Requests cross to the AXI clock domain, are served by their channel (:mod:`fpga.hbm`), and cross back.
 
+Ports whose engines name the same pseudo-channel share it (:mod:`fpga.ports`): the channel serves their requests in
+order of arrival, ties broken by the design's arbitration.
+
 This engine computes those start/issue times as max-plus recurrences, visiting each block and each request once
 (AXI3 bursts, row changes and refresh windows inside a request are computed in closed form), and simulates one
 port per class of identical ports (same requests, same consumers, hence the same trajectory). The cycle-stepped

@@ -4,7 +4,7 @@ It visits every kernel-clock cycle and every AXI-clock cycle of the token, in ti
 base, and advances explicit state machines: per engine (issuing a block, waiting on a barrier, an input, a port or
 output space), per port (issue logic, the kernel-side copy of landed data, the channel queue) and per channel
 (data bus, open row, refresh windows). Every port is simulated on its own: nothing is shared between identical
-ports. Its results must equal the fast engine's (:mod:`fpga.streaming`) exactly; tests/test_streaming_equivalence.py
+ports; a pseudo-channel that several ports share keeps a queue per port and arbitrates among their heads. Its results must equal the fast engine's (:mod:`fpga.streaming`) exactly; tests/test_streaming_equivalence.py
 checks that over hundreds of generated designs.
 """
 from __future__ import annotations

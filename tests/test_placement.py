@@ -159,3 +159,13 @@ def test_the_worked_example_design_loads_decodes_and_respects_its_floor() -> Non
     assert tok.seconds >= design_floor(d, 256).floor_s
     own = simulate_token(d.with_engine("attn", channels=(28, 29, 30, 31)), 256)
     assert own.cycles <= tok.cycles and own.hbm_bytes == tok.hbm_bytes
+
+
+def test_bounds_without_a_point_or_with_a_mismatched_design_is_one_line() -> None:
+    from hwmodel.cli import main
+
+    r = CliRunner()
+    out = r.invoke(main, ["bounds"])
+    assert out.exit_code != 0 and "give --llm and --device, or --design" in out.output
+    out = r.invoke(main, ["bounds", "--design", "draft-u280", "--llm", "llama2-7b"])
+    assert out.exit_code != 0 and "runs qwen2.5-0.5b on u280" in out.output
