@@ -696,6 +696,14 @@ class StreamingEngine:
         """The KV-cache capacity the design reserves (tokens)."""
         return self.design.max_ctx
 
+    @property
+    def host_link_bytes(self) -> dict[str, int]:
+        """Bytes per token the design's placement sends over the host link (``to_device_bytes``, ``to_host_bytes``;
+        fpga/placement.py): what a system times with its link model around the FPGA's token."""
+        from fpga.placement import host_link_bytes
+
+        return host_link_bytes(self.design, self.llm)
+
     def decode_s(self, ctx: int) -> float:
         return self.token(ctx).seconds
 

@@ -157,6 +157,9 @@ def test_the_worked_example_design_loads_decodes_and_respects_its_floor() -> Non
     validate_design(d)
     tok = simulate_token(d, 256)
     assert tok.seconds >= design_floor(d, 256).floor_s
+    from fpga.streaming import StreamingEngine
+
+    assert StreamingEngine(d).host_link_bytes == {"to_device_bytes": 896 * 2, "to_host_bytes": 896 * 2}
     own = simulate_token(d.with_engine("attn", channels=(28, 29, 30, 31)), 256)
     assert own.cycles <= tok.cycles and own.hbm_bytes == tok.hbm_bytes
 
