@@ -22,7 +22,9 @@ What the compiler decides (FlightLLM-style, as GLITCHES uses it):
 * **Buffers.** Each on-chip buffer is a ring; an LD allocates ``bytes`` in it. Loads of later tiles are hoisted
   ahead of the compute of the current one (software prefetch) as long as their allocation does not overlap data
   whose consumer has not been emitted yet. The buffer capacity therefore bounds both the coalescing ratio (a group
-  must fit) and how far loads run ahead (two groups must fit to overlap a load with compute).
+  must fit) and how far loads run ahead (two groups must fit to overlap a load with compute). A design with
+  ``[buffers] overlap_loads = false`` has one buffer: no load runs ahead, and each load overwrites the previous one
+  only after its consumer (no load/compute overlap).
 * **Dependencies.** A pass over the stream turns buffer/register reads and writes into the scoreboard fields
   (RAW, WAR, WAW) of :mod:`fpga.isa`.
 * **Where shapes and bytes come from.** Every matrix (its shape, weight row, scale row, zero-point row and bias)
@@ -267,6 +269,7 @@ class _Emitter:
 
     def __init__(self, design: InstructionDesign) -> None:
         self.design = design
+        self.single_buffer = not design.buffers.overlap_loads  # no load/compute overlap
         self.out: list[_Ins] = []
         self._res: dict[str, int] = {}
         self._next_res = 0
@@ -298,7 +301,11 @@ class _Emitter:
                 if ld.reads and sj > j and any(r in steps[i].fences for i in range(j, sj) for r in ld.reads):
                     break  # a store between here and its consumer writes what this load reads
                 ring = self.rings[ld.buf]
+                if self.single_buffer and sj > j:
+                    break  # no load runs ahead of the compute before it
                 start, end = ring.place(ld.nbytes)
+                if self.single_buffer:  # one buffer: every load overwrites the last, after its consumer
+                    start, end = 0, ld.nbytes
                 over = ring.overlapped(start, end)
                 if sj > j and any(a[3] >= j for a in over):
                     break  # would overwrite data whose consumer is not emitted yet: stop prefetching here

@@ -81,6 +81,10 @@ class EngineSpec:
                                       doc="0: per-row weight scales ride inline with the weights; > 0: they come "
                                           "from a port of their own at this many output rows per cycle, which "
                                           "bounds a matrix-vector block's issue cycles")
+    channels: tuple[int, ...] = plain(default=(),
+                                      doc="pseudo-channel of each port (one per port); empty = ports reach "
+                                          "channels of their own in engine order. Ports of engines that name the "
+                                          "same channel share it (fpga/ports.py)")
     slr: int = plain(default=0, check=_non_negative,
                      doc="super logic region (die) the engine is placed in; each crossing between engines adds "
                          "the design's slr_crossing_cycles to their FIFO latency")
@@ -146,6 +150,21 @@ class StreamingDesign:
                                      "barrier costing this many cycles)")
     slr_crossing_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
                                      doc="pipeline registers an activation FIFO gains per SLR boundary it crosses")
+    arbitration: str = plain(default="round-robin", check=one_of("round-robin", "fixed-priority"),
+                             doc="how a pseudo-channel shared by ports of several engines picks among requests "
+                                 "that arrive together: round-robin, or fixed priority by port order "
+                                 "(fpga/ports.py)")
+    host_ops: tuple[str, ...] = plain(default=(),
+                                      doc="operators placed on the host, not on the FPGA (fpga/placement.py): "
+                                          "embed (the embedding row arrives over the host link), and from the "
+                                          "end of the token argmax (sampling), lm_head (needs argmax) and "
+                                          "final_norm (needs lm_head); they map to no engine and move no HBM "
+                                          "bytes")
+    onchip_params: tuple[str, ...] = plain(default=(),
+                                           doc="parameter classes resident on chip (BRAM/URAM, loaded with the "
+                                               "bitstream's configuration, not read per token): bias, metadata "
+                                               "(quantization scales); counted against on-chip memory. Norm gains "
+                                               "are always on chip")
     engines: tuple[EngineSpec, ...] = plain(doc="the engines")
     origin: str = dataclasses.field(default="", compare=False, metadata={"toml": False})
     sources: Any = dataclasses.field(default=None, compare=False, metadata={"toml": False})
@@ -265,7 +284,12 @@ def _problems(d: StreamingDesign) -> Iterator[str]:
                 yield f"engine '{e.name}': max_outstanding must be >= 1, got {e.max_outstanding}"
             if not 32 <= e.burst_bytes <= 65536 or e.burst_bytes % 32:
                 yield f"engine '{e.name}': burst_bytes must be a multiple of 32 in [32, 65536], got {e.burst_bytes}"
-    missing = [op for op in ALL_OPS if op not in seen]
+    from fpga.placement import placement_problems
+    from fpga.ports import port_problems
+
+    yield from placement_problems(d, seen)
+    yield from port_problems(d)
+    missing = [op for op in ALL_OPS if op not in seen and op not in d.host_ops]
     if missing:
         yield f"operators not mapped to any engine: {', '.join(missing)}"
     if d.fifo_depth < 1:

@@ -110,6 +110,10 @@ class BufferSpec:
     scale_bytes: int = sourced(check=positive, unit="B")
     zero_bytes: int = sourced(check=positive, unit="B")
     kv_bytes: int = sourced(check=positive, unit="B", doc="K/V tiles of one head during attention")
+    overlap_loads: bool = plain(default=True,
+                                doc="true: loads of later tiles run ahead of the current compute into free ring "
+                                    "space (double buffering, software prefetch); false: one buffer, a load waits "
+                                    "for the compute that reads what it overwrites (no load/compute overlap)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

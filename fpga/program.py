@@ -37,6 +37,8 @@ import numpy as np
 from numba import njit
 
 from fpga.design import ALL_OPS, DesignError, EngineSpec, StreamingDesign, check_structure
+from fpga.placement import on_host, streamed_bytes
+from fpga.ports import arbitration_code, channel_bases, dense_channels, shared
 from hwmodel.graph import Graph, Op, QuantScheme, attention_keys, build_graph, per_channel
 from hwmodel.specs import BoardSpec, LlmSpec
 
@@ -198,6 +200,8 @@ class Program:
     pr_table: np.ndarray  # (n, 8) per port
     t_need_port: np.ndarray  # (n_blocks, n_ports)
     macs: int
+    port_chan: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))  # per port: channel
+    arbitration: int = 0  # a shared channel's tie-break (fpga.ports: ARB_RR, ARB_FIXED)
     param_bytes: dict[str, int] = dataclasses.field(default_factory=dict)  # ledger: weights, metadata, bias, padding
     req_bytes: dict[str, int] = dataclasses.field(default_factory=dict)  # request bytes: param_read, kv_read, kv_write
     ops_names: tuple[str, ...] = ALL_OPS
@@ -246,7 +250,7 @@ class _Compiler:
         self.macs = 0
         self.q = quant_of(design)
         self.g = _graph0(llm, self.q)
-        self.ledger = {"weights": 0, "metadata": 0, "bias": 0, "padding": 0, "pad_bound": 0}
+        self.ledger = {"weights": 0, "metadata": 0, "bias": 0, "onchip": 0, "padding": 0, "pad_bound": 0}
         self.hop = hop_matrix(design).tolist()
 
     # ---- helpers
@@ -388,11 +392,13 @@ class _Compiler:
                 and any(o.name == n or o.name.endswith("." + n) for n in names)]
 
     def account(self, ops: list[Op]) -> None:
-        """Enter the parameter bytes of ``ops`` in the ledger (what the requests below carry)."""
+        """Enter the parameter bytes of ``ops`` in the ledger (what the requests below carry, and ``onchip``: the
+        bytes of the classes the design keeps on chip, which no request carries)."""
         for o in ops:
             self.ledger["weights"] += o.bytes.weights
             self.ledger["metadata"] += o.bytes.metadata
             self.ledger["bias"] += o.bytes.bias
+            self.ledger["onchip"] += o.bytes.weights + o.bytes.metadata + o.bytes.bias - streamed_bytes(self.d, o)
 
     def shape(self, op: str, part: str = "layer") -> tuple[list[Op], int, int, list[tuple[int, int]]]:
         """(graph ops, rows, cols, row segments [(rows, payload bytes per row)]) of fused operator ``op``."""
@@ -403,11 +409,10 @@ class _Compiler:
             cols = ops[0].in_features
             if any(o.in_features != cols for o in ops):
                 raise DesignError(f"'{op}': fused operators of different input widths")
-            segs = [(o.out_features, (o.bytes.weights + o.bytes.metadata + o.bytes.bias) // o.out_features)
-                    for o in ops]
+            segs = [(o.out_features, streamed_bytes(self.d, o) // o.out_features) for o in ops]
             return ops, sum(o.out_features for o in ops), cols, segs
         rows = ops[0].out_features  # inputs concatenated: one row holds every fused matrix's row
-        per_row = sum((o.bytes.weights + o.bytes.metadata + o.bytes.bias) // o.out_features for o in ops)
+        per_row = sum(streamed_bytes(self.d, o) // o.out_features for o in ops)
         return ops, rows, sum(o.in_features for o in ops), [(rows, per_row)]
 
     @staticmethod
@@ -471,7 +476,7 @@ class _Compiler:
             done += c
         if not dynamic:
             self.close(seg, vin)
-        extra = sum(o.bytes.metadata + o.bytes.bias for o in ops)
+        extra = sum(streamed_bytes(self.d, o) - o.bytes.weights for o in ops)
         prev = 0
         for j, cum in enumerate(self.vec_chunks(rows)):
             t = seg.block(eng, _cdiv(cum - prev, self.d.vector_chunk), op, drain=(j == 0))
@@ -630,13 +635,16 @@ class _Compiler:
         return seg, x3
 
     def head(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
+        """The embedding row: gathered from HBM by the embed engine, or (embed on the host) received from the host
+        link into the residual engine's buffer, vector_chunk elements per cycle."""
         seg = _Segment(self.n_ports)
-        eng = self.eng_idx["embed"]
-        t = seg.block(eng, _cdiv(self.m.hidden, self.d.vector_chunk), "embed")
-        emb = self.fused("embed", "prologue")
-        self.account(emb)
-        self.weight_reqs(seg, t, eng, sum(o.bytes.weights + o.bytes.metadata for o in emb))
         x_eng = self.eng_idx["ffn_add"]
+        eng = x_eng if on_host(self.d, "embed") else self.eng_idx["embed"]
+        t = seg.block(eng, _cdiv(self.m.hidden, self.d.vector_chunk), "embed")
+        if not on_host(self.d, "embed"):
+            emb = self.fused("embed", "prologue")
+            self.account(emb)
+            self.weight_reqs(seg, t, eng, sum(streamed_bytes(self.d, o) for o in emb))
         out = []
         prev = 0
         for j, cum in enumerate(x_cum):
@@ -652,21 +660,37 @@ class _Compiler:
         m = self.m
         seg = _Segment(self.n_ports)
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
-        if not with_lm_head:  # ingest: the token ends when the last layer's residual stream is complete
+        if not with_lm_head or on_host(self.d, "final_norm"):
+            # ingest (or the whole head on the host): the token ends when the last layer's residual stream is complete
             eng = self.eng_idx["ffn_add"]
             t = seg.block(eng, 1, "ffn_add")
             self.consume(seg, t, 0, x_in, x_cum[-1], main=False)
             seg.x_in = x_in  # type: ignore[attr-defined]
             return seg, x_in
         xn = self.norm_op(seg, "final_norm", x_in, m.hidden)
+        if on_host(self.d, "lm_head"):  # the normed hidden state leaves for the host
+            self._to_host(seg, "final_norm", xn)
+            seg.x_in = x_in  # type: ignore[attr-defined]
+            return seg, x_in
         logits = self.matvec(seg, "lm_head", xn, "epilogue")
         self.close(seg, xn)
+        if on_host(self.d, "argmax"):  # the logits leave for the host, which samples
+            self._to_host(seg, "lm_head", logits)
+            seg.x_in = x_in  # type: ignore[attr-defined]
+            return seg, x_in
         self.stream_op(seg, "argmax", logits, produce=False)
         self.close(seg, logits)
         eng = self.eng_idx["argmax"]
         seg.block(eng, 1, "argmax", drain=True)  # the sampled token id
         seg.x_in = x_in  # type: ignore[attr-defined]
         return seg, x_in
+
+
+    def _to_host(self, seg: _Segment, op: str, vec: _Vec) -> None:
+        """The token's last block: ``op``'s engine has handed the whole of ``vec`` to the host link."""
+        t = seg.block(self.eng_idx[op], 1, op)
+        self.consume(seg, t, 0, vec, vec.cum[-1])
+        self.close(seg, vec)
 
 
 # ============================================================================================== linking
@@ -792,9 +816,12 @@ def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_
     port_eng = [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
     reps: list[int] = []
     port_class = []
+    chans = dense_channels(design)
+    lone = [chans.count(ch) == 1 for ch in chans]  # a port on a shared channel is a class of its own
     for p in range(c.n_ports):
         for k, q in enumerate(reps):
-            if port_eng[q] == port_eng[p] and all(seg.reqs[p] == seg.reqs[q] for seg in (head, pre, post, tail)):
+            if lone[p] and lone[q] and port_eng[q] == port_eng[p] and \
+                    all(seg.reqs[p] == seg.reqs[q] for seg in (head, pre, post, tail)):
                 port_class.append(k)
                 break
         else:
@@ -1075,6 +1102,14 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
 
     g_ptr, r_table, t_need_group = expand(g_port)
     p_ptr, pr_table, t_need_port = expand(list(range(n_ports)) if per_port else [])
+    if shared(design):  # engines sharing a channel keep their data apart on it (fpga.ports.channel_bases)
+        a_eng = c.eng_idx["attention"]
+        foot = list(st.total_w)
+        foot[a_eng] = (_cdiv(foot[a_eng], 1 << 20) << 20) + kv_stride * L
+        bases = np.array(channel_bases(design, foot), np.int64)
+        for ptr, table, ports in ((g_ptr, r_table, g_port), (p_ptr, pr_table, range(n_ports) if per_port else [])):
+            for i, q in enumerate(ports):
+                table[ptr[i]:ptr[i + 1], R_ADDR] += bases[q]
     return Program(
         n_blocks=n, t_eng=eng, t_cyc=cyc, t_drain=drain, t_op=op, t_layer=t_layer, t_dep=dep, t_off=off,
         e_ptr=e_ptr, e_list=order.astype(np.int64), e_lat=lat, final_block=n - 1,
@@ -1083,5 +1118,5 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
         port_buffer=np.array(bufs, np.int64), port_outstanding=np.array(outs, np.int64),
         g_ptr=g_ptr, g_port=np.array(g_port, np.int64), g_mult=g_mult,
         r_table=r_table, t_need_group=t_need_group, p_ptr=p_ptr, pr_table=pr_table, t_need_port=t_need_port,
-        macs=macs,
+        macs=macs, port_chan=np.array(dense_channels(design), np.int64), arbitration=arbitration_code(design),
     )

@@ -20,6 +20,8 @@ points in a sweep, not to replace a place-and-route report; expect +-30 % on LUT
 * Activations: each matrix-vector engine double-buffers its largest input vector; two-pass attention keeps
   ``max_ctx`` fp32 scores per query head of a group; the residual stream is held twice (skip connections) — all in
   URAM (288 Kb = 36,864 B each).
+* Resident parameters (``onchip_params``: biases, quantization scales of the whole model, fpga/placement.py): in
+  URAM, a fixed block ``onchip_params``.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ import functools
 import math
 
 from fpga.design import HBM_OPS, MATVEC_OPS, DesignError, EngineSpec, StreamingDesign
+from fpga.placement import onchip_param_bytes
 from hwmodel.specs import BoardSpec, LlmSpec
 
 LUT_PER_LANE = {4: 18, 8: 30, 16: 60}
@@ -116,6 +119,9 @@ def estimate(design: StreamingDesign, board: BoardSpec | None = None, llm: LlmSp
     llm = llm or design.llm_spec()
     per = {e.name: engine_resources(design, e, board, llm) for e in design.engines}
     blocks = {"kvmu": kvmu_resources()} if design.kvmu else {}
+    onchip = onchip_param_bytes(design, llm)
+    if onchip:  # parameters the design keeps on chip (onchip_params: biases, scales), in URAM
+        blocks["onchip_params"] = {"lut": 0, "ff": 0, "dsp": 0, "bram18k": 0, "uram": _cdiv(onchip, URAM_BYTES)}
     tot = {k: sum(v[k] for v in (*per.values(), *blocks.values())) for k in ("lut", "ff", "dsp", "bram18k", "uram")}
     return ResourceUse(lut=tot["lut"] + BASE_LUT, ff=tot["ff"] + BASE_FF, dsp=tot["dsp"], bram18k=tot["bram18k"],
                        uram=tot["uram"], per_engine=per, blocks=blocks)

@@ -13,6 +13,9 @@ Ports issue their requests in program order, one per kernel cycle at most, as so
 free when the consuming block's issue ends), fewer than ``max_outstanding`` reads are in flight, and (writes) the
 data exists. Requests cross to the AXI clock domain, are served by their channel (:mod:`fpga.hbm`), and cross back.
 
+Ports whose engines name the same pseudo-channel share it (:mod:`fpga.ports`): the channel serves their requests in
+order of arrival, ties broken by the design's arbitration.
+
 This engine computes those start/issue times as max-plus recurrences, visiting each block and each request once
 (AXI3 bursts, row changes and refresh windows inside a request are computed in closed form), and simulates one
 port per class of identical ports (same requests, same consumers, hence the same trajectory). The cycle-stepped
@@ -31,6 +34,7 @@ from numba import njit
 
 from fpga import hbm
 from fpga.design import (ALL_OPS, DesignError, StreamingDesign, check_structure, design_names, load_design)
+from fpga.ports import channel_bases, channel_count, port_problems, shared
 from fpga.program import (R_ADDR, R_BYTES, R_DEP, R_DEP_OFF, R_OUTPREV, R_SLOT, R_SLOT_OFF, R_WRITE, Program,
                           compile_token)
 from hwmodel.engine import Capability, Phase
@@ -46,7 +50,7 @@ EC_BUSY, EC_DRAIN, EC_IN, EC_MEM, EC_OUT, EC_DONE = range(6)
 
 # ============================================================================================== the kernel
 # per port class state (rows of gs) and per request times (rows of rt)
-GS_POS, GS_LAST_ISSUE, GS_PREV_LAND, GS_PORT_BYTES, GS_ENG, GS_PORT_SHIFT = range(6)
+GS_POS, GS_LAST_ISSUE, GS_PREV_LAND, GS_PORT_BYTES, GS_ENG, GS_PORT_SHIFT, GS_CHAN, GS_SHARED, GS_HEAD_ARR = range(9)
 RT_ISSUE, RT_LAND, RT_FIRST, RT_END = range(4)
 
 
@@ -55,7 +59,9 @@ def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray,
            rq: np.ndarray, rt: np.ndarray, st: np.ndarray) -> bool:
     """Issue port class g's requests in order, up to index ``limit`` (exclusive), while their conditions are
     known: a buffer slot (the consuming block of an earlier read has issued), the data of a write, and fewer
-    than max_outstanding reads in flight. Each is served by the channel and lands. True if any was issued."""
+    than max_outstanding reads in flight. Each is served by the channel and lands. True if any was issued.
+    (A port class on an unshared channel; the conditions and the service are inline because calls to
+    :func:`_issue_time` and :func:`_serve`, which a shared channel's arbiter uses, cost half the kernel's time.)"""
     moved = False
     while gs[GS_POS, g] < limit:
         r = gs[GS_POS, g]
@@ -77,7 +83,7 @@ def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray,
         gs[GS_LAST_ISSUE, g] = ti
         arrival = hbm.kernel_to_axi(p, ti)
         w = rq[r, R_WRITE]
-        f, en = hbm.channel_request_at(p, st, g, arrival, rq[r, R_ADDR], rq[r, R_BYTES], w)
+        f, en = hbm.channel_request_at(p, st, gs[GS_CHAN, g], arrival, rq[r, R_ADDR], rq[r, R_BYTES], w)
         rt[r, RT_FIRST] = f
         rt[r, RT_END] = en
         if w:
@@ -93,10 +99,118 @@ def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray,
 
 
 @njit(cache=True)
+def _issue_head(p: np.ndarray, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray,
+                rt: np.ndarray) -> bool:
+    """A shared channel's port class g: issue its next request (the head the channel arbitrates), if it has none
+    issued and the request's conditions are known."""
+    if gs[GS_HEAD_ARR, g] >= 0 or gs[GS_POS, g] >= g_ptr[g + 1]:
+        return False
+    r = gs[GS_POS, g]
+    ti = _issue_time(r, g, start, gs, g_ptr, rq, rt)
+    if ti < 0:
+        return False
+    rt[r, RT_ISSUE] = ti
+    gs[GS_LAST_ISSUE, g] = ti
+    gs[GS_HEAD_ARR, g] = hbm.kernel_to_axi(p, ti)
+    return True
+
+
+@njit(cache=True)
+def _issue_time(r: int, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray,
+                rt: np.ndarray) -> int:
+    """Issue cycle of port class g's request r once its conditions are known (as :func:`_issue`), else -1."""
+    ti = gs[GS_LAST_ISSUE, g] + 1
+    b = rq[r, R_SLOT]
+    if b >= 0:
+        if start[b] < 0:
+            return -1
+        ti = max(ti, start[b] + rq[r, R_SLOT_OFF])
+    b = rq[r, R_DEP]
+    if b >= 0:
+        if start[b] < 0:
+            return -1
+        ti = max(ti, start[b] + rq[r, R_DEP_OFF])
+    o = rq[r, R_OUTPREV]
+    if o >= 0:
+        ti = max(ti, rt[g_ptr[g] + o, RT_LAND])
+    return ti
+
+
+@njit(cache=True)
+def _serve(p: np.ndarray, g: int, r: int, arrival: int, gs: np.ndarray, rq: np.ndarray, rt: np.ndarray,
+           st: np.ndarray) -> None:
+    """Port class g's request r reaches its channel at AXI cycle ``arrival`` after every earlier one: served,
+    landed (reads copy into the kernel-side buffer one after another), the class's next request is due."""
+    w = rq[r, R_WRITE]
+    f, en = hbm.channel_request_at(p, st, gs[GS_CHAN, g], arrival, rq[r, R_ADDR], rq[r, R_BYTES], w)
+    rt[r, RT_FIRST] = f
+    rt[r, RT_END] = en
+    if w:
+        rt[r, RT_LAND] = hbm.axi_to_kernel(p, en)
+    else:
+        land = hbm.read_landing(p, f, en, rq[r, R_BYTES], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g],
+                                gs[GS_PORT_SHIFT, g])
+        rt[r, RT_LAND] = land
+        gs[GS_PREV_LAND, g] = land
+    gs[GS_POS, g] += 1
+
+
+@njit(cache=True)
+def _best_head(c: int, c_ptr: np.ndarray, c_list: np.ndarray, last: np.ndarray, arb: int, gs: np.ndarray,
+               g_ptr: np.ndarray, forced: bool) -> int:
+    """The class whose issued head shared channel c grants next: earliest arrival, then the arbitration's order
+    (fpga.ports). Unless ``forced``, -1 while a sharer's next request is not issued yet (it might come first)."""
+    n = c_ptr[c + 1] - c_ptr[c]
+    best = -1
+    best_arr = 0
+    best_rank = 0
+    for k in range(n):
+        g = c_list[c_ptr[c] + k]
+        if gs[GS_POS, g] >= g_ptr[g + 1]:
+            continue
+        a = gs[GS_HEAD_ARR, g]
+        if a < 0:
+            if forced:
+                continue
+            return -1
+        rank = k if arb == 1 else (k - last[c] - 1 + n) % n
+        if best < 0 or a < best_arr or (a == best_arr and rank < best_rank):
+            best, best_arr, best_rank = g, a, rank
+    return best
+
+
+@njit(cache=True)
+def _grant(p: np.ndarray, c: int, g: int, last: np.ndarray, gs: np.ndarray, rq: np.ndarray, rt: np.ndarray,
+           st: np.ndarray) -> None:
+    """Shared channel c grants class g's issued head."""
+    _serve(p, g, gs[GS_POS, g], gs[GS_HEAD_ARR, g], gs, rq, rt, st)
+    gs[GS_HEAD_ARR, g] = -1
+    last[c] = gs[GS_SHARED, g] - 1  # GS_SHARED holds 1 + the class's position among the channel's sharers
+
+
+@njit(cache=True)
+def _run_channel(p: np.ndarray, c: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray,
+                 rt: np.ndarray, st: np.ndarray, c_ptr: np.ndarray, c_list: np.ndarray, last: np.ndarray,
+                 arb: int) -> bool:
+    """Shared channel c: issue its sharers' heads and grant them while the next grant is known."""
+    moved = False
+    while True:
+        for k in range(c_ptr[c], c_ptr[c + 1]):
+            if _issue_head(p, c_list[k], start, gs, g_ptr, rq, rt):
+                moved = True
+        g = _best_head(c, c_ptr, c_list, last, arb, gs, g_ptr, False)
+        if g < 0:
+            return moved
+        _grant(p, c, g, last, gs, rq, rt, st)
+        moved = True
+
+
+@njit(cache=True)
 def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.ndarray, t_dep: np.ndarray,
               t_off: np.ndarray, e_ptr: np.ndarray, e_list: np.ndarray, e_lat: np.ndarray, t_need: np.ndarray,
               g_ptr: np.ndarray, g_eng: np.ndarray, g_port_bytes: np.ndarray, rq: np.ndarray,
-              final_block: int):  # type: ignore[no-untyped-def]
+              final_block: int, g_chan: np.ndarray, c_ptr: np.ndarray, c_list: np.ndarray,
+              arb: int):  # type: ignore[no-untyped-def]
     n = len(t_eng)
     n_e = len(e_lat)
     n_g = len(g_ptr) - 1
@@ -106,8 +220,20 @@ def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.n
     e_pos = e_ptr[:-1].copy()
     e_issue_end = np.zeros(n_e, dtype=np.int64)
     e_done_at = np.zeros(n_e, dtype=np.int64)
-    gs = np.zeros((6, n_g), dtype=np.int64)
+    gs = np.zeros((9, n_g), dtype=np.int64)
+    n_c = len(c_ptr) - 1
+    any_shared = False
+    for c in range(n_c):
+        if c_ptr[c + 1] - c_ptr[c] > 1:
+            any_shared = True
+            for k in range(c_ptr[c + 1] - c_ptr[c]):
+                gs[GS_SHARED, c_list[c_ptr[c] + k]] = k + 1
+    last = np.full(n_c, -1, dtype=np.int64)
+    for c in range(n_c):
+        last[c] = c_ptr[c + 1] - c_ptr[c] - 1  # round-robin starts at the channel's first port
     for g in range(n_g):
+        gs[GS_CHAN, g] = g_chan[g]
+        gs[GS_HEAD_ARR, g] = -1
         gs[GS_POS, g] = g_ptr[g]
         gs[GS_LAST_ISSUE, g] = -1
         gs[GS_PORT_BYTES, g] = g_port_bytes[g]
@@ -119,11 +245,11 @@ def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.n
             while (1 << k) < pb:
                 k += 1
             gs[GS_PORT_SHIFT, g] = k
-    st = np.zeros((n_g, hbm.CS_N), dtype=np.int64)
+    st = np.zeros((n_c, hbm.CS_N), dtype=np.int64)
     reset = hbm.new_channel_state()
-    for g in range(n_g):
+    for c in range(n_c):
         for j in range(hbm.CS_N):  # element by element: a row assignment compiles a shape-mismatch error path
-            st[g, j] = reset[j]
+            st[c, j] = reset[j]
     rt = np.full((n_r, 4), -1, dtype=np.int64)
     progress = True
     sweeps = 0
@@ -185,11 +311,34 @@ def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.n
                     e_pos[e] += 1
                     progress = True
                 for g in range(n_g):
-                    if gs[GS_ENG, g] == e and _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st):
-                        local = True
-                        progress = True
+                    if gs[GS_ENG, g] == e:
+                        if gs[GS_SHARED, g]:
+                            moved = _run_channel(p, gs[GS_CHAN, g], start, gs, g_ptr, rq, rt, st, c_ptr, c_list,
+                                                 last, arb)
+                        else:
+                            moved = _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st)
+                        if moved:
+                            local = True
+                            progress = True
         for g in range(n_g):
-            if _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st):
+            if gs[GS_SHARED, g]:
+                moved = _run_channel(p, gs[GS_CHAN, g], start, gs, g_ptr, rq, rt, st, c_ptr, c_list, last, arb)
+            else:
+                moved = _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st)
+            if moved:
+                progress = True
+        if not progress and any_shared:
+            # nothing moves: every unknown time waits (through blocks and reads) on a head a shared channel holds
+            # back, so it comes later than the earliest such head, which the channel can grant now
+            bc = -1
+            bg = -1
+            for c in range(n_c):
+                if c_ptr[c + 1] - c_ptr[c] > 1:
+                    g = _best_head(c, c_ptr, c_list, last, arb, gs, g_ptr, True)
+                    if g >= 0 and (bg < 0 or gs[GS_HEAD_ARR, g] < gs[GS_HEAD_ARR, bg]):
+                        bc, bg = c, g
+            if bg >= 0:
+                _grant(p, bc, bg, last, gs, rq, rt, st)
                 progress = True
     status = 0
     for e in range(n_e):
@@ -292,19 +441,26 @@ def _op_tables(prog: Program, start: np.ndarray) -> tuple[dict[str, int], dict[s
     return ({op: int(busy[ALL_OPS.index(op)]) for op in ops}, {op: int(span[ALL_OPS.index(op)]) for op in ops})
 
 
-def _channels(design: StreamingDesign, board: BoardSpec, prog: Program, st: np.ndarray, seconds: float,
-              per_port_states: np.ndarray | None = None) -> tuple[dict[str, Any], ...]:
+def _channels(design: StreamingDesign, board: BoardSpec, prog: Program, st: np.ndarray,
+              seconds: float) -> tuple[dict[str, Any], ...]:
+    """Per port: its engine, its channel's counters and bandwidth. A port on a shared channel reports the bytes of
+    its own requests (the channel's timers and commands are the channel's, ``shared_with`` names the others)."""
     peak = hbm.channel_peak_bytes_per_s(board)
+    g_chan = class_channels(prog)[0]
     per_class: dict[int, dict[str, Any]] = {}
+    chans = prog.port_chan.tolist()
     rows = []
     for port in range(prog.n_ports):
-        if per_port_states is not None:
-            s = per_port_states[port]
-        else:
-            g = int(prog.port_group[port])
-            if g not in per_class:
-                per_class[g] = hbm.channel_counters(st[g])
-        c = hbm.channel_counters(s) if per_port_states is not None else per_class[g]
+        g = int(prog.port_group[port])
+        if g not in per_class:
+            per_class[g] = hbm.channel_counters(st[g_chan[g]])
+        c = dict(per_class[g])
+        others = [q for q, ch in enumerate(chans) if ch == chans[port] and q != port]
+        if others:
+            rq = prog.r_table[prog.g_ptr[g]:prog.g_ptr[g + 1]]
+            w = rq[:, R_WRITE] == 1
+            c.update(read_bytes=int(rq[~w, R_BYTES].sum()), write_bytes=int(rq[w, R_BYTES].sum()),
+                     shared_with=others)
         moved = c["read_bytes"] + c["write_bytes"]
         rows.append({"port": port, "engine": design.engines[int(prog.port_eng[port])].name, **c,
                      "bw_bytes_per_s": moved / seconds, "utilization": moved / seconds / peak})
@@ -317,7 +473,7 @@ def build_result(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: 
     op_busy, op_span = _op_tables(prog, start)
     lanes = sum(e.lanes for e in design.engines if any(op in e.ops for op in ("qkv", "attention", "lm_head",
                                                                                "o_proj", "gate_up", "down")))
-    used_channels = design.total_ports
+    used_channels = channel_count(design)
     return TokenResult(
         design=design.name, llm=llm.name, board=board.name, ctx=ctx, with_lm_head=with_lm_head, clock_hz=clock_hz,
         cycles=int(total), engine_cycles=_engine_table(design, cnt), op_busy_cycles=op_busy, op_span_cycles=op_span,
@@ -373,9 +529,13 @@ def _validate_design(design: StreamingDesign, board: BoardSpec | None, llm: LlmS
     board = board or design.board_spec()
     llm = llm or design.llm_spec()
     h = board.hbm
-    if design.total_ports > h.axi_ports:
-        raise DesignError(f"design '{design.name}' uses {design.total_ports} HBM ports but board '{board.name}' has "
-                          f"{h.axi_ports} ({', '.join(f'{e.name}: {e.ports}' for e in design.engines if e.ports)})")
+    if channel_count(design) > h.axi_ports:
+        raise DesignError(f"design '{design.name}' uses {channel_count(design)} HBM "
+                          f"{'pseudo-channels' if shared(design) else 'ports'} but board '{board.name}' has "
+                          f"{h.axi_ports} "
+                          f"({', '.join(f'{e.name}: {e.ports}' for e in design.engines if e.ports)})")
+    for problem in port_problems(design, h.axi_ports):
+        raise DesignError(f"design '{design.name}': {problem}")
     check_design_clock(design, board)
     check_hbm_capacity(design, board, llm)
     check_fits(design, board, llm)
@@ -401,21 +561,35 @@ def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) 
     pc_bytes = board.hbm.pc_capacity_bytes // board.hbm.ports_per_pc
     a = design.engines.index(design.engine_of("attention"))
     kv = kv_region_bytes(design, llm, board) * 2 * llm.kv_heads * llm.layers
-    if not llm.tied_embeddings:  # an untied embedding table is stored too (one row is read per token)
+    # an untied embedding table is stored too (one row is read per token), and a tied one whose LM head runs on the
+    # host; an embedding gathered on the host stores nothing
+    if "embed" not in design.host_ops and (not llm.tied_embeddings or "lm_head" in design.host_ops):
         emb = design.engines.index(design.engine_of("embed"))
         total_w[emb] += -(-embedding_table_bytes(design, llm) // design.engines[emb].ports)
+    needs = []
     for i, e in enumerate(design.engines):
-        if not e.ports:
-            continue
         need = total_w[i]
         if i == a:  # the KV cache starts at the next MiB after the weights
             need = (-(-need // (1 << 20)) << 20) + kv
+        needs.append(need)
+        if not e.ports:
+            continue
         if need > pc_bytes:
             raise DesignError(
                 f"design '{design.name}': {llm.name} does not fit HBM: engine '{e.name}' needs {need / 2**20:.0f} MiB "
                 f"per port (weights{' + KV cache for max_ctx ' + str(design.max_ctx) if i == a else ''}) but each of "
                 f"its {e.ports} ports reaches a {pc_bytes / 2**20:.0f} MiB share of a pseudo-channel on "
                 f"'{board.name}'")
+    if shared(design):  # engines sharing a channel stack their data on it (fpga.ports.channel_bases)
+        ends = [b + needs[int(e)] for b, e in zip(channel_bases(design, needs), _port_engines(design))]
+        if max(ends) > pc_bytes:
+            raise DesignError(f"design '{design.name}': {llm.name} does not fit HBM: the engines sharing a pseudo-channel "
+                              f"need {max(ends) / 2**20:.0f} MiB of it but a port reaches a {pc_bytes / 2**20:.0f} MiB "
+                              f"share on '{board.name}'")
+
+
+def _port_engines(design: StreamingDesign) -> list[int]:
+    return [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
 
 
 def simulate_token(design: StreamingDesign | str | Path, ctx: int, clock_hz: float | None = None,
@@ -447,9 +621,24 @@ def run_kernel(p: np.ndarray, prog: Program) -> tuple[Any, ...]:
     """The fast engine on a compiled program: (status, cycles, block starts, engine counters, request issue,
     landing, first-data and end cycles, channel states — per port class —, scheduling sweeps)."""
     g_port_bytes = prog.port_bytes[prog.g_port] if prog.n_groups else np.zeros(0, np.int64)
+    g_chan, c_ptr, c_list = class_channels(prog)
     return _simulate(p, prog.t_eng, prog.t_cyc, prog.t_drain, prog.t_dep, prog.t_off, prog.e_ptr, prog.e_list,
                      prog.e_lat, prog.t_need_group, prog.g_ptr, prog.port_eng[prog.g_port], g_port_bytes,
-                     prog.r_table, prog.final_block)
+                     prog.r_table, prog.final_block, g_chan, c_ptr, c_list, prog.arbitration)
+
+
+def class_channels(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The channel state of each port class (classes on unshared channels have their own, numbered as the classes;
+    a shared channel's ports are classes of their own), and per channel state its classes (CSR)."""
+    n_g = prog.n_groups
+    if not len(prog.port_chan) or len(set(prog.port_chan.tolist())) == len(prog.port_chan):
+        ar = np.arange(n_g, dtype=np.int64)
+        return ar, np.arange(n_g + 1, dtype=np.int64), ar
+    ids: dict[int, int] = {}
+    g_chan = np.array([ids.setdefault(int(prog.port_chan[q]), len(ids)) for q in prog.g_port], np.int64)
+    order = np.argsort(g_chan, kind="stable").astype(np.int64)
+    c_ptr = np.concatenate([[0], np.cumsum(np.bincount(g_chan, minlength=len(ids)))]).astype(np.int64)
+    return g_chan, c_ptr, order
 
 
 class StreamingEngine:
@@ -506,6 +695,14 @@ class StreamingEngine:
     def max_ctx(self) -> int:
         """The KV-cache capacity the design reserves (tokens)."""
         return self.design.max_ctx
+
+    @property
+    def host_link_bytes(self) -> dict[str, int]:
+        """Bytes per token the design's placement sends over the host link (``to_device_bytes``, ``to_host_bytes``;
+        fpga/placement.py): what a system times with its link model around the FPGA's token."""
+        from fpga.placement import host_link_bytes
+
+        return host_link_bytes(self.design, self.llm)
 
     def decode_s(self, ctx: int) -> float:
         return self.token(ctx).seconds

@@ -4,7 +4,7 @@ It visits every kernel-clock cycle and every AXI-clock cycle of the token, in ti
 base, and advances explicit state machines: per engine (issuing a block, waiting on a barrier, an input, a port or
 output space), per port (issue logic, the kernel-side copy of landed data, the channel queue) and per channel
 (data bus, open row, refresh windows). Every port is simulated on its own: nothing is shared between identical
-ports. Its results must equal the fast engine's (:mod:`fpga.streaming`) exactly; tests/test_streaming_equivalence.py
+ports; a pseudo-channel that several ports share keeps a queue per port and arbitrates among their heads. Its results must equal the fast engine's (:mod:`fpga.streaming`) exactly; tests/test_streaming_equivalence.py
 checks that over hundreds of generated designs.
 """
 from __future__ import annotations
@@ -180,6 +180,54 @@ class _Channel:
     def state(self) -> np.ndarray:
         return np.array(self.s, dtype=np.int64)
 
+    def push(self, port: int, entry: list[int]) -> None:
+        self.queue.append(entry)
+
+    def pending(self) -> bool:
+        return bool(self.queue)
+
+
+class _SharedChannel(_Channel):
+    """A pseudo-channel shared by several ports (fpga/ports.py): each port queues its requests in order; while no
+    granule of the head has been served, the head is re-chosen every AXI cycle among the ports' first requests:
+    earliest arrival, then round-robin after the last granted port or fixed priority by port order."""
+
+    def __init__(self, p: list[int], ports: list[int], arbitration: int) -> None:
+        super().__init__(p)
+        self.ports = ports
+        self.arb = arbitration
+        self.waiting: dict[int, collections.deque[list[int]]] = {q: collections.deque() for q in ports}
+        self.owner = -1  # port of the request in self.queue
+        self.last = len(ports) - 1  # position of the port granted last
+
+    def push(self, port: int, entry: list[int]) -> None:
+        self.waiting[port].append(entry)
+
+    def pending(self) -> bool:
+        return bool(self.queue) or any(self.waiting.values())
+
+    def _rank(self, k: int) -> int:
+        n = len(self.ports)
+        return k if self.arb == 1 else (k - self.last - 1) % n
+
+    def step(self, m: int, on_first: callable, on_end: callable) -> None:  # type: ignore[valid-type]
+        if not self.queue or self.queue[0][5] == 0:  # the head has not started: arbitrate again
+            if self.queue:
+                self.waiting[self.owner].appendleft(self.queue.popleft())
+            heads = [(w[0][1], self._rank(k), k) for k, q in enumerate(self.ports) if (w := self.waiting[q])]
+            if heads:
+                _arr, _rank, k = min(heads)
+                q = self.ports[k]
+                if q != self.owner:
+                    self.plan = None
+                self.owner = q
+                self.queue.append(self.waiting[q].popleft())
+        n_before = len(self.queue)
+        super().step(m, on_first, on_end)
+        if n_before and not self.queue:  # the head finished: its port was granted
+            self.last = self.ports.index(self.owner)
+            self.owner = -1
+
 
 def simulate_reference(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int,
                        with_lm_head: bool = True, max_kernel_cycles: int = 5_000_000) -> RefResult:
@@ -223,7 +271,12 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
     copy_pos = [0] * n_ports  # index into reads[q] of the read being copied into the kernel buffer
     copy_start = [-1] * n_ports
     prev_land = [0] * n_ports
-    chans = [_Channel(p) for _ in range(n_ports)]
+    port_chan = prog.port_chan.tolist() if len(prog.port_chan) else list(range(n_ports))
+    sharers: dict[int, list[int]] = {}
+    for q, c in enumerate(port_chan):
+        sharers.setdefault(c, []).append(q)
+    chans = [_SharedChannel(p, sharers[c], prog.arbitration) if len(sharers[c]) > 1 else _Channel(p)
+             for c in range(len(sharers))]
 
     def a2k(m: int) -> int:
         return -(-(m * ta) // tk) + sync
@@ -238,7 +291,7 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
     signature = None
     while True:
         if total >= 0 and kc >= total and all(next_req[q] == n_req[q] for q in range(n_ports)) and \
-                all(not ch.queue for ch in chans) and all(copy_pos[q] == len(reads[q]) for q in range(n_ports)):
+                all(not ch.pending() for ch in chans) and all(copy_pos[q] == len(reads[q]) for q in range(n_ports)):
             break
         if ac * ta > kc * tk:  # at each kernel cycle: has anything moved?
             sig = (sum(e_pos), sum(next_req), sum(copy_pos), sum(ch.counters[hbm.CS_BURSTS] for ch in chans))
@@ -252,15 +305,16 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
                              kc, ac)
         if ac * ta <= kc * tk:
             m = ac
-            for q in range(n_ports):
-                def on_first(r: int, mm: int, q: int = q) -> None:
-                    first[q][r] = mm
+            for ch in chans:
+                def on_first(rq: tuple[int, int], mm: int) -> None:
+                    first[rq[0]][rq[1]] = mm
 
-                def on_end(r: int, mm: int, q: int = q) -> None:
+                def on_end(rq: tuple[int, int], mm: int) -> None:
+                    q, r = rq
                     end[q][r] = mm
                     if reqs[q]["write"][r]:
                         land[q][r] = a2k(mm)
-                chans[q].step(m, on_first, on_end)
+                ch.step(m, on_first, on_end)
             ac += 1
             continue
         n = kc
@@ -341,9 +395,10 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
             last_issue[q] = n
             next_req[q] += 1
             arrival = -(-((n + 1) * tk) // ta) + sync + p[hbm.HP_SWITCH]
-            chans[q].queue.append([r, arrival, rq["addr"][r], rq["bytes"][r], rq["write"][r], 0])
+            chans[port_chan[q]].push(q, [(q, r), arrival, rq["addr"][r], rq["bytes"][r], rq["write"][r], 0])
         kc += 1
     return RefResult(0, total, np.array(start, dtype=np.int64), np.array(counters, dtype=np.int64),
                      [np.array(x, dtype=np.int64) for x in issue], [np.array(x, dtype=np.int64) for x in land],
                      [np.array(x, dtype=np.int64) for x in first], [np.array(x, dtype=np.int64) for x in end],
-                     np.array([ch.state() for ch in chans]).reshape(n_ports, hbm.CS_N), kc, ac)
+                     np.array([chans[port_chan[q]].state() for q in range(n_ports)]).reshape(n_ports, hbm.CS_N),
+                     kc, ac)

@@ -63,12 +63,13 @@ def bytes_of(g: Graph) -> DecodeBytes:
 
 
 def decode_bytes(llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int,
-                 quant: QuantScheme | None = None) -> DecodeBytes:
-    """Bytes read from memory to decode one token after ``ctx_tokens`` cached tokens."""
+                 quant: QuantScheme | None = None, with_lm_head: bool = True) -> DecodeBytes:
+    """Bytes read from memory to decode one token after ``ctx_tokens`` cached tokens (``with_lm_head=False``: an
+    ingested token, logits discarded: no final norm, no head)."""
     q = quant or scheme(weight_bits, kv_bits)
     if ctx_tokens < 0:
         raise HwmodelError(f"context length must be >= 0, got {ctx_tokens}")
-    return bytes_of(build_graph(llm, q, "decode", 1, ctx_tokens))
+    return bytes_of(build_graph(llm, q, "decode" if with_lm_head else "ingest", 1, ctx_tokens))
 
 
 def resident_bytes(llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int,
@@ -137,9 +138,11 @@ def default_bits(device: BoardSpec | GpuSpec) -> tuple[int, int]:
 
 
 def bounds(llm: LlmSpec, device: BoardSpec | GpuSpec, weight_bits: int, kv_bits: int, ctx_tokens: int,
-           prefill_tokens: int = 1024) -> Bounds:
-    """Compute the decode bandwidth floors, the prefill compute floor and the memory fit of one point."""
-    db = decode_bytes(llm, weight_bits, kv_bits, ctx_tokens)
+           prefill_tokens: int = 1024, with_lm_head: bool = True) -> Bounds:
+    """Compute the decode bandwidth floors, the prefill compute floor and the memory fit of one point
+    (``with_lm_head=False``: the decode floors of an ingested token). A streaming design's own floor, on its
+    ports, precision and placement, is :func:`fpga.placement.design_floor`."""
+    db = decode_bytes(llm, weight_bits, kv_bits, ctx_tokens, with_lm_head=with_lm_head)
     peak_bw, meas_bw, mem = device_bandwidths(device)
     ops = prefill_ops(llm, prefill_tokens)
     peak_ops = device.peak_ops_per_s(weight_bits)

@@ -47,6 +47,13 @@ def _row(res: Any) -> dict[str, Any]:
             "ports_utilization": res.ports_utilization, "bandwidth_floor_s": res.bandwidth_floor_s}
 
 
+def _floor_s(design: Any, ctx: int, ingest: bool) -> float:
+    """The design's own floor (fpga/placement.py): what `hwmodel bounds --design` prints."""
+    from fpga.placement import design_floor
+
+    return design_floor(design, ctx, with_lm_head=not ingest).floor_s
+
+
 def _detail_tables(res: Any) -> None:
     from rich.table import Table
 
@@ -85,12 +92,19 @@ def _detail_tables(res: Any) -> None:
 @clock_option("freq_mhz", help="Kernel clock in MHz [default: the design's].")
 @click.option("--clock-range", "--freq-range", "freq_range", cls=AliasOption, default=None,
               help="Table over kernel clocks in MHz: A:B:S (e.g. 150:450:50) or a comma list.")
-@click.option("--ingest", is_flag=True, help="An ingested token (logits discarded: LM head and sampler skipped).")
+@click.option("--ingest", "--no-lm-head", "ingest", is_flag=True,
+              help="An ingested token (logits discarded: LM head and sampler skipped).")
 @click.option("--detail/--no-detail", default=True, show_default=True,
               help="Per-engine, per-operator and per-channel tables (single point).")
+@click.option("--sensitivity", is_flag=True,
+              help="Vary every guessed field (left at its default, unsourced or [estimate]) over its documented "
+                   "range: per-field latency movement and the band they span together (single point; "
+                   "docs/model-your-design.md).")
+@click.option("--vary", default=None,
+              help="With --sensitivity: only these field names (comma list, e.g. burst_bytes,fifo_depth).")
 @json_option
 def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: float | None, freq_range: str | None,
-               ingest: bool, detail: bool, as_json: bool) -> None:
+               ingest: bool, detail: bool, sensitivity: bool, vary: str | None, as_json: bool) -> None:
     """Cycle-level simulation of decoding one token on a fully-streaming FPGA design: cycles, seconds, where the
     cycles went, HBM bytes, bandwidth and utilization."""
     import dataclasses
@@ -114,6 +128,8 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
         check_context(c, design.llm_spec(), "--ctx-range" if ctx_range else "--ctx", max_ctx=design.max_ctx,
                       design=design.name)
     points = [(c, f) for f in freqs for c in ctxs]
+    if sensitivity and len(points) > 1:
+        raise HwmodelError("--sensitivity: one point at a time (drop --ctx-range / --clock-range)")
     engines: dict[float, StreamingEngine] = {}
     rows = []
     results = []
@@ -126,23 +142,65 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
                 engines[f] = StreamingEngine(dataclasses.replace(design, clock_hz=f * 1e6), validate=False)
             res = engines[f].token(c, with_lm_head=not ingest)
             results.append(res)
-            rows.append(_row(res))
+            rows.append({**_row(res), "design_floor_s": _floor_s(design, c, ingest)})
             prog.advance(task)
+    band = None
+    if sensitivity:
+        from fpga.sensitivity import check_fields, sensitivity as band_of
+
+        d0 = dataclasses.replace(design, clock_hz=freqs[0] * 1e6)
+        fields = check_fields(vary.split(",")) if vary else None
+        band = band_of(d0, lambda d: StreamingEngine(d, validate=False).token(ctxs[0], with_lm_head=not ingest).seconds,
+                       fields)
     if as_json:
-        echo_json(results[0].as_dict() if len(results) == 1 else rows)
+        one = {**results[0].as_dict(), "design_floor_s": rows[0]["design_floor_s"]}
+        if band is not None:
+            one["sensitivity"] = band
+        echo_json(one if len(results) == 1 else rows)
         return
     from rich.table import Table
 
     t = Table("ctx", "clock", "cycles", "latency", "tokens/s", "HBM bytes", "achieved BW", "HBM util.",
-              "floor @peak", title=f"{design.name}: {design.llm} W{design.weight_bits}A{design.act_bits} "
+              "floor @peak", "design floor", title=f"{design.name}: {design.llm} W{design.weight_bits}A{design.act_bits} "
                                    f"KV{design.kv_bits} on {design.board}" + (" (ingest)" if ingest else ""))
     for r in rows:
         t.add_row(str(r["ctx"]), f"{r['clock_mhz']:g} MHz", f"{r['cycles']:,}", fmt_s(r["seconds"]),
                   f"{r['tokens_per_s']:.0f}", f"{r['hbm_bytes'] / 1e6:.1f} MB", fmt_bw(r["achieved_bw_bytes_per_s"]),
-                  f"{100 * r['hbm_utilization']:.1f} %", fmt_s(r["bandwidth_floor_s"]))
+                  f"{100 * r['hbm_utilization']:.1f} %", fmt_s(r["bandwidth_floor_s"]), fmt_s(r["design_floor_s"]))
     console().print(t)
+    if design.host_ops or design.onchip_params:
+        from fpga.placement import host_link_bytes
+
+        hl = host_link_bytes(design, design.llm_spec())
+        console().print(f"placement: on the host {', '.join(design.host_ops) or 'nothing'} "
+                        f"({hl['to_device_bytes']} B in, {hl['to_host_bytes']} B out per token over the host link, "
+                        f"timed by the system's link model); on chip: {', '.join(design.onchip_params) or '-'}",
+                        markup=False, soft_wrap=True)
     if detail and len(results) == 1:
         _detail_tables(results[0])
+    if band is not None:
+        sensitivity_table(band, f"{design.name}: prediction band at ctx {ctxs[0]}")
+
+
+def sensitivity_table(band: dict[str, Any], title: str) -> None:
+    """Per guessed field: its status, value, range, latency at both ends, and the joint band."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    def cell(row: dict[str, Any], side: str) -> str:
+        v = row[f"{side}_s"]
+        return fmt_s(v) if v is not None else f"refused: {row[side + '_error'][:60]}"
+
+    t = Table("field", "status", "value", "range", "latency at low", "latency at high", "swing", title=title)
+    for r in band["fields"]:
+        t.add_row(escape(r["field"]), r["status"], str(r["value"]), f"{r['low']} .. {r['high']}", cell(r, "low"),
+                  cell(r, "high"), f"{100 * r['swing_fraction']:.1f} %")
+    c = console()
+    c.print(t)
+    lo, hi = band["band_s"]
+    c.print(f"nominal {fmt_s(band['nominal_s'])}; band over all {len(band['fields'])} guessed fields together: "
+            f"{fmt_s(lo) if lo is not None else 'refused'} .. {fmt_s(hi) if hi is not None else 'refused'}",
+            markup=False, soft_wrap=True)
 
 
 @fpga.command("designs")

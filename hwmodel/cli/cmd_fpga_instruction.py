@@ -244,26 +244,47 @@ def designs_cmd(as_json: bool) -> None:
               help="Prefill this many tokens instead of decoding one.")
 @clock_option("clock_hz", unit="Hz", help="Kernel clock override in MHz (the HBM keeps its own clock) "
                                          "[default: the design's].")
+@click.option("--ingest", "--no-lm-head", "ingest", is_flag=True,
+              help="Ingested token(s): logits discarded, no output head (as `fpga decode --ingest`).")
+@click.option("--sensitivity", is_flag=True,
+              help="Vary every [estimate] integer of the design over its documented range: per-field latency "
+                   "movement and the joint band (docs/model-your-design.md).")
+@click.option("--vary", default=None, help="With --sensitivity: only these field names (comma list).")
 @json_option
 def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock_hz: float | None,
-            as_json: bool) -> None:
+            ingest: bool, sensitivity: bool, vary: str | None, as_json: bool) -> None:
     """Simulate one decode step (or a prefill) cycle by cycle and print time, traffic and unit activity."""
     from fpga.instruction import InstructionEngine
     from hwmodel.engine import Phase
 
-    eng = InstructionEngine(design, prefetch_ratio=ratio, clock_hz=clock_hz)
-    res = eng.prefill(prefill_tokens, ctx) if prefill_tokens else eng.decode(ctx)
+    def point(d: Any) -> tuple[Any, Any]:
+        e = InstructionEngine(d, prefetch_ratio=ratio, clock_hz=clock_hz)
+        if ingest:
+            return e, e.prefill(max(1, prefill_tokens), ctx, logits=False)
+        return e, (e.prefill(prefill_tokens, ctx) if prefill_tokens else e.decode(ctx))
+
+    eng, res = point(design)
+    band = None
+    if sensitivity:
+        from fpga.sensitivity import instruction_knobs, sensitivity as band_of
+
+        guesses = instruction_knobs(design, vary.split(",") if vary else None)
+        band = band_of(design, lambda d: point(d)[1].seconds, guesses=guesses)
     phase = Phase.PREFILL if prefill_tokens else Phase.DECODE
     power = eng.power_w(phase)
     out = {"design": design.name, "role": design.role, "prefetch_ratio": eng.prefetch_ratio, "ctx": ctx,
-           "prefill_tokens": prefill_tokens, **res.as_dict(), "power_w": power,
+           "prefill_tokens": prefill_tokens, "ingest": ingest, **res.as_dict(), "power_w": power,
            "weights_bytes": eng.weights_bytes, "kv_bytes": eng.kv_bytes(ctx)}
+    if band is not None:
+        out["sensitivity"] = band
     if as_json:
         echo_json(out)
         return
     from rich.table import Table
 
     what = f"prefill of {prefill_tokens} tokens" if prefill_tokens else "one decode step"
+    if ingest:
+        what = f"ingest of {max(1, prefill_tokens)} token(s), no output head"
     t = Table("quantity", "value", title=f"{design.display_name}, k={eng.prefetch_ratio}: {what} at ctx {ctx}"
                                          + ("" if design.role == "calibrated" else " (predicted)"))
     c = res.counters
@@ -283,6 +304,10 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
     ]:
         t.add_row(label, value)
     console().print(t)
+    if band is not None:
+        from hwmodel.cli.cmd_fpga_decode import sensitivity_table
+
+        sensitivity_table(band, f"{design.name}: prediction band")
 
 
 @instruction.command("dump")

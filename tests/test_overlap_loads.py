@@ -1,0 +1,42 @@
+"""`[buffers] overlap_loads` of an instruction-driven design (fpga/compiler.py): with one buffer no load runs ahead
+of the compute before it. The fast engine equals the cycle-stepped reference either way, the bytes do not change,
+and a design without overlap is never faster."""
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+
+from fpga.instruction_design import load_design
+from fpga.instruction_ref import ReferenceMachine
+from fpga.instruction_sim import simulate_program
+from tests.test_instruction_engine import COUNTERS, _program, small_machines
+
+
+def single(design):  # type: ignore[no-untyped-def]
+    return dataclasses.replace(design, buffers=dataclasses.replace(design.buffers, overlap_loads=False))
+
+
+@settings(max_examples=10, deadline=None)
+@given(small_machines())
+def test_no_overlap_equals_reference_moves_the_same_bytes_and_is_never_faster(machine) -> None:
+    llm, design, k, ctx, n = machine
+    one = single(design)
+    prog = _program(llm, one, k, ctx, n)
+    fast = simulate_program(one, prog)
+    ref = ReferenceMachine(one).run(prog)
+    assert {c: fast[c] for c in COUNTERS} == {c: ref[c] for c in COUNTERS}
+    both = simulate_program(design, _program(llm, design, k, ctx, n))
+    assert (fast["read_bytes"], fast["write_bytes"], fast["macs"]) == \
+        (both["read_bytes"], both["write_bytes"], both["macs"])
+    assert fast["cycles"] >= both["cycles"]
+
+
+def test_the_field_reads_from_toml(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from fpga.instruction_design import DESIGN_DIR
+
+    text = (DESIGN_DIR / "draft-instr-u280.toml").read_text().replace("[buffers]\n", "[buffers]\noverlap_loads = false\n")
+    p = tmp_path / "no-overlap.toml"
+    p.write_text(text)
+    d = load_design(p)
+    assert d.buffers.overlap_loads is False and load_design("draft-instr-u280").buffers.overlap_loads is True
