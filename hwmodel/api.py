@@ -25,7 +25,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
 
 
@@ -94,8 +93,10 @@ def instruction_engine(design: str | Path = "glitches-u280", prefetch_ratio: int
                              clock_hz=None if clock_mhz is None else clock_mhz * 1e6)
 
 
-def gpu_engine(gpu_name: str, llm_name: str, framework: str = "vllm", weight_bits: int | None = None) -> Any:
-    """The calibrated GPU model of ``llm_name`` on ``gpu_name`` under ``framework`` (``hwmodel gpu frameworks``)."""
+def gpu_engine(gpu_name: str, llm_name: str, framework: str, weight_bits: int | None = None) -> Any:
+    """The calibrated GPU model of ``llm_name`` on ``gpu_name`` under ``framework`` (``hwmodel gpu frameworks``):
+    required, because the papers' settings differ (GLITCHES' A100 runs Hugging Face ``"hf"``, RSD's GPUs ``"vllm"``,
+    and the two differ by about 1.6x on an A100)."""
     from gpu.latency import GpuEngine
 
     return GpuEngine(gpu_name, llm_name, framework=framework, weight_bits=weight_bits)
@@ -124,7 +125,12 @@ def capabilities(eng: Any) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class OpTiming:
-    """One operation on one engine: time, the power the engine reports for the phase, and the energy."""
+    """One operation on one engine at one point (figures from :mod:`hwmodel.quantities`, as the CLI prints them).
+
+    Fields: ``engine`` (name), ``operation`` ("decode" or "prefill"), ``n_tokens`` (tokens processed),
+    ``ctx`` (tokens already cached, tokens), ``seconds`` (s, time of the operation), ``power_w`` (W, board power
+    during the operation at this ``ctx``), ``tokens_per_s`` (1/s), ``energy_j`` (J, seconds x power_w),
+    ``tokens_per_s_per_w`` (tokens/s/W = tokens per joule)."""
 
     engine: str
     operation: str
@@ -141,35 +147,98 @@ class OpTiming:
     def energy_j(self) -> float:
         return self.seconds * self.power_w
 
+    @property
+    def tokens_per_s_per_w(self) -> float:
+        return self.n_tokens / self.energy_j if self.energy_j > 0 else math.nan
+
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j}
-
-
-def _power(eng: Any, phase: Phase) -> float:
-    try:
-        return float(eng.power_w(phase))
-    except (AttributeError, NotImplementedError):
-        return math.nan
+        return {**dataclasses.asdict(self), "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j,
+                "tokens_per_s_per_w": self.tokens_per_s_per_w}
 
 
 def decode(eng: Any, ctx: int = 0) -> OpTiming:
-    """Decode one token at context ``ctx`` on any engine."""
-    if ctx < 0:
-        raise HwmodelError(f"ctx must be >= 0, got {ctx}")
-    return OpTiming(eng.name, "decode", 1, ctx, float(eng.decode_s(ctx)), _power(eng, Phase.DECODE))
+    """Decode one token at context ``ctx`` on any engine (power at ``ctx``: :func:`hwmodel.quantities.decode_power_w`)."""
+    from hwmodel.quantities import decode_point
+
+    p = decode_point(eng, ctx)
+    return OpTiming(p.engine, "decode", 1, ctx, p.seconds_per_token, p.power_w)
 
 
 def prefill(eng: Any, n_tokens: int, ctx: int = 0) -> OpTiming:
     """Prefill ``n_tokens`` new tokens after ``ctx`` cached ones on any engine."""
-    if n_tokens < 1 or ctx < 0:
-        raise HwmodelError(f"prefill needs n_tokens >= 1 and ctx >= 0, got {n_tokens} and {ctx}")
-    return OpTiming(eng.name, "prefill", n_tokens, ctx, float(eng.prefill_s(n_tokens, ctx)),
-                    _power(eng, Phase.PREFILL))
+    from hwmodel.quantities import prefill_figures
+
+    f = prefill_figures(eng, n_tokens, ctx)
+    return OpTiming(str(eng.name), "prefill", n_tokens, ctx, f["seconds"], f["power_w"])
 
 
-def decode_curve(eng: Any, ctxs: Sequence[int]) -> list[dict[str, Any]]:
-    """``decode`` at each context, as records."""
-    return [decode(eng, c).to_dict() for c in ctxs]
+def decode_window(eng: Any, input_tokens: int = 1536, output_tokens: int = 512, stride: int = 32) -> Any:
+    """Mean decode figures of ``output_tokens`` steps after an ``input_tokens`` prompt, as published single-device
+    figures are quoted (``DecodeFigures``: seconds_per_token, power_w, tokens_per_s, energy_per_token_j,
+    tokens_per_s_per_w); the validation rows and ``--output-tokens`` in the CLI call the same function."""
+    from hwmodel.quantities import decode_window as _window
+
+    return _window(eng, input_tokens, output_tokens, stride)
+
+
+def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress: bool = False
+                 ) -> list[dict[str, Any]]:
+    """Decode time at each context, as records (``ctx``, ``seconds``, ``tokens_per_s``; with ``exact`` also the
+    power and energy of :func:`decode`).
+
+    By default the serving simulator's decode table (:class:`hwmodel.serving.devices.DecodeTable`) fills the times:
+    every context on a GPU, a step-function bisection on the instruction-driven FPGA (exact for its step-wise decode
+    time), a 32-token grid with linear interpolation on the streaming FPGA -- seconds instead of a cycle-level run
+    per context. ``exact=True`` simulates every context; ``progress`` shows a progress bar."""
+    from hwmodel.serving.devices import DecodeTable
+
+    cs = [int(c) for c in ctxs]
+    if any(c < 0 for c in cs):
+        raise HwmodelError(f"ctx must be >= 0, got {min(cs)}")
+    bar = _Bar(progress, len(cs), f"decode curve on {eng.name}")
+    out = []
+    try:
+        if exact:
+            for c in cs:
+                out.append(decode(eng, c).to_dict())
+                bar.advance()
+            return out
+        table = DecodeTable(eng.decode_s, _table_mode(eng), getattr(eng, "max_ctx", None))
+        for c in cs:
+            s = table.step_s(c)
+            out.append({"engine": str(eng.name), "ctx": c, "seconds": s, "tokens_per_s": 1.0 / s})
+            bar.advance()
+        return out
+    finally:
+        bar.close()
+
+
+def _table_mode(eng: Any) -> str:
+    """The decode table the serving simulator's builders use for this kind of engine (hwmodel/serving/engines.py)."""
+    from hwmodel.quantities import engine_kind
+
+    return {"instruction": "steps", "streaming": "grid"}.get(engine_kind(eng), "exact")
+
+
+class _Bar:
+    """A rich progress bar, or nothing (``enabled=False``)."""
+
+    def __init__(self, enabled: bool, total: int, what: str) -> None:
+        self._p = None
+        if enabled:
+            from rich.progress import Progress
+
+            self._p = Progress(transient=True)
+            self._p.start()
+            self._task = self._p.add_task(what, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        if self._p is not None:
+            self._p.advance(self._task, n)
+
+    def close(self) -> None:
+        if self._p is not None:
+            self._p.stop()
 
 
 def physical_bounds(llm_name: str, device: str, weight_bits: int | None = None, kv_bits: int | None = None,
@@ -314,7 +383,7 @@ def reproduce(study: str | None = None, out_dir: str | Path = "out") -> int:
     return res.exit_code
 
 
-__all__ = ["OpTiming", "Replay", "Serving", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "make_engine",
+__all__ = ["OpTiming", "Replay", "Serving", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "decode_window", "make_engine",
            "freq_study", "generate_trace", "gpu", "gpu_engine", "import_hf_config", "instruction_engine", "llm",
            "prefill", "read_trace", "replay", "reproduce", "requests", "serve", "spec_library", "streaming_engine",
            "sweep", "use_spec_dirs", "validation_table"]

@@ -129,7 +129,13 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
             rows.append(_row(res))
             prog.advance(task)
     if as_json:
-        echo_json(results[0].as_dict() if len(results) == 1 else rows)
+        if len(results) == 1:
+            from hwmodel.quantities import decode_point
+
+            point = {} if ingest else {"decode": decode_point(engines[points[0][1]], points[0][0]).to_dict()}
+            echo_json({**results[0].as_dict(), **point})
+        else:
+            echo_json(rows)
         return
     from rich.table import Table
 

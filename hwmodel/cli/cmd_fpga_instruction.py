@@ -244,20 +244,26 @@ def designs_cmd(as_json: bool) -> None:
               help="Prefill this many tokens instead of decoding one.")
 @clock_option("clock_hz", unit="Hz", help="Kernel clock override in MHz (the HBM keeps its own clock) "
                                          "[default: the design's].")
+@click.option("--output-tokens", type=click.IntRange(min=1), default=None,
+              help="Also the mean figures of this many decode steps from --ctx (a generation window).")
 @json_option
 def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock_hz: float | None,
-            as_json: bool) -> None:
+            output_tokens: int | None, as_json: bool) -> None:
     """Simulate one decode step (or a prefill) cycle by cycle and print time, traffic and unit activity."""
     from fpga.instruction import InstructionEngine
-    from hwmodel.engine import Phase
+    from hwmodel.quantities import decode_point, decode_window, prefill_power_w
 
     eng = InstructionEngine(design, prefetch_ratio=ratio, clock_hz=clock_hz)
     res = eng.prefill(prefill_tokens, ctx) if prefill_tokens else eng.decode(ctx)
-    phase = Phase.PREFILL if prefill_tokens else Phase.DECODE
-    power = eng.power_w(phase)
+    power = prefill_power_w(eng, prefill_tokens, ctx) if prefill_tokens else decode_point(eng, ctx).power_w
+    window = decode_window(eng, ctx, output_tokens) if output_tokens and not prefill_tokens else None
     out = {"design": design.name, "role": design.role, "prefetch_ratio": eng.prefetch_ratio, "ctx": ctx,
-           "prefill_tokens": prefill_tokens, **res.as_dict(), "power_w": power,
+           "prefill_tokens": prefill_tokens, **res.as_dict(), "power_w": power, "energy_j": power * res.seconds,
            "weights_bytes": eng.weights_bytes, "kv_bytes": eng.kv_bytes(ctx)}
+    if not prefill_tokens:
+        out["decode"] = decode_point(eng, ctx).to_dict()
+    if window:
+        out["window"] = window.to_dict()
     if as_json:
         echo_json(out)
         return
@@ -278,6 +284,9 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
         ("MPE busy", f"{100 * res.mpe_busy_fraction:.1f} %"),
         ("SFU busy", f"{100 * res.sfu_busy_fraction:.1f} %"),
         ("board power", f"{power:.1f} W"),
+        *([] if prefill_tokens else [("tokens/s/W", f"{1 / (power * res.seconds):.3f}")]),
+        *([(f"mean of {output_tokens} steps", f"{fmt_s(window.seconds_per_token)}/token, {window.power_w:.1f} W, "
+            f"{window.tokens_per_s_per_w:.3f} tokens/s/W")] if window else []),
         ("weights + metadata in HBM", fmt_bytes(eng.weights_bytes)),
         (f"KV cache of {ctx} tokens", fmt_bytes(eng.kv_bytes(ctx))),
     ]:
