@@ -284,18 +284,33 @@ class Replay:
                 "problems": len(self.rows)}
 
 
-def replay(trace: Any, policy: str = "heteroreason", system: str = "config1", draft: str | None = None) -> Replay:
+def replay(trace: Any, policy: str = "heteroreason", system: Any = "config1", draft: str | None = None, *,
+           seeds: int | None = None, first_seed: int | None = None, limit: int | None = None,
+           backtracking: bool = True) -> Any:
     """Replay ``trace`` (a Trace or a path) with a system-A policy (``hwmodel reason policies``) on a built-in
-    system or a system TOML; ``draft`` names another device of the system for the draft role."""
+    system, a system TOML or a spec from :func:`system`; ``draft`` names another device of the system for the draft
+    role.
+
+    With ``seeds=N``, ``trace`` is a dataset name (math500, gsm8k, gaokao2023en, olympiadbench): ``N`` traces of
+    ``limit`` problems are generated (seeds ``first_seed ..``) and replayed, and the result is a
+    :class:`hwmodel.replicas.Replicas` (``summary[metric]``: mean and 95 % interval; ``markdown``, ``plot``)."""
     from hwmodel.reasoning.metrics import summarize
     from hwmodel.reasoning.runner import run_trace
-    from hwmodel.reasoning.system import build_platform
+    from hwmodel.reasoning.system import build_platform, load_system
 
+    if seeds is not None:
+        from hwmodel.reasoning.replicas import run_seeds
+
+        if not isinstance(trace, str):
+            raise HwmodelError("replay(..., seeds=N) takes a dataset name as trace (each seed generates its trace)")
+        return run_seeds(trace, policy, system, seeds, first_seed=first_seed, limit=limit, draft=draft,
+                         backtracking=backtracking)
     if isinstance(trace, (str, Path)):
         trace = read_trace(trace)
-    platform = build_platform(system, policy, draft=draft)
-    rows = tuple(run_trace(trace, policy, platform, system))
-    return Replay(policy, system, rows, summarize(rows))
+    spec = load_system(system) if isinstance(system, (str, Path)) else system
+    platform = build_platform(spec, policy, draft=draft)
+    rows = tuple(run_trace(trace, policy, platform, spec.name))
+    return Replay(policy, spec.name, rows, summarize(rows))
 
 
 # ================================================================================================ system B
@@ -328,15 +343,90 @@ def requests(n: int, rate_per_s: float = math.inf, prompt: str = "1536", output:
     return poisson_stream(n, rate_per_s, parse_length(prompt, "prompt"), parse_length(output, "output"), seed)
 
 
-def serve(cluster: str | Path = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n: int = 200,
-          rate_per_s: float = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0,
-          scheduler: str = "fcfs") -> Serving:
-    """Run a request stream on a built-in cluster or a cluster TOML (``hwmodel serve run``)."""
-    from hwmodel.serving.cluster import load_cluster, resolve_cluster
+@dataclasses.dataclass(frozen=True)
+class Load:
+    """A request rate given as a fraction of the cluster's saturation rate (:func:`load`)."""
+
+    fraction: float
+
+
+def load(fraction: float) -> Load:
+    """``rate_per_s=hw.load(0.8)``: 80 % of the saturation request rate of the cluster and request lengths the
+    call serves (:func:`saturation`, computed once per setting)."""
+    if not (0 < fraction and math.isfinite(fraction)):
+        raise HwmodelError(f"load fraction must be a positive finite number, got {fraction}")
+    return Load(float(fraction))
+
+
+@dataclasses.dataclass(frozen=True)
+class Saturation:
+    """The most a cluster sustains with every request queued at t = 0.
+
+    Fields: ``cluster`` (name), ``scheduler``, ``requests`` (requests run), ``prompt``/``output`` (length laws),
+    ``request_rate_per_s`` (1/s: requests completed / window, the rate :func:`load` scales),
+    ``throughput_tok_per_s`` (output tokens/s over the window). Under an offered load below saturation the measured
+    throughput is below ``fraction x throughput_tok_per_s`` too: the window includes the ramp-up and the drain of a
+    finite stream (at 80 % load of ``a100+7xu280`` about 0.72x)."""
+
+    cluster: str
+    scheduler: str
+    requests: int
+    prompt: str
+    output: str
+    request_rate_per_s: float
+    throughput_tok_per_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def saturation(cluster: Any = "a100+7xu280", *, n: int = 200, prompt: str = "1536", output: str = "512",
+               scheduler: str = "fcfs", seed: int = 0) -> Saturation:
+    """The saturation rate of ``cluster`` for these request lengths: ``n`` requests all queued at t = 0."""
+    spec = _cluster_spec(cluster)
+    key = (repr(spec), n, prompt, output, scheduler, seed)
+    if key not in _SATURATION:
+        s = serve(spec, n=n, rate_per_s=math.inf, prompt=prompt, output=output, scheduler=scheduler, seed=seed)
+        m = s.metrics
+        _SATURATION[key] = Saturation(spec.name, scheduler, m.requests, prompt, output, m.requests / m.window_s,
+                                      m.throughput_tok_per_s)
+    return _SATURATION[key]
+
+
+_SATURATION: dict[tuple[Any, ...], Saturation] = {}
+
+
+def _cluster_spec(cluster: Any) -> Any:
+    from hwmodel.serving.cluster import load_cluster
+
+    return load_cluster(cluster) if isinstance(cluster, (str, Path)) else cluster
+
+
+def serve(cluster: Any = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n: int = 200,
+          rate_per_s: float | Load = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0,
+          scheduler: str = "fcfs", seeds: int | None = None) -> Any:
+    """Run a request stream on a built-in cluster, a cluster TOML or a spec from :func:`cluster_spec`
+    (``hwmodel serve run``). ``rate_per_s`` is requests/s or ``hw.load(f)`` (a fraction of :func:`saturation`).
+
+    With ``seeds=N`` the stream is generated under seeds ``seed .. seed + N - 1`` and the result is a
+    :class:`hwmodel.replicas.Replicas` (``summary["ttft_s.p90"]``: mean and 95 % interval; ``markdown``, ``plot``);
+    otherwise a :class:`Serving`."""
+    from hwmodel.serving.cluster import resolve_cluster
     from hwmodel.serving.metrics import compute_metrics
     from hwmodel.serving.simulator import simulate
 
-    spec = load_cluster(cluster)
+    spec = _cluster_spec(cluster)
+    if isinstance(rate_per_s, Load):
+        sat = saturation(spec, n=n, prompt=prompt, output=output, scheduler=scheduler)
+        rate_per_s = rate_per_s.fraction * sat.request_rate_per_s
+    if seeds is not None:
+        from hwmodel.serving.replicas import run_seeds
+
+        if reqs is not None:
+            raise HwmodelError("serve(..., seeds=N) generates its streams: pass n/rate_per_s/prompt/output, not reqs")
+        rate = float(rate_per_s)
+        return run_seeds(resolve_cluster(spec), lambda s: requests(n, rate, prompt, output, s), seeds, seed,
+                         scheduler)
     reqs = tuple(reqs) if reqs is not None else requests(n, rate_per_s, prompt, output, seed)
     res = simulate(resolve_cluster(spec), reqs, scheduler)
     return Serving(spec.name, scheduler, compute_metrics(res), res)
@@ -383,7 +473,7 @@ def reproduce(study: str | None = None, out_dir: str | Path = "out") -> int:
     return res.exit_code
 
 
-__all__ = ["OpTiming", "Replay", "Serving", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "decode_window", "make_engine",
+__all__ = ["Load", "OpTiming", "Replay", "Saturation", "Serving", "load", "saturation", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "decode_window", "make_engine",
            "freq_study", "generate_trace", "gpu", "gpu_engine", "import_hf_config", "instruction_engine", "llm",
            "prefill", "read_trace", "replay", "reproduce", "requests", "serve", "spec_library", "streaming_engine",
            "sweep", "use_spec_dirs", "validation_table"]
