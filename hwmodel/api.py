@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,52 @@ def import_hf_config(config: str | Path, name: str, out_dir: str | Path | None =
     from hwmodel.hf_import import import_hf
 
     return Path(import_hf(Path(config), name, Path(out_dir) if out_dir else Path(".")))
+
+
+_TABLES: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(spec) -> (spec, the table it was built from)
+
+
+def with_fields(spec: Any, changes: Mapping[str, Any] | None = None, **fields: Any) -> Any:
+    """A copy of a loaded spec (system, cluster, board, GPU, link, LLM, instruction design) with some fields changed,
+    validated exactly like a file (:func:`hwmodel.spec_extends.override`): ``changes`` is a nested dict or dotted
+    keys (``{"devices.fpga.clock_hz": 250e6}``), ``fields`` top-level fields or tables
+    (``devices={"fpga": {"clock_hz": 250e6}}``). A bare value for a sourced field is sourced as an override from
+    Python; every other field keeps its file's source (``spec.sources``)."""
+    from hwmodel.schema import build, read_toml
+    from hwmodel.spec_extends import override
+
+    held = _TABLES.get(id(spec))
+    if held is not None and held[0] is spec:
+        table = held[1]
+    else:
+        origin = getattr(spec, "origin", "")
+        if not origin or not Path(origin).is_file():
+            raise HwmodelError(f"with_fields needs a spec loaded from a TOML file (this {type(spec).__name__} has "
+                               "no origin file)")
+        table = read_toml(Path(origin))
+    merged = override(table, {**(changes or {}), **fields}, type(spec))
+    where = f"{getattr(spec, 'origin', '') or getattr(spec, 'name', 'spec')} (with overrides from Python)"
+    out = build(type(spec), merged, path=where)
+    _TABLES[id(out)] = (out, merged)
+    return out
+
+
+def system(name: str | Path = "config1", changes: Mapping[str, Any] | None = None, **fields: Any) -> Any:
+    """A system-A configuration (built-in name or TOML), optionally with fields changed (:func:`with_fields`):
+    ``hw.system("config1", devices={"fpga-v80": {"clock_hz": 250e6}})``; pass it to :func:`replay`."""
+    from hwmodel.reasoning.system import load_system
+
+    spec = load_system(str(name))
+    return with_fields(spec, changes, **fields) if (changes or fields) else spec
+
+
+def cluster_spec(name: str | Path = "a100+7xu280", changes: Mapping[str, Any] | None = None, **fields: Any) -> Any:
+    """A serving cluster (built-in name or TOML), optionally with fields changed (:func:`with_fields`); pass it
+    to :func:`serve` or :func:`saturation`."""
+    from hwmodel.serving.cluster import load_cluster
+
+    spec = load_cluster(name)
+    return with_fields(spec, changes, **fields) if (changes or fields) else spec
 
 
 # ================================================================================================ engines
@@ -473,7 +519,8 @@ def reproduce(study: str | None = None, out_dir: str | Path = "out") -> int:
     return res.exit_code
 
 
-__all__ = ["Load", "OpTiming", "Replay", "Saturation", "Serving", "load", "saturation", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "decode_window", "make_engine",
+__all__ = ["Load", "OpTiming", "Replay", "Saturation", "Serving", "cluster_spec", "load", "saturation", "system",
+           "with_fields", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "decode_window", "make_engine",
            "freq_study", "generate_trace", "gpu", "gpu_engine", "import_hf_config", "instruction_engine", "llm",
            "prefill", "read_trace", "replay", "reproduce", "requests", "serve", "spec_library", "streaming_engine",
            "sweep", "use_spec_dirs", "validation_table"]

@@ -89,8 +89,11 @@ def non_empty(v: Any) -> str | None:
 # ---------------------------------------------------------------------------------------------------- loading
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file through the reading layer (:mod:`hwmodel.io`): every OS, encoding, compression and syntax
-    problem becomes one error naming the file and the line."""
-    return _read_toml(path)
+    problem becomes one error naming the file and the line. A file that says ``extends = "NAME"`` comes back merged
+    over its parent (:mod:`hwmodel.spec_extends`)."""
+    from hwmodel.spec_extends import resolve
+
+    return resolve(_read_toml(path), Path(path))
 
 
 def load_toml_as(cls: type[T], path: Path | str, *, overrides: Mapping[str, Any] | None = None) -> T:
