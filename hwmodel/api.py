@@ -171,12 +171,7 @@ def capabilities(eng: Any) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class OpTiming:
-    """One operation on one engine at one point (figures from :mod:`hwmodel.quantities`, as the CLI prints them).
-
-    Fields: ``engine`` (name), ``operation`` ("decode" or "prefill"), ``n_tokens`` (tokens processed),
-    ``ctx`` (tokens already cached, tokens), ``seconds`` (s, time of the operation), ``power_w`` (W, board power
-    during the operation at this ``ctx``), ``tokens_per_s`` (1/s), ``energy_j`` (J, seconds x power_w),
-    ``tokens_per_s_per_w`` (tokens/s/W = tokens per joule)."""
+    """One operation on one engine at one point (figures from :mod:`hwmodel.quantities`, as the CLI prints them)."""
 
     engine: str
     operation: str
@@ -406,13 +401,10 @@ def load(fraction: float) -> Load:
 
 @dataclasses.dataclass(frozen=True)
 class Saturation:
-    """The most a cluster sustains with every request queued at t = 0.
-
-    Fields: ``cluster`` (name), ``scheduler``, ``requests`` (requests run), ``prompt``/``output`` (length laws),
-    ``request_rate_per_s`` (1/s: requests completed / window, the rate :func:`load` scales),
-    ``throughput_tok_per_s`` (output tokens/s over the window). Under an offered load below saturation the measured
+    """The most a cluster sustains with every request queued at t = 0 (``request_rate_per_s`` is the rate
+    :func:`load` scales). Under an offered load below saturation the measured
     throughput is below ``fraction x throughput_tok_per_s`` too: the window includes the ramp-up and the drain of a
-    finite stream (at 80 % load of ``a100+7xu280`` about 0.72x)."""
+    finite stream (at 80 % load of ``a100+7xu280`` about 0.73x)."""
 
     cluster: str
     scheduler: str
@@ -524,3 +516,13 @@ __all__ = ["Load", "OpTiming", "Replay", "Saturation", "Serving", "cluster_spec"
            "freq_study", "generate_trace", "gpu", "gpu_engine", "import_hf_config", "instruction_engine", "llm",
            "prefill", "read_trace", "replay", "reproduce", "requests", "serve", "spec_library", "streaming_engine",
            "sweep", "use_spec_dirs", "validation_table"]
+
+
+def _attach_field_docs() -> None:
+    """``help()`` of every result type lists its fields with units (hwmodel.result_fields, also docs/api.md)."""
+    from hwmodel.result_fields import attach_docs
+
+    attach_docs()
+
+
+_attach_field_docs()

@@ -87,12 +87,7 @@ def prefill_power_w(eng: Any, n_tokens: int, ctx: int = 0) -> float:
 @dataclasses.dataclass(frozen=True)
 class DecodeFigures:
     """Decode figures of one engine: a single step (``input_tokens`` = context, ``output_tokens`` = 1) or the mean
-    over a generation window.
-
-    Fields: ``engine`` (name), ``input_tokens`` (context before the first step, tokens), ``output_tokens`` (decode
-    steps averaged), ``seconds_per_token`` (s, mean step time), ``power_w`` (W, energy-weighted mean board power),
-    ``energy_per_token_j`` (J), ``tokens_per_s`` (1/s), ``tokens_per_s_per_w`` (tokens/s/W = tokens per joule),
-    ``steps_simulated`` (how many steps the engine evaluated)."""
+    over a generation window (fields and units: :mod:`hwmodel.result_fields`)."""
 
     engine: str
     input_tokens: int

@@ -24,9 +24,7 @@ CONFIDENCE = 0.95
 
 @dataclasses.dataclass(frozen=True)
 class Interval:
-    """A metric over seeds: ``mean``, the ``confidence`` interval ``[low, high]`` of the mean, the per-seed
-    standard deviation ``std`` (same unit as the metric) and the number of seeds ``n`` (``low``/``high`` are NaN
-    for one seed)."""
+    """A metric over seeds: its mean and the confidence interval of the mean (``low``/``high`` NaN for one seed)."""
 
     mean: float
     low: float
@@ -74,11 +72,7 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
 
 @dataclasses.dataclass(frozen=True)
 class Replicas:
-    """One setting run under several seeds.
-
-    Fields: ``what`` (the setting, for titles), ``seeds`` (the seeds run), ``runs`` (each seed's result object),
-    ``per_seed`` (each seed's metrics, flattened to ``a.b`` keys, in the metric's own unit), ``summary`` (metric ->
-    :class:`Interval`)."""
+    """One setting run under several seeds: ``summary[metric]`` is an :class:`Interval`."""
 
     what: str
     seeds: tuple[int, ...]
