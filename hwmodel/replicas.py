@@ -92,6 +92,10 @@ class Replicas:
     def n(self) -> int:
         return len(self.seeds)
 
+    @property
+    def confidence(self) -> float:
+        return next(iter(self.summary.values())).confidence if self.summary else CONFIDENCE
+
     def __getitem__(self, metric: str) -> Interval:
         try:
             return self.summary[metric]
@@ -104,15 +108,14 @@ class Replicas:
 
     def to_dict(self) -> dict[str, Any]:
         return {"what": self.what, "seeds": list(self.seeds), "n_seeds": self.n,
-                "confidence": next(iter(self.summary.values())).confidence if self.summary else CONFIDENCE,
+                "confidence": self.confidence,
                 "metrics": {k: v.to_dict() for k, v in self.summary.items()}}
 
     def markdown(self, metrics: Sequence[str]) -> str:
         """A Markdown table of ``metrics``: mean and interval, and how many seeds."""
-        conf = int(round(100 * (next(iter(self.summary.values())).confidence if self.summary else CONFIDENCE)))
-        lines = [f"{self.what}: mean and {conf} % confidence interval (Student t) over {self.n} seeds "
-                 f"({self.seeds[0]}..{self.seeds[-1]})", "", "| metric | mean | interval | std over seeds |",
-                 "|---|---|---|---|"]
+        title = (f"{self.what}: mean and {round(100 * self.confidence)} % confidence interval (Student t) over "
+                 f"{self.n} seeds ({self.seeds[0]}..{self.seeds[-1]})")
+        lines = [title, "", "| metric | mean | interval | std over seeds |", "|---|---|---|---|"]
         for m in metrics:
             iv = self[m]
             lines.append(f"| {m} | {iv.mean:.4g} | [{iv.low:.4g}, {iv.high:.4g}] | {iv.std:.3g} |")
@@ -132,7 +135,7 @@ class Replicas:
             ax.bar([0], [iv.mean], yerr=err, capsize=6, color="#4c72b0")
             ax.set_xticks([])
             ax.set_title(m, fontsize=9)
-        fig.suptitle(title or f"{self.what} ({self.n} seeds, {int(round(100 * CONFIDENCE))} % CI)", fontsize=9)
+        fig.suptitle(title or f"{self.what} ({self.n} seeds, {round(100 * self.confidence)} % CI)", fontsize=9)
         fig.tight_layout()
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
