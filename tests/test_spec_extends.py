@@ -76,3 +76,22 @@ def test_bad_extends_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "b.toml").write_text('extends = "a"\nname = "b"\n')
     with pytest.raises(SpecError, match=r"without cycles \(a\.toml -> b\.toml -> a\.toml\)"):
         load_cluster(f)
+
+
+def test_built_in_streaming_llama2_designs_and_the_back_end_of_every_built_in_cluster() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from fpga.design import load_design
+    from hwmodel.cli import main
+
+    u, v = load_design("glitches-u280-streaming"), load_design("glitches-v80-streaming")
+    assert (v.llm, v.weight_bits, v.act_bits, v.kv_bits, v.max_ctx) == (u.llm, 4, 8, 8, u.max_ctx) == (
+        "llama2-7b", 4, 8, 8, 4096)
+    assert v.board == "v80" and v.clock_hz == 300e6
+    res = CliRunner().invoke(main, ["serve", "clusters", "--json"], catch_exceptions=False)
+    rows = {r["name"]: r for r in json.loads(res.output)}
+    assert rows["a100+7xv80-streaming"]["decode back-end"] == "glitches-v80-streaming (streaming)"
+    assert rows["a100+7xv80"]["decode back-end"] == "glitches-v80 (instruction)"
+    assert all(r["decode back-end"] == "-" or "(" in r["decode back-end"] for r in rows.values())

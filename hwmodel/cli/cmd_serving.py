@@ -192,6 +192,16 @@ def report_replicas(reps: Any, headline: tuple[str, ...], out_dir: Path | None, 
         click.echo(f"wrote {path}")
 
 
+def _backends(spec: Any, pool: str) -> str:
+    """The back-ends (gpu, instruction, streaming) that build a pool's devices, as ``device (back-end)``."""
+    from hwmodel.serving.engines import resolve_builder
+    from hwmodel.specs import library
+
+    groups = {(g.device, resolve_builder(g, library(), spec.name, pool).name)
+              for n in spec.nodes for g in getattr(n, pool)}
+    return ", ".join(f"{d} ({b})" for d, b in sorted(groups)) or "-"
+
+
 @serve.command("clusters", context_settings=CONTEXT_SETTINGS)
 @json_option
 def serve_clusters(as_json: bool) -> None:
@@ -202,8 +212,9 @@ def serve_clusters(as_json: bool) -> None:
     for name in builtin_cluster_names():
         c = load_cluster(name)
         rows.append({"name": name, "display_name": c.display_name, "llm": c.llm, "nodes": len(c.nodes),
-                     "prefill pool": c.prefill_count, "decode pool": c.decode_count, "kv_path": c.kv_path,
-                     "network": c.network.link if c.network else None})
+                     "prefill pool": c.prefill_count, "decode pool": c.decode_count,
+                     "prefill back-end": _backends(c, "prefill"), "decode back-end": _backends(c, "decode"),
+                     "kv_path": c.kv_path, "network": c.network.link if c.network else None})
     if as_json:
         echo_json(rows)
         return
