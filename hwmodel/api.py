@@ -227,15 +227,18 @@ def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress
     """Decode time at each context, as records (``ctx``, ``seconds``, ``tokens_per_s``; with ``exact`` also the
     power and energy of :func:`decode`).
 
-    By default the serving simulator's decode table (:class:`hwmodel.serving.devices.DecodeTable`) fills the times:
-    every context on a GPU, a step-function bisection on the instruction-driven FPGA (exact for its step-wise decode
-    time), a 32-token grid with linear interpolation on the streaming FPGA -- seconds instead of a cycle-level run
-    per context. ``exact=True`` simulates every context; ``progress`` shows a progress bar."""
-    from hwmodel.serving.devices import DecodeTable
+    When the contexts asked for are denser than the serving simulator's 32-token grid, its decode table
+    (:class:`hwmodel.serving.devices.DecodeTable`) fills the times as a serving run does: a step-function bisection
+    on the instruction-driven FPGA (exact for its step-wise decode time), the grid with linear interpolation on the
+    streaming FPGA, every context on a GPU (vectorized per block); sparser curves simulate each context asked for,
+    which is fewer runs. ``exact=True`` always simulates every context and adds power and energy; ``progress``
+    shows a progress bar."""
+    from hwmodel.serving.devices import STEP_GRID_TOKENS, DecodeTable
 
     cs = [int(c) for c in ctxs]
     if any(c < 0 for c in cs):
         raise HwmodelError(f"ctx must be >= 0, got {min(cs)}")
+    dense = len(cs) > 1 and (max(cs) - min(cs)) / (len(cs) - 1) < STEP_GRID_TOKENS
     bar = _Bar(progress, len(cs), f"decode curve on {eng.name}")
     out = []
     try:
@@ -244,7 +247,8 @@ def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress
                 out.append(decode(eng, c).to_dict())
                 bar.advance()
             return out
-        table = DecodeTable(eng.decode_s, _table_mode(eng), getattr(eng, "max_ctx", None))
+        limit = getattr(eng, "max_ctx", None)  # the longest context held; the table takes the largest accepted
+        table = DecodeTable(eng.decode_s, _table_mode(eng) if dense else "exact", limit - 1 if limit else None)
         for c in cs:
             s = table.step_s(c)
             out.append({"engine": str(eng.name), "ctx": c, "seconds": s, "tokens_per_s": 1.0 / s})
@@ -327,14 +331,15 @@ class Replay:
 
 def replay(trace: Any, policy: str = "heteroreason", system: Any = "config1", draft: str | None = None, *,
            seeds: int | None = None, first_seed: int | None = None, limit: int | None = None,
-           backtracking: bool = True) -> Any:
+           backtracking: bool = True, progress: bool = False) -> Any:
     """Replay ``trace`` (a Trace or a path) with a system-A policy (``hwmodel reason policies``) on a built-in
     system, a system TOML or a spec from :func:`system`; ``draft`` names another device of the system for the draft
     role.
 
     With ``seeds=N``, ``trace`` is a dataset name (math500, gsm8k, gaokao2023en, olympiadbench): ``N`` traces of
     ``limit`` problems are generated (seeds ``first_seed ..``) and replayed, and the result is a
-    :class:`hwmodel.replicas.Replicas` (``summary[metric]``: mean and 95 % interval; ``markdown``, ``plot``)."""
+    :class:`hwmodel.replicas.Replicas` (``summary[metric]``: mean and 95 % interval; ``markdown``, ``plot``).
+    ``progress`` shows a bar (per problem, or per seed)."""
     from hwmodel.reasoning.metrics import summarize
     from hwmodel.reasoning.runner import run_trace
     from hwmodel.reasoning.system import build_platform, load_system
@@ -344,13 +349,21 @@ def replay(trace: Any, policy: str = "heteroreason", system: Any = "config1", dr
 
         if not isinstance(trace, str):
             raise HwmodelError("replay(..., seeds=N) takes a dataset name as trace (each seed generates its trace)")
-        return run_seeds(trace, policy, system, seeds, first_seed=first_seed, limit=limit, draft=draft,
-                         backtracking=backtracking)
+        bar = _Bar(progress, seeds, f"replaying {seeds} traces of {trace}")
+        try:
+            return run_seeds(trace, policy, system, seeds, first_seed=first_seed, limit=limit, draft=draft,
+                             backtracking=backtracking, on_seed=lambda _s: bar.advance())
+        finally:
+            bar.close()
     if isinstance(trace, (str, Path)):
         trace = read_trace(trace)
     spec = load_system(system) if isinstance(system, (str, Path)) else system
     platform = build_platform(spec, policy, draft=draft)
-    rows = tuple(run_trace(trace, policy, platform, spec.name))
+    bar = _Bar(progress, len(trace.problems), f"replaying {len(trace.problems)} problems")
+    try:
+        rows = tuple(run_trace(trace, policy, platform, spec.name, progress=bar.advance))
+    finally:
+        bar.close()
     return Replay(policy, spec.name, rows, summarize(rows))
 
 
@@ -442,13 +455,13 @@ def _cluster_spec(cluster: Any) -> Any:
 
 def serve(cluster: Any = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n: int = 200,
           rate_per_s: float | Load = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0,
-          scheduler: str = "fcfs", seeds: int | None = None) -> Any:
+          scheduler: str = "fcfs", seeds: int | None = None, progress: bool = False) -> Any:
     """Run a request stream on a built-in cluster, a cluster TOML or a spec from :func:`cluster_spec`
     (``hwmodel serve run``). ``rate_per_s`` is requests/s or ``hw.load(f)`` (a fraction of :func:`saturation`).
 
     With ``seeds=N`` the stream is generated under seeds ``seed .. seed + N - 1`` and the result is a
     :class:`hwmodel.replicas.Replicas` (``summary["ttft_s.p90"]``: mean and 95 % interval; ``markdown``, ``plot``);
-    otherwise a :class:`Serving`."""
+    otherwise a :class:`Serving`. ``progress`` shows a bar per seed."""
     from hwmodel.serving.cluster import resolve_cluster
     from hwmodel.serving.metrics import compute_metrics
     from hwmodel.serving.simulator import simulate
@@ -463,8 +476,12 @@ def serve(cluster: Any = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n:
         if reqs is not None:
             raise HwmodelError("serve(..., seeds=N) generates its streams: pass n/rate_per_s/prompt/output, not reqs")
         rate = float(rate_per_s)
-        return run_seeds(resolve_cluster(spec), lambda s: requests(n, rate, prompt, output, s), seeds, seed,
-                         scheduler)
+        bar = _Bar(progress, seeds, f"serving {seeds} seeds on {spec.name}")
+        try:
+            return run_seeds(resolve_cluster(spec), lambda s: requests(n, rate, prompt, output, s), seeds, seed,
+                             scheduler, on_seed=lambda _s: bar.advance())
+        finally:
+            bar.close()
     reqs = tuple(reqs) if reqs is not None else requests(n, rate_per_s, prompt, output, seed)
     res = simulate(resolve_cluster(spec), reqs, scheduler)
     return Serving(spec.name, scheduler, compute_metrics(res), res)

@@ -4,6 +4,7 @@ dataset is a sample; ``N`` seeds give each summary metric's mean and confidence 
 The platform (device models) is built once and shared by every seed."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hwmodel.replicas import Replicas, seed_list
@@ -14,7 +15,7 @@ HEADLINE = ("latency_mean_s", "goodput_tokens_per_s", "energy_per_token_j", "sta
 
 def run_seeds(dataset: str, policy: str, system: str | Any, seeds: int, *, first_seed: int | None = None,
               target: str | None = None, backtracking: bool = True, limit: int | None = None,
-              draft: str | None = None) -> Replicas:
+              draft: str | None = None, on_seed: Callable[[int], None] | None = None) -> Replicas:
     """Generate ``seeds`` traces of ``dataset`` (seeds ``first_seed ..``; default: the generator's own seed first)
     for the system's target and replay each under ``policy``; ``runs`` holds each seed's summary."""
     from hwmodel.reasoning.metrics import summarize
@@ -30,6 +31,8 @@ def run_seeds(dataset: str, policy: str, system: str | Any, seeds: int, *, first
     for s in ss:
         trace = generate(dataset, tgt, backtracking, seed=s, limit=limit)
         summaries.append(summarize(run_trace(trace, policy, platform, spec.name)))
+        if on_seed is not None:
+            on_seed(s)
     per_seed = [s.as_row() for s in summaries]
     what = (f"{policy} on {spec.name}, {dataset}" + (f" ({limit} problems)" if limit else "")
             + ("" if backtracking else ", no backtracking"))
