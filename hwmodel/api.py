@@ -79,7 +79,7 @@ def import_hf_config(config: str | Path, name: str, out_dir: str | Path | None =
 _TABLES: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(spec) -> (spec, the table it was built from)
 
 
-def with_fields(spec: Any, changes: Mapping[str, Any] | None = None, **fields: Any) -> Any:
+def with_fields(spec: Any, changes: Mapping[str, Any] | None = None, /, **fields: Any) -> Any:
     """A copy of a loaded spec (system, cluster, board, GPU, link, LLM, instruction design) with some fields changed,
     validated exactly like a file (:func:`hwmodel.spec_extends.override`): ``changes`` is a nested dict or dotted
     keys (``{"devices.fpga.clock_hz": 250e6}``), ``fields`` top-level fields or tables
@@ -104,21 +104,22 @@ def with_fields(spec: Any, changes: Mapping[str, Any] | None = None, **fields: A
     return out
 
 
-def system(name: str | Path = "config1", changes: Mapping[str, Any] | None = None, **fields: Any) -> Any:
+def system(spec_name: str | Path = "config1", changes: Mapping[str, Any] | None = None, /, **fields: Any) -> Any:
     """A system-A configuration (built-in name or TOML), optionally with fields changed (:func:`with_fields`):
     ``hw.system("config1", devices={"fpga-v80": {"clock_hz": 250e6}})``; pass it to :func:`replay`."""
     from hwmodel.reasoning.system import load_system
 
-    spec = load_system(str(name))
+    spec = load_system(str(spec_name))
     return with_fields(spec, changes, **fields) if (changes or fields) else spec
 
 
-def cluster_spec(name: str | Path = "a100+7xu280", changes: Mapping[str, Any] | None = None, **fields: Any) -> Any:
+def cluster_spec(spec_name: str | Path = "a100+7xu280", changes: Mapping[str, Any] | None = None, /,
+                 **fields: Any) -> Any:
     """A serving cluster (built-in name or TOML), optionally with fields changed (:func:`with_fields`); pass it
     to :func:`serve` or :func:`saturation`."""
     from hwmodel.serving.cluster import load_cluster
 
-    spec = load_cluster(name)
+    spec = load_cluster(spec_name)
     return with_fields(spec, changes, **fields) if (changes or fields) else spec
 
 
@@ -231,8 +232,8 @@ def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress
     (:class:`hwmodel.serving.devices.DecodeTable`) fills the times as a serving run does: a step-function bisection
     on the instruction-driven FPGA (exact for its step-wise decode time), the grid with linear interpolation on the
     streaming FPGA, every context on a GPU (vectorized per block); sparser curves simulate each context asked for,
-    which is fewer runs. ``exact=True`` always simulates every context and adds power and energy; ``progress``
-    shows a progress bar."""
+    which is fewer runs, and their records carry the power and energy of :func:`decode` too. ``exact=True``
+    always simulates every context; ``progress`` shows a progress bar."""
     from hwmodel.serving.devices import STEP_GRID_TOKENS, DecodeTable
 
     cs = [int(c) for c in ctxs]
@@ -242,7 +243,7 @@ def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress
     bar = _Bar(progress, len(cs), f"decode curve on {eng.name}")
     out = []
     try:
-        if exact:
+        if exact or not dense:
             for c in cs:
                 out.append(decode(eng, c).to_dict())
                 bar.advance()

@@ -149,8 +149,24 @@ def _apply(table: Mapping[str, Any], changes: Mapping[str, Any], cls: Any) -> di
         tp, is_sourced = _field_type(cls, k)
         if (_is_leaf(p) or is_sourced) and not _is_leaf(v):
             out[k] = {"value": v, "source": OVERRIDE_SOURCE}
+        elif isinstance(p, list) and isinstance(v, Mapping) and v and all(str(i).isdigit() for i in v):
+            out[k] = _apply_items(p, v, tp, k)  # "nodes.0.decode.0.count": items of an array of tables
         elif isinstance(v, Mapping) and not _is_leaf(v):
             out[k] = _apply(p if isinstance(p, Mapping) else {}, v, tp)
         else:
             out[k] = v
+    return out
+
+
+def _apply_items(items: list[Any], changes: Mapping[str, Any], tp: Any, key: str) -> list[Any]:
+    import typing
+
+    elem = typing.get_args(tp)[0] if typing.get_origin(tp) is tuple else None
+    out = list(items)
+    for i, v in changes.items():
+        n = int(i)
+        if not 0 <= n < len(out) or not isinstance(out[n], Mapping) or not isinstance(v, Mapping):
+            raise SpecError("override", f"{key}.{i}", f"an index of an array of {len(out)} tables, with a table of "
+                            "changes", v)
+        out[n] = _apply(out[n], v, elem)
     return out

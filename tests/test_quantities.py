@@ -4,12 +4,15 @@ power, energy per token, tokens/s/W, latency and throughput, over GPU, streaming
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 import hwmodel as hw
 from hwmodel.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args: str) -> dict:
@@ -60,6 +63,9 @@ def test_instruction_point_window_and_validation_row_agree() -> None:
     assert out["window"] == w.to_dict()
     assert _row_value("fpga-instruction", "glitches-u280-energy") == w.tokens_per_s_per_w
     assert _row_value("fpga-instruction", "glitches-u280-decode") == w.seconds_per_token
+    doc = (ROOT / "docs/instruction.md").read_text()
+    assert f"| glitches-u280, ratio 1 | {w.seconds_per_token * 1e3:.1f} ms/token |" in doc
+    assert f"| {w.power_w:.1f} W | {w.tokens_per_s_per_w:.2f} |" in doc, "docs/instruction.md predictions are stale"
 
 
 def test_streaming_point_and_validation_row_agree() -> None:
@@ -68,7 +74,9 @@ def test_streaming_point_and_validation_row_agree() -> None:
     s = hw.streaming_engine("draft-u280")
     api = hw.decode(s, ctx=256)
     _same_point(api, _cli("fpga", "decode", "--design", "draft-u280", "--ctx", "256")["decode"])
-    assert api.power_w != s.power_w(hw_phase_decode()) or api.ctx == 1024  # per-context, not the phase figure
+    from fpga.power import token_power_w
+
+    assert api.power_w == token_power_w(s.design, s.token(256))  # the power at ctx 256, not the phase figure
     row = next(r for r in sv.rows() if r["unit"] == "x")
     gpu_w = hw.decode_window(hw.gpu_engine(sv.A100, "llama-3.2-1b", framework="hf"), sv.PROMPT_TOKENS,
                              sv.NEW_TOKENS)
@@ -76,9 +84,3 @@ def test_streaming_point_and_validation_row_agree() -> None:
                               stride=sv.SAMPLE_STRIDE)
     assert row["model"] == pytest.approx(gpu_w.seconds_per_token / fpga_w.seconds_per_token, rel=1e-12)
     assert fpga_w.tokens_per_s == pytest.approx(1 / fpga_w.seconds_per_token)
-
-
-def hw_phase_decode():  # noqa: ANN201
-    from hwmodel.engine import Phase
-
-    return Phase.DECODE
