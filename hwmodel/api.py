@@ -225,15 +225,17 @@ def decode_window(eng: Any, input_tokens: int = 1536, output_tokens: int = 512, 
 
 def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress: bool = False
                  ) -> list[dict[str, Any]]:
-    """Decode time at each context, as records (``ctx``, ``seconds``, ``tokens_per_s``; with ``exact`` also the
-    power and energy of :func:`decode`).
+    """Decode time at each context, as records (``ctx``, ``seconds``, ``tokens_per_s``, and the power and energy of
+    :func:`decode` wherever a context is evaluated by itself).
 
-    When the contexts asked for are denser than the serving simulator's 32-token grid, its decode table
-    (:class:`hwmodel.serving.devices.DecodeTable`) fills the times as a serving run does: a step-function bisection
-    on the instruction-driven FPGA (exact for its step-wise decode time), the grid with linear interpolation on the
-    streaming FPGA, every context on a GPU (vectorized per block); sparser curves simulate each context asked for,
-    which is fewer runs, and their records carry the power and energy of :func:`decode` too. ``exact=True``
-    always simulates every context; ``progress`` shows a progress bar."""
+    On a streaming FPGA, contexts denser than the serving simulator's 32-token grid come from its decode table
+    (:class:`hwmodel.serving.devices.DecodeTable`, grid points simulated, linear in between, as a serving run reads
+    them: one cycle-level token per 32 contexts). Everywhere else each context asked for is evaluated once -- the
+    fewest runs: the GPU model is vectorized per block of contexts, and the instruction-driven FPGA's step time
+    changes every few tokens, so the serving simulator's step table would simulate nearly every context in
+    between -- and the records carry the power and energy of :func:`decode` too. ``exact=True`` always evaluates
+    every context; ``progress`` shows a progress bar."""
+    from hwmodel.quantities import engine_kind
     from hwmodel.serving.devices import STEP_GRID_TOKENS, DecodeTable
 
     cs = [int(c) for c in ctxs]
@@ -243,13 +245,13 @@ def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress
     bar = _Bar(progress, len(cs), f"decode curve on {eng.name}")
     out = []
     try:
-        if exact or not dense:
+        if exact or not dense or engine_kind(eng) != "streaming":
             for c in cs:
                 out.append(decode(eng, c).to_dict())
                 bar.advance()
             return out
         limit = getattr(eng, "max_ctx", None)  # the longest context held; the table takes the largest accepted
-        table = DecodeTable(eng.decode_s, _table_mode(eng) if dense else "exact", limit - 1 if limit else None)
+        table = DecodeTable(eng.decode_s, "grid", limit - 1 if limit else None)
         for c in cs:
             s = table.step_s(c)
             out.append({"engine": str(eng.name), "ctx": c, "seconds": s, "tokens_per_s": 1.0 / s})
@@ -257,13 +259,6 @@ def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress
         return out
     finally:
         bar.close()
-
-
-def _table_mode(eng: Any) -> str:
-    """The decode table the serving simulator's builders use for this kind of engine (hwmodel/serving/engines.py)."""
-    from hwmodel.quantities import engine_kind
-
-    return {"instruction": "steps", "streaming": "grid"}.get(engine_kind(eng), "exact")
 
 
 class _Bar:
