@@ -80,7 +80,7 @@ _TABLES: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(spec) -> (spec, the ta
 
 
 def with_fields(spec: Any, changes: Mapping[str, Any] | None = None, /, **fields: Any) -> Any:
-    """A copy of a loaded spec (system, cluster, board, GPU, link, LLM, instruction design) with some fields changed,
+    """A copy of a loaded spec (system, cluster, board, GPU, link, LLM) with some fields changed,
     validated exactly like a file (:func:`hwmodel.spec_extends.override`): ``changes`` is a nested dict or dotted
     keys (``{"devices.fpga.clock_hz": 250e6}``), ``fields`` top-level fields or tables
     (``devices={"fpga": {"clock_hz": 250e6}}``). A bare value for a sourced field is sourced as an override from

@@ -49,8 +49,8 @@ FIELDS: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
         "cluster": ("", "cluster name"), "scheduler": ("", "scheduler name"), "requests": ("requests", "completed"),
         "window_s": ("s", "first arrival to last completion"), "output_tokens": ("tokens", "generated, all requests"),
         "prompt_tokens": ("tokens", "prompt tokens, all requests"),
-        "throughput_tok_per_s": ("tokens/s", "output tokens / window (below offered load x saturation throughput: "
-                                             "the window includes ramp-up and drain)"),
+        "throughput_tok_per_s": ("tokens/s", ("output tokens / window (below offered load x saturation throughput: "
+                                              "the window includes ramp-up and drain)")),
         "total_throughput_tok_per_s": ("tokens/s", "(prompt + output tokens) / window"),
         "request_rate_per_s": ("requests/s", "requests / window"),
         "ttft_s": ("s", "time to first token: Dist (mean, p50, p90, p99, max)"),
@@ -95,8 +95,8 @@ FIELDS: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
         "util_draft": ("fraction", "draft device busy / span"), "util_prm": ("fraction", "PRM device busy / span"),
         "util_target": ("fraction", "target device busy / span"),
         "accuracy": ("fraction", "problems correct (carried by the trace)"),
-        "invalidated_energy_share": ("fraction", "energy of tokens a rejection invalidates / energy (the paper's "
-                                                 "waste metric)"),
+        "invalidated_energy_share": ("fraction", ("energy of tokens a rejection invalidates / energy (the paper's "
+                                                  "waste metric)")),
         "invalidated_draft_tokens": ("tokens", "draft tokens a rejection invalidates"),
         "invalidated_target_tokens": ("tokens", "target tokens a rejection invalidates"),
         "backtracks": ("backtracks", "over all problems")},

@@ -60,7 +60,7 @@ def test_the_notebooks_are_the_ones_the_builder_writes() -> None:
         assert [c.source for c in code] == [src for kind, src in mod.NOTEBOOKS[p.name] if kind == "code"], p.name
         assert all(c.get("outputs") or "plt." in c.source for c in code), f"{p.name} is stored without outputs"
         src = "\n".join(c.source for c in code)
-        imports = set(re.findall(r"^\s*(?:import|from)\s+([\w.]+)", src, flags=re.M))
+        imports = set(re.findall(r"^\s*(?:import|from)\s+([\w.]+)", src, flags=re.MULTILINE))
         assert {i.split(".")[0] for i in imports} <= {"hwmodel", "matplotlib", "tempfile", "pathlib"}, (p, imports)
         assert "from hwmodel." not in src  # the API only
         assert all("framework=" in line for line in src.splitlines() if "gpu_engine(" in line), p.name

@@ -40,7 +40,7 @@ def test_one_seed_has_no_interval_and_zero_seeds_is_an_error() -> None:
         r["nope"]
 
 
-def test_serve_with_seeds_gives_means_with_intervals_and_is_deterministic(tmp_path) -> None:  # noqa: ANN001
+def test_serve_with_seeds_gives_means_with_intervals_and_is_deterministic(tmp_path) -> None:
     a = hw.serve("a100+7xu280", n=12, rate_per_s=2.0, seeds=3)
     b = hw.serve("a100+7xu280", n=12, rate_per_s=2.0, seeds=3)
     assert a.seeds == (0, 1, 2) and a.to_dict() == b.to_dict()
@@ -52,7 +52,7 @@ def test_serve_with_seeds_gives_means_with_intervals_and_is_deterministic(tmp_pa
     assert "over 3 seeds" in a.markdown(["ttft_s.p90"])
 
 
-def test_cli_seeds_for_a_serving_run_and_a_system_a_replay(tmp_path) -> None:  # noqa: ANN001
+def test_cli_seeds_for_a_serving_run_and_a_system_a_replay(tmp_path) -> None:
     res = CliRunner().invoke(main, ["serve", "run", "--n", "10", "--rate", "2", "--seeds", "3", "--json",
                                     "--plot", str(tmp_path / "s.png"), "--out", str(tmp_path / "o")],
                              catch_exceptions=False)
