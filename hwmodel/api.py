@@ -435,7 +435,7 @@ def saturation(cluster: Any = "a100+7xu280", *, n: int = 200, prompt: str = "153
     if key not in _SATURATION:
         s = serve(spec, n=n, rate_per_s=math.inf, prompt=prompt, output=output, scheduler=scheduler, seed=seed)
         m = s.metrics
-        _SATURATION[key] = Saturation(spec.name, scheduler, m.requests, prompt, output, m.requests / m.window_s,
+        _SATURATION[key] = Saturation(spec.name, scheduler, m.requests, prompt, output, m.request_rate_per_s,
                                       m.throughput_tok_per_s)
     return _SATURATION[key]
 

@@ -64,6 +64,14 @@ def test_cli_seeds_for_a_serving_run_and_a_system_a_replay(tmp_path) -> None:
                                     str(tmp_path / "r.png")], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "2 seeds" in res.output and "latency_mean_s" in res.output and (tmp_path / "r.png").exists()
+    res = CliRunner().invoke(main, ["serve", "run", "--n", "10", "--load", "0.8", "--seeds", "2", "--json"],
+                             catch_exceptions=False)
+    sat = hw.saturation("a100+7xu280", n=10)
+    assert res.exit_code == 0 and json.loads(res.output)["n_seeds"] == 2
+    assert hw.serve(n=10, rate_per_s=hw.load(0.8), seeds=2).to_dict()["metrics"] == json.loads(res.output)["metrics"]
+    assert sat.request_rate_per_s > 0
+    res = CliRunner().invoke(main, ["serve", "run", "--load", "0.8", "--rate", "1"])
+    assert res.exit_code != 0 and "--load sets the rate" in res.output
     res = CliRunner().invoke(main, ["reason", "run"])
     assert res.exit_code != 0 and "--trace PATH (or --seeds N)" in res.output
 

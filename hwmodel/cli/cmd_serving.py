@@ -105,6 +105,9 @@ def _slo_options(f: Any) -> Any:
               help="Write metrics.json, requests.csv and a Perfetto trace.json here.")
 @click.option("--trace-requests", type=click.IntRange(min=1), default=200, show_default=True,
               help="Requests shown in the Perfetto trace (the first arrivals).")
+@click.option("--load", "load_fraction", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Instead of --rate: this fraction of the saturation rate (requests/s completed with all --n "
+                   "requests queued at t=0, same lengths and scheduler), e.g. 0.8.")
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="Replicate the generated stream over this many seeds (--seed, --seed + 1, ...): every metric as "
                    "a mean with a 95 %% confidence interval (Student t).")
@@ -113,8 +116,8 @@ def _slo_options(f: Any) -> Any:
 @json_option
 def serve_run(cluster_name: str, llm: str | None, kv_path: str | None, gpu_batch: int | None, scheduler: str,
               requests_file: Path | None, n_requests: int, rate: float, prompt: str, output: str, seed: int,
-              slo_ttft: float, slo_tpot: float, out_dir: Path | None, trace_requests: int, seeds: int | None,
-              plot_path: Path | None, as_json: bool) -> None:
+              slo_ttft: float, slo_tpot: float, out_dir: Path | None, trace_requests: int,
+              load_fraction: float | None, seeds: int | None, plot_path: Path | None, as_json: bool) -> None:
     """Simulate a request stream on a serving cluster and print its metrics."""
     from hwmodel.serving.metrics import compute_metrics
     from hwmodel.serving.report import (device_table, jsonable, metrics_table, perfetto_trace, write_json,
@@ -123,6 +126,13 @@ def serve_run(cluster_name: str, llm: str | None, kv_path: str | None, gpu_batch
     from hwmodel.serving.simulator import simulate
 
     cluster = _cluster(cluster_name, llm, kv_path, gpu_batch)
+    if load_fraction is not None:
+        if requests_file is not None or math.isfinite(rate):
+            raise HwmodelError("--load sets the rate from the saturation rate: give it without --rate or --requests")
+        sat = _load_stream(None, n_requests, math.inf, prompt, output, seed, cluster.llm.max_position)
+        rate = load_fraction * compute_metrics(simulate(cluster, sat, scheduler)).request_rate_per_s
+        if not as_json:
+            click.echo(f"--load {load_fraction:g}: {rate:.4g} requests/s")
     if seeds is not None or plot_path is not None:
         if seeds is None or requests_file is not None:
             raise HwmodelError("--seeds N replicates a generated stream (no --requests); --plot needs --seeds")
