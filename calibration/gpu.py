@@ -20,7 +20,6 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
-
 from calibration.family import Family
 from calibration.fit import Param
 from calibration.measurements import Measurement, MeasurementError

@@ -255,13 +255,14 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
 
     eng = InstructionEngine(design, prefetch_ratio=ratio, clock_hz=clock_hz)
     res = eng.prefill(prefill_tokens, ctx) if prefill_tokens else eng.decode(ctx)
-    power = prefill_power_w(eng, prefill_tokens, ctx) if prefill_tokens else decode_point(eng, ctx).power_w
+    point = None if prefill_tokens else decode_point(eng, ctx)
+    power = prefill_power_w(eng, prefill_tokens, ctx) if point is None else point.power_w
     window = decode_window(eng, ctx, output_tokens) if output_tokens and not prefill_tokens else None
     out = {"design": design.name, "role": design.role, "prefetch_ratio": eng.prefetch_ratio, "ctx": ctx,
            "prefill_tokens": prefill_tokens, **res.as_dict(), "power_w": power, "energy_j": power * res.seconds,
            "weights_bytes": eng.weights_bytes, "kv_bytes": eng.kv_bytes(ctx)}
-    if not prefill_tokens:
-        out["decode"] = decode_point(eng, ctx).to_dict()
+    if point is not None:
+        out["decode"] = point.to_dict()
     if window:
         out["window"] = window.to_dict()
     if as_json:
@@ -284,7 +285,7 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
         ("MPE busy", f"{100 * res.mpe_busy_fraction:.1f} %"),
         ("SFU busy", f"{100 * res.sfu_busy_fraction:.1f} %"),
         ("board power", f"{power:.1f} W"),
-        *([] if prefill_tokens else [("tokens/s/W", f"{1 / (power * res.seconds):.3f}")]),
+        *([] if point is None else [("tokens/s/W (this step)", f"{point.tokens_per_s_per_w:.3f}")]),
         *([(f"mean of {output_tokens} steps", f"{fmt_s(window.seconds_per_token)}/token, {window.power_w:.1f} W, "
             f"{window.tokens_per_s_per_w:.3f} tokens/s/W")] if window else []),
         ("weights + metadata in HBM", fmt_bytes(eng.weights_bytes)),

@@ -121,7 +121,7 @@ def decode_cmd(gpu: Any, llm: Any, framework: str, weight_bits: str | None, kv_b
                    **({"window": window.to_dict()} if window else {})})
         return
     _show(f"Decode: {eng.name}, ctx {ctx_tokens}",
-          [*_cost_rows(cost, 1), ("tokens/s/W", f"{point.tokens_per_s_per_w:.3f}"),
+          [*_cost_rows(cost, 1), ("tokens/s/W (this step)", f"{point.tokens_per_s_per_w:.3f}"),
            ("bandwidth floor (peak BW)", f"{fmt_s(floor)} ({cost.time_s / floor:.2f}x)")]
           + ([(f"mean of {output_tokens} steps", f"{fmt_s(window.seconds_per_token)}/token, "
                f"{window.power_w:.1f} W, {window.tokens_per_s_per_w:.3f} tokens/s/W")] if window else []))
