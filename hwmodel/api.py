@@ -223,7 +223,7 @@ def decode_window(eng: Any, input_tokens: int = 1536, output_tokens: int = 512, 
     return _window(eng, input_tokens, output_tokens, stride)
 
 
-def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress: bool = False
+def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress: bool | None = None
                  ) -> list[dict[str, Any]]:
     """Decode time at each context, as records (``ctx``, ``seconds``, ``tokens_per_s``, and the power and energy of
     :func:`decode` wherever a context is evaluated by itself).
@@ -234,7 +234,7 @@ def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress
     fewest runs: the GPU model is vectorized per block of contexts, and the instruction-driven FPGA's step time
     changes every few tokens, so the serving simulator's step table would simulate nearly every context in
     between -- and the records carry the power and energy of :func:`decode` too. ``exact=True`` always evaluates
-    every context; ``progress`` shows a progress bar."""
+    every context; ``progress`` shows a progress bar (default: in a notebook only)."""
     from hwmodel.quantities import engine_kind
     from hwmodel.serving.devices import STEP_GRID_TOKENS, DecodeTable
 
@@ -261,12 +261,31 @@ def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress
         bar.close()
 
 
-class _Bar:
-    """A rich progress bar, or nothing (``enabled=False``)."""
+def _in_notebook() -> bool:
+    """Running in a Jupyter kernel (where ``progress=None`` means a progress line)."""
+    import sys
 
-    def __init__(self, enabled: bool, total: int, what: str) -> None:
-        self._p = None
-        if enabled:
+    shell = sys.modules.get("IPython")
+    ip = shell.get_ipython() if shell is not None else None  # type: ignore[attr-defined]
+    return type(ip).__name__ == "ZMQInteractiveShell"
+
+
+class _Bar:
+    """Progress of a long call: a rich bar in a terminal, one updated output line in a notebook (its last state
+    stays in the notebook: ``what: k/total``), nothing when ``enabled`` is False. ``enabled=None``: on in a
+    notebook, off elsewhere."""
+
+    def __init__(self, enabled: bool | None, total: int, what: str) -> None:
+        self._p = self._line = None
+        self._done, self._total, self._what = 0, total, what
+        notebook = _in_notebook()
+        if enabled is None:
+            enabled = notebook
+        if enabled and notebook:
+            from IPython.display import Pretty, display
+
+            self._line = display(Pretty(f"{what}: 0/{total}"), display_id=True)
+        elif enabled:
             from rich.progress import Progress
 
             self._p = Progress(transient=True)
@@ -274,8 +293,13 @@ class _Bar:
             self._task = self._p.add_task(what, total=total)
 
     def advance(self, n: int = 1) -> None:
+        self._done += n
         if self._p is not None:
             self._p.advance(self._task, n)
+        elif self._line is not None:
+            from IPython.display import Pretty
+
+            self._line.update(Pretty(f"{self._what}: {self._done}/{self._total}"))
 
     def close(self) -> None:
         if self._p is not None:
@@ -327,7 +351,7 @@ class Replay:
 
 def replay(trace: Any, policy: str = "heteroreason", system: Any = "config1", draft: str | None = None, *,
            seeds: int | None = None, first_seed: int | None = None, limit: int | None = None,
-           backtracking: bool = True, progress: bool = False) -> Any:
+           backtracking: bool = True, progress: bool | None = None) -> Any:
     """Replay ``trace`` (a Trace or a path) with a system-A policy (``hwmodel reason policies``) on a built-in
     system, a system TOML or a spec from :func:`system`; ``draft`` names another device of the system for the draft
     role.
@@ -335,7 +359,7 @@ def replay(trace: Any, policy: str = "heteroreason", system: Any = "config1", dr
     With ``seeds=N``, ``trace`` is a dataset name (math500, gsm8k, gaokao2023en, olympiadbench): ``N`` traces of
     ``limit`` problems are generated (seeds ``first_seed ..``) and replayed, and the result is a
     :class:`hwmodel.replicas.Replicas` (``summary[metric]``: mean and 95 % interval; ``markdown``, ``plot``).
-    ``progress`` shows a bar (per problem, or per seed)."""
+    ``progress`` shows a bar (per problem, or per seed; default: in a notebook only)."""
     from hwmodel.reasoning.metrics import summarize
     from hwmodel.reasoning.runner import run_trace
     from hwmodel.reasoning.system import build_platform, load_system
@@ -451,13 +475,13 @@ def _cluster_spec(cluster: Any) -> Any:
 
 def serve(cluster: Any = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n: int = 200,
           rate_per_s: float | Load = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0,
-          scheduler: str = "fcfs", seeds: int | None = None, progress: bool = False) -> Any:
+          scheduler: str = "fcfs", seeds: int | None = None, progress: bool | None = None) -> Any:
     """Run a request stream on a built-in cluster, a cluster TOML or a spec from :func:`cluster_spec`
     (``hwmodel serve run``). ``rate_per_s`` is requests/s or ``hw.load(f)`` (a fraction of :func:`saturation`).
 
     With ``seeds=N`` the stream is generated under seeds ``seed .. seed + N - 1`` and the result is a
     :class:`hwmodel.replicas.Replicas` (``summary["ttft_s.p90"]``: mean and 95 % interval; ``markdown``, ``plot``);
-    otherwise a :class:`Serving`. ``progress`` shows a bar per seed."""
+    otherwise a :class:`Serving`. ``progress`` shows a bar per seed (default: in a notebook only)."""
     from hwmodel.serving.cluster import resolve_cluster
     from hwmodel.serving.metrics import compute_metrics
     from hwmodel.serving.simulator import simulate
