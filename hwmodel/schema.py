@@ -183,6 +183,8 @@ def _build(cls: Any, table: Any, path: object, prefix: str, sources: dict[str, s
         close = difflib.get_close_matches(unknown[0], known, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise SpecError(path, prefix + unknown[0], f"a known field name ({hint}known: {', '.join(known)})")
+    missing = [f.name for f in dataclasses.fields(cls) if f.name in known and f.name not in table
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     for f in dataclasses.fields(cls):
         if f.name not in known:
             continue
@@ -191,7 +193,8 @@ def _build(cls: Any, table: Any, path: object, prefix: str, sources: dict[str, s
             if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
                 continue
             what = "a { value = ..., source = \"...\" } table" if f.metadata.get("sourced") else _type_name(hints[f.name])
-            raise SpecError(path, key, f"this required field to be present ({what})")
+            also = f"; also missing: {', '.join(prefix + m for m in missing[1:])}" if len(missing) > 1 else ""
+            raise SpecError(path, key, f"this required field to be present ({what}){also}")
         raw = table[f.name]
         if f.metadata.get("sourced"):
             if not isinstance(raw, dict) or set(raw) != {"value", "source"}:

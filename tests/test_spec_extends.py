@@ -95,3 +95,13 @@ def test_built_in_streaming_llama2_designs_and_the_back_end_of_every_built_in_cl
     assert rows["a100+7xv80-streaming"]["decode back-end"] == "glitches-v80-streaming (streaming)"
     assert rows["a100+7xv80"]["decode back-end"] == "glitches-v80 (instruction)"
     assert all(r["decode back-end"] == "-" or "(" in r["decode back-end"] for r in rows.values())
+
+
+def test_every_missing_field_of_a_table_is_named_in_the_one_error(tmp_path: Path) -> None:
+    from hwmodel.serving.cluster import load_cluster
+
+    f = tmp_path / "bad.toml"
+    f.write_text('name = "x"\n[[nodes]]\nname = "n"\n')
+    with pytest.raises(SpecError, match=r"field 'display_name': expected this required field to be present "
+                                        r"\(a string\); also missing: llm"):
+        load_cluster(f)
