@@ -32,8 +32,14 @@ DECODE_STRIDE = 32
 
 
 def _inner(eng: Any) -> Any:
-    """The engine behind a capability wrapper (:class:`hwmodel.serving.engines.Declared`)."""
-    return eng.__dict__.get("engine", eng) if hasattr(eng, "__dict__") else eng
+    """The engine behind wrappers: capabilities (:class:`hwmodel.serving.engines.Declared`) and context sampling
+    (:class:`hwmodel.sampled.ContextSampledEngine`, whose times are interpolated but whose power is the engine's)."""
+    from hwmodel.sampled import ContextSampledEngine
+    from hwmodel.serving.engines import Declared
+
+    while isinstance(eng, (Declared, ContextSampledEngine)):
+        eng = eng.engine
+    return eng
 
 
 def engine_kind(eng: Any) -> str:

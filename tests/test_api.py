@@ -39,6 +39,7 @@ def test_decode_and_prefill_match_the_engines_and_serialize() -> None:
 def test_make_engine_builds_any_backend_as_a_system_spec_would() -> None:
     a = hw.make_engine("streaming", "qwen2.5-0.5b", design="draft-v80")
     assert hw.decode(a, 64).seconds == hw.decode(hw.streaming_engine("draft-v80"), 64).seconds
+    assert hw.decode(a, 64).power_w == hw.decode(hw.streaming_engine("draft-v80"), 64).power_w  # through the wrapper
     b = hw.make_engine("gpu", "qwen2.5-0.5b", gpu="h200", framework="vllm")
     assert hw.decode(b, 64).seconds > 0
     with pytest.raises(HwmodelError):
