@@ -136,7 +136,9 @@ def _check(pt: Measurement) -> None:
 
 def decode_contexts(n_in: int, n_out: int) -> range:
     """Contexts simulated for the mean of ``n_out`` decode steps after ``n_in`` prompt tokens."""
-    return range(n_in + min(DECODE_STRIDE, n_out) // 2, n_in + n_out, DECODE_STRIDE)
+    from hwmodel.quantities import window_contexts
+
+    return window_contexts(n_in, n_out, DECODE_STRIDE)
 
 
 def _one(design: InstructionDesign, pt: Measurement) -> float:
@@ -155,16 +157,14 @@ def _one(design: InstructionDesign, pt: Measurement) -> float:
         return float(best_ratio(design, pt.integer("ctx")))
     n_in, n_out = pt.integer("input_tokens"), pt.integer("output_tokens")
     eng = _engine(design, k)
-    runs = [eng.decode(c) for c in decode_contexts(n_in, n_out)]
-    mean_s = sum(r.seconds for r in runs) / len(runs)
-    if q == "decode_s_per_token":
-        return mean_s
     if q == "hbm_utilization":
+        runs = [eng.decode(c) for c in decode_contexts(n_in, n_out)]
         return sum(r.hbm_bytes for r in runs) / sum(r.seconds for r in runs) / eng.board.hbm.peak_bw_bytes_per_s
-    from fpga.instruction_power import run_power_w
+    # the one implementation the API and the CLI also call
+    from hwmodel.quantities import decode_window
 
-    energy = sum(run_power_w(eng, r) * r.seconds for r in runs)
-    return 1.0 / (mean_s * energy / sum(r.seconds for r in runs))
+    w = decode_window(eng, n_in, n_out)
+    return w.seconds_per_token if q == "decode_s_per_token" else w.tokens_per_s_per_w
 
 
 def best_ratio(design: InstructionDesign, ctx: int, ratios: range | list[int] = SWEEP_RATIOS) -> int:

@@ -20,8 +20,6 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
-
 from calibration.family import Family
 from calibration.fit import Param
 from calibration.measurements import Measurement, MeasurementError
@@ -106,14 +104,15 @@ def predict(values: Mapping[str, float], pt: Measurement) -> float:
         n_out = pt.integer("output_tokens")
         return n_out / eng.generate_s(n_in, n_out)
     n_out = pt.integer("output_tokens")
-    steps = eng.decode_steps_s(n_in, n_out)
-    mean_s = float(np.mean(steps))
+    # the one implementation the API and the CLI also call
+    from hwmodel.quantities import decode_window
+
+    w = decode_window(eng, n_in, n_out)
     if pt.quantity == "decode_s_per_token":
-        return mean_s
+        return w.seconds_per_token
     if pt.quantity == "decode_tokens_per_s":
-        return 1.0 / mean_s
-    power_w = eng.decode_energy_j(n_in, n_out) / float(np.sum(steps))
-    return 1.0 / (mean_s * power_w)
+        return w.tokens_per_s
+    return w.tokens_per_s_per_w
 
 
 def _reset() -> None:

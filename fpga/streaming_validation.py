@@ -23,8 +23,6 @@ import dataclasses
 import functools
 from typing import Any
 
-import numpy as np
-
 PUBLISHED_RATIO = 1.64
 PROMPT_TOKENS = 1024
 NEW_TOKENS = 1024
@@ -33,7 +31,7 @@ DESIGN = "flexllm-u280-mem-opt"
 SOURCE = ("FlexLLM arXiv 2601.15710 abstract (1.64x decode vs A100 HF BF16); github.com/Crazy-James26/FlexLLM "
           "SpinQuant_Llama_32_1B_Ins/ (deployed mem_opt design); shared/research/measurements.md s2")
 #: decode contexts averaged: the midpoints of 16 equal bins of 1,024 .. 2,047 (token time is linear in ctx)
-SAMPLE_CTX = tuple(PROMPT_TOKENS + 32 + 64 * k for k in range(16))
+SAMPLE_STRIDE = 64
 
 
 def a100_hf_decode_s(values: dict[str, float] | None = None) -> float:
@@ -41,10 +39,11 @@ def a100_hf_decode_s(values: dict[str, float] | None = None) -> float:
     family's parameter ``values``; default the committed ones)."""
     from gpu.latency import GpuEngine
     from gpu.params import GpuParams
+    from hwmodel.quantities import decode_window
 
     kw = {} if values is None else {"params": GpuParams.of(dict(values))}
     e = GpuEngine(A100, "llama-3.2-1b", "hf", weight_bits=16, **kw)
-    return float(np.mean(e.decode_steps_s(PROMPT_TOKENS, NEW_TOKENS)))
+    return decode_window(e, PROMPT_TOKENS, NEW_TOKENS).seconds_per_token
 
 
 def ratio_band(fpga_s: float) -> tuple[list[float], str]:
@@ -63,12 +62,13 @@ def ratio_band(fpga_s: float) -> tuple[list[float], str]:
 
 def fpga_decode_s(clock_hz: float | None = None) -> float:
     """Mean seconds per decoded token of the deployed FlexLLM design over the same steps (at ``clock_hz``)."""
-    from fpga.streaming import load_design, simulate_token
+    from fpga.streaming import StreamingEngine, load_design
+    from hwmodel.quantities import decode_window
 
     d = load_design(DESIGN)
     if clock_hz is not None:
         d = dataclasses.replace(d, clock_hz=float(clock_hz))
-    return float(np.mean([simulate_token(d, ctx=c).seconds for c in SAMPLE_CTX]))
+    return decode_window(StreamingEngine(d), PROMPT_TOKENS, NEW_TOKENS, SAMPLE_STRIDE).seconds_per_token
 
 
 def fitted_clock_hz(target_s: float, lo_hz: float = 100e6, hi_hz: float = 450e6, tol_hz: float = 0.5e6) -> float:

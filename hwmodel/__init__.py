@@ -11,7 +11,8 @@ _numba_cache.install()  # every kernel caches in the project cache directory (or
 
 __version__ = "0.1.0"
 
-_API = ("OpTiming", "Replay", "Serving", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "make_engine",
+_API = ("Load", "OpTiming", "Replay", "Saturation", "Serving", "cluster_spec", "load", "saturation", "system",
+        "with_fields", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "decode_window", "make_engine",
         "freq_study", "generate_trace", "gpu", "gpu_engine", "import_hf_config", "instruction_engine", "llm",
         "prefill", "read_trace", "replay", "reproduce", "requests", "serve", "spec_library", "streaming_engine",
         "sweep", "use_spec_dirs", "validation_table")

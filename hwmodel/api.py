@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
 
 
@@ -77,6 +76,53 @@ def import_hf_config(config: str | Path, name: str, out_dir: str | Path | None =
     return Path(import_hf(Path(config), name, Path(out_dir) if out_dir else Path(".")))
 
 
+_TABLES: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(spec) -> (spec, the table it was built from)
+
+
+def with_fields(spec: Any, changes: Mapping[str, Any] | None = None, /, **fields: Any) -> Any:
+    """A copy of a loaded spec (system, cluster, board, GPU, link, LLM) with some fields changed,
+    validated exactly like a file (:func:`hwmodel.spec_extends.override`): ``changes`` is a nested dict or dotted
+    keys (``{"devices.fpga.clock_hz": 250e6}``), ``fields`` top-level fields or tables
+    (``devices={"fpga": {"clock_hz": 250e6}}``). A bare value for a sourced field is sourced as an override from
+    Python; every other field keeps its file's source (``spec.sources``)."""
+    from hwmodel.schema import build, read_toml
+    from hwmodel.spec_extends import override
+
+    held = _TABLES.get(id(spec))
+    if held is not None and held[0] is spec:
+        table = held[1]
+    else:
+        origin = getattr(spec, "origin", "")
+        if not origin or not Path(origin).is_file():
+            raise HwmodelError(f"with_fields needs a spec loaded from a TOML file (this {type(spec).__name__} has "
+                               "no origin file)")
+        table = read_toml(Path(origin))
+    merged = override(table, {**(changes or {}), **fields}, type(spec))
+    where = f"{getattr(spec, 'origin', '') or getattr(spec, 'name', 'spec')} (with overrides from Python)"
+    out = build(type(spec), merged, path=where)
+    _TABLES[id(out)] = (out, merged)
+    return out
+
+
+def system(spec_name: str | Path = "config1", changes: Mapping[str, Any] | None = None, /, **fields: Any) -> Any:
+    """A system-A configuration (built-in name or TOML), optionally with fields changed (:func:`with_fields`):
+    ``hw.system("config1", devices={"fpga-v80": {"clock_hz": 250e6}})``; pass it to :func:`replay`."""
+    from hwmodel.reasoning.system import load_system
+
+    spec = load_system(str(spec_name))
+    return with_fields(spec, changes, **fields) if (changes or fields) else spec
+
+
+def cluster_spec(spec_name: str | Path = "a100+7xu280", changes: Mapping[str, Any] | None = None, /,
+                 **fields: Any) -> Any:
+    """A serving cluster (built-in name or TOML), optionally with fields changed (:func:`with_fields`); pass it
+    to :func:`serve` or :func:`saturation`."""
+    from hwmodel.serving.cluster import load_cluster
+
+    spec = load_cluster(spec_name)
+    return with_fields(spec, changes, **fields) if (changes or fields) else spec
+
+
 # ================================================================================================ engines
 def streaming_engine(design: str | Path, clock_mhz: float | None = None) -> Any:
     """The cycle-level streaming FPGA decoder for a built-in design name or a design TOML (``fpga decode``)."""
@@ -94,8 +140,10 @@ def instruction_engine(design: str | Path = "glitches-u280", prefetch_ratio: int
                              clock_hz=None if clock_mhz is None else clock_mhz * 1e6)
 
 
-def gpu_engine(gpu_name: str, llm_name: str, framework: str = "vllm", weight_bits: int | None = None) -> Any:
-    """The calibrated GPU model of ``llm_name`` on ``gpu_name`` under ``framework`` (``hwmodel gpu frameworks``)."""
+def gpu_engine(gpu_name: str, llm_name: str, framework: str, weight_bits: int | None = None) -> Any:
+    """The calibrated GPU model of ``llm_name`` on ``gpu_name`` under ``framework`` (``hwmodel gpu frameworks``):
+    required, because the papers' settings differ (GLITCHES' A100 runs Hugging Face ``"hf"``, RSD's GPUs ``"vllm"``,
+    and the two differ by about 1.6x on an A100)."""
     from gpu.latency import GpuEngine
 
     return GpuEngine(gpu_name, llm_name, framework=framework, weight_bits=weight_bits)
@@ -124,7 +172,7 @@ def capabilities(eng: Any) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class OpTiming:
-    """One operation on one engine: time, the power the engine reports for the phase, and the energy."""
+    """One operation on one engine at one point (figures from :mod:`hwmodel.quantities`, as the CLI prints them)."""
 
     engine: str
     operation: str
@@ -141,35 +189,121 @@ class OpTiming:
     def energy_j(self) -> float:
         return self.seconds * self.power_w
 
+    @property
+    def tokens_per_s_per_w(self) -> float:
+        return self.n_tokens / self.energy_j if self.energy_j > 0 else math.nan
+
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j}
-
-
-def _power(eng: Any, phase: Phase) -> float:
-    try:
-        return float(eng.power_w(phase))
-    except (AttributeError, NotImplementedError):
-        return math.nan
+        return {**dataclasses.asdict(self), "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j,
+                "tokens_per_s_per_w": self.tokens_per_s_per_w}
 
 
 def decode(eng: Any, ctx: int = 0) -> OpTiming:
-    """Decode one token at context ``ctx`` on any engine."""
-    if ctx < 0:
-        raise HwmodelError(f"ctx must be >= 0, got {ctx}")
-    return OpTiming(eng.name, "decode", 1, ctx, float(eng.decode_s(ctx)), _power(eng, Phase.DECODE))
+    """Decode one token at context ``ctx`` on any engine (power at ``ctx``: :func:`hwmodel.quantities.decode_power_w`)."""
+    from hwmodel.quantities import decode_point
+
+    p = decode_point(eng, ctx)
+    return OpTiming(p.engine, "decode", 1, ctx, p.seconds_per_token, p.power_w)
 
 
 def prefill(eng: Any, n_tokens: int, ctx: int = 0) -> OpTiming:
     """Prefill ``n_tokens`` new tokens after ``ctx`` cached ones on any engine."""
-    if n_tokens < 1 or ctx < 0:
-        raise HwmodelError(f"prefill needs n_tokens >= 1 and ctx >= 0, got {n_tokens} and {ctx}")
-    return OpTiming(eng.name, "prefill", n_tokens, ctx, float(eng.prefill_s(n_tokens, ctx)),
-                    _power(eng, Phase.PREFILL))
+    from hwmodel.quantities import prefill_figures
+
+    f = prefill_figures(eng, n_tokens, ctx)
+    return OpTiming(str(eng.name), "prefill", n_tokens, ctx, f["seconds"], f["power_w"])
 
 
-def decode_curve(eng: Any, ctxs: Sequence[int]) -> list[dict[str, Any]]:
-    """``decode`` at each context, as records."""
-    return [decode(eng, c).to_dict() for c in ctxs]
+def decode_window(eng: Any, input_tokens: int = 1536, output_tokens: int = 512, stride: int = 32) -> Any:
+    """Mean decode figures of ``output_tokens`` steps after an ``input_tokens`` prompt, as published single-device
+    figures are quoted (``DecodeFigures``: seconds_per_token, power_w, tokens_per_s, energy_per_token_j,
+    tokens_per_s_per_w); the validation rows and ``--output-tokens`` in the CLI call the same function."""
+    from hwmodel.quantities import decode_window as _window
+
+    return _window(eng, input_tokens, output_tokens, stride)
+
+
+def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress: bool | None = None
+                 ) -> list[dict[str, Any]]:
+    """Decode time at each context, as records (``ctx``, ``seconds``, ``tokens_per_s``, and the power and energy of
+    :func:`decode` wherever a context is evaluated by itself).
+
+    On a streaming FPGA, contexts denser than the serving simulator's 32-token grid come from its decode table
+    (:class:`hwmodel.serving.devices.DecodeTable`, grid points simulated, linear in between, as a serving run reads
+    them: one cycle-level token per 32 contexts). Everywhere else each context asked for is evaluated once -- the
+    fewest runs: the GPU model is vectorized per block of contexts, and the instruction-driven FPGA's step time
+    changes every few tokens, so the serving simulator's step table would simulate nearly every context in
+    between -- and the records carry the power and energy of :func:`decode` too. ``exact=True`` always evaluates
+    every context; ``progress`` shows a progress bar (default: in a notebook only)."""
+    from hwmodel.quantities import engine_kind
+    from hwmodel.serving.devices import STEP_GRID_TOKENS, DecodeTable
+
+    cs = [int(c) for c in ctxs]
+    if any(c < 0 for c in cs):
+        raise HwmodelError(f"ctx must be >= 0, got {min(cs)}")
+    dense = len(cs) > 1 and (max(cs) - min(cs)) / (len(cs) - 1) < STEP_GRID_TOKENS
+    bar = _Bar(progress, len(cs), f"decode curve on {eng.name}")
+    out = []
+    try:
+        if exact or not dense or engine_kind(eng) != "streaming":
+            for c in cs:
+                out.append(decode(eng, c).to_dict())
+                bar.advance()
+            return out
+        limit = getattr(eng, "max_ctx", None)  # the longest context held; the table takes the largest accepted
+        table = DecodeTable(eng.decode_s, "grid", limit - 1 if limit else None)
+        for c in cs:
+            s = table.step_s(c)
+            out.append({"engine": str(eng.name), "ctx": c, "seconds": s, "tokens_per_s": 1.0 / s})
+            bar.advance()
+        return out
+    finally:
+        bar.close()
+
+
+def _in_notebook() -> bool:
+    """Running in a Jupyter kernel (where ``progress=None`` means a progress line)."""
+    import sys
+
+    shell = sys.modules.get("IPython")
+    ip = shell.get_ipython() if shell is not None else None  # type: ignore[attr-defined]
+    return type(ip).__name__ == "ZMQInteractiveShell"
+
+
+class _Bar:
+    """Progress of a long call: a rich bar in a terminal, one updated output line in a notebook (its last state
+    stays in the notebook: ``what: k/total``), nothing when ``enabled`` is False. ``enabled=None``: on in a
+    notebook, off elsewhere."""
+
+    def __init__(self, enabled: bool | None, total: int, what: str) -> None:
+        self._p = self._line = None
+        self._done, self._total, self._what = 0, total, what
+        notebook = _in_notebook()
+        if enabled is None:
+            enabled = notebook
+        if enabled and notebook:
+            from IPython.display import Pretty, display
+
+            self._line = display(Pretty(f"{what}: 0/{total}"), display_id=True)
+        elif enabled:
+            from rich.progress import Progress
+
+            self._p = Progress(transient=True)
+            self._p.start()
+            self._task = self._p.add_task(what, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        self._done += n
+        if self._p is not None:
+            self._p.advance(self._task, n)
+        elif self._line is not None:
+            from IPython.display import Pretty
+
+            self._line.update(Pretty(f"{self._what}: {self._done}/{self._total}"))
+
+    def close(self) -> None:
+        if self._p is not None:
+            self._p.stop()
 
 
 def physical_bounds(llm_name: str, device: str, weight_bits: int | None = None, kv_bits: int | None = None,
@@ -215,18 +349,42 @@ class Replay:
                 "problems": len(self.rows)}
 
 
-def replay(trace: Any, policy: str = "heteroreason", system: str = "config1", draft: str | None = None) -> Replay:
+def replay(trace: Any, policy: str = "heteroreason", system: Any = "config1", draft: str | None = None, *,
+           seeds: int | None = None, first_seed: int | None = None, limit: int | None = None,
+           backtracking: bool = True, progress: bool | None = None) -> Any:
     """Replay ``trace`` (a Trace or a path) with a system-A policy (``hwmodel reason policies``) on a built-in
-    system or a system TOML; ``draft`` names another device of the system for the draft role."""
+    system, a system TOML or a spec from :func:`system`; ``draft`` names another device of the system for the draft
+    role.
+
+    With ``seeds=N``, ``trace`` is a dataset name (math500, gsm8k, gaokao2023en, olympiadbench): ``N`` traces of
+    ``limit`` problems are generated (seeds ``first_seed ..``) and replayed, and the result is a
+    :class:`hwmodel.replicas.Replicas` (``summary[metric]``: mean and 95 % interval; ``markdown``, ``plot``).
+    ``progress`` shows a bar (per problem, or per seed; default: in a notebook only)."""
     from hwmodel.reasoning.metrics import summarize
     from hwmodel.reasoning.runner import run_trace
-    from hwmodel.reasoning.system import build_platform
+    from hwmodel.reasoning.system import build_platform, load_system
 
+    if seeds is not None:
+        from hwmodel.reasoning.replicas import run_seeds
+
+        if not isinstance(trace, str):
+            raise HwmodelError("replay(..., seeds=N) takes a dataset name as trace (each seed generates its trace)")
+        bar = _Bar(progress, seeds, f"replaying {seeds} traces of {trace}")
+        try:
+            return run_seeds(trace, policy, system, seeds, first_seed=first_seed, limit=limit, draft=draft,
+                             backtracking=backtracking, on_seed=lambda _s: bar.advance())
+        finally:
+            bar.close()
     if isinstance(trace, (str, Path)):
         trace = read_trace(trace)
-    platform = build_platform(system, policy, draft=draft)
-    rows = tuple(run_trace(trace, policy, platform, system))
-    return Replay(policy, system, rows, summarize(rows))
+    spec = load_system(system) if isinstance(system, (str, Path)) else system
+    platform = build_platform(spec, policy, draft=draft)
+    bar = _Bar(progress, len(trace.problems), f"replaying {len(trace.problems)} problems")
+    try:
+        rows = tuple(run_trace(trace, policy, platform, spec.name, progress=bar.advance))
+    finally:
+        bar.close()
+    return Replay(policy, spec.name, rows, summarize(rows))
 
 
 # ================================================================================================ system B
@@ -259,15 +417,91 @@ def requests(n: int, rate_per_s: float = math.inf, prompt: str = "1536", output:
     return poisson_stream(n, rate_per_s, parse_length(prompt, "prompt"), parse_length(output, "output"), seed)
 
 
-def serve(cluster: str | Path = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n: int = 200,
-          rate_per_s: float = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0,
-          scheduler: str = "fcfs") -> Serving:
-    """Run a request stream on a built-in cluster or a cluster TOML (``hwmodel serve run``)."""
-    from hwmodel.serving.cluster import load_cluster, resolve_cluster
+@dataclasses.dataclass(frozen=True)
+class Load:
+    """A request rate given as a fraction of the cluster's saturation rate (:func:`load`)."""
+
+    fraction: float
+
+
+def load(fraction: float) -> Load:
+    """``rate_per_s=hw.load(0.8)``: 80 % of the saturation request rate of the cluster and request lengths the
+    call serves (:func:`saturation`, computed once per setting)."""
+    if not (0 < fraction and math.isfinite(fraction)):
+        raise HwmodelError(f"load fraction must be a positive finite number, got {fraction}")
+    return Load(float(fraction))
+
+
+@dataclasses.dataclass(frozen=True)
+class Saturation:
+    """The most a cluster sustains with every request queued at t = 0 (``request_rate_per_s`` is the rate
+    :func:`load` scales). Under an offered load below saturation the measured
+    throughput is below ``fraction x throughput_tok_per_s`` too: the window includes the ramp-up and the drain of a
+    finite stream (at 80 % load of ``a100+7xu280`` about 0.73x)."""
+
+    cluster: str
+    scheduler: str
+    requests: int
+    prompt: str
+    output: str
+    request_rate_per_s: float
+    throughput_tok_per_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def saturation(cluster: Any = "a100+7xu280", *, n: int = 200, prompt: str = "1536", output: str = "512",
+               scheduler: str = "fcfs", seed: int = 0) -> Saturation:
+    """The saturation rate of ``cluster`` for these request lengths: ``n`` requests all queued at t = 0."""
+    spec = _cluster_spec(cluster)
+    key = (repr(spec), n, prompt, output, scheduler, seed)
+    if key not in _SATURATION:
+        s = serve(spec, n=n, rate_per_s=math.inf, prompt=prompt, output=output, scheduler=scheduler, seed=seed)
+        m = s.metrics
+        _SATURATION[key] = Saturation(spec.name, scheduler, m.requests, prompt, output, m.request_rate_per_s,
+                                      m.throughput_tok_per_s)
+    return _SATURATION[key]
+
+
+_SATURATION: dict[tuple[Any, ...], Saturation] = {}
+
+
+def _cluster_spec(cluster: Any) -> Any:
+    from hwmodel.serving.cluster import load_cluster
+
+    return load_cluster(cluster) if isinstance(cluster, (str, Path)) else cluster
+
+
+def serve(cluster: Any = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n: int = 200,
+          rate_per_s: float | Load = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0,
+          scheduler: str = "fcfs", seeds: int | None = None, progress: bool | None = None) -> Any:
+    """Run a request stream on a built-in cluster, a cluster TOML or a spec from :func:`cluster_spec`
+    (``hwmodel serve run``). ``rate_per_s`` is requests/s or ``hw.load(f)`` (a fraction of :func:`saturation`).
+
+    With ``seeds=N`` the stream is generated under seeds ``seed .. seed + N - 1`` and the result is a
+    :class:`hwmodel.replicas.Replicas` (``summary["ttft_s.p90"]``: mean and 95 % interval; ``markdown``, ``plot``);
+    otherwise a :class:`Serving`. ``progress`` shows a bar per seed (default: in a notebook only)."""
+    from hwmodel.serving.cluster import resolve_cluster
     from hwmodel.serving.metrics import compute_metrics
     from hwmodel.serving.simulator import simulate
 
-    spec = load_cluster(cluster)
+    spec = _cluster_spec(cluster)
+    if isinstance(rate_per_s, Load):
+        sat = saturation(spec, n=n, prompt=prompt, output=output, scheduler=scheduler)
+        rate_per_s = rate_per_s.fraction * sat.request_rate_per_s
+    if seeds is not None:
+        from hwmodel.serving.replicas import run_seeds
+
+        if reqs is not None:
+            raise HwmodelError("serve(..., seeds=N) generates its streams: pass n/rate_per_s/prompt/output, not reqs")
+        rate = float(rate_per_s)
+        bar = _Bar(progress, seeds, f"serving {seeds} seeds on {spec.name}")
+        try:
+            return run_seeds(resolve_cluster(spec), lambda s: requests(n, rate, prompt, output, s), seeds, seed,
+                             scheduler, on_seed=lambda _s: bar.advance())
+        finally:
+            bar.close()
     reqs = tuple(reqs) if reqs is not None else requests(n, rate_per_s, prompt, output, seed)
     res = simulate(resolve_cluster(spec), reqs, scheduler)
     return Serving(spec.name, scheduler, compute_metrics(res), res)
@@ -314,7 +548,18 @@ def reproduce(study: str | None = None, out_dir: str | Path = "out") -> int:
     return res.exit_code
 
 
-__all__ = ["OpTiming", "Replay", "Serving", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "make_engine",
+__all__ = ["Load", "OpTiming", "Replay", "Saturation", "Serving", "cluster_spec", "load", "saturation", "system",
+           "with_fields", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "decode_window", "make_engine",
            "freq_study", "generate_trace", "gpu", "gpu_engine", "import_hf_config", "instruction_engine", "llm",
            "prefill", "read_trace", "replay", "reproduce", "requests", "serve", "spec_library", "streaming_engine",
            "sweep", "use_spec_dirs", "validation_table"]
+
+
+def _attach_field_docs() -> None:
+    """``help()`` of every result type lists its fields with units (hwmodel.result_fields, also docs/api.md)."""
+    from hwmodel.result_fields import attach_docs
+
+    attach_docs()
+
+
+_attach_field_docs()

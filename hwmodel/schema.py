@@ -105,8 +105,11 @@ _with_json(non_empty, minItems=1)
 # ---------------------------------------------------------------------------------------------------- loading
 def read_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file through the reading layer (:mod:`hwmodel.io`): every OS, encoding, compression and syntax
-    problem becomes one error naming the file and the line."""
-    return _read_toml(path)
+    problem becomes one error naming the file and the line. A file that says ``extends = "NAME"`` comes back merged
+    over its parent (:mod:`hwmodel.spec_extends`)."""
+    from hwmodel.spec_extends import resolve
+
+    return resolve(_read_toml(path), Path(path))
 
 
 def load_toml_as(cls: type[T], path: Path | str, *, overrides: Mapping[str, Any] | None = None) -> T:
@@ -196,6 +199,8 @@ def _build(cls: Any, table: Any, path: object, prefix: str, sources: dict[str, s
         close = difflib.get_close_matches(unknown[0], known, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise SpecError(path, prefix + unknown[0], f"a known field name ({hint}known: {', '.join(known)})")
+    missing = [f.name for f in dataclasses.fields(cls) if f.name in known and f.name not in table
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     for f in dataclasses.fields(cls):
         if f.name not in known:
             continue
@@ -204,7 +209,8 @@ def _build(cls: Any, table: Any, path: object, prefix: str, sources: dict[str, s
             if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
                 continue
             what = "a { value = ..., source = \"...\" } table" if f.metadata.get("sourced") else _type_name(hints[f.name])
-            raise SpecError(path, key, f"this required field to be present ({what})")
+            also = f"; also missing: {', '.join(prefix + m for m in missing[1:])}" if len(missing) > 1 else ""
+            raise SpecError(path, key, f"this required field to be present ({what}){also}")
         raw = table[f.name]
         if f.metadata.get("sourced"):
             if not isinstance(raw, dict) or set(raw) != {"value", "source"}:

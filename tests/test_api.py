@@ -39,6 +39,7 @@ def test_decode_and_prefill_match_the_engines_and_serialize() -> None:
 def test_make_engine_builds_any_backend_as_a_system_spec_would() -> None:
     a = hw.make_engine("streaming", "qwen2.5-0.5b", design="draft-v80")
     assert hw.decode(a, 64).seconds == hw.decode(hw.streaming_engine("draft-v80"), 64).seconds
+    assert hw.decode(a, 64).power_w == hw.decode(hw.streaming_engine("draft-v80"), 64).power_w  # through the wrapper
     b = hw.make_engine("gpu", "qwen2.5-0.5b", gpu="h200", framework="vllm")
     assert hw.decode(b, 64).seconds > 0
     with pytest.raises(HwmodelError):
@@ -61,3 +62,39 @@ def test_replay_and_serve_return_records() -> None:
     recs = s.records()
     assert len(recs) == 12 and all(type(x["path"]) is str for x in recs)
     assert json.loads(json.dumps(s.to_dict()))["metrics"]["requests"] == 12
+
+
+def test_load_is_a_fraction_of_saturation_and_the_docs_ratio_holds() -> None:
+    sat = hw.saturation("a100+7xu280")
+    assert sat.request_rate_per_s == pytest.approx(sat.requests / hw.serve("a100+7xu280").metrics.window_s)
+    reps = hw.serve("a100+7xu280", n=200, rate_per_s=hw.load(0.8), seeds=5)
+    ratio = reps["throughput_tok_per_s"].mean / sat.throughput_tok_per_s
+    assert f"({ratio:.2f}x on `a100+7xu280`" in " ".join(open("docs/api.md").read().split())  # noqa: SIM115
+    with pytest.raises(HwmodelError, match="load fraction"):
+        hw.load(0)
+
+
+def test_decode_curve_uses_the_serving_tables_and_matches_exact_runs() -> None:
+    g = hw.gpu_engine("a100-40gb", "llama2-7b", framework="hf")
+    ctxs = [0, 31, 700, 1536]
+    fast = hw.decode_curve(g, ctxs)
+    assert [r["seconds"] for r in fast] == [r["seconds"] for r in hw.decode_curve(g, ctxs, exact=True)]
+    s = hw.streaming_engine("draft-u280")
+    grid = hw.decode_curve(s, [0, 32, 48, 64])
+    assert grid[1]["seconds"] == s.decode_s(32) and grid[3]["seconds"] == s.decode_s(64)
+    assert grid[2]["seconds"] == pytest.approx(s.decode_s(48), rel=2e-3)  # linear between 32-token grid points
+    with pytest.raises(TypeError):
+        hw.gpu_engine("a100-40gb", "llama2-7b")  # type: ignore[call-arg]  # framework= is required
+
+
+def test_every_result_field_is_documented_with_its_unit_in_help_and_docs() -> None:
+    import pydoc
+
+    from hwmodel.result_fields import markdown, undocumented
+
+    assert undocumented() == []
+    assert "tokens_per_s_per_w [tokens/s/W]" in pydoc.render_doc(hw.OpTiming, renderer=pydoc.plaintext)
+    from hwmodel.serving.metrics import Metrics
+
+    assert "window_s [s]: first arrival to last completion" in pydoc.render_doc(Metrics, renderer=pydoc.plaintext)
+    assert markdown() in open("docs/api.md").read(), "docs/api.md is stale: python -m hwmodel.result_fields"  # noqa: SIM115

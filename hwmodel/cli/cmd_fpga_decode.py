@@ -153,10 +153,16 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
         band = band_of(d0, lambda d: StreamingEngine(d, validate=False).token(ctxs[0], with_lm_head=not ingest).seconds,
                        fields)
     if as_json:
-        one = {**results[0].as_dict(), "design_floor_s": rows[0]["design_floor_s"]}
-        if band is not None:
-            one["sensitivity"] = band
-        echo_json(one if len(results) == 1 else rows)
+        if len(results) == 1:
+            from hwmodel.quantities import decode_point
+
+            point = {} if ingest else {"decode": decode_point(engines[points[0][1]], points[0][0]).to_dict()}
+            one = {**results[0].as_dict(), "design_floor_s": rows[0]["design_floor_s"], **point}
+            if band is not None:
+                one["sensitivity"] = band
+            echo_json(one)
+        else:
+            echo_json(rows)
         return
     from rich.table import Table
 

@@ -250,31 +250,38 @@ def designs_cmd(as_json: bool) -> None:
               help="Vary every [estimate] integer of the design over its documented range: per-field latency "
                    "movement and the joint band (docs/model-your-design.md).")
 @click.option("--vary", default=None, help="With --sensitivity: only these field names (comma list).")
+@click.option("--output-tokens", type=click.IntRange(min=1), default=None,
+              help="Also the mean figures of this many decode steps from --ctx (a generation window).")
 @json_option
 def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock_hz: float | None,
-            ingest: bool, sensitivity: bool, vary: str | None, as_json: bool) -> None:
+            ingest: bool, sensitivity: bool, vary: str | None, output_tokens: int | None, as_json: bool) -> None:
     """Simulate one decode step (or a prefill) cycle by cycle and print time, traffic and unit activity."""
     from fpga.instruction import InstructionEngine
-    from hwmodel.engine import Phase
+    from hwmodel.quantities import decode_point, decode_window, prefill_power_w
 
-    def point(d: Any) -> tuple[Any, Any]:
+    def point_of(d: Any) -> tuple[Any, Any]:
         e = InstructionEngine(d, prefetch_ratio=ratio, clock_hz=clock_hz)
         if ingest:
             return e, e.prefill(max(1, prefill_tokens), ctx, logits=False)
         return e, (e.prefill(prefill_tokens, ctx) if prefill_tokens else e.decode(ctx))
 
-    eng, res = point(design)
+    eng, res = point_of(design)
     band = None
     if sensitivity:
         from fpga.sensitivity import instruction_knobs, sensitivity as band_of
 
         guesses = instruction_knobs(design, vary.split(",") if vary else None)
-        band = band_of(design, lambda d: point(d)[1].seconds, guesses=guesses)
-    phase = Phase.PREFILL if prefill_tokens else Phase.DECODE
-    power = eng.power_w(phase)
+        band = band_of(design, lambda d: point_of(d)[1].seconds, guesses=guesses)
+    point = None if prefill_tokens else decode_point(eng, ctx)
+    power = prefill_power_w(eng, prefill_tokens, ctx) if point is None else point.power_w
+    window = decode_window(eng, ctx, output_tokens) if output_tokens and not (prefill_tokens or ingest) else None
     out = {"design": design.name, "role": design.role, "prefetch_ratio": eng.prefetch_ratio, "ctx": ctx,
            "prefill_tokens": prefill_tokens, "ingest": ingest, **res.as_dict(), "power_w": power,
-           "weights_bytes": eng.weights_bytes, "kv_bytes": eng.kv_bytes(ctx)}
+           "energy_j": power * res.seconds, "weights_bytes": eng.weights_bytes, "kv_bytes": eng.kv_bytes(ctx)}
+    if point is not None and not ingest:
+        out["decode"] = point.to_dict()
+    if window:
+        out["window"] = window.to_dict()
     if band is not None:
         out["sensitivity"] = band
     if as_json:
@@ -299,6 +306,9 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
         ("MPE busy", f"{100 * res.mpe_busy_fraction:.1f} %"),
         ("SFU busy", f"{100 * res.sfu_busy_fraction:.1f} %"),
         ("board power", f"{power:.1f} W"),
+        *([] if point is None else [("tokens/s/W (this step)", f"{point.tokens_per_s_per_w:.3f}")]),
+        *([(f"mean of {output_tokens} steps", f"{fmt_s(window.seconds_per_token)}/token, {window.power_w:.1f} W, "
+            f"{window.tokens_per_s_per_w:.3f} tokens/s/W")] if window else []),
         ("weights + metadata in HBM", fmt_bytes(eng.weights_bytes)),
         (f"KV cache of {ctx} tokens", fmt_bytes(eng.kv_bytes(ctx))),
     ]:

@@ -92,8 +92,10 @@ def prefill_cmd(gpu: Any, llm: Any, framework: str, weight_bits: str | None, kv_
               help="Tokens already in the KV cache.")
 @click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
               help="Sequences decoded together (all at --ctx).")
+@click.option("--output-tokens", type=click.IntRange(min=1), default=None,
+              help="Also the mean figures of this many decode steps from --ctx (a generation window).")
 def decode_cmd(gpu: Any, llm: Any, framework: str, weight_bits: str | None, kv_bits: str, as_json: bool,
-               ctx_tokens: int, batch: int) -> None:
+               ctx_tokens: int, batch: int, output_tokens: int | None) -> None:
     """Time of one decode step (batch 1: with power, energy per token and the bandwidth floor)."""
     from hwmodel.bounds import decode_bytes
 
@@ -108,13 +110,21 @@ def decode_cmd(gpu: Any, llm: Any, framework: str, weight_bits: str | None, kv_b
         _show(f"Batched decode: {eng.name}, {batch} x ctx {ctx_tokens}",
               [("step time", fmt_s(step)), ("tokens/s (all sequences)", f"{batch / step:.1f}")])
         return
+    from hwmodel.quantities import decode_point, decode_window
+
     cost = eng.decode_cost(ctx_tokens)
     floor = decode_bytes(eng.llm, eng.weight_bits, eng.kv_bits, ctx_tokens).total_bytes / eng.gpu.mem_bw_bytes_per_s
+    point = decode_point(eng, ctx_tokens)
+    window = decode_window(eng, ctx_tokens, output_tokens) if output_tokens else None
     if as_json:
-        echo_json(_cost_json(eng, cost, ctx=ctx_tokens, bandwidth_floor_s=floor))
+        echo_json({**_cost_json(eng, cost, ctx=ctx_tokens, bandwidth_floor_s=floor), "decode": point.to_dict(),
+                   **({"window": window.to_dict()} if window else {})})
         return
     _show(f"Decode: {eng.name}, ctx {ctx_tokens}",
-          [*_cost_rows(cost, 1), ("bandwidth floor (peak BW)", f"{fmt_s(floor)} ({cost.time_s / floor:.2f}x)")])
+          [*_cost_rows(cost, 1), ("tokens/s/W (this step)", f"{point.tokens_per_s_per_w:.3f}"),
+           ("bandwidth floor (peak BW)", f"{fmt_s(floor)} ({cost.time_s / floor:.2f}x)")]
+          + ([(f"mean of {output_tokens} steps", f"{fmt_s(window.seconds_per_token)}/token, "
+               f"{window.power_w:.1f} W, {window.tokens_per_s_per_w:.3f} tokens/s/W")] if window else []))
 
 
 @gpu_group.command("prm")

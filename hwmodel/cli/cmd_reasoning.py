@@ -43,17 +43,45 @@ def systems_cmd() -> None:
 
 
 @reason.command("run")
-@click.option("--trace", "trace_path", type=click.Path(path_type=Path), required=True, help="Trace file (JSONL).")
+@click.option("--trace", "trace_path", type=click.Path(path_type=Path), default=None,
+              help="Trace file (JSONL). Required unless --seeds.")
 @click.option("--policy", "policy_name", default="heteroreason", show_default=True, help=_POLICY_HELP)
 @click.option("--system", "system_name", default="config1", show_default=True,
               help="Built-in configuration name or a system TOML file.")
 @click.option("--draft", "draft_device", default=None, metavar="DEVICE", help=_DRAFT_HELP)
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the per-problem metrics to this CSV file.")
+@click.option("--seeds", type=click.IntRange(min=1), default=None,
+              help="Instead of --trace: generate this many traces of --dataset (seeds --first-seed, +1, ...) and "
+                   "replay each: every summary metric as a mean with a 95 %% confidence interval (Student t).")
+@click.option("--dataset", default="gsm8k", show_default=True,
+              help="With --seeds: math500, gsm8k, gaokao2023en or olympiadbench.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="With --seeds: problems per trace.")
+@click.option("--first-seed", type=int, default=None, help="With --seeds: the first seed [default: the generator's].")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --seeds: write the headline metrics with error bars (PNG/SVG) here.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --seeds: write replicas.json, replicas.md and seeds.csv here.")
 @json_option
-def run_cmd(trace_path: Path, policy_name: str, system_name: str, draft_device: str | None, csv_path: Path | None,
-            as_json: bool) -> None:
+def run_cmd(trace_path: Path | None, policy_name: str, system_name: str, draft_device: str | None,
+            csv_path: Path | None, seeds: int | None, dataset: str, limit: int | None, first_seed: int | None,
+            plot_path: Path | None, out_dir: Path | None, as_json: bool) -> None:
     """Replay a trace under one policy: latency, goodput, energy, stall ratio, communication share."""
+    from hwmodel.errors import HwmodelError
+
+    if seeds is not None:
+        if trace_path is not None or csv_path is not None:
+            raise HwmodelError("--seeds generates its traces: give --dataset/--limit, not --trace/--csv")
+        from hwmodel.cli.cmd_serving import report_replicas
+        from hwmodel.reasoning.replicas import HEADLINE, run_seeds
+
+        with console().status(f"replaying {seeds} generated traces of {dataset}"):
+            reps = run_seeds(dataset, policy_name, system_name, seeds, first_seed=first_seed, limit=limit,
+                             draft=draft_device)
+        report_replicas(reps, HEADLINE, out_dir, plot_path, as_json)
+        return
+    if trace_path is None or plot_path is not None or out_dir is not None:
+        raise HwmodelError("reason run needs --trace PATH (or --seeds N); --plot and --out go with --seeds")
     from hwmodel.reasoning.metrics import CSV_FIELDS, summarize
     from hwmodel.reasoning.policies import policy
     from hwmodel.reasoning.runner import run_trace

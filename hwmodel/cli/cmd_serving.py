@@ -105,10 +105,19 @@ def _slo_options(f: Any) -> Any:
               help="Write metrics.json, requests.csv and a Perfetto trace.json here.")
 @click.option("--trace-requests", type=click.IntRange(min=1), default=200, show_default=True,
               help="Requests shown in the Perfetto trace (the first arrivals).")
+@click.option("--load", "load_fraction", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Instead of --rate: this fraction of the saturation rate (requests/s completed with all --n "
+                   "requests queued at t=0, same lengths and scheduler), e.g. 0.8.")
+@click.option("--seeds", type=click.IntRange(min=1), default=None,
+              help="Replicate the generated stream over this many seeds (--seed, --seed + 1, ...): every metric as "
+                   "a mean with a 95 %% confidence interval (Student t).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --seeds: write the headline metrics with error bars (PNG/SVG) here.")
 @json_option
 def serve_run(cluster_name: str, llm: str | None, kv_path: str | None, gpu_batch: int | None, scheduler: str,
               requests_file: Path | None, n_requests: int, rate: float, prompt: str, output: str, seed: int,
-              slo_ttft: float, slo_tpot: float, out_dir: Path | None, trace_requests: int, as_json: bool) -> None:
+              slo_ttft: float, slo_tpot: float, out_dir: Path | None, trace_requests: int,
+              load_fraction: float | None, seeds: int | None, plot_path: Path | None, as_json: bool) -> None:
     """Simulate a request stream on a serving cluster and print its metrics."""
     from hwmodel.serving.metrics import compute_metrics
     from hwmodel.serving.report import (device_table, jsonable, metrics_table, perfetto_trace, write_json,
@@ -117,6 +126,19 @@ def serve_run(cluster_name: str, llm: str | None, kv_path: str | None, gpu_batch
     from hwmodel.serving.simulator import simulate
 
     cluster = _cluster(cluster_name, llm, kv_path, gpu_batch)
+    if load_fraction is not None:
+        if requests_file is not None or math.isfinite(rate):
+            raise HwmodelError("--load sets the rate from the saturation rate: give it without --rate or --requests")
+        sat = _load_stream(None, n_requests, math.inf, prompt, output, seed, cluster.llm.max_position)
+        rate = load_fraction * compute_metrics(simulate(cluster, sat, scheduler)).request_rate_per_s
+        if not as_json:
+            click.echo(f"--load {load_fraction:g}: {rate:.4g} requests/s")
+    if seeds is not None or plot_path is not None:
+        if seeds is None or requests_file is not None:
+            raise HwmodelError("--seeds N replicates a generated stream (no --requests); --plot needs --seeds")
+        _serve_seeds(cluster, n_requests, rate, prompt, output, seed, seeds, scheduler, Slo(slo_ttft, slo_tpot),
+                     out_dir, plot_path, as_json)
+        return
     reqs = _load_stream(requests_file, n_requests, rate, prompt, output, seed, cluster.llm.max_position)
     with console().status(f"simulating {len(reqs)} requests on {cluster.spec.name} (device models first)"):
         res = simulate(cluster, reqs, scheduler, slo=Slo(slo_ttft, slo_tpot), record_segments=out_dir is not None)
@@ -136,6 +158,60 @@ def serve_run(cluster_name: str, llm: str | None, kv_path: str | None, gpu_batch
         click.echo(f"wrote {out_dir}/metrics.json, requests.csv, trace.json (open in ui.perfetto.dev)")
 
 
+def _serve_seeds(cluster: Any, n_requests: int, rate: float, prompt: str, output: str, seed: int, seeds: int,
+                 scheduler: str, slo: Any, out_dir: Path | None, plot_path: Path | None, as_json: bool) -> None:
+    """`serve run --seeds N`: the replicas' means and intervals (hwmodel.serving.replicas)."""
+    from hwmodel.serving.replicas import HEADLINE, run_seeds
+
+    max_ctx = cluster.llm.max_position
+    with console().status(f"simulating {seeds} seeds x {n_requests} requests on {cluster.spec.name}"):
+        reps = run_seeds(cluster, lambda s: _load_stream(None, n_requests, rate, prompt, output, s, max_ctx), seeds,
+                         seed, scheduler, slo)
+    report_replicas(reps, HEADLINE, out_dir, plot_path, as_json)
+
+
+def report_replicas(reps: Any, headline: tuple[str, ...], out_dir: Path | None, plot_path: Path | None,
+                     as_json: bool) -> None:
+    """Print (or write) replicas: JSON, a table of means with intervals, per-seed CSV and an error-bar plot."""
+    import json
+
+    from hwmodel.report.tables import write_csv
+
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "replicas.json").write_text(json.dumps(reps.to_dict(), indent=1, sort_keys=True) + "\n")
+        (out_dir / "replicas.md").write_text(reps.markdown(headline) + "\n")
+        recs = reps.records()
+        write_csv(out_dir / "seeds.csv", recs, list(recs[0]))
+    if plot_path is not None:
+        reps.plot(plot_path, headline)
+    if as_json:
+        echo_json(reps.to_dict())
+        return
+    from rich.table import Table
+
+    conf = int(round(100 * reps[headline[0]].confidence))
+    t = Table("metric", "mean", f"{conf} % interval", "std over seeds",
+              title=f"{reps.what}: {reps.n} seeds ({reps.seeds[0]}..{reps.seeds[-1]})")
+    for m in headline:
+        iv = reps[m]
+        t.add_row(m, f"{iv.mean:.4g}", f"[{iv.low:.4g}, {iv.high:.4g}]", f"{iv.std:.3g}")
+    console().print(t)
+    for path in ([out_dir / "replicas.json", out_dir / "replicas.md", out_dir / "seeds.csv"] if out_dir else []) + (
+            [plot_path] if plot_path else []):
+        click.echo(f"wrote {path}")
+
+
+def _backends(spec: Any, pool: str) -> str:
+    """The back-ends (gpu, instruction, streaming) that build a pool's devices, as ``device (back-end)``."""
+    from hwmodel.serving.engines import resolve_builder
+    from hwmodel.specs import library
+
+    groups = {(g.device, resolve_builder(g, library(), spec.name, pool).name)
+              for n in spec.nodes for g in getattr(n, pool)}
+    return ", ".join(f"{d} ({b})" for d, b in sorted(groups)) or "-"
+
+
 @serve.command("clusters", context_settings=CONTEXT_SETTINGS)
 @json_option
 def serve_clusters(as_json: bool) -> None:
@@ -146,8 +222,9 @@ def serve_clusters(as_json: bool) -> None:
     for name in builtin_cluster_names():
         c = load_cluster(name)
         rows.append({"name": name, "display_name": c.display_name, "llm": c.llm, "nodes": len(c.nodes),
-                     "prefill pool": c.prefill_count, "decode pool": c.decode_count, "kv_path": c.kv_path,
-                     "network": c.network.link if c.network else None})
+                     "prefill pool": c.prefill_count, "decode pool": c.decode_count,
+                     "prefill back-end": _backends(c, "prefill"), "decode back-end": _backends(c, "decode"),
+                     "kv_path": c.kv_path, "network": c.network.link if c.network else None})
     if as_json:
         echo_json(rows)
         return
