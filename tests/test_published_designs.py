@@ -23,6 +23,7 @@ DESIGNS = {  # file -> with_lm_head (LoopLynx runs its LM head on the host: pred
     "hlstransform-u50.toml": True,
     "looplynx-x1-u50.toml": False,
     "looplynx-x2-u50.toml": False,
+    "terafly-opt-1.3b-u50.toml": False,
 }
 
 
