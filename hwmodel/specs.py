@@ -727,6 +727,11 @@ class SpecLibrary:
 _extra_dirs: tuple[Path, ...] = ()
 
 
+def extra_spec_dirs() -> tuple[Path, ...]:
+    """The directories :func:`set_extra_spec_dirs` set (the CLI's ``--spec-dir``)."""
+    return _extra_dirs
+
+
 def set_extra_spec_dirs(dirs: tuple[Path, ...] | list[Path]) -> None:
     """Directories of user specs for :func:`library` (the CLI's ``--spec-dir``)."""
     global _extra_dirs

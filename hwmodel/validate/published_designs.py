@@ -1,0 +1,50 @@
+"""Published open-source FPGA decoders (examples/designs/published/) against the measurements found for them.
+
+Each design file and its prediction were committed before any measured figure of the design was read, and the
+design files are never changed because of one (examples/designs/published/README.md, issue 33 item 7). The
+measurements are in ``measured.toml`` beside the designs; this module re-runs the committed design at the measured
+point (so a model change moves the row) and reports it as *predicted* with no free parameter: nothing in the
+streaming model is fitted to these designs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hwmodel.validate.rows import row
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDER = ROOT / "examples" / "designs" / "published"
+MEASURED = FOLDER / "measured.toml"
+AREA = "FPGA published designs"
+
+
+def predict_s(entry: dict[str, Any]) -> float:
+    """Seconds per token of the committed design at the entry's context (kernel time, as the measurement)."""
+    from fpga.design import load_design
+    from fpga.streaming import StreamingEngine
+    from hwmodel.specs import extra_spec_dirs, set_extra_spec_dirs
+
+    before = extra_spec_dirs()
+    extra = (ROOT / entry["spec_dir"],) if entry.get("spec_dir") else ()
+    set_extra_spec_dirs(tuple(before) + extra)
+    try:
+        design = load_design(FOLDER / f"{entry['design']}.toml")
+        return StreamingEngine(design).token(int(entry["ctx"]), with_lm_head=not entry.get("ingest", False)).seconds
+    finally:
+        set_extra_spec_dirs(before)
+
+
+def rows() -> list[dict[str, Any]]:
+    """One predicted row per measurement in ``measured.toml``."""
+    from hwmodel.schema import read_toml
+
+    out = []
+    for entry in read_toml(MEASURED).get("measurement", []):
+        out.append(row(AREA, f"{entry['design']}-{entry['metric']}", predict_s(entry), "s", "predicted",
+                       entry["source"], published=float(entry["measured_s"]), free_params=0, families=[],
+                       workload=f"{entry['design']} (examples/designs/published), ctx {entry['ctx']}"
+                                + (", ingest (head on the host)" if entry.get("ingest") else ""),
+                       note=entry.get("note", "") + "; measurement read after the design and its prediction were "
+                                                    "committed", quantity=entry["metric"]))
+    return out
