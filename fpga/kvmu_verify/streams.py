@@ -16,6 +16,9 @@ Corners it aims at (docs/kvmu.md, "What verify generates"):
 * capacities: tiny (1..4), small (5..64), ``2**k - 1, 2**k, 2**k + 1`` for every ``k`` of the 31-bit range,
   log-uniform over 1 .. 2**31 - 1, and the top of the range (where ``ahead + n`` must not wrap; ``init`` then
   lands near the top so streams stay short); the contract's capacity is at most 2**31 - 1 (fpga/kvmu.py);
+* steering: when a step is pending with more tokens ahead, or the mode is rollback, one draw in three is a
+  command that goes deeper (speculate after a mark, accept / rollback after a speculate past a mark or after an
+  accept that left a step pending, ingest / wait in rollback);
 * resets: ``rst`` for one edge at a random cycle -- inside a multi-cycle command, right after one, or anywhere in
   the history since the last reset -- after which the reset state is checked and the stream goes on from it.
 
@@ -62,8 +65,8 @@ _TOP_GAP = st.integers(0, 48)
 _CAP_LOG = st.integers(0, 31)
 _CAP_MILLI_LOG = st.integers(0, 31_000)  # log2 of the capacity in thousandths (a uniform integer draw)
 _EDGE = st.sampled_from([-1, 0, 1])
-_SHORT_LOG = st.integers(0, SHORT_RUN_LOG)
-_LONG_LOG = st.integers(SHORT_RUN_LOG + 1, MAX_RUN_LOG)
+_SHORT_LOG = st.sampled_from(range(SHORT_RUN_LOG + 1))
+_LONG_LOG = st.sampled_from(range(SHORT_RUN_LOG + 1, MAX_RUN_LOG + 1))  # uniform (an integer draw leans low)
 _LONG = st.integers(0, LONG_EVERY - 1)
 _LONG_DRAW = st.sampled_from([True, True, True, False])
 _LONG_COUNT_KIND = st.sampled_from(["pow2", "pow2", "pow2", "small", "room", "room+1", "zero", "negative"])
@@ -77,7 +80,8 @@ _ARG32 = st.integers(INT32_MIN, INT32_MAX)
 _NOISE = st.integers(0, 2**32 - 1)
 _CUT_KIND = st.sampled_from(["inside", "inside", "after", "anywhere"])
 _FOLLOW = st.integers(0, 2)
-_AFTER_ACCEPT = st.sampled_from([int(Op.ACCEPT), int(Op.ROLLBACK)])
+_AFTER_ACCEPT = st.sampled_from([int(Op.ROLLBACK), int(Op.ACCEPT), int(Op.ACCEPT)])
+_AFTER_ROLLBACK = st.sampled_from([int(Op.INGEST), int(Op.WAIT)])
 _UNIT = st.floats(0.0, 1.0, allow_nan=False, exclude_max=True)
 
 
@@ -165,7 +169,8 @@ def examples(draw: st.DrawFn, max_commands: int = MAX_COMMANDS) -> Example:
     state = reset_state
     commands = []
     seg_cycles, last_cycles = 0, 0  # cycles since the last reset; of the last command
-    n = draw(st.integers(0, min(max_commands, LONG_COMMANDS) if long else max_commands))
+    n = draw(st.integers(min(4, max_commands), min(max_commands, LONG_COMMANDS)) if long
+             else st.integers(0, max_commands))
     if size == "large" and n:  # start near the top of a huge capacity, so that counts can reach the edge
         p = capacity - draw(_TOP_GAP)
         commands.append(BusCommand(int(Op.INIT), p))
@@ -181,6 +186,8 @@ def examples(draw: st.DrawFn, max_commands: int = MAX_COMMANDS) -> Example:
                 op = int(Op.SPECULATE)
             else:
                 op = draw(_AFTER_ACCEPT)
+        elif mode == Mode.ROLLBACK and draw(_FOLLOW) == 0:
+            op = draw(_AFTER_ROLLBACK)  # the mode is left by most commands: ingest or wait in it often enough
         idle = False
         if op == RESET_OP:
             kind = draw(_CUT_KIND)

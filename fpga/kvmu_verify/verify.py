@@ -318,8 +318,8 @@ def verify(sources: Sequence[Path], top: str, *, simulator: str = "icarus", exam
     if result.example is not None and result.verdict != SIMULATOR_ERROR and out_dir is not None:
         try:
             result.files = write_counterexample(result, sources, top, simulator, out_dir)
-        except HwmodelError as e:  # the VCD simulation failed: keep the verdict, say why the files are missing
-            result.error = f"{result.error + '; ' if result.error else ''}no rtl.vcd: {e}"
+        except (HwmodelError, OSError) as e:  # no VCD simulation or no --out: keep the verdict, say why
+            result.error = f"{result.error + '; ' if result.error else ''}counterexample files not written: {e}"
     return result
 
 
