@@ -121,8 +121,9 @@ def test_mutation_generator_covers_every_operator() -> None:
     assert all(m.source(REF) != REF for m in muts)
 
 
-#: A fixed sample of the campaign (docs/kvmu.md, "Mutation campaign"): one mutant per operator class.
-CAMPAIGN_SAMPLE = ("m060_3d92999e", "m073_ce2a765d", "m049_072d08fa")
+#: A fixed sample of the campaign (docs/kvmu.md, "Mutation campaign"): one killed mutant per operator class.
+CAMPAIGN_SAMPLE = ("m041_edcd03d5", "m038_3cae72e9", "m057_540f4d41", "m060_db594570", "m067_6bd37adb",
+                   "m068_6d80a062", "m072_aba23e51")
 
 
 @needs_sim
@@ -131,5 +132,16 @@ def test_campaign_sample_is_killed(tmp_path: Path) -> None:
 
     by_id = {m.ident: m for m in generate()}
     for ident in CAMPAIGN_SAMPLE:
-        row = run_one(by_id[ident], tmp_path, examples=300, seed=0)
+        row = run_one(by_id[ident], tmp_path, examples=100, seed=0)
         assert row.outcome == "killed", row
+
+
+@needs_sim
+def test_systemverilog_source_is_accepted(tmp_path: Path) -> None:
+    """A .sv file with always_ff and logic (Icarus builds with -g2012)."""
+    sv = tmp_path / "kvmu_sv.sv"
+    sv.write_text(REF.replace("module kvmu #(", "module kvmu_sv #(")
+                  .replace("always @(posedge clk)", "always_ff @(posedge clk)")
+                  .replace("    reg [1:0]       busy_op;", "    logic [1:0]     busy_op;"))
+    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(sv), "--top", "kvmu_sv", "--examples", "5"])
+    assert res.exit_code == 0 and "PASS kvmu_sv: 5 of 5" in res.output, res.output

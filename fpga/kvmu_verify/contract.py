@@ -29,6 +29,11 @@ command. Commands issue back to back at the model's default cycle costs (one cyc
 A ``wait n`` of the model is driven either as ``n`` idle cycles (``cmd_valid`` low, the other command inputs
 random) or as opcode 6 on the bus; both must look the same on the outputs. While a command is busy the next
 command is already held on the bus (``cmd_valid`` high), and must not be taken before ``cmd_ready``.
+
+Resets. An example starts with ``rst`` held for two edges, and an entry RESET_OP asserts it for one more edge in
+the middle of the stream, possibly inside a multi-cycle command (the bus then holds random bits). After every
+reset edge the outputs must be the reset state; the model restarts from it (a segment: the commands between two
+resets).
 """
 from __future__ import annotations
 

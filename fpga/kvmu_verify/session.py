@@ -1,6 +1,6 @@
 """A simulator session: the user's RTL plus the testbench top, built once with cocotb's runner
-(``cocotb_tools.runner``) and run as one long simulation that serves many examples over a Unix socket (reset
-between examples). One simulator start for a whole verification run, however many examples hypothesis asks for
+(``cocotb_tools.runner``) and run as one long simulation that serves many examples over a Unix socket (each
+example starts with its own reset edges). One simulator start for a whole verification run, however many examples hypothesis asks for
 while it generates and shrinks."""
 from __future__ import annotations
 
