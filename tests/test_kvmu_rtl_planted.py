@@ -1,4 +1,4 @@
-"""Planted bugs that the KVMU verifier used to miss (issue 29), each a fixture in tests/fixtures/kvmu_planted/:
+"""Planted bugs that the KVMU verifier used to miss (issue 29), each an edit of the reference in tests/kvmu_planted.py:
 a run counter one bit too narrow at three widths (2, 6, 12 bits: only runs longer than 2**w cycles expose it), a
 run kept over reset and a status kept over reset (registers with a power-up value but no reset: only a reset
 inside a command, or after a refusal, exposes them), and a capacity-edge overflow (a room check on 24 bits: only
@@ -18,10 +18,10 @@ from fpga.kvmu_verify.contract import RESET_OP, compare
 from fpga.kvmu_verify.mutants import REFERENCE_RTL
 from fpga.kvmu_verify.session import missing_tool
 from hwmodel.cli import main
+from tests.kvmu_planted import PLANTED, write_planted
 
 MISSING = missing_tool("icarus")
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"no RTL simulator: {MISSING}")
-PLANTED = Path(__file__).parent / "fixtures" / "kvmu_planted"
 
 #: fixture -> (signals the first difference may be on, what the counterexample must hold)
 EXPECT = {
@@ -45,6 +45,11 @@ def _holds(name: str, example, before) -> bool:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> dict[str, Path]:  # type: ignore[no-untyped-def]
+    return write_planted(tmp_path_factory.mktemp("planted"))
+
+
+@pytest.fixture(scope="module")
 def reference_session():  # type: ignore[no-untyped-def]
     from fpga.kvmu_verify.session import RtlSession
 
@@ -52,22 +57,23 @@ def reference_session():  # type: ignore[no-untyped-def]
         yield s
 
 
-def test_the_fixtures_are_the_reference_with_one_bug() -> None:
+def test_the_fixtures_are_the_reference_with_one_bug(planted: dict[str, Path]) -> None:
     ref = REFERENCE_RTL.read_text()
+    assert set(PLANTED) == set(EXPECT)
     for name in EXPECT:
-        src = (PLANTED / f"{name}.v").read_text()
+        src = planted[name].read_text()
         assert src.startswith(f"// PLANTED BUG ({name})") and src != ref
-        body = src.split("\n", 2)[2]
+        body = src.split("\n", 1)[1]
         diff = [ln for ln in difflib.unified_diff(ref.splitlines(), body.splitlines(), lineterm="", n=0)
                 if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
         assert 1 <= len(diff) <= 3, (name, diff)
 
 
 @pytest.mark.parametrize("name", list(EXPECT))
-def test_planted_bug_is_caught_by_default(name: str, tmp_path: Path, reference_session) -> None:  # type: ignore[no-untyped-def]
+def test_planted_bug_is_caught_by_default(name: str, tmp_path: Path, planted, reference_session) -> None:  # type: ignore[no-untyped-def]
     from fpga.kvmu_verify.verify import MISMATCH, SURVIVES_RESET, verify
 
-    result = verify([PLANTED / f"{name}.v"], "kvmu", out_dir=tmp_path)
+    result = verify([planted[name]], "kvmu", out_dir=tmp_path)
     assert not result.passed, name
     assert result.verdict in (MISMATCH, SURVIVES_RESET), result.message()
     signals, what = EXPECT[name]
@@ -82,10 +88,10 @@ def test_planted_bug_is_caught_by_default(name: str, tmp_path: Path, reference_s
     assert (tmp_path / "counterexample.txt").read_text().startswith(f"# hwmodel kvmu verify: {result.verdict}")
 
 
-def test_state_surviving_reset_reports_both_examples(tmp_path: Path) -> None:
+def test_state_surviving_reset_reports_both_examples(tmp_path: Path, planted: dict[str, Path]) -> None:
     """The status-over-reset bug, through the CLI: whichever form the failure takes, the report is a verdict
     with exit 1 and a counterexample, never a traceback; --json prints the report."""
-    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(PLANTED / "status_kept_over_reset.v"),
+    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(planted["status_kept_over_reset"]),
                                     "--top", "kvmu", "--out", str(tmp_path), "--json"])
     assert res.exit_code == 1, res.output
     rep = json.loads(res.output)
