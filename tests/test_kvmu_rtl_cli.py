@@ -62,6 +62,8 @@ def test_no_input_ends_in_a_traceback(tmp_path: Path) -> None:
         args = ["kvmu", "verify", "--rtl", str(rtl), "--top", "kvmu" if case < 3 else rng.choice(_TOPS)]
         if not any(o[0] == "--examples" for o in options):
             args += ["--examples", "2"]
+        if not any(o[0] == "--out" for o in options):  # a failure writes its files here, not in the cwd
+            args += ["--out", str(d / "out")]
         for o in options:
             args += [o[0]] + ([str(d / o[1]) if o[1] == "FILE" else o[1]] if len(o) > 1 else [])
         res = CliRunner().invoke(main, args, catch_exceptions=True)
