@@ -123,6 +123,21 @@ def test_mutation_generator_covers_every_operator() -> None:
     assert all(m.source(REF) != REF for m in muts)
 
 
+def test_campaign_record_matches_the_generator_and_the_docs() -> None:
+    """fpga/kvmu_verify/campaign.jsonl holds one outcome per generated mutant, and docs/kvmu.md lists every
+    survivor with its classification."""
+    from fpga.kvmu_verify.mutate import generate
+
+    rows = [json.loads(ln) for ln in (Path(REFERENCE_RTL).parents[1] / "kvmu_verify" / "campaign.jsonl")
+            .read_text().splitlines()]
+    assert sorted(r["ident"] for r in rows) == sorted(m.ident for m in generate())
+    doc = (Path(__file__).parents[1] / "docs" / "kvmu.md").read_text()
+    for r in rows:
+        if r["outcome"] == "survived":
+            line = next(ln for ln in doc.splitlines() if ln.startswith(f"| `{r['ident']}` |"))
+            assert "equivalent" in line or "killed by the final generator" in line, line
+
+
 #: A fixed sample of the campaign (docs/kvmu.md, "Mutation campaign"): one killed mutant per operator class.
 CAMPAIGN_SAMPLE = ("m041_edcd03d5", "m038_3cae72e9", "m057_540f4d41", "m060_db594570", "m067_6bd37adb",
                    "m068_6d80a062", "m072_aba23e51")
