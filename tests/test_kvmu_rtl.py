@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from fpga.kvmu_codes import Op, Status
-from fpga.kvmu_verify.contract import UNKNOWN_OP, BusCommand, Example, compare, model_trace, schedule
+from fpga.kvmu_verify.contract import UNKNOWN_OP, BusCommand, Example, compare, schedule
 from fpga.kvmu_verify.mutants import MUTANTS, REFERENCE_RTL, write_mutants
 from fpga.kvmu_verify.session import missing_tool
 from fpga.kvmu_verify.streams import draw

@@ -133,7 +133,7 @@ def run_examples(session: RtlSession, examples: int, seed: int,
     except HwmodelError as e:  # the simulator stopped
         return VerifyResult(examples, passed, session.examples_run, verdict=SIMULATOR_ERROR, error=str(e),
                             coverage=cov)
-    except Exception:  # noqa: BLE001 - hypothesis's FlakyFailure / Flaky and the like: decided by replay below
+    except Exception:  # hypothesis's FlakyFailure / Flaky and the like: decided by the replays below
         if hist.first_fail is None:
             raise
     if hist.first_fail is None:
