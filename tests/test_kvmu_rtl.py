@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from fpga.kvmu_codes import Op, Status
-from fpga.kvmu_verify.contract import UNKNOWN_OP, BusCommand, Example, compare, model_trace, schedule
+from fpga.kvmu_verify.contract import UNKNOWN_OP, BusCommand, Example, compare, schedule
 from fpga.kvmu_verify.mutants import MUTANTS, REFERENCE_RTL, write_mutants
 from fpga.kvmu_verify.session import missing_tool
 from fpga.kvmu_verify.streams import draw
@@ -37,52 +36,60 @@ FIRST_SIGNAL = {
 
 
 def test_examples_cover_the_table() -> None:
-    """Over the 1,000 default examples: every command runs legally often, every refusal occurs (the unknown
-    opcode too), capacities sit at both ends, counts fill the capacity exactly and pass it by one, and waits go
-    both as idle bus cycles and as opcode 6."""
+    """Over the 1,000 default examples: every legal command in every mode it can run in, every refusal (the
+    unknown opcode too), every pointer relation with ahead at and below the capacity, counts that fill the room
+    exactly and pass it by one, resets in every mode and inside every multi-cycle command; capacities at both
+    ends of the range and at power-of-two edges; waits both as idle bus cycles and as opcode 6; long streams."""
+    from fpga.kvmu_verify.coverage import Coverage
+
     exs = draw(1000, 0)
     assert len(exs) == 1000
-    legal: Counter[int] = Counter()
-    refused: Counter[int] = Counter()
-    fill = over_by_one = idle = on_bus = 0
-    caps = [ex.capacity for ex in exs]
+    cov = Coverage()
     for ex in exs:
-        tr = model_trace(ex)
-        ahead_before = np.concatenate([[0], tr.commands["ahead"][:-1]]) if len(ex.commands) else []
-        for i, c in enumerate(ex.commands):
-            st = int(tr.commands["status"][i])
-            (legal if st == Status.OK else refused)[c.op if st == Status.OK else st] += 1
-            if c.op in (Op.SPECULATE, Op.INGEST) and st == Status.OK and tr.commands["ahead"][i] == ex.capacity:
-                fill += 1
-            if (c.op in (Op.SPECULATE, Op.INGEST) and st == Status.OVER_CAPACITY
-                    and c.arg == ex.capacity - int(ahead_before[i]) + 1):
-                over_by_one += 1
-            if c.op == Op.WAIT and c.arg >= 1:
-                idle += c.idle
-                on_bus += not c.idle
-    for op in Op:
-        assert legal[int(op)] >= 100, f"{op.name} ran legally {legal[int(op)]} times"
-    for st in Status:
-        if st is not Status.OK:
-            assert refused[int(st)] >= 20, f"refusal {st.name} occurred {refused[int(st)]} times"
-    assert fill >= 50 and over_by_one >= 50
-    assert idle >= 50 and on_bus >= 50
+        cov.add(ex)
+    for group in ("legal", "refusal", "pointers", "reset"):
+        empty = [b for b, n in cov.hits[group].items() if n == 0]
+        assert not empty, f"{group}: {empty}"
+    assert min(cov.hits["refusal"].values()) >= 20
+    assert cov.percent >= 80, cov.summary()
+    caps = [ex.capacity for ex in exs]
     assert min(caps) == 1 and max(caps) == 2**31 - 1
+    assert sum(c in (2**k - 1, 2**k, 2**k + 1) for c in caps for k in range(9, 31)) >= 50
+    waits = [c for ex in exs for c in ex.commands if c.op == Op.WAIT and c.arg >= 1]
+    assert sum(c.idle for c in waits) >= 50 and sum(not c.idle for c in waits) >= 50
     assert sum(len(ex.commands) >= 30 for ex in exs) >= 100
 
 
+def test_runs_cross_every_power_of_two() -> None:
+    """Counts of 2**k - 1, 2**k and 2**k + 1 for every k up to MAX_RUN_LOG appear among 1,000 examples (for
+    speculate, ingest and wait together), and so do resets inside runs."""
+    from fpga.kvmu_verify.contract import RESET_OP
+    from fpga.kvmu_verify.streams import MAX_RUN_LOG
+
+    exs = draw(1000, 0)
+    counts = {c.arg for ex in exs for c in ex.commands if c.op in (Op.SPECULATE, Op.INGEST, Op.WAIT)}
+    for k in range(2, MAX_RUN_LOG + 1):
+        assert {2**k - 1, 2**k, 2**k + 1} & counts, k
+        assert 2**k + 1 in counts or 2**k + 1 > 2**MAX_RUN_LOG, k
+    assert sum(c.op == RESET_OP for ex in exs for c in ex.commands) >= 300
+
+
 def test_schedule_follows_the_model_cycles() -> None:
-    """The stimulus holds the next command on the bus while one is busy, drives idle waits with cmd_valid low,
-    and expects cmd_ready low exactly on the non-first cycles of bus commands."""
+    """The stimulus starts with two reset edges, holds the next command on the bus while one is busy, drives
+    idle waits with cmd_valid low, and expects cmd_ready low exactly on the non-first cycles of bus commands."""
     ex = Example(8, (BusCommand(int(Op.SPECULATE), 3), BusCommand(int(Op.MARK)), BusCommand(int(Op.WAIT), 2, True),
                      BusCommand(int(Op.WAIT), 2), BusCommand(UNKNOWN_OP, 5)))
     sch = schedule(ex)
-    valid_bit = [(int(w) >> 35) & 1 for w in sch.stimulus]
-    op_field = [(int(w) >> 32) & 7 for w in sch.stimulus]
+    stim = sch.stimulus
+    assert [(int(w) >> 36) & 1 for w in stim] == [1, 1] + [0] * 9  # rst
+    stim = stim[2:]
+    valid_bit = [(int(w) >> 35) & 1 for w in stim]
+    op_field = [(int(w) >> 32) & 7 for w in stim]
     assert valid_bit == [1, 1, 1, 1, 0, 0, 1, 1, 1]
     assert op_field[:4] == [Op.SPECULATE, Op.MARK, Op.MARK, Op.MARK] and op_field[6:] == [Op.WAIT, 7, UNKNOWN_OP]
-    assert list(sch.expected["cmd_ready"]) == [1, 0, 0, 1, 1, 1, 1, 0, 1, 1]
-    assert list(sch.expected["kv_wr_addr"][1:4]) == [0, 1, 2]
+    assert list(sch.observe) == list(range(11))
+    assert list(sch.expected["cmd_ready"]) == [1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 1]
+    assert list(sch.expected["kv_wr_addr"][2:5]) == [0, 1, 2]
     assert list(sch.expected["status"][-1:]) == [int(Status.UNKNOWN_OPCODE)]
     # a perfect observation matches; one flipped bit is reported at its cycle and signal
     from fpga.kvmu_verify.contract import OUT_BITS, OUTPUTS
@@ -95,15 +102,34 @@ def test_schedule_follows_the_model_cycles() -> None:
             shift += width
         return format(v, f"0{OUT_BITS}b")
 
-    rows = [word(r) for r in range(len(sch.expected["valid_ptr"]))]
+    rows = [word(r) for r in range(len(sch.observe))]
     assert compare(sch, rows) is None
     bad = list(rows)
-    bad[3] = bad[3][:-1] + ("1" if bad[3][-1] == "0" else "0")  # valid_ptr bit 0 in model cycle 2
+    bad[4] = bad[4][:-1] + ("1" if bad[4][-1] == "0" else "0")  # valid_ptr bit 0 in model cycle 2
     mm = compare(sch, bad)
     assert (mm.cycle, mm.signal, mm.command) == (2, "valid_ptr", 0)
     xs = list(rows)
     xs[1] = "x" * OUT_BITS
     assert compare(sch, xs).signal == "cmd_ready" and compare(sch, xs).rtl == "x"
+
+
+def test_schedule_of_resets_and_long_runs() -> None:
+    """A reset inside a run cuts it: the reset edge expects the reset state, the next segment restarts from it;
+    a long run is observed sparsely (edges, powers of two, evenly spaced samples), not in every cycle."""
+    from fpga.kvmu_verify.contract import RESET_OP
+
+    S, W = int(Op.SPECULATE), int(Op.WAIT)
+    ex = Example(10**6, (BusCommand(S, 30), BusCommand(RESET_OP, 10), BusCommand(S, 2**16 + 1),
+                         BusCommand(W, 5000, True)))
+    sch = schedule(ex)
+    assert sch.n_rows == 2 + 10 + 1 + 2**16 + 1 + 5000
+    assert 100 < len(sch.observe) < 600
+    reset_rows = np.flatnonzero(sch.cycle < 0)
+    assert list(sch.observe[reset_rows]) == [0, 1, 12]
+    assert sch.expected["ahead_ptr"][reset_rows[-1] - 1] == 10 and sch.expected["ahead_ptr"][reset_rows[-1]] == 0
+    seg2 = sch.segment == 1
+    assert set(sch.cycle[seg2 & (sch.cycle >= 0)].tolist()) >= {0, 1, 2, 2**16 - 1, 2**16, 2**16 + 1}
+    assert sch.expected["ahead_ptr"][-1] == 2**16 + 1 and int(sch.cmd[-1]) == 3
 
 
 def test_mutants_are_single_edits_of_the_reference(tmp_path: Path) -> None:
@@ -139,10 +165,15 @@ def reference_session():  # type: ignore[no-untyped-def]
 
 
 @needs_sim
-def test_reference_rtl_passes_1000_examples() -> None:
-    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(REFERENCE_RTL), "--top", "kvmu"])
+def test_reference_rtl_passes() -> None:
+    # 300 of the default 1,000 examples: the long runs of the generator (up to 2**16 + 1 cycles) make the full
+    # default run cost about a minute of CPU, too much for the test suite; `.ci/run`'s campaign sample and
+    # docs/kvmu.md record the full default run
+    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(REFERENCE_RTL), "--top", "kvmu",
+                                    "--examples", "300"])
     assert res.exit_code == 0, res.output
-    assert "PASS kvmu: 1000 of 1000 examples passed" in res.output
+    assert "PASS kvmu: 300 of 300 examples passed" in res.output
+    assert re.search(r"coverage \d+\.\d% of \d+ bins over 300 examples", res.output), res.output
 
 
 @needs_sim

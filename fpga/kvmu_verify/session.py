@@ -1,6 +1,6 @@
 """A simulator session: the user's RTL plus the testbench top, built once with cocotb's runner
-(``cocotb_tools.runner``) and run as one long simulation that serves many examples over a Unix socket (reset
-between examples). One simulator start for a whole verification run, however many examples hypothesis asks for
+(``cocotb_tools.runner``) and run as one long simulation that serves many examples over a Unix socket (each
+example starts with its own reset edges). One simulator start for a whole verification run, however many examples hypothesis asks for
 while it generates and shrinks."""
 from __future__ import annotations
 
@@ -228,9 +228,10 @@ class RtlSession:
 
     # ---- examples
     def run(self, example: Example, sched: Schedule | None = None) -> tuple[Schedule, list[str]]:
-        """Drive one example; returns the model's schedule and the RTL's observed outputs (one per row)."""
+        """Drive one example; returns the model's schedule and the RTL's observed outputs (one per observed
+        row)."""
         sched = sched if sched is not None else schedule(example)
-        req = {"capacity": example.capacity, "stimulus": [int(w) for w in sched.stimulus]}
+        req = {"capacity": example.capacity, "segments": sched.segments, "observe": sched.observe.tolist()}
         try:
             self._writer.write(json.dumps(req) + "\n")
             self._writer.flush()

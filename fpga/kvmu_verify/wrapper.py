@@ -14,7 +14,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 def wrapper_source(top: str) -> str:
     """Verilog of :data:`TB_TOP` instantiating module ``top`` by the contract's port names."""
     if not _IDENT.match(top):
-        raise ValueError(f"--top '{top}' is not a Verilog module name (letters, digits, _ and $)")
+        raise ValueError(f"--top {top!r} is not a Verilog module name (letters, digits, _ and $)")
     outs = "\n".join(f"    wire [{w - 1}:0] o_{name};" for name, w in OUTPUTS)
     ports = ",\n".join(f"        .{name}(o_{name})" for name, _ in OUTPUTS)
     packed = ", ".join(f"o_{name}" for name, _ in reversed(OUTPUTS))

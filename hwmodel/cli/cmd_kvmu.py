@@ -95,46 +95,86 @@ def trace_cmd(commands_file: Path, vcd_path: Path | None, capacity: int | None, 
 @kvmu.command("verify")
 @click.option("--rtl", "rtl_files", multiple=True, required=True,
               type=click.Path(dir_okay=False, path_type=Path),
-              help="Verilog source of the KVMU under test; repeatable (all files of the design).")
+              help="Verilog (or SystemVerilog, where the simulator takes it) source of the KVMU under test; "
+                   "repeatable (all files of the design).")
 @click.option("--top", required=True, help="Name of the KVMU module (its ports follow docs/kvmu.md's signal "
                                            "contract).")
 @click.option("--simulator", type=click.Choice(["icarus", "verilator"]), default="icarus", show_default=True,
               help="Simulator cocotb drives (Icarus Verilog 11+, or Verilator 5.036+).")
-@click.option("--examples", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Hypothesis examples (command streams of up to 40 commands) that must pass.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--examples", type=click.IntRange(min=1, max=10**7), default=1000, show_default=True,
+              help="Hypothesis examples (command streams of up to 40 commands and resets) that must pass.")
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
               help="Hypothesis seed: the same seed draws the same examples.")
+@click.option("--min-coverage", type=click.FloatRange(0.0, 100.0), default=0.0, show_default=True,
+              help="Fail (exit 1) a passing run whose functional coverage (percent of bins hit, docs/kvmu.md) is "
+                   "below this.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("kvmu-verify"),
               show_default=True,
               help="Where a failure writes counterexample.txt (the shrunk command file), model.vcd and rtl.vcd.")
 @json_option
-def verify_cmd(rtl_files: tuple[Path, ...], top: str, simulator: str, examples: int, seed: int, out_dir: Path,
-               as_json: bool) -> None:
+def verify_cmd(rtl_files: tuple[Path, ...], top: str, simulator: str, examples: int, seed: int,
+               min_coverage: float, out_dir: Path, as_json: bool) -> None:
     """Verify a KVMU RTL against the model: hypothesis draws command streams (legal and illegal commands,
-    capacity edges, back-to-back commands and idle cycles), cocotb drives them into the RTL, and every contract
-    signal is compared with the model's per-cycle kernel in every cycle. A mismatch is shrunk; the command prints
-    the shrunk command file and the first differing cycle and signal, writes VCDs of the model and the RTL, and
-    exits 1. Exit 0 only when all examples pass."""
+    capacity edges, runs across every power of two up to 2**16 + 1 cycles, resets at random cycles, back-to-back
+    commands and idle cycles), cocotb drives them into the RTL, and every contract signal is compared with the
+    model's per-cycle kernel. A mismatch is shrunk and replayed on a fresh simulator; the command prints the
+    shrunk command file and the first differing cycle and signal, writes VCDs of the model and the RTL, and exits
+    1 (so does state that survives reset, a simulator error, or coverage below --min-coverage). Exit 0 only when
+    all examples pass; exit 2 when the RTL does not build or no simulator is installed."""
     from fpga.kvmu_verify.verify import verify
+    from hwmodel.errors import HwmodelError
 
-    result = verify(list(rtl_files), top, simulator=simulator, examples=examples, seed=seed, out_dir=out_dir)
+    report: dict[str, Any] = {"rtl": [str(p) for p in rtl_files], "top": top, "simulator": simulator,
+                              "seed": seed, "examples": examples, "min_coverage": min_coverage}
+    try:
+        result = verify(list(rtl_files), top, simulator=simulator, examples=examples, seed=seed, out_dir=out_dir)
+    except HwmodelError as e:  # no simulator, or the RTL does not build: a usage error (exit 2)
+        if not as_json:
+            raise
+        echo_json({**report, "verdict": "error", "passed": False, "error": str(e)})
+        raise SystemExit(2) from None
+    except Exception as e:  # noqa: BLE001 - whatever else goes wrong is a verdict, never a traceback
+        msg = f"internal error ({type(e).__name__}): {e}"
+        if as_json:
+            echo_json({**report, "verdict": "error", "passed": False, "error": msg})
+        else:
+            click.echo(f"FAIL {top}: {msg}")
+        raise SystemExit(1) from None
+    cov = result.coverage
+    low = cov is not None and result.passed and cov.percent < min_coverage
     if as_json:
-        echo_json({"rtl": [str(p) for p in rtl_files], "top": top, "simulator": simulator, "seed": seed,
-                   "examples": examples, "passed": result.passed, "examples_passed": result.examples_passed,
-                   "simulated": result.simulator_runs,
+        echo_json({**report, "verdict": "coverage below --min-coverage" if low else result.verdict,
+                   "passed": result.passed and not low, "examples_passed": result.examples_passed,
+                   "simulated": result.simulator_runs, "message": result.message(), "error": result.error,
                    "counterexample": result.example.command_file() if result.example else None,
-                   "first_difference": result.message() if result.mismatch else None,
+                   "first_example": result.before.command_file() if result.before else None,
+                   "first_difference": result.mismatch.describe(result.example)
+                   if result.mismatch and result.example else None,
+                   "coverage": cov.as_dict() if cov is not None else None,
                    "files": {k: str(v) for k, v in result.files.items()}})
     elif result.passed:
-        click.echo(f"PASS {top}: {result.message()}, seed {seed}, {simulator}")
+        click.echo(f"{'FAIL' if low else 'PASS'} {top}: {result.message()}, seed {seed}, {simulator}")
+        if cov is not None:
+            click.echo(cov.summary())
+            if cov.empty():
+                click.echo(f"empty bins: {'; '.join(cov.empty())}")
+        if low:
+            click.echo(f"coverage {cov.percent:.1f}% is below --min-coverage {min_coverage:g}%")
     else:
         click.echo(f"FAIL {top}: {result.message()}")
-        if result.example is not None:
+        if result.before is not None:
+            click.echo("first example (passes; its state survives the reset):")
+            click.echo("".join(f"  {ln}\n" for ln in result.before.command_file().splitlines()), nl=False)
+            click.echo("second example (passes alone on a fresh simulator, fails after the first):")
+        elif result.example is not None:
             click.echo("shrunk counterexample (command file):")
+        if result.example is not None:
             click.echo("".join(f"  {ln}\n" for ln in result.example.command_file().splitlines()), nl=False)
         for what, path in result.files.items():
             click.echo(f"wrote {path} ({what})")
-    if not result.passed:
+        if cov is not None:
+            click.echo(cov.summary())
+    if not result.passed or low:
         raise SystemExit(1)
 
 
