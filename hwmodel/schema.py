@@ -131,7 +131,7 @@ def build(cls: type[T], table: Any, *, path: object, prefix: str = "") -> T:
         extra["sources"] = types.MappingProxyType(dict(sources))
     if "origin" in names:
         extra["origin"] = str(path)
-    return dataclasses.replace(obj, **extra) if extra else obj  # type: ignore[type-var]
+    return typing.cast(T, dataclasses.replace(obj, **extra)) if extra else obj
 
 
 def _type_name(tp: Any) -> str:
@@ -140,7 +140,7 @@ def _type_name(tp: Any) -> str:
         return f"a list of {_type_name(typing.get_args(tp)[0])}"
     if origin is dict:
         return f"a table of {_type_name(typing.get_args(tp)[1])}"
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return f"a table ({tp.__name__})"
     return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(tp, str(tp))
 

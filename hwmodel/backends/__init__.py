@@ -57,7 +57,8 @@ class Device:
 
 
 class Backend(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def build(self, entry: DeviceEntry, llm: str, where: str) -> Device:
         """The device ``entry`` running ``llm``; ``where`` names the spec field for error messages."""

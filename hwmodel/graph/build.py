@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterator
+from typing import Any
 
 from hwmodel.errors import HwmodelError
 from hwmodel.graph.ops import Bytes, Op
@@ -61,7 +62,7 @@ class Graph:
             yield len(self.layers), op
 
     def _layer_groups(self) -> list[tuple[tuple[Op, ...], int]]:
-        groups: dict[int, list] = {}
+        groups: dict[int, list[Any]] = {}
         for layer in self.layers:
             groups.setdefault(id(layer), [layer, 0])[1] += 1
         return [(g[0], g[1]) for g in groups.values()]
@@ -315,7 +316,7 @@ def build_graph(llm: LlmSpec, quant: QuantScheme, phase: str, n: int = 1, ctx: i
                                     act_out=n * h * q.act_bytes)),
                      _eltwise(q, "pos_add", "add", n, 2 * h, h, n * h))
     layers: list[tuple[Op, ...]] = []
-    memo: dict[tuple, tuple[Op, ...]] = {}
+    memo: dict[tuple[Any, ...], tuple[Op, ...]] = {}
     for i in range(m.layers):
         r = routing[i] if routing is not None else None
         key = (m.window_of(i), m.is_dense_layer(i), r)
