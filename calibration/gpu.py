@@ -25,7 +25,7 @@ import numpy as np
 
 from calibration.family import Family
 from calibration.fit import Param
-from calibration.measurements import Measurement, MeasurementError
+from calibration.measurements import Measurement, MeasurementError, expect_quantity
 from gpu.latency import GpuEngine
 from gpu.params import FIXED_VALUES, GpuParams, clear_cache
 from hwmodel.errors import HwmodelError
@@ -96,12 +96,7 @@ def _engine_cached(gpu: str, llm: str, fw: str, wb: int, kb: int, values: tuple[
 
 def predict(values: Mapping[str, float], pt: Measurement) -> float:
     """The GPU engine's value of ``pt.quantity`` for ``pt``'s conditions under parameter ``values``."""
-    if pt.quantity not in UNITS:
-        raise MeasurementError(f"{pt.origin}: column 'quantity': the GPU model predicts {', '.join(UNITS)}; "
-                               f"got {pt.quantity!r}")
-    if pt.unit != UNITS[pt.quantity]:
-        raise MeasurementError(f"{pt.origin}: column 'unit': expected {UNITS[pt.quantity]!r} for {pt.quantity}, "
-                               f"got {pt.unit!r}")
+    expect_quantity(pt, UNITS, "the GPU model")
     eng = _engine(values, pt)
     n_in = pt.integer("input_tokens")
     if pt.quantity == "prefill_s":

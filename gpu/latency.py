@@ -37,13 +37,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpu import launch
-from gpu.frameworks import Framework, framework as get_framework
+from gpu.frameworks import Framework
+from gpu.frameworks import framework as get_framework
 from gpu.kernels import Pass, Program, Window, build_program
 from gpu.params import GpuParams, default_params
-from gpu.sampling import DECODINGS, with_sampling
-from gpu.vllm_sampler import C_SEQ_PARAM, DEFAULT_MAX_NUM_SEQS, host_step_s, max_batched_tokens, pack_prefills, \
-    sampler_block
 from gpu.power import board_power_w, utilisation
+from gpu.sampling import DECODINGS, with_sampling
+from gpu.vllm_sampler import (
+    C_SEQ_PARAM,
+    DEFAULT_MAX_NUM_SEQS,
+    host_step_s,
+    max_batched_tokens,
+    pack_prefills,
+    sampler_block,
+)
 from hwmodel.bounds import resident_bytes
 from hwmodel.engine import Capability, Phase
 from hwmodel.errors import HwmodelError

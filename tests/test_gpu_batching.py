@@ -19,7 +19,7 @@ from hwmodel.specs import library
 WINDOW = 256
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def engine(gpu: str, llm: str, fw: str, decoding: str = "greedy", window: int = 0) -> GpuEngine:
     spec = library().llm(llm)
     if window:

@@ -24,7 +24,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from calibration.measurements import MEASUREMENTS_DIR, Measurement, MeasurementError, load_measurements
+from calibration.measurements import MEASUREMENTS_DIR, Measurement, MeasurementError, expect_quantity, load_measurements
 from hwmodel.validate.rows import row
 
 AREA = "GPU out-of-source"
@@ -56,12 +56,7 @@ def decode_steps_s(eng: Any, batch: int, n_in: int, n_out: int) -> list[float]:
 
 def predict(pt: Measurement) -> float:
     """The committed GPU model's value of ``pt.quantity`` under ``pt``'s conditions."""
-    if pt.quantity not in UNITS:
-        raise MeasurementError(f"{pt.origin}: column 'quantity': expected one of {', '.join(UNITS)}, "
-                               f"got {pt.quantity!r}")
-    if pt.unit != UNITS[pt.quantity]:
-        raise MeasurementError(f"{pt.origin}: column 'unit': expected {UNITS[pt.quantity]!r} for {pt.quantity}, "
-                               f"got {pt.unit!r}")
+    expect_quantity(pt, UNITS, "the out-of-source GPU set")
     eng = _engine(pt.subject, pt.text("llm"), pt.text("framework"), pt.integer("weight_bits", 16),
                   pt.integer("kv_bits", 16), pt.text("decoding", "greedy"))
     b, n_in, n_out = pt.integer("batch"), pt.integer("input_tokens"), pt.integer("output_tokens")
