@@ -8,7 +8,7 @@ from typing import Any
 from hwmodel.errors import HwmodelError
 
 ROLES = ("fitted", "fitted-derived", "predicted", "leave-one-out")
-AREAS = ("GPU", "GPU out-of-source", "edge", "HBM", "FPGA instruction", "FPGA streaming", "system A", "system B")
+AREAS = ("GPU", "edge", "HBM", "FPGA instruction", "FPGA streaming", "system A", "system B")
 REQUIRED = {"area": str, "name": str, "model": float, "unit": str, "role": str, "source": str}
 OPTIONAL = ("published", "band", "free_params", "workload", "note", "bound", "bound_kind", "family")
 
