@@ -106,8 +106,8 @@ class Pass:
             c = np.full(b, c.max())
         one = np.ones(1)
         pairs, kv = attention_counts(np.ones(b), c, window)
-        return Pass(new_tokens=one * b, seqs=b, attn_pairs=one * float(np.sum(pairs)), kv_tokens=one * float(np.sum(kv)),
-                    cached_tokens=one * float(np.sum(c)), head_rows=one * b)
+        return Pass(new_tokens=one * b, seqs=b, attn_pairs=one * float(np.sum(pairs)),
+                    kv_tokens=one * float(np.sum(kv)), cached_tokens=one * float(np.sum(c)), head_rows=one * b)
 
     @staticmethod
     def prefill_batch(prompts: np.ndarray, window: Window | None = None) -> Pass:

@@ -226,7 +226,8 @@ class GpuEngine:
         framework's kernels of one single-sequence pass, grouped by the operator they implement (activation
         quantization kernels go with the projection they feed). Host launch overhead is not included: serving
         simulators model CPU overheads on their own."""
-        prog = build_program(self.llm, self.framework.program, Pass.single(n_tokens, ctx, 1, self.window), self.weight_bits,
+        p = Pass.single(n_tokens, ctx, 1, self.window)
+        prog = build_program(self.llm, self.framework.program, p, self.weight_bits,
                              self.kv_bits, "auto")
         times = launch.PassTimes.of(prog, self.roofline)
         out = dict.fromkeys(("input_norm", "qkv_proj", "rope", "kv_write", "attention", "o_proj", "residual_add",

@@ -8,18 +8,21 @@ host issues eager PyTorch ops on the ``[seqs, vocab]`` logits. Which ops depends
   computes log-probabilities), ``argmax``, the chosen token's log-probability (a gather) and its rank (compare +
   sum), the copy of the sampled ids to the host -- 9 kernels;
 * **sample** with top-k/top-p and penalties (the Qwen2.5 speed benchmark: ``temperature=1.0, top_p=0.8,
-  repetition_penalty=0.1, presence_penalty=-2.0, frequency_penalty=-2.0``; ``speed_benchmark_vllm.py``): the
-  host-to-device copies of the prompt and output token tensors (2), ``apply_penalties`` -- two
-  ``_get_bin_counts_and_mask`` (zeros ``[seqs, vocab+1]``, ``ones_like``, ``scatter_add_``, ``> 0``: 4 each), the
-  repetition penalty (``repeat``, ``|``, ``~``, the boolean index-put as nonzero + index + fill: 3, ``> 0``, ``/``,
-  ``*``, ``where``: 10), frequency and presence (``*``, ``-=`` each: 4) -- 24 with the copies; temperature (1); ``_apply_top_k_top_p`` -- ``sort`` (indices + 4 radix
-  passes: 5), the top-k threshold (``-``, ``gather``, ``<``, ``masked_fill_``: 4), top-p (``softmax``, ``cumsum``,
-  ``1 - p``, ``<=``, last-column fill, ``masked_fill_``: 6), the inverse permutation (``arange``, ``scatter_``,
-  ``gather``: 3); ``softmax`` and ``log_softmax`` (2); ``_multinomial`` (``exponential_``, ``div_``, ``argmax``: 3);
-  log-probability gather and rank (3); the copy to the host (1); logits to fp32 (1) -- 53 kernels.
+  repetition_penalty=0.1, presence_penalty=-2.0, frequency_penalty=-2.0``; ``speed_benchmark_vllm.py``):
+  logits to fp32 (1); ``apply_penalties`` with the host-to-device copies of the prompt and output token tensors
+  (2), two ``_get_bin_counts_and_mask`` (zeros ``[seqs, vocab+1]``, ``ones_like``, ``scatter_add_``, ``> 0``: 4
+  each), the repetition penalty (``repeat``, ``|``, ``~``, the boolean index-put as nonzero + index + fill, ``> 0``,
+  ``/``, ``*``, ``where``: 10), frequency and presence (``*``, ``-=`` each: 4) -- 24; temperature (1);
+  ``_apply_top_k_top_p`` -- ``sort`` (indices + 4 radix passes: 5), the top-k threshold (``-``, ``gather``,
+  ``<``, ``masked_fill_``: 4), top-p (``softmax``, ``cumsum``, ``1 - p``, ``<=``, last-column fill,
+  ``masked_fill_``: 6), the inverse permutation (``arange``, ``scatter_``, ``gather``: 3) -- 18; ``softmax`` and
+  ``log_softmax`` (2); ``_multinomial`` (``exponential_``, ``div_``, ``argmax``: 3); log-probability gather and
+  rank (3); the copy to the host (1) -- 53 kernels.
 
 Every kernel is issued by the host (the framework's eager issue cost ``c_op``) and costs the GPU its bytes
-(:mod:`gpu.launch`): no parameter. Greedy and sampled steps therefore differ by 44 host-issued kernels.
+(:mod:`gpu.launch`): no parameter. The counts follow the structure of the V0 ``sampler.py`` of vLLM 0.6.x
+(``apply_penalties`` -> ``_get_bin_counts_and_mask``, ``_apply_top_k_top_p`` with a full sort); they were not
+checked line by line against a stored copy of that file, so a kernel or two either way is possible. Greedy and sampled steps therefore differ by 44 host-issued kernels.
 
 **Per-sequence host cost** (:data:`C_SEQ_PARAM`, one fixed parameter). Besides the sampler's kernels, the engine's
 Python work per step grows with the number of sequences it runs: the scheduler walks every running sequence group
@@ -57,7 +60,8 @@ def sampler_block(vocab: int, p: Pass, decoding: str) -> Block:
         ks += [("penalties.h2d_prompt", ids * ID_BYTES / 2), ("penalties.h2d_output", ids * ID_BYTES / 2)]
         for which in ("prompt", "output"):
             ks += [(f"penalties.{which}_zeros", counts), (f"penalties.{which}_ones", ids * ID_BYTES / 2),
-                   (f"penalties.{which}_scatter_add", ids * ID_BYTES + counts), (f"penalties.{which}_gt0", counts + mask)]
+                   (f"penalties.{which}_scatter_add", ids * ID_BYTES + counts),
+                   (f"penalties.{which}_gt0", counts + mask)]
         ks += [("penalties.rep_repeat", v), ("penalties.rep_or", 3 * mask), ("penalties.rep_not", 2 * mask),
                ("penalties.rep_nonzero", mask + rows * ID_BYTES), ("penalties.rep_index_put", mask + v),
                ("penalties.rep_index_fill", v), ("penalties.logits_gt0", v + mask),
