@@ -36,7 +36,7 @@ from pathlib import Path
 
 from calibration.family import Family
 from calibration.fit import FitResult, Param, fit
-from calibration.measurements import MEASUREMENTS_DIR, Measurement, MeasurementError, load_measurements
+from calibration.measurements import MEASUREMENTS_DIR, Measurement, expect_quantity, load_measurements
 from fpga.instruction_design import CALIBRATION_FAMILY, InstructionDesign
 
 CONDITIONS = ("prefetch_ratio", "baseline_ratio", "input_tokens", "output_tokens", "ctx")
@@ -126,12 +126,7 @@ def _designs(values: Mapping[str, float], subject: str) -> list[tuple[float, Ins
 
 
 def _check(pt: Measurement) -> None:
-    if pt.quantity not in UNITS:
-        raise MeasurementError(f"{pt.origin}: column 'quantity': the instruction-FPGA model predicts "
-                               f"{', '.join(UNITS)}; got {pt.quantity!r}")
-    if pt.unit != UNITS[pt.quantity]:
-        raise MeasurementError(f"{pt.origin}: column 'unit': expected {UNITS[pt.quantity]!r} for {pt.quantity}, "
-                               f"got {pt.unit!r}")
+    expect_quantity(pt, UNITS, "the instruction-FPGA model")
 
 
 def decode_contexts(n_in: int, n_out: int) -> range:

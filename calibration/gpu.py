@@ -1,7 +1,8 @@
 """The GPU model family: which quantities of ``calibration/measurements/gpu.csv`` the GPU engine predicts, and how.
 
 Quantities (conditions: ``llm``, ``framework``, ``weight_bits``, ``kv_bits``, ``input_tokens``, ``output_tokens``,
-``decoding`` -- ``greedy`` when empty, ``sample`` for ``generate(do_sample=True)``; ``host`` -- empty for the
+``decoding`` -- ``greedy`` when empty, ``sample`` for ``generate(do_sample=True)`` (HF) or top-k/top-p sampling
+with penalties (vLLM ``SamplingParams``); ``host`` -- empty for the
 framework's default host, or a key of :data:`HOSTS`; the subject is a GPU spec name):
 
 * ``prefill_s`` [s] -- prefill of ``input_tokens``;
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from calibration.family import Family
 from calibration.fit import Param
-from calibration.measurements import Measurement, MeasurementError
+from calibration.measurements import Measurement, MeasurementError, expect_quantity
 from gpu.latency import GpuEngine
 from gpu.params import FIXED_VALUES, GpuParams, clear_cache
 from hwmodel.errors import HwmodelError
@@ -52,7 +53,10 @@ PARAMS = (
           "fraction of peak DRAM bandwidth of transformers' eager KV-cache copies (torch.cat, repeat_kv)"),
 )
 FIXED_DOCS = {"n_half_tokens": "GEMM rows at half tensor-core efficiency: the 16-row mma M-tile of Ampere (not fitted: "
-                               "no measurement below 1,536 prompt tokens constrains it)"}
+                               "no measurement below 1,536 prompt tokens constrains it)",
+              "c_seq_vllm_s": "[estimate] vLLM host time per extra sequence of a step (scheduler, block tables, inputs, "
+                              "sampling tensors, outputs): ~20 ms at 200 sequences, vLLM issue #6801 (vLLM 0.5.x "
+                              "profile); not fitted: no calibration point runs more than one sequence"}
 
 
 @functools.lru_cache(maxsize=64)
@@ -90,12 +94,7 @@ def _engine_cached(gpu: str, llm: str, fw: str, wb: int, kb: int, values: tuple[
 
 def predict(values: Mapping[str, float], pt: Measurement) -> float:
     """The GPU engine's value of ``pt.quantity`` for ``pt``'s conditions under parameter ``values``."""
-    if pt.quantity not in UNITS:
-        raise MeasurementError(f"{pt.origin}: column 'quantity': the GPU model predicts {', '.join(UNITS)}; "
-                               f"got {pt.quantity!r}")
-    if pt.unit != UNITS[pt.quantity]:
-        raise MeasurementError(f"{pt.origin}: column 'unit': expected {UNITS[pt.quantity]!r} for {pt.quantity}, "
-                               f"got {pt.unit!r}")
+    expect_quantity(pt, UNITS, "the GPU model")
     eng = _engine(values, pt)
     n_in = pt.integer("input_tokens")
     if pt.quantity == "prefill_s":

@@ -94,6 +94,16 @@ class Measurement:
             raise MeasurementError(f"{self.origin}: column '{name}': expected a number, got {raw!r}") from None
 
 
+def expect_quantity(pt: Measurement, units: Mapping[str, str], model: str) -> None:
+    """Refuse a point whose quantity ``model`` does not predict, or whose unit is not that quantity's (one line)."""
+    if pt.quantity not in units:
+        raise MeasurementError(f"{pt.origin}: column 'quantity': {model} predicts {', '.join(units)}; "
+                               f"got {pt.quantity!r}")
+    if pt.unit != units[pt.quantity]:
+        raise MeasurementError(f"{pt.origin}: column 'unit': expected {units[pt.quantity]!r} for {pt.quantity}, "
+                               f"got {pt.unit!r}")
+
+
 def load_measurements(path: Path | str) -> list[Measurement]:
     """Read and validate one measurement CSV."""
     path = Path(path)

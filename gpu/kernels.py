@@ -26,8 +26,9 @@ rows gathered come from the operator graph (:mod:`hwmodel.graph`, per-channel fp
 fusion rules (:data:`FUSION`) say which graph operators each of its kernels computes (vLLM: q/k/v -> one
 ``qkv_proj``, gate/up -> ``gate_up_proj``; hf: one GEMM per graph linear). :attr:`Block.params` is the per-kernel
 ledger of parameter bytes by class; tests/test_graph_conservation.py checks it and the MACs against the graph.
-Not lowered here (refused): mixtures of experts; sliding windows are not applied to the attention kernels (exact
-below the window). Extra per-framework traffic (hf's cache ``torch.cat``, ``repeat_kv``, fp32 norms) is the
+Not lowered here (refused): mixtures of experts. A sliding window bounds the attention's pairs and keys only when
+the caller passes it (:class:`Window`: vLLM's xFormers and paged kernels apply it; eager HF SDPA masks it and still
+computes every pair). Extra per-framework traffic (hf's cache ``torch.cat``, ``repeat_kv``, fp32 norms) is the
 framework's, on top of the graph's minimum.
 """
 from __future__ import annotations
@@ -52,6 +53,11 @@ FUSION: dict[str, dict[str, tuple[str, ...]]] = {
              "down_proj": ("down_proj",)},
 }
 FUSION["w8a8"] = FUSION["hf"]
+#: vLLM 0.6's own paged decode kernel (the xFormers backend's decode path): the vllm program, attention as
+#: ``paged_attention_v2`` (a partition kernel + a reduce kernel)
+FUSION["vllm-paged"] = FUSION["vllm"]
+PROGRAMS = ("hf", "vllm", "vllm-paged", "w8a8")
+PAGED_PARTITION_TOKENS = 512  # vLLM csrc/attention: PARTITION_SIZE of paged_attention_v2
 
 GEMM, ATTN, ELT = 0, 1, 2  # kernel classes: weight GEMM (weight-precision peak), attention (fp16 peak), elementwise
 
@@ -81,25 +87,62 @@ class Pass:
     head_rows: np.ndarray
 
     @staticmethod
-    def single(n_tokens: int | np.ndarray, ctx: int | np.ndarray, head_rows: int | np.ndarray = 1) -> Pass:
-        """One sequence: ``n_tokens`` new tokens on top of ``ctx`` cached ones (broadcast to arrays)."""
+    def single(n_tokens: int | np.ndarray, ctx: int | np.ndarray, head_rows: int | np.ndarray = 1,
+               window: Window | None = None) -> Pass:
+        """One sequence: ``n_tokens`` new tokens on top of ``ctx`` cached ones (broadcast to arrays); ``window``:
+        the attention reaches only the last keys of a sliding window (:func:`attention_counts`)."""
         n, c = np.broadcast_arrays(np.asarray(n_tokens, dtype=np.float64), np.asarray(ctx, dtype=np.float64))
         n, c = np.atleast_1d(n), np.atleast_1d(c)
         rows = np.broadcast_to(np.asarray(head_rows, dtype=np.float64), n.shape)
-        return Pass(new_tokens=n, seqs=1, attn_pairs=n * c + n * (n + 1) / 2, kv_tokens=c + n, cached_tokens=c,
-                    head_rows=rows)
+        pairs, kv = attention_counts(n, c, window)
+        return Pass(new_tokens=n, seqs=1, attn_pairs=pairs, kv_tokens=kv, cached_tokens=c, head_rows=rows)
 
     @staticmethod
-    def decode_batch(ctxs: np.ndarray, padded: bool) -> Pass:
+    def decode_batch(ctxs: np.ndarray, padded: bool, window: Window | None = None) -> Pass:
         """One decode step of ``len(ctxs)`` sequences; ``padded`` batches pad every one to the longest context."""
         c = np.asarray(ctxs, dtype=np.float64)
         b = len(c)
         if padded:
             c = np.full(b, c.max())
         one = np.ones(1)
-        kv = one * float(np.sum(c + 1))
-        return Pass(new_tokens=one * b, seqs=b, attn_pairs=kv, kv_tokens=kv, cached_tokens=one * float(np.sum(c)),
-                    head_rows=one * b)
+        pairs, kv = attention_counts(np.ones(b), c, window)
+        return Pass(new_tokens=one * b, seqs=b, attn_pairs=one * float(np.sum(pairs)),
+                    kv_tokens=one * float(np.sum(kv)), cached_tokens=one * float(np.sum(c)), head_rows=one * b)
+
+    @staticmethod
+    def prefill_batch(prompts: np.ndarray, window: Window | None = None) -> Pass:
+        """One batched prefill: whole prompts of ``prompts`` tokens each (no cached context), packed into one pass
+        (GEMM rows = all their tokens; attention per sequence; one LM-head row per sequence)."""
+        n = np.asarray(prompts, dtype=np.float64)
+        one = np.ones(1)
+        pairs, kv = attention_counts(n, np.zeros_like(n), window)
+        return Pass(new_tokens=one * float(np.sum(n)), seqs=len(n), attn_pairs=one * float(np.sum(pairs)),
+                    kv_tokens=one * float(np.sum(kv)), cached_tokens=one * 0.0, head_rows=one * len(n))
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """A sliding attention window: each query attends to its last ``tokens`` keys (itself included) in a share
+    ``1 - full_share`` of the decoder layers; the other layers attend to everything (HF Qwen2 ``max_window_layers``)."""
+
+    tokens: int
+    full_share: float = 0.0
+
+
+def attention_counts(n: np.ndarray, c: np.ndarray, window: Window | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(attn_pairs, kv_tokens)`` of ``n`` new queries after ``c`` cached keys, averaged over the layers: causal
+    (query, key) pairs, and the keys attention reads (the ones within reach of some new query)."""
+    full_pairs, full_kv = n * c + n * (n + 1) / 2, c + n
+    if window is None or window.tokens <= 0:
+        return full_pairs, full_kv
+    w = float(window.tokens)
+
+    def reach(x: np.ndarray) -> np.ndarray:  # sum over positions 1..x of min(position, w)
+        return np.where(x <= w, x * (x + 1) / 2, w * (w + 1) / 2 + (x - w) * w)
+
+    win_pairs, win_kv = reach(c + n) - reach(c), n + np.minimum(c, w - 1)
+    f = float(window.full_share)
+    return (1.0 - f) * win_pairs + f * full_pairs, (1.0 - f) * win_kv + f * full_kv
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +189,16 @@ class Program:
     @property
     def n_kernels(self) -> int:
         return self.prologue.n_kernels + self.layers * self.layer.n_kernels + self.epilogue.n_kernels
+
+    def with_epilogue(self, extra: Block) -> Program:
+        """This program with the kernels of ``extra`` appended to its epilogue."""
+        epi = self.epilogue
+        if epi.n_kernels == 0:
+            merged = extra
+        else:
+            merged = Block(epi.names + extra.names, np.concatenate([epi.kinds, extra.kinds]),
+                           np.vstack([epi.bytes, extra.bytes]), np.vstack([epi.ops, extra.ops]))
+        return dataclasses.replace(self, epilogue=merged)
 
 
 class _Builder:
@@ -303,7 +356,7 @@ def _hf_layer(b: _Builder, s: _Shapes, p: Pass, w8a8: bool) -> None:
     b.elt("residual_2", 2 * n * s.h * ACT_BYTES, n * s.h * ACT_BYTES)
 
 
-def _vllm_layer(b: _Builder, s: _Shapes, p: Pass) -> None:
+def _vllm_layer(b: _Builder, s: _Shapes, p: Pass, paged_v2: bool = False) -> None:
     n = p.new_tokens
     x = (2 * n * s.h * ACT_BYTES, 2 * n * s.h * ACT_BYTES)
     b.elt("fused_add_rmsnorm_1", *x, norm=s.norm_bytes("attn_norm"))
@@ -314,6 +367,10 @@ def _vllm_layer(b: _Builder, s: _Shapes, p: Pass) -> None:
     b.elt("rotary", n * (s.q + s.kv) * ACT_BYTES, n * (s.q + s.kv) * ACT_BYTES)
     b.elt("reshape_and_cache", n * 2 * s.kv * ACT_BYTES, n * 2 * s.kv * s.kb)
     b.add("attention", ATTN, p.kv_tokens * 2 * s.kv * s.kb + 2 * n * s.q * ACT_BYTES, 4.0 * s.q * p.attn_pairs)
+    if paged_v2:  # paged_attention_v2: partial results per 512-key partition, then a reduce kernel
+        heads = s.q // s.head_dim
+        parts = p.kv_tokens / PAGED_PARTITION_TOKENS
+        b.elt("attention.reduce", parts * heads * (s.head_dim * ACT_BYTES + 2 * FP32_BYTES), n * s.q * ACT_BYTES)
     _gemm(b, s, "o_proj", n, framework="vllm")
     b.elt("fused_add_rmsnorm_2", *x, norm=s.norm_bytes("ffn_norm"))
     _gemm(b, s, "gate_up_proj", n, framework="vllm")
@@ -403,8 +460,8 @@ def evaluate_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_b
     """The kernel recipe evaluated directly on ``p`` (the reference of :func:`build_program`)."""
     if head not in ("auto", "none"):
         raise HwmodelError(f"head must be 'auto' or 'none', got {head!r}")
-    if program not in ("hf", "vllm", "w8a8"):
-        raise HwmodelError(f"unknown kernel program {program!r}; expected hf, vllm or w8a8")
+    if program not in PROGRAMS:
+        raise HwmodelError(f"unknown kernel program {program!r}; expected {', '.join(PROGRAMS)}")
     if llm.experts:
         raise HwmodelError(f"GPU kernel lists: {llm.name} is a mixture of experts, which they do not lower yet "
                            f"(bounds and the streaming FPGA back-end do)")
@@ -434,7 +491,7 @@ def evaluate_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_b
     if eager_hf:
         _hf_layer(lay, s, p, w8a8=(program == "w8a8"))
     else:
-        _vllm_layer(lay, s, p)
+        _vllm_layer(lay, s, p, paged_v2=(program == "vllm-paged"))
 
     epi = _Builder(m)
     if head != "none":

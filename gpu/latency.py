@@ -16,7 +16,16 @@ Operations (``ctx`` = tokens already in the KV cache):
 * ``decode_batch_s(ctxs)`` -- one decode step of a batch (paged KV for vLLM; padded to the longest for HF).
 
 ``decoding="sample"`` adds the kernels of ``generate(do_sample=True)``'s logits processors to every eager HF pass
-that ends in an LM head (:mod:`gpu.sampling`; no parameter); the default is greedy selection.
+that ends in an LM head (:mod:`gpu.sampling`; no parameter); the default is greedy selection. vLLM passes that end
+in an LM head are followed by vLLM's sampler, issued eagerly after the graph replay -- greedy, or top-k/top-p with
+penalties for ``decoding="sample"`` (:mod:`gpu.vllm_sampler`) -- and a vLLM step of ``b`` sequences starts after
+the engine's host work, ``t_step_vllm_s + (b - 1) * c_seq_vllm_s``.
+
+Attention backend (:attr:`GpuEngine.attention_backend`): vLLM 0.6 picks FlashAttention unless the model has a
+sliding window (``vllm/attention/selector.py``: "Cannot use FlashAttention-2 backend due to sliding window"), then
+xFormers: prefill through ``memory_efficient_attention`` with a local causal mask, decode through vLLM's own
+``paged_attention_v2`` kernel (+ its reduce kernel) over the window's blocks -- so a sliding window bounds the
+attention's pairs and keys there (:class:`gpu.kernels.Window`). HF SDPA masks the window and computes every pair.
 
 A model whose weights plus KV cache do not fit the GPU memory is refused with a clear error.
 """
@@ -28,11 +37,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpu import launch
-from gpu.frameworks import Framework, framework as get_framework
-from gpu.kernels import Pass, Program, build_program
+from gpu.frameworks import Framework
+from gpu.frameworks import framework as get_framework
+from gpu.kernels import Pass, Program, Window, build_program
 from gpu.params import GpuParams, default_params
-from gpu.sampling import DECODINGS, with_sampling
 from gpu.power import board_power_w, utilisation
+from gpu.sampling import DECODINGS, with_sampling
+from gpu.vllm_sampler import (
+    C_SEQ_PARAM,
+    DEFAULT_MAX_NUM_SEQS,
+    host_step_s,
+    max_batched_tokens,
+    pack_prefills,
+    sampler_block,
+)
 from hwmodel.bounds import resident_bytes
 from hwmodel.engine import Capability, Phase
 from hwmodel.errors import HwmodelError
@@ -127,6 +145,10 @@ class GpuEngine:
         # the host that issues eager kernels: the framework's default, or another measured host's parameter
         self.c_op_s = p[host_op_param or fw.host_op_param]
         self.t_step_s = p["t_step_vllm_s"] if fw.engine_step else 0.0
+        self.c_seq_s = p[C_SEQ_PARAM] if fw.engine_step else 0.0
+        self._vllm_sampler = fw.engine_step and self.llm.output_head == "lm"
+        self.attention_backend, self.window = self._attention_backend()
+        self._decode_program = "vllm-paged" if self.attention_backend == "xformers" else fw.program
         self.power_gamma = p["power_gamma"]
         self.ref_prompt_tokens = ref_prompt_tokens
         self.ref_ctx = ref_ctx
@@ -145,13 +167,33 @@ class GpuEngine:
                 f"{self.llm.name} does not fit {self.gpu.name}: {what} at W{self.weight_bits}/KV{self.kv_bits} need "
                 f"{need / 1e9:.2f} GB, the GPU has {self.gpu.memory_bytes / 1e9:.2f} GB")
 
-    def _run(self, p: Pass, graph: bool, head: str = "auto") -> tuple[launch.Timeline, Program]:
-        prog = build_program(self.llm, self.framework.program, p, self.weight_bits, self.kv_bits, head)
-        if self._sampled and head == "auto" and self.llm.output_head == "lm":
+    def _attention_backend(self) -> tuple[str, Window | None]:
+        """vLLM 0.6's attention backend for this model, and the window its kernels apply (None: full attention)."""
+        fw, llm = self.framework, self.llm
+        if fw.program == "hf" or fw.program == "w8a8":
+            return "sdpa", None
+        if not fw.engine_step:
+            return "fused", None
+        if llm.sliding_window <= 0:
+            return "flash-attn", None
+        return "xformers", Window(llm.sliding_window, llm.full_attention_layers / llm.layers)
+
+    def _run(self, p: Pass, graph: bool, head: str = "auto", decode: bool = False) -> tuple[launch.Timeline, Program]:
+        program = self._decode_program if decode else self.framework.program
+        prog = build_program(self.llm, program, p, self.weight_bits, self.kv_bits, head)
+        lm = head == "auto" and self.llm.output_head == "lm"
+        if self._sampled and lm:
             prog = with_sampling(prog, self.llm.vocab, p)
-        times = launch.PassTimes.of(prog, self.roofline)
-        run = launch.graph if graph else launch.eager
-        return run(self.c_op_s, times, start_s=self.t_step_s), prog
+        start_s = host_step_s(self.t_step_s, self.c_seq_s, p.seqs)
+        if not (self._vllm_sampler and lm):
+            run = launch.graph if graph else launch.eager
+            return run(self.c_op_s, launch.PassTimes.of(prog, self.roofline), start_s=start_s), prog
+        tail = sampler_block(self.llm.vocab, p, self.decoding)
+        full = prog.with_epilogue(tail)
+        if not graph:
+            return launch.eager(self.c_op_s, launch.PassTimes.of(full, self.roofline), start_s=start_s), full
+        tl = launch.graph(self.c_op_s, launch.PassTimes.of(prog, self.roofline), start_s=start_s)
+        return launch.then_eager(self.c_op_s, launch.block_times_s(tail, prog, self.roofline), tl), full
 
     def _cost(self, tl: launch.Timeline, prog: Program) -> OpCost:
         t = float(tl.total_s[0])
@@ -172,7 +214,8 @@ class GpuEngine:
     def _decode_block(self, b: int) -> tuple[np.ndarray, np.ndarray]:
         if b not in self._decode_blocks:
             ctxs = np.arange(b * _BLOCK, (b + 1) * _BLOCK)
-            tl, prog = self._run(Pass.single(1, ctxs), graph=self.framework.decode_graph)
+            tl, prog = self._run(Pass.single(1, ctxs, window=self.window), graph=self.framework.decode_graph,
+                                 decode=True)
             u = utilisation(self.gpu, prog.total_bytes(), prog.total_ops(), tl.total_s, self.weight_bits)
             self._decode_blocks[b] = (tl.total_s, board_power_w(self.gpu, u, self.power_gamma))
         return self._decode_blocks[b]
@@ -183,7 +226,8 @@ class GpuEngine:
         framework's kernels of one single-sequence pass, grouped by the operator they implement (activation
         quantization kernels go with the projection they feed). Host launch overhead is not included: serving
         simulators model CPU overheads on their own."""
-        prog = build_program(self.llm, self.framework.program, Pass.single(n_tokens, ctx, 1), self.weight_bits,
+        p = Pass.single(n_tokens, ctx, 1, self.window)
+        prog = build_program(self.llm, self.framework.program, p, self.weight_bits,
                              self.kv_bits, "auto")
         times = launch.PassTimes.of(prog, self.roofline)
         out = dict.fromkeys(("input_norm", "qkv_proj", "rope", "kv_write", "attention", "o_proj", "residual_add",
@@ -203,7 +247,8 @@ class GpuEngine:
         if key not in self._prefill_memo:
             if len(self._prefill_memo) >= _MEMO_LIMIT:
                 self._prefill_memo.clear()
-            self._prefill_memo[key] = self._cost(*self._run(Pass.single(n, c, self._head_rows(n)), graph=False))
+            p = Pass.single(n, c, self._head_rows(n), self.window)
+            self._prefill_memo[key] = self._cost(*self._run(p, graph=False))
         return self._prefill_memo[key]
 
     def prefill_s(self, n_tokens: int, ctx: int = 0) -> float:
@@ -222,7 +267,7 @@ class GpuEngine:
         if n.size:
             self._check_fits(int((n + c).max()))
         head = n if self.llm.output_head == "value" else np.ones_like(n)
-        tl, prog = self._run(Pass.single(n, c, head), graph=False)
+        tl, prog = self._run(Pass.single(n, c, head, self.window), graph=False)
         u = utilisation(self.gpu, prog.total_bytes(), prog.total_ops(), tl.total_s, self.weight_bits)
         return (np.asarray(tl.total_s, dtype=float),
                 np.asarray(board_power_w(self.gpu, u, self.power_gamma), dtype=float))
@@ -245,7 +290,8 @@ class GpuEngine:
         """One decode step at context ``ctx``, with its breakdown."""
         c = _count("context length", ctx, 0)
         self._check_fits(c + 1)
-        return self._cost(*self._run(Pass.single(1, c), graph=self.framework.decode_graph))
+        return self._cost(*self._run(Pass.single(1, c, window=self.window), graph=self.framework.decode_graph,
+                                     decode=True))
 
     def decode_s(self, ctx: int) -> float:
         """Decode one token at context length ``ctx`` (memoized per block of contexts)."""
@@ -264,7 +310,8 @@ class GpuEngine:
 
     def _decode_range(self, c0: int, n: int) -> tuple[np.ndarray, np.ndarray]:
         if n > _BLOCK:  # a long run (a whole generation): one vectorized pass, not memoized
-            tl, prog = self._run(Pass.single(1, np.arange(c0, c0 + n)), graph=self.framework.decode_graph)
+            tl, prog = self._run(Pass.single(1, np.arange(c0, c0 + n), window=self.window),
+                                 graph=self.framework.decode_graph, decode=True)
             u = utilisation(self.gpu, prog.total_bytes(), prog.total_ops(), tl.total_s, self.weight_bits)
             return tl.total_s, board_power_w(self.gpu, u, self.power_gamma)
         blocks = range(c0 // _BLOCK, (c0 + n - 1) // _BLOCK + 1)
@@ -281,7 +328,7 @@ class GpuEngine:
             return 0.0
         self._check_fits(c + n)
         graph = self.framework.decode_graph and n == 1
-        tl, _prog = self._run(Pass.single(n, c), graph=graph, head="none")
+        tl, _prog = self._run(Pass.single(n, c, window=self.window), graph=graph, head="none")
         return float(tl.total_s[0])
 
     def score_cost(self, n_tokens: int, ctx: int, prefix_cache: bool = False) -> OpCost:
@@ -307,8 +354,33 @@ class GpuEngine:
             raise HwmodelError("a decode batch needs at least one sequence")
         padded = self.framework.kv_layout == "padded"
         self._check_fits(len(cs) * (max(cs) + 1) if padded else sum(c + 1 for c in cs))
-        tl, _prog = self._run(Pass.decode_batch(np.array(cs), padded), graph=self.framework.decode_graph)
+        tl, _prog = self._run(Pass.decode_batch(np.array(cs), padded, self.window), graph=self.framework.decode_graph,
+                              decode=True)
         return float(tl.total_s[0])
+
+    def prefill_batch_cost(self, prompts: Sequence[int]) -> OpCost:
+        """One batched prefill of whole prompts (no cached context): every prompt's tokens in one pass, one step of
+        the engine (vLLM: the host's per-sequence work for each prompt, one LM-head row and sampler row each)."""
+        ns = [_count("prompt tokens", n, 1) for n in prompts]
+        if not ns:
+            raise HwmodelError("a batched prefill needs at least one prompt")
+        self._check_fits(sum(ns))
+        p = Pass.prefill_batch(np.array(ns), self.window)
+        if self.llm.output_head == "value":
+            p = dataclasses.replace(p, head_rows=p.new_tokens)
+        return self._cost(*self._run(p, graph=False))
+
+    def prefill_steps(self, prompts: Sequence[int], max_num_batched_tokens: int | None = None,
+                      max_num_seqs: int = DEFAULT_MAX_NUM_SEQS) -> list[tuple[list[int], float]]:
+        """Waiting prompts prefilled as vLLM 0.6's scheduler batches them (no chunked prefill): whole prompts, first
+        come first served, packed into a step while their tokens fit the token budget (default
+        ``max(max_model_len, 2048)``, max_model_len = the LLM's context) and their count ``max_num_seqs``
+        (:func:`gpu.vllm_sampler.pack_prefills`). Returns each step's prompts and time."""
+        budget = max_num_batched_tokens if max_num_batched_tokens is not None else \
+            max_batched_tokens(self.llm.max_position)
+        steps = pack_prefills([_count("prompt tokens", n, 1) for n in prompts], _count("token budget", budget, 1),
+                              _count("max_num_seqs", max_num_seqs, 1))
+        return [(step, self.prefill_batch_cost(step).time_s) for step in steps]
 
     def generate_s(self, prompt_tokens: int, output_tokens: int) -> float:
         """End-to-end time to generate ``output_tokens`` after a ``prompt_tokens`` prompt (batch 1): the prefill
@@ -322,7 +394,7 @@ class GpuEngine:
         n = _count("prefill tokens", n_tokens, 1)
         c = _count("context length", ctx, 0)
         self._check_fits(c + n)
-        tl, _prog = self._run(Pass.single(n, c, self._head_rows(n)), graph=False)
+        tl, _prog = self._run(Pass.single(n, c, self._head_rows(n), self.window), graph=False)
         return PrefillTimeline(total_s=float(tl.total_s[0]), layer_end_s=tuple(float(x) for x in tl.layer_end_s[:, 0]),
                                host_done_s=float(tl.host_done_s[0]))
 

@@ -155,3 +155,11 @@ def graph(c_launch_s: float, t: PassTimes, start_s: float = 0.0) -> Timeline:
     total = layer_end[-1] + column_sum(t.epilogue)
     m = total.shape[0]
     return Timeline(total_s=total, host_done_s=np.full(m, start), gpu_busy_s=t.gpu_busy_s(), layer_end_s=layer_end)
+
+
+def then_eager(c_op_s: float, tail: np.ndarray, tl: Timeline) -> Timeline:
+    """Kernels (GPU times ``tail``, kernels x points) the host issues after a pass it launched -- vLLM's sampler
+    after the CUDA-graph replay: the host starts once it has launched the pass, each kernel waits for the GPU."""
+    cpu, gpu = _queue(c_op_s, tail, tl.host_done_s, tl.total_s)
+    return Timeline(total_s=gpu, host_done_s=cpu, gpu_busy_s=tl.gpu_busy_s + column_sum(tail),
+                    layer_end_s=tl.layer_end_s)

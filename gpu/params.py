@@ -16,7 +16,11 @@ Fitted (``hwmodel calibrate --fit``, least squares on the points marked ``fitted
   (``torch.cat`` of DynamicCache, ``repeat_kv``; :data:`gpu.launch.COPY_KERNELS`).
 
 Fixed: ``n_half_tokens`` -- GEMM rows at which tensor-core efficiency is half its maximum (the ``mma.m16n8k16``
-M-tile of Ampere tensor cores; no measurement below 1,536 prompt tokens constrains it).
+M-tile of Ampere tensor cores; no measurement below 1,536 prompt tokens constrains it); ``c_seq_vllm_s`` -- vLLM's
+host time per extra sequence of a step (scheduler, block tables, input preparation, sampling tensors, output
+processing; :mod:`gpu.vllm_sampler`), 100 us [estimate]: vLLM issue #6801 (2024-08-08, a profile of vLLM 0.5.x)
+reports sampling + input preparation + output processing + scheduling "can be 20ms" at a batch of 200 sequences;
+no measured point of the calibration set runs more than one sequence, so it is not fitted.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from hwmodel.params import ParamsFileError, load_values, params_path
 
 FITTED_NAMES = ("eta_bw", "t_kernel_s", "c_op_host_s", "c_op_edge_s", "t_step_vllm_s", "eta_compute_hf",
                 "eta_compute_vllm", "power_gamma", "eta_copy_hf", "c_op_host_qwen_s")
-FIXED_VALUES: dict[str, float] = {"n_half_tokens": 16.0}
+FIXED_VALUES: dict[str, float] = {"n_half_tokens": 16.0, "c_seq_vllm_s": 100e-6}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,8 +22,6 @@ Per token (``V`` = vocabulary, ``T`` = ids generated so far, prompt included; sc
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from gpu.kernels import ELT, Block, Pass, Program
@@ -62,11 +60,4 @@ def sampling_block(vocab: int, p: Pass) -> Block:
 
 def with_sampling(prog: Program, vocab: int, p: Pass) -> Program:
     """``prog`` with the sampling kernels appended to its epilogue."""
-    extra = sampling_block(vocab, p)
-    epi = prog.epilogue
-    if epi.n_kernels == 0:
-        merged = extra
-    else:
-        merged = Block(epi.names + extra.names, np.concatenate([epi.kinds, extra.kinds]),
-                       np.vstack([epi.bytes, extra.bytes]), np.vstack([epi.ops, extra.ops]))
-    return dataclasses.replace(prog, epilogue=merged)
+    return prog.with_epilogue(sampling_block(vocab, p))

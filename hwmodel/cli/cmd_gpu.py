@@ -165,6 +165,7 @@ def frameworks_cmd(as_json: bool) -> None:
                 "power_gamma": p["power_gamma"]}
         if fw.engine_step:
             used["t_step_vllm_s"] = p["t_step_vllm_s"]
+            used["c_seq_vllm_s"] = p["c_seq_vllm_s"]
         if fw.program in ("hf", "w8a8"):  # eager KV-cache copies (gpu.launch.COPY_KERNELS)
             used["eta_copy_hf"] = p["eta_copy_hf"]
         rows.append({"name": fw.name, "display_name": fw.display_name, "decode": "CUDA graph" if fw.decode_graph

@@ -16,7 +16,8 @@ from hwmodel.validate.rows import check, row
 
 #: modules of other areas that contribute rows (a ``rows() -> list[dict]`` function each)
 CONTRIBUTED = ("hwmodel.reasoning.validation", "hwmodel.serving.validation", "fpga.hbm_validation",
-               "fpga.streaming_validation", "hwmodel.validate.published_designs")
+               "fpga.streaming_validation", "hwmodel.validate.gpu_external",
+               "hwmodel.validate.published_designs")
 EDGE_PREFIXES = ("orin", "jetson")
 SYSTEM_A_POLICIES = ("baseline", "step-ahead", "heteroreason", "edge-draft")
 
