@@ -7,7 +7,7 @@ A grid of 864 points (weight bits, linear-engine lanes and ports, attention port
 through the whole sweep machinery -- planning and screening, the process pool (started inside the timed region),
 chunking, the fsync'd CSV journal -- into a fresh directory. Numba's on-disk cache is warmed first, as it is after
 any first run. For reference, the same process then evaluates a sample of points serially, once through the
-evaluator (which reuses a token program across clocks) and once calling fpga.streaming.simulate_token per point.
+evaluator (which reuses a token program across clocks) and once calling fpga.streaming.engine.simulate_token per point.
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def main() -> None:
 
     import dataclasses
 
-    from fpga.streaming import simulate_token
+    from fpga.streaming.engine import simulate_token
 
     from hwmodel.dse import load_plan, run_sweep
     from hwmodel.dse.streaming_eval import EVALUATOR, build_design

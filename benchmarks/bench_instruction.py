@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from fpga.compiler import Compiler  # noqa: E402
-from fpga.instruction_design import load_design  # noqa: E402
-from fpga.instruction_ref import ReferenceMachine  # noqa: E402
-from fpga.instruction_sim import simulate_program  # noqa: E402
+from fpga.instruction.compiler import Compiler  # noqa: E402
+from fpga.instruction.design import load_design  # noqa: E402
+from fpga.instruction.reference import ReferenceMachine  # noqa: E402
+from fpga.instruction.simulator import simulate_program  # noqa: E402
 from hwmodel.specs import library  # noqa: E402
 
 

@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from fpga.kvmu import Command, Kvmu, Op, kernel_per_cycle, run_kernel  # noqa: E402
-from fpga.kvmu_kernel import kvmu_commands  # noqa: E402
+from fpga.kvmu.model import Command, Kvmu, Op, kernel_per_cycle, run_kernel  # noqa: E402
+from fpga.kvmu.kernel import kvmu_commands  # noqa: E402
 
 CAPACITY = 32768
 

@@ -1,5 +1,5 @@
 """KVMU RTL verification speed: examples and cycles per host second of `hwmodel kvmu verify` on the reference RTL
-(fpga/rtl/kvmu.v, Icarus Verilog under cocotb, one simulation serving every example), against the model-side
+(fpga/kvmu/rtl/kvmu.v, Icarus Verilog under cocotb, one simulation serving every example), against the model-side
 work alone (drawing the example, the per-cycle kernel and the schedule) in the same process.
 
     python benchmarks/bench_kvmu_rtl.py [--examples 1000] [--seed 0]
@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from fpga.kvmu_verify.contract import compare, schedule  # noqa: E402
-from fpga.kvmu_verify.mutants import REFERENCE_RTL  # noqa: E402
-from fpga.kvmu_verify.session import RtlSession, missing_tool  # noqa: E402
-from fpga.kvmu_verify.streams import draw  # noqa: E402
+from fpga.kvmu.verify.contract import compare, schedule  # noqa: E402
+from fpga.kvmu.verify.mutants import REFERENCE_RTL  # noqa: E402
+from fpga.kvmu.verify.session import RtlSession, missing_tool  # noqa: E402
+from fpga.kvmu.verify.streams import draw  # noqa: E402
 
 
 def main() -> int:

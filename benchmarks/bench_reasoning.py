@@ -102,7 +102,7 @@ def bench_gpu_prefill(config: str, limit: int | None) -> None:
 
 
 def bench_fpga_sampling(config: str) -> None:
-    from fpga import streaming
+    from fpga.streaming import engine as streaming
 
     from hwmodel.backends.streaming import DEFAULT_CTX_GRID
     from hwmodel.reasoning.policies import policy

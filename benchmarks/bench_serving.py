@@ -4,7 +4,7 @@
 
 For each built-in GLITCHES cluster, 10,000 LLaMA2-7B requests (1536 prompt / 512 output tokens) are simulated at
 saturation (all queued at t = 0) and under Poisson arrivals at 80% of that saturation rate, with the project's
-device engines (gpu.latency, fpga.instruction). Engine set-up (memoized per-context decode tables) is timed
+device engines (gpu.latency, fpga.instruction.engine). Engine set-up (memoized per-context decode tables) is timed
 apart, once per cluster. The reference is the same simulator with one event per decoded token
 (``per_token_events=True``), on fewer requests, in the same process: the ratio is what the one-event-per-decode
 fast path buys. The issue's bar: 10,000 requests in under 30 s on 2 cores (the simulation is single-threaded).

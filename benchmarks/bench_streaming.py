@@ -1,4 +1,4 @@
-"""Speed of the streaming decode simulator (fpga/streaming.py), against its cycle-stepped reference in the same
+"""Speed of the streaming decode simulator (fpga/streaming/engine.py), against its cycle-stepped reference in the same
 process.
 
     python benchmarks/bench_streaming.py            # all figures (about a minute on a quiet machine)
@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fpga import hbm  # noqa: E402
-from fpga.design import load_design  # noqa: E402
-from fpga.program import compile_token  # noqa: E402
-from fpga.streaming import StreamingEngine, run_kernel  # noqa: E402
-from fpga.streaming_ref import run_reference  # noqa: E402
+from fpga.hbm import channel as hbm  # noqa: E402
+from fpga.streaming.design import load_design  # noqa: E402
+from fpga.streaming.program import compile_token  # noqa: E402
+from fpga.streaming.engine import StreamingEngine, run_kernel  # noqa: E402
+from fpga.streaming.reference import run_reference  # noqa: E402
 
 
 def _cover(args: tuple[int, int]) -> float:

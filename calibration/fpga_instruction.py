@@ -1,5 +1,5 @@
 """The instruction-driven FPGA model family: which quantities of ``calibration/measurements/u280_glitches.csv`` the
-engine (:mod:`fpga.instruction`) predicts, and how.
+engine (:mod:`fpga.instruction.engine`) predicts, and how.
 
 Quantities (subject = an instruction design name; conditions ``prefetch_ratio``, ``baseline_ratio``,
 ``input_tokens``, ``output_tokens``, ``ctx``):
@@ -37,7 +37,7 @@ from pathlib import Path
 from calibration.family import Family
 from calibration.fit import FitResult, Param, fit
 from calibration.measurements import MEASUREMENTS_DIR, Measurement, expect_quantity, load_measurements
-from fpga.instruction_design import CALIBRATION_FAMILY, InstructionDesign
+from fpga.instruction.design import CALIBRATION_FAMILY, InstructionDesign
 
 CONDITIONS = ("prefetch_ratio", "baseline_ratio", "input_tokens", "output_tokens", "ctx")
 UNITS = {"decode_s_per_token": "s", "decode_speedup": "x", "prefill_s": "s", "best_prefetch_ratio": "ratio",
@@ -50,7 +50,7 @@ GRID = {"datamover.request_latency_cycles": 1.0, "mpe.mm_efficiency": 0.002}
 PARAMS = (
     Param("datamover.request_latency_cycles", 30.0, 0.0, 200.0, "cycles",
           "datamover latency of one request before it reaches the HBM switch (descriptor, address generation, "
-          "AXI interconnect); the HBM's own latency is in fpga/hbm.py"),
+          "AXI interconnect); the HBM's own latency is in fpga/hbm/channel.py"),
     Param("mpe.mm_efficiency", 0.8, 0.3, 1.0, "", "fraction of the MPE's MAC peak reached in MM (prefill) mode"),
 )
 FIXED = {"datamover.outstanding": 2.0, "scheduler.issue_cycles": 4.0, "mpe.mv_overhead_cycles": 0.0}
@@ -83,7 +83,7 @@ class _Family(Family):
 @functools.lru_cache(maxsize=4)
 def _base_design(name: str) -> InstructionDesign:
     """The design as its TOML says, the calibrated fields filled with the committed values or the initial ones."""
-    from fpga.instruction_design import load_design
+    from fpga.instruction.design import load_design
 
     from calibration.params import params_path
 
@@ -98,7 +98,7 @@ def _engine(design: InstructionDesign, k: int):  # noqa: ANN202
 
 @functools.lru_cache(maxsize=256)
 def _engine_cached(design: InstructionDesign, k: int):  # noqa: ANN202
-    from fpga.instruction import InstructionEngine
+    from fpga.instruction.engine import InstructionEngine
 
     return InstructionEngine(design, prefetch_ratio=k)
 
@@ -164,7 +164,7 @@ def _one(design: InstructionDesign, pt: Measurement) -> float:
 
 def best_ratio(design: InstructionDesign, ctx: int, ratios: range | list[int] = SWEEP_RATIOS) -> int:
     """The prefetch ratio with the fastest decode step at ``ctx`` among those that fit the buffers."""
-    from fpga.compiler import prefetch_fits
+    from fpga.instruction.compiler import prefetch_fits
 
     times = {k: _engine(design, k).decode_s(ctx) for k in ratios if prefetch_fits(design, design.llm_spec, k)}
     return min(times, key=lambda k: (times[k], k))
@@ -200,7 +200,7 @@ def as_deployed(values: Mapping[str, float]) -> dict[str, float]:
 
 FAMILY = _Family(
     name=CALIBRATION_FAMILY,
-    description="instruction-driven FPGA decode (fpga.instruction): scheduler, scoreboard, datamover on the HBM "
+    description="instruction-driven FPGA decode (fpga.instruction.engine): scheduler, scoreboard, datamover on the HBM "
                 "channel model, MPE, SFU",
     params=PARAMS, fixed=dict(FIXED), fixed_docs=FIXED_DOCS, conditions=CONDITIONS, predict=predict, reset=_reset,
     choices=CHOICES, as_deployed=as_deployed)

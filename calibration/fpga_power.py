@@ -1,4 +1,4 @@
-"""The FPGA board-power family: what ``fpga/power.py`` (streaming designs) and ``fpga/instruction_power.py``
+"""The FPGA board-power family: what ``fpga/streaming/power.py`` (streaming designs) and ``fpga/instruction/power.py``
 (instruction-driven designs) compute a card's power from, declared as a calibration family.
 
 ``P = P_static(board) + k_fabric x f_MHz x sum_units activity_u x (c . resources_u) + e_bit x 8 x HBM bytes/s``
@@ -6,7 +6,7 @@
 * ``P_static`` -- the board TOML's ``static_power_w``: a *measured input* (the U280's 37.3 W is the floor of
   FlexLLM's on-board log), not a fitted parameter; energy rows state the share of the figure it is;
 * ``c`` -- per-resource dynamic coefficients (DSP, LUT, FF, BRAM18K, URAM, uW/MHz at full activity) and the
-  activity floor: fixed [estimate] values (``fpga/power.py``);
+  activity floor: fixed [estimate] values (``fpga/streaming/power.py``);
 * ``e_bit`` -- HBM2 access energy, 3.9 pJ/bit (O'Connor et al., MICRO 2017): fixed;
 * ``k_fabric`` -- the one free parameter: the scale of the fabric term, fitted to the median running power of
   FlexLLM's U280 log (``calibration/measurements/fpga-power.csv``). One point, one parameter: zero degrees of
@@ -26,14 +26,14 @@ from calibration.measurements import Measurement, MeasurementError
 
 PARAMS = (Param("k_fabric", 0.632, 0.05, 5.0, "",
                 "scale of the per-resource fabric dynamic-power coefficients (toggle rate x the estimator's "
-                "magnitudes; fpga/power.py)"),)
+                "magnitudes; fpga/streaming/power.py)"),)
 
 
 @functools.lru_cache(maxsize=8)
 def _parts(design: str, ctx: int) -> tuple[float, float, float]:
     """(static W, fabric W at k_fabric = 1, HBM W) of ``design`` decoding at ``ctx``."""
-    from fpga import power
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming import power
+    from fpga.streaming.engine import StreamingEngine
 
     eng = StreamingEngine(design)
     d = eng.design
@@ -52,13 +52,13 @@ def predict(values: Mapping[str, float], pt: Measurement) -> float:
 
 
 def _reset() -> None:
-    from fpga import power
+    from fpga.streaming import power
 
     power.k_fabric.cache_clear()
 
 
 FAMILY = Family(
     name="fpga-power",
-    description="FPGA board power (fpga.power, fpga.instruction_power): measured static floor + fabric dynamic "
+    description="FPGA board power (fpga.streaming.power, fpga.instruction.power): measured static floor + fabric dynamic "
                 "power (per-resource coefficients x activity, scaled by k_fabric) + HBM access energy",
     params=PARAMS, fixed={}, fixed_docs={}, conditions=("ctx",), predict=predict, reset=_reset)

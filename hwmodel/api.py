@@ -126,7 +126,7 @@ def cluster_spec(spec_name: str | Path = "a100+7xu280", changes: Mapping[str, An
 # ================================================================================================ engines
 def streaming_engine(design: str | Path, clock_mhz: float | None = None) -> Any:
     """The cycle-level streaming FPGA decoder for a built-in design name or a design TOML (``fpga decode``)."""
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming.engine import StreamingEngine
 
     return StreamingEngine(design, clock_hz=None if clock_mhz is None else clock_mhz * 1e6)
 
@@ -134,7 +134,7 @@ def streaming_engine(design: str | Path, clock_mhz: float | None = None) -> Any:
 def instruction_engine(design: str | Path = "glitches-u280", prefetch_ratio: int | None = None,
                        clock_mhz: float | None = None) -> Any:
     """The instruction-driven FPGA accelerator (GLITCHES-style) for a design name or TOML."""
-    from fpga.instruction import InstructionEngine
+    from fpga.instruction.engine import InstructionEngine
 
     return InstructionEngine(design, prefetch_ratio=prefetch_ratio,
                              clock_hz=None if clock_mhz is None else clock_mhz * 1e6)

@@ -141,7 +141,7 @@ def bounds(llm: LlmSpec, device: BoardSpec | GpuSpec, weight_bits: int, kv_bits:
            prefill_tokens: int = 1024, with_lm_head: bool = True) -> Bounds:
     """Compute the decode bandwidth floors, the prefill compute floor and the memory fit of one point
     (``with_lm_head=False``: the decode floors of an ingested token). A streaming design's own floor, on its
-    ports, precision and placement, is :func:`fpga.placement.design_floor`."""
+    ports, precision and placement, is :func:`fpga.streaming.placement.design_floor`."""
     db = decode_bytes(llm, weight_bits, kv_bits, ctx_tokens, with_lm_head=with_lm_head)
     peak_bw, meas_bw, mem = device_bandwidths(device)
     ops = prefill_ops(llm, prefill_tokens)

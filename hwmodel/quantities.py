@@ -48,9 +48,9 @@ def engine_kind(eng: Any) -> str:
     if hasattr(e, "decode_power_w") and hasattr(e, "decode_energy_j"):
         return "gpu"
     mod = type(e).__module__
-    if mod == "fpga.instruction":
+    if mod == "fpga.instruction.engine":
         return "instruction"
-    if mod == "fpga.streaming":
+    if mod == "fpga.streaming.engine":
         return "streaming"
     return "other"
 
@@ -68,11 +68,11 @@ def decode_power_w(eng: Any, ctx: int) -> float:
     if kind == "gpu":
         return float(e.decode_power_w(ctx))
     if kind == "instruction":
-        from fpga.instruction_power import run_power_w
+        from fpga.instruction.power import run_power_w
 
         return float(run_power_w(e, e.decode(ctx)))
     if kind == "streaming":
-        from fpga.power import token_power_w
+        from fpga.streaming.power import token_power_w
 
         return float(token_power_w(e.design, e.token(ctx)))
     return _phase_power(eng, Phase.DECODE)
@@ -84,7 +84,7 @@ def prefill_power_w(eng: Any, n_tokens: int, ctx: int = 0) -> float:
     if kind == "gpu":
         return float(e.prefill_cost(n_tokens, ctx).power_w)
     if kind == "instruction":
-        from fpga.instruction_power import run_power_w
+        from fpga.instruction.power import run_power_w
 
         return float(run_power_w(e, e.prefill(n_tokens, ctx)))
     return _phase_power(eng, Phase.PREFILL)  # the streaming design streams a prefill token by token: its phase power

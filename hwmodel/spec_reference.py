@@ -54,10 +54,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("gpu", "hwmodel.specs:GpuSpec", "a GPU (`--spec-dir`, gpu/devices/)", ("gpu/devices/*.toml",)),
     Kind("link", "hwmodel.specs:LinkSpec", "a point-to-point link (`--spec-dir`, interconnect/links/)",
          ("interconnect/links/*.toml",)),
-    Kind("design", "fpga.design:StreamingDesign", "a streaming FPGA decode design (`fpga decode --design FILE`, "
+    Kind("design", "fpga.streaming.design:StreamingDesign", "a streaming FPGA decode design (`fpga decode --design FILE`, "
                                                   "fpga/designs/)", ("fpga/designs/*.toml", "examples/designs/*.toml"),
          values="either"),
-    Kind("instruction-design", "fpga.instruction_design:InstructionDesign",
+    Kind("instruction-design", "fpga.instruction.design:InstructionDesign",
          "an instruction-driven FPGA design (`fpga instruction run --design FILE`, fpga/designs/instruction/)",
          ("fpga/designs/instruction/*.toml",)),
     Kind("cluster", "hwmodel.serving.cluster:ClusterSpec", "a serving cluster for system B (`serving run "

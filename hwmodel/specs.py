@@ -338,7 +338,7 @@ class HbmSpec:
     """High-bandwidth memory of an FPGA board, seen from the fabric (AXI / NoC ports into pseudo-channels).
 
     The DRAM timing (``t*_s``) is JEDEC-style data in seconds, converted to memory-side AXI cycles by rounding up
-    (fpga/hbm.py); the address map is the HBM IP's ``ADDR_BIT`` list (PG276), most significant bit first."""
+    (fpga/hbm/channel.py); the address map is the HBM IP's ``ADDR_BIT`` list (PG276), most significant bit first."""
 
     stacks: int = sourced(check=positive)
     pseudo_channels: int = sourced(check=positive)
@@ -358,15 +358,15 @@ class HbmSpec:
     latency_page_miss_cycles: int = sourced(check=positive, unit="axi cycles", doc="measured; validation only")
     misaligned_efficiency: float = sourced(check=fraction, doc="efficiency of a non-granule-aligned access")
     axi3_burst_beats: int = sourced(check=positive, doc="longest AXI3 burst the controller takes (AxLEN + 1)")
-    # ---- DRAM organisation, address map and controller (fpga/hbm.py)
+    # ---- DRAM organisation, address map and controller (fpga/hbm/channel.py)
     banks: int = sourced(check=positive, doc="banks per pseudo-channel")
     bank_groups: int = sourced(check=positive, doc="bank groups per pseudo-channel")
     address_map: str = sourced(doc="HBM IP ADDR_BIT list, MSB first: RA (all row bits), BGi, BAi, CAi")
     controller_policy: str = sourced(check=one_of("in-order", "lookahead"),
                                      doc="in-order: every command in arrival order; lookahead: PRE/ACT of queued "
                                          "accesses issue early (PG276 look-ahead precharge/activate); column "
-                                         "commands in the order the controller picks (fpga/hbm_sched.py)")
-    # controller scheduling (fpga/hbm_sched.py); defaults are the HBM IP's (PG276 "HBM Reordering Options")
+                                         "commands in the order the controller picks (fpga/hbm/scheduler.py)")
+    # controller scheduling (fpga/hbm/scheduler.py); defaults are the HBM IP's (PG276 "HBM Reordering Options")
     request_reordering: bool = sourced(default=True, doc="PG276 Enable Request Reordering: the AXI command queue "
                                                          "reorders requests (data returns in order per AXI ID)")
     reorder_queue_depth: int = sourced(default=64, check=positive,

@@ -1,12 +1,12 @@
 """The planted-bug KVMU RTL of issue 29 (tests/test_kvmu_rtl_planted.py): four bug classes that the verifier
-once missed, each a one- or two-line edit of the reference fpga/rtl/kvmu.v, written out as ``<name>.v`` (module
+once missed, each a one- or two-line edit of the reference fpga/kvmu/rtl/kvmu.v, written out as ``<name>.v`` (module
 ``kvmu``) by :func:`write_planted` (``python tests/kvmu_planted.py DIR`` writes them for `hwmodel kvmu verify`)."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from fpga.kvmu_verify.mutants import REFERENCE_RTL
+from fpga.kvmu.verify.mutants import REFERENCE_RTL
 
 #: name -> (the bug, (exact text of the reference, found once; its replacement), ...)
 PLANTED: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {

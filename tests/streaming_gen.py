@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fpga.design import ALL_OPS, HBM_OPS, EngineSpec, StreamingDesign
+from fpga.streaming.design import ALL_OPS, HBM_OPS, EngineSpec, StreamingDesign
 from hwmodel.specs import HbmSpec, BoardSpec, LlmSpec, library
 
 VECTOR_OPS = tuple(op for op in ALL_OPS if op not in HBM_OPS)

@@ -20,7 +20,7 @@ def test_api_names_are_exported_and_never_shadowed_by_a_submodule() -> None:
 
 
 def test_decode_and_prefill_match_the_engines_and_serialize() -> None:
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming.engine import StreamingEngine
     from gpu.latency import GpuEngine
 
     eng = hw.streaming_engine("draft-u280")

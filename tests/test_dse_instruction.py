@@ -8,10 +8,10 @@ import pytest
 from hwmodel.dse import load_plan, read_report, run_sweep
 from hwmodel.errors import SpecError
 
-pytest.importorskip("fpga.instruction")
+pytest.importorskip("fpga.instruction.engine")
 
-from fpga.compiler import max_prefetch_ratio  # noqa: E402
-from fpga.instruction import InstructionEngine, load_design  # noqa: E402
+from fpga.instruction.compiler import max_prefetch_ratio  # noqa: E402
+from fpga.instruction.engine import InstructionEngine, load_design  # noqa: E402
 
 from hwmodel.dse.instruction_eval import EVALUATOR, build_design  # noqa: E402
 

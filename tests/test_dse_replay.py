@@ -9,9 +9,9 @@ from hwmodel.dse import load_plan, read_report, run_sweep
 from hwmodel.errors import SpecError
 
 pytest.importorskip("hwmodel.reasoning.system")
-pytest.importorskip("fpga.streaming")
+pytest.importorskip("fpga.streaming.engine")
 
-from fpga.streaming import simulate_token  # noqa: E402
+from fpga.streaming.engine import simulate_token  # noqa: E402
 
 from hwmodel.dse.replay_eval import EVALUATOR  # noqa: E402
 

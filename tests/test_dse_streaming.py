@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from hwmodel.dse import load_plan, read_report, run_sweep
 from hwmodel.errors import SpecError
 
-pytest.importorskip("fpga.streaming")
+pytest.importorskip("fpga.streaming.engine")
 
-from fpga.streaming import load_design, simulate_token  # noqa: E402
+from fpga.streaming.engine import load_design, simulate_token  # noqa: E402
 
 from hwmodel.dse.streaming_eval import EVALUATOR, build_design, simulate  # noqa: E402
 

@@ -27,8 +27,8 @@ def _declared_and_implemented(engine: object) -> None:
 
 
 def test_every_engine_class_implements_what_it_declares() -> None:
-    from fpga.instruction import InstructionEngine
-    from fpga.streaming import StreamingEngine
+    from fpga.instruction.engine import InstructionEngine
+    from fpga.streaming.engine import StreamingEngine
     from gpu.latency import GpuEngine
     from hwmodel.sampled import ContextSampledEngine
 
@@ -190,7 +190,7 @@ def test_a_policy_with_new_behaviour_is_one_new_file(tmp_path: Path) -> None:
 
 
 def test_a_board_is_one_new_file(tmp_path: Path) -> None:
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming.engine import StreamingEngine
     from hwmodel.engine import Phase
     from hwmodel.specs import set_extra_spec_dirs
 

@@ -104,7 +104,7 @@ def test_fpga_run_command_times_functional_tokens_with_the_streaming_model(tmp_p
 
     from click.testing import CliRunner
 
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming.engine import StreamingEngine
     from hwmodel.cli import main
     from hwmodel.specs import set_extra_spec_dirs
 

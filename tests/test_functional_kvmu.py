@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fpga.functional import DraftModel, DraftModelError, quantize_model
 from fpga.functional.weights import SyntheticWeights
-from fpga.kvmu import CommandRefused, Kvmu
+from fpga.kvmu.model import CommandRefused, Kvmu
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import library
 

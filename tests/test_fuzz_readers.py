@@ -45,8 +45,8 @@ def _spec(p: Path) -> object:
 
 
 def _design(p: Path) -> object:
-    from fpga.design import load_design
-    from fpga.streaming import validate_design
+    from fpga.streaming.design import load_design
+    from fpga.streaming.engine import validate_design
 
     d = load_design(p)
     validate_design(d)
@@ -54,7 +54,7 @@ def _design(p: Path) -> object:
 
 
 def _instruction_design(p: Path) -> object:
-    from fpga.instruction_design import load_design
+    from fpga.instruction.design import load_design
 
     return load_design(p)
 
@@ -78,7 +78,7 @@ def _sweep(p: Path) -> object:
 
 
 def _commands(p: Path) -> object:
-    from fpga.kvmu_commands import load_commands
+    from fpga.kvmu.commands import load_commands
 
     return load_commands(p)
 

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fpga import program
-from fpga.design import load_design
+from fpga.streaming import program
+from fpga.streaming.design import load_design
 from graph_gen import llm_shapes, quant_schemes
 from hwmodel.graph import Graph, QuantScheme, build_graph
 from hwmodel.specs import LlmSpec, library
@@ -106,8 +106,8 @@ def test_a_broken_streaming_lowering_fails_conservation(monkeypatch: pytest.Monk
 
 
 # ============================================================================================== instruction
-from fpga import compiler as icomp  # noqa: E402
-from fpga.instruction_design import load_design as load_instruction_design  # noqa: E402
+from fpga.instruction import compiler as icomp  # noqa: E402
+from fpga.instruction.design import load_design as load_instruction_design  # noqa: E402
 
 
 def instruction_violations(prog: icomp.Program, g: Graph) -> list[str]:
@@ -244,7 +244,7 @@ def test_readme_new_model_designs(tmp_path) -> None:  # type: ignore[no-untyped-
     """The MoE demonstration decodes and conserves its graph; the W8 Qwen3-8B is refused on U280 with numbers."""
     from pathlib import Path
 
-    from fpga.design import DesignError
+    from fpga.streaming.design import DesignError
     from hwmodel.hf_import import import_hf
     from hwmodel.specs import SpecLibrary
 
@@ -266,7 +266,7 @@ def test_readme_new_model_designs(tmp_path) -> None:  # type: ignore[no-untyped-
     assert streaming_violations(prog, g) == []
     assert g.bytes.weights < resident_weights(moe) // 5  # 8 of 128 experts read per token
     with pytest.raises(DesignError, match=r"qwen3-8b does not fit HBM: .* needs \d+ MiB per port"):
-        from fpga.streaming import check_hbm_capacity
+        from fpga.streaming.engine import check_hbm_capacity
 
         check_hbm_capacity(d8, lib.board("u280"), lib.llm("qwen3-8b"))
 

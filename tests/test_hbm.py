@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fpga import hbm
-from fpga.streaming_ref import _Channel
+from fpga.hbm import channel as hbm
+from fpga.streaming.reference import _Channel
 from hwmodel.errors import HwmodelError
 from hwmodel.hbm_map import NAMED_MAPS, parse_address_map
 from hwmodel.specs import library

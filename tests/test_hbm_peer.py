@@ -1,4 +1,4 @@
-"""hwmodel's HBM channel beside the stored Ramulator 2 results (fpga/hbm_peer.py): the CI trace set is regenerated
+"""hwmodel's HBM channel beside the stored Ramulator 2 results (hwmodel/validate/hbm_peer.py): the CI trace set is regenerated
 on hwmodel's side and compared with the peer; every difference over 15 % must carry a mechanism (hbm_peer.EXPLAINED,
 docs/hbm.md). The live peer is not built in CI (its source cannot be fetched there)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fpga import hbm_peer
+from hwmodel.validate import hbm_peer
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import library
 

@@ -1,5 +1,5 @@
-"""The port-through-the-switch model with the controller's request scheduling (fpga.hbm_sched.port_profile) equals
-its cycle-stepped twin (fpga.hbm_ref): several pseudo-channels with their own refresh phases, one or several AXI IDs
+"""The port-through-the-switch model with the controller's request scheduling (fpga.hbm.scheduler.port_profile) equals
+its cycle-stepped twin (fpga.hbm.reference): several pseudo-channels with their own refresh phases, one or several AXI IDs
 changing destination, read and write in-flight limits, reorder windows from 1 to 64, lateral hops, read/write
 mixes, drawn JEDEC timings and address maps."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fpga import hbm
-from fpga.hbm_ref import port_profile_stepped
-from fpga.hbm_sched import port_profile
+from fpga.hbm import channel as hbm
+from fpga.hbm.reference import port_profile_stepped
+from fpga.hbm.scheduler import port_profile
 from hwmodel.specs import library
 from tests.streaming_gen import small_hbm
 

@@ -118,7 +118,7 @@ def test_phases_build_and_conserve_layer_sums(lib: SpecLibrary, name: str) -> No
 def test_lowerings_refuse_what_they_would_drop(lib: SpecLibrary) -> None:
     """A lowering that replicates the Llama layer refuses a family whose extra parameters it would drop, naming
     them in one line, and keeps lowering the families it conserves (Phi-3, GPT-NeoX: tested on the GPU lists)."""
-    from fpga import program
+    from fpga.streaming import program
     from gpu import kernels as gk
     from hwmodel.errors import HwmodelError
 
@@ -138,7 +138,7 @@ def test_design_operator_aliases(tmp_path: Path) -> None:
     both load to the same design."""
     import dataclasses
 
-    from fpga.design import load_design
+    from fpga.streaming.design import load_design
 
     src = Path(__file__).resolve().parent.parent / "fpga" / "designs" / "draft-u280.toml"
     text = src.read_text().replace('"gate_up"', '"up_gate"').replace('"silu_mul"', '"act"')

@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fpga import isa
-from fpga.compiler import Compiler, load_stream_program
-from fpga.instruction import InstructionEngine
-from fpga.instruction_design import load_design
-from fpga.instruction_ref import ReferenceMachine
-from fpga.instruction_sim import simulate_program
+from fpga.instruction import isa
+from fpga.instruction.compiler import Compiler, load_stream_program
+from fpga.instruction.engine import InstructionEngine
+from fpga.instruction.design import load_design
+from fpga.instruction.reference import ReferenceMachine
+from fpga.instruction.simulator import simulate_program
 from hwmodel.bounds import decode_bytes
 from hwmodel.engine import Engine, Phase
 from hwmodel.errors import HwmodelError
@@ -140,7 +140,7 @@ def test_runs_are_deterministic() -> None:
 
 
 def test_prefetch_ratio_4_reaches_the_published_access_sizes_and_speedup() -> None:
-    from fpga.instruction_studies import prefetch_sweep
+    from hwmodel.studies.instruction import prefetch_sweep
 
     d = load_design("glitches-u280")
     rows = {r.ratio: r for r in prefetch_sweep(d, [1, 2, 4, 8], [128])}
@@ -182,7 +182,7 @@ def test_disassembled_stream_of_a_run_names_units() -> None:
 
 
 def test_resources_fit_and_oversized_designs_are_refused() -> None:
-    from fpga.instruction_power import check_fits, run_power_breakdown_w
+    from fpga.instruction.power import check_fits, run_power_breakdown_w
 
     for name in ("glitches-u280", "glitches-v80"):
         d = load_design(name)
@@ -202,7 +202,7 @@ def test_resources_fit_and_oversized_designs_are_refused() -> None:
 def test_packed_unique_rows_equal_numpys_row_unique(triples: np.ndarray) -> None:
     """channel_classes deduplicates the LD/ST (rows, ch0, nch) triples packed into integers: the same rows, in the
     same order, as np.unique(axis=0)."""
-    from fpga.instruction_sim import _unique_rows
+    from fpga.instruction.simulator import _unique_rows
 
     want = np.unique(triples, axis=0)
     got = _unique_rows(triples)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fpga.streaming import StreamingEngine
+from fpga.streaming.engine import StreamingEngine
 from gpu.latency import GpuEngine
 from hwmodel.cli import main
 from hwmodel.errors import HwmodelError
@@ -94,6 +94,6 @@ def test_cli_export_and_errors(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["export", "vidur", "--out", str(tmp_path)])
     assert r.exit_code == 2 and "either --design" in r.output
     with pytest.raises(HwmodelError, match="operator-times"):
-        from fpga.instruction import InstructionEngine
+        from fpga.instruction.engine import InstructionEngine
 
         export(InstructionEngine("glitches-u280"), tmp_path)

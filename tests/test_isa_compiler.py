@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fpga import isa
-from fpga.compiler import (Compiler, linear_ops, PrefetchError, build_layout, group_bytes, load_stream_program,
+from fpga.instruction import isa
+from fpga.instruction.compiler import (Compiler, linear_ops, PrefetchError, build_layout, group_bytes, load_stream_program,
                            max_prefetch_ratio, prefetch_fits)
-from fpga.instruction_design import DESIGN_DIR, design_names, load_design
+from fpga.instruction.design import DESIGN_DIR, design_names, load_design
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.specs import library
 

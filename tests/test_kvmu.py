@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fpga.kvmu import (
+from fpga.kvmu.model import (
     Command,
     CommandRefused,
     CycleCosts,
@@ -20,7 +20,7 @@ from fpga.kvmu import (
     run_commands,
     run_kernel,
 )
-from fpga.kvmu_codes import WRITER_NONE, WRITER_PCIE, WRITER_SAMPLER
+from fpga.kvmu.codes import WRITER_NONE, WRITER_PCIE, WRITER_SAMPLER
 from hwmodel.errors import HwmodelError
 
 

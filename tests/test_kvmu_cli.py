@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fpga.kvmu import CommandFileError, CycleCosts, Op, load_commands, parse_commands, read_vcd, run_commands, \
+from fpga.kvmu.model import CommandFileError, CycleCosts, Op, load_commands, parse_commands, read_vcd, run_commands, \
     write_vcd
-from fpga.kvmu_vcd import VcdError
+from fpga.kvmu.vcd import VcdError
 from hwmodel.cli import main
 
 SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "kvmu" / "scenario.txt"

@@ -30,8 +30,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-import fpga.kvmu_kernel as kvmu_kernel
-from fpga.kvmu import (
+import fpga.kvmu.kernel as kvmu_kernel
+from fpga.kvmu.model import (
     COMMAND_FIELDS,
     SIGNALS,
     CommandRefused,
@@ -44,10 +44,10 @@ from fpga.kvmu import (
     kernel_per_cycle,
     run_kernel,
 )
-from fpga.kvmu_codes import WRITER_PCIE, WRITER_SAMPLER
+from fpga.kvmu.codes import WRITER_PCIE, WRITER_SAMPLER
 
 # ---------------------------------------------------------------------------------------------------------------
-# The spec, written from the transition table independently of fpga/kvmu.py and fpga/kvmu_kernel.py.
+# The spec, written from the transition table independently of fpga/kvmu/model.py and fpga/kvmu/kernel.py.
 SPEC_MUX = {Mode.INIT: Mux.PCIE, Mode.SPECULATE: Mux.SAMPLER, Mode.ACCEPT: Mux.SAMPLER, Mode.ROLLBACK: Mux.PCIE}
 SPEC_WRITER = {Mux.SAMPLER: WRITER_SAMPLER, Mux.PCIE: WRITER_PCIE}
 

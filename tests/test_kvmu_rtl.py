@@ -1,4 +1,4 @@
-"""The KVMU RTL flow: the reference Verilog (fpga/rtl/kvmu.v) passes `hwmodel kvmu verify` on 1,000 hypothesis
+"""The KVMU RTL flow: the reference Verilog (fpga/kvmu/rtl/kvmu.v) passes `hwmodel kvmu verify` on 1,000 hypothesis
 examples, every RTL mutant (one per model mutant of tests/test_kvmu_properties.py) fails it with a shrunk
 counterexample that the reference passes, the examples cover the transition table, and without a simulator the
 tests skip and the command says what to install.
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from fpga.kvmu_codes import Op, Status
-from fpga.kvmu_verify.contract import UNKNOWN_OP, BusCommand, Example, compare, schedule
-from fpga.kvmu_verify.mutants import MUTANTS, REFERENCE_RTL, write_mutants
-from fpga.kvmu_verify.session import missing_tool
-from fpga.kvmu_verify.streams import draw
+from fpga.kvmu.codes import Op, Status
+from fpga.kvmu.verify.contract import UNKNOWN_OP, BusCommand, Example, compare, schedule
+from fpga.kvmu.verify.mutants import MUTANTS, REFERENCE_RTL, write_mutants
+from fpga.kvmu.verify.session import missing_tool
+from fpga.kvmu.verify.streams import draw
 from hwmodel.cli import main
 
 MISSING = missing_tool("icarus")
@@ -40,7 +40,7 @@ def test_examples_cover_the_table() -> None:
     unknown opcode too), every pointer relation with ahead at and below the capacity, counts that fill the room
     exactly and pass it by one, resets in every mode and inside every multi-cycle command; capacities at both
     ends of the range and at power-of-two edges; waits both as idle bus cycles and as opcode 6; long streams."""
-    from fpga.kvmu_verify.coverage import Coverage
+    from fpga.kvmu.verify.coverage import Coverage
 
     exs = draw(1000, 0)
     assert len(exs) == 1000
@@ -63,8 +63,8 @@ def test_examples_cover_the_table() -> None:
 def test_runs_cross_every_power_of_two() -> None:
     """Counts of 2**k - 1, 2**k and 2**k + 1 for every k up to MAX_RUN_LOG appear among 1,000 examples (for
     speculate, ingest and wait together), and so do resets inside runs."""
-    from fpga.kvmu_verify.contract import RESET_OP
-    from fpga.kvmu_verify.streams import MAX_RUN_LOG
+    from fpga.kvmu.verify.contract import RESET_OP
+    from fpga.kvmu.verify.streams import MAX_RUN_LOG
 
     exs = draw(1000, 0)
     counts = {c.arg for ex in exs for c in ex.commands if c.op in (Op.SPECULATE, Op.INGEST, Op.WAIT)}
@@ -92,7 +92,7 @@ def test_schedule_follows_the_model_cycles() -> None:
     assert list(sch.expected["kv_wr_addr"][2:5]) == [0, 1, 2]
     assert list(sch.expected["status"][-1:]) == [int(Status.UNKNOWN_OPCODE)]
     # a perfect observation matches; one flipped bit is reported at its cycle and signal
-    from fpga.kvmu_verify.contract import OUT_BITS, OUTPUTS
+    from fpga.kvmu.verify.contract import OUT_BITS, OUTPUTS
 
     def word(row: int) -> str:
         v, shift = 0, 0
@@ -116,7 +116,7 @@ def test_schedule_follows_the_model_cycles() -> None:
 def test_schedule_of_resets_and_long_runs() -> None:
     """A reset inside a run cuts it: the reset edge expects the reset state, the next segment restarts from it;
     a long run is observed sparsely (edges, powers of two, evenly spaced samples), not in every cycle."""
-    from fpga.kvmu_verify.contract import RESET_OP
+    from fpga.kvmu.verify.contract import RESET_OP
 
     S, W = int(Op.SPECULATE), int(Op.WAIT)
     ex = Example(10**6, (BusCommand(S, 30), BusCommand(RESET_OP, 10), BusCommand(S, 2**16 + 1),
@@ -158,7 +158,7 @@ def test_missing_simulator_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 def reference_session():  # type: ignore[no-untyped-def]
     if MISSING is not None:
         pytest.skip(f"no RTL simulator: {MISSING}")
-    from fpga.kvmu_verify.session import RtlSession
+    from fpga.kvmu.verify.session import RtlSession
 
     with RtlSession([REFERENCE_RTL], "kvmu") as s:
         yield s
@@ -179,7 +179,7 @@ def test_reference_rtl_passes() -> None:
 @needs_sim
 @pytest.mark.parametrize("name", [m.name for m in MUTANTS])
 def test_rtl_mutant_is_caught(name: str, tmp_path: Path, reference_session) -> None:  # type: ignore[no-untyped-def]
-    from fpga.kvmu_verify.verify import verify
+    from fpga.kvmu.verify.verify import verify
 
     rtl = write_mutants(tmp_path / "rtl")[name]
     result = verify([rtl], "kvmu", out_dir=tmp_path / "out")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fpga.kvmu_verify.mutants import REFERENCE_RTL
-from fpga.kvmu_verify.session import missing_tool
+from fpga.kvmu.verify.mutants import REFERENCE_RTL
+from fpga.kvmu.verify.session import missing_tool
 from hwmodel.cli import main
 
 MISSING = missing_tool("icarus")
@@ -115,7 +115,7 @@ def test_min_coverage_gates_a_passing_run() -> None:
 
 
 def test_mutation_generator_covers_every_operator() -> None:
-    from fpga.kvmu_verify.mutate import OPERATORS, generate
+    from fpga.kvmu.verify.mutate import OPERATORS, generate
 
     muts = generate()
     assert {m.operator for m in muts} == set(OPERATORS)
@@ -124,11 +124,11 @@ def test_mutation_generator_covers_every_operator() -> None:
 
 
 def test_campaign_record_matches_the_generator_and_the_docs() -> None:
-    """fpga/kvmu_verify/campaign.jsonl holds one outcome per generated mutant, and docs/kvmu.md lists every
+    """fpga/kvmu/verify/campaign.jsonl holds one outcome per generated mutant, and docs/kvmu.md lists every
     survivor with its classification."""
-    from fpga.kvmu_verify.mutate import generate
+    from fpga.kvmu.verify.mutate import generate
 
-    rows = [json.loads(ln) for ln in (Path(REFERENCE_RTL).parents[1] / "kvmu_verify" / "campaign.jsonl")
+    rows = [json.loads(ln) for ln in (Path(REFERENCE_RTL).parents[1] / "verify" / "campaign.jsonl")
             .read_text().splitlines()]
     assert sorted(r["ident"] for r in rows) == sorted(m.ident for m in generate())
     doc = (Path(__file__).parents[1] / "docs" / "kvmu.md").read_text()
@@ -145,7 +145,7 @@ CAMPAIGN_SAMPLE = ("m041_edcd03d5", "m038_3cae72e9", "m057_540f4d41", "m060_db59
 
 @needs_sim
 def test_campaign_sample_is_killed(tmp_path: Path) -> None:
-    from fpga.kvmu_verify.mutate import generate, run_one
+    from fpga.kvmu.verify.mutate import generate, run_one
 
     by_id = {m.ident: m for m in generate()}
     for ident in CAMPAIGN_SAMPLE:

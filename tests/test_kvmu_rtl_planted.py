@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fpga.kvmu_verify.contract import RESET_OP, compare
-from fpga.kvmu_verify.mutants import REFERENCE_RTL
-from fpga.kvmu_verify.session import missing_tool
+from fpga.kvmu.verify.contract import RESET_OP, compare
+from fpga.kvmu.verify.mutants import REFERENCE_RTL
+from fpga.kvmu.verify.session import missing_tool
 from hwmodel.cli import main
 from tests.kvmu_planted import PLANTED, write_planted
 
@@ -51,7 +51,7 @@ def planted(tmp_path_factory) -> dict[str, Path]:  # type: ignore[no-untyped-def
 
 @pytest.fixture(scope="module")
 def reference_session():  # type: ignore[no-untyped-def]
-    from fpga.kvmu_verify.session import RtlSession
+    from fpga.kvmu.verify.session import RtlSession
 
     with RtlSession([REFERENCE_RTL], "kvmu") as s:
         yield s
@@ -71,7 +71,7 @@ def test_the_fixtures_are_the_reference_with_one_bug(planted: dict[str, Path]) -
 
 @pytest.mark.parametrize("name", list(EXPECT))
 def test_planted_bug_is_caught_by_default(name: str, tmp_path: Path, planted, reference_session) -> None:  # type: ignore[no-untyped-def]
-    from fpga.kvmu_verify.verify import MISMATCH, SURVIVES_RESET, verify
+    from fpga.kvmu.verify.verify import MISMATCH, SURVIVES_RESET, verify
 
     result = verify([planted[name]], "kvmu", out_dir=tmp_path)
     assert not result.passed, name

@@ -1,4 +1,4 @@
-"""`[buffers] overlap_loads` of an instruction-driven design (fpga/compiler.py): with one buffer no load runs ahead
+"""`[buffers] overlap_loads` of an instruction-driven design (fpga/instruction/compiler.py): with one buffer no load runs ahead
 of the compute before it. The fast engine equals the cycle-stepped reference either way, the bytes do not change,
 and a design without overlap is never faster."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import dataclasses
 
 from hypothesis import given, settings
 
-from fpga.instruction_design import load_design
-from fpga.instruction_ref import ReferenceMachine
-from fpga.instruction_sim import simulate_program
+from fpga.instruction.design import load_design
+from fpga.instruction.reference import ReferenceMachine
+from fpga.instruction.simulator import simulate_program
 from tests.test_instruction_engine import COUNTERS, _program, small_machines
 
 
@@ -33,7 +33,7 @@ def test_no_overlap_equals_reference_moves_the_same_bytes_and_is_never_faster(ma
 
 
 def test_the_field_reads_from_toml(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from fpga.instruction_design import DESIGN_DIR
+    from fpga.instruction.design import DESIGN_DIR
 
     text = (DESIGN_DIR / "draft-instr-u280.toml").read_text().replace("[buffers]\n", "[buffers]\noverlap_loads = false\n")
     p = tmp_path / "no-overlap.toml"

@@ -1,4 +1,4 @@
-"""Placement (fpga/placement.py): operators on the host and parameters resident on chip. A placed design's program
+"""Placement (fpga/streaming/placement.py): operators on the host and parameters resident on chip. A placed design's program
 moves exactly the graph's bytes less what the placement takes off HBM (integers, no tolerance, generated shapes),
 the fast engine equals the cycle-stepped reference on placed designs, the simulated token never beats the design's
 floor, and `hwmodel bounds --design` prints the floor `hwmodel fpga decode` prints."""
@@ -13,16 +13,16 @@ from graph_gen import llm_shapes
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from fpga.design import DesignError, check_structure, load_design
-from fpga.placement import (
+from fpga.streaming.design import DesignError, check_structure, load_design
+from fpga.streaming.placement import (
     HOST_PLACEABLE,
     design_floor,
     device_bytes,
     onchip_param_bytes,
 )
-from fpga.program import compile_token
-from fpga.resources import estimate
-from fpga.streaming import simulate_token
+from fpga.streaming.program import compile_token
+from fpga.streaming.resources import estimate
+from fpga.streaming.engine import simulate_token
 from tests.streaming_gen import small_board, small_design, small_llm
 from tests.test_streaming_equivalence import assert_drawn_equivalent
 
@@ -151,13 +151,13 @@ def test_the_worked_example_design_loads_decodes_and_respects_its_floor() -> Non
     own floor, and giving attention four channels of its own (the design it was not) is no slower."""
     from pathlib import Path
 
-    from fpga.streaming import validate_design
+    from fpga.streaming.engine import validate_design
 
     d = load_design(Path(__file__).resolve().parents[1] / "examples/designs/placed-shared-u280.toml")
     validate_design(d)
     tok = simulate_token(d, 256)
     assert tok.seconds >= design_floor(d, 256).floor_s
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming.engine import StreamingEngine
 
     assert StreamingEngine(d).host_link_bytes == {"to_device_bytes": 896 * 2, "to_host_bytes": 896 * 2}
     own = simulate_token(d.with_engine("attn", channels=(28, 29, 30, 31)), 256)

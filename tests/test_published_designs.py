@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from fpga.design import load_design
-from fpga.streaming import simulate_token
+from fpga.streaming.design import load_design
+from fpga.streaming.engine import simulate_token
 from hwmodel import specs
 
 ROOT = Path(__file__).resolve().parents[1]

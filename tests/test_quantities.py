@@ -69,12 +69,12 @@ def test_instruction_point_window_and_validation_row_agree() -> None:
 
 
 def test_streaming_point_and_validation_row_agree() -> None:
-    from fpga import streaming_validation as sv
+    from hwmodel.validate import streaming as sv
 
     s = hw.streaming_engine("draft-u280")
     api = hw.decode(s, ctx=256)
     _same_point(api, _cli("fpga", "decode", "--design", "draft-u280", "--ctx", "256")["decode"])
-    from fpga.power import token_power_w
+    from fpga.streaming.power import token_power_w
 
     assert api.power_w == token_power_w(s.design, s.token(256))  # the power at ctx 256, not the phase figure
     row = next(r for r in sv.rows() if r["unit"] == "x")

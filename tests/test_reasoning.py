@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fpga.kvmu import Kvmu
+from fpga.kvmu.model import Kvmu
 from hwmodel.engine import Phase
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.metrics import summarize
@@ -263,7 +263,7 @@ def test_prefetched_tokens_are_reused_only_after_backtracks(traces: dict) -> Non
 
 def test_shadow_sync_keeps_the_fpga_in_step_with_the_kvmu(traces: dict) -> None:
     # the simulator checks the KVMU registers against the committed tokens after every command; the KVMU refuses
-    # an illegal command (fpga.kvmu.CommandRefused), so a wrong command stream raises
+    # an illegal command (fpga.kvmu.model.CommandRefused), so a wrong command stream raises
     for trace in traces.values():
         for name in ("heteroreason", "heteroreason-reprefill"):
             pf = platform_for(name)
@@ -381,7 +381,7 @@ class FakeDraftModel:
 
 
 def test_cosimulation_drives_the_draft_model_and_writes_the_kvmu_waveform(tmp_path) -> None:  # noqa: ANN001
-    from fpga.kvmu_vcd import read_vcd
+    from fpga.kvmu.vcd import read_vcd
     from hwmodel.reasoning.cosim import cosimulate
 
     problem = build_problem([(False, False), (True, False), (True, True), (False, False)], [12, 9, 15, 7, 5], True)

@@ -19,7 +19,7 @@ from hwmodel.workload.generator import generate
 from hwmodel.workload.trace import TraceHeader, replay_of
 from hwmodel.workload.traceio import write_trace
 
-HAS_FPGA = importlib.util.find_spec("fpga.streaming") is not None
+HAS_FPGA = importlib.util.find_spec("fpga.streaming.engine") is not None
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def trace():  # noqa: ANN201
 
 @pytest.mark.parametrize("policies", [("baseline", "step-ahead", "edge-draft"),
                                       pytest.param(("heteroreason", "heteroreason-reprefill"),
-                                                   marks=pytest.mark.skipif(not HAS_FPGA, reason="no fpga.streaming"))])
+                                                   marks=pytest.mark.skipif(not HAS_FPGA, reason="no fpga.streaming.engine"))])
 def test_real_device_models_commit_the_trace_and_keep_communication_small(trace, policies) -> None:  # noqa: ANN001
     base = summarize(run_trace(trace, "baseline", build_platform("config1", "baseline"), "config1"))
     for name in policies:
@@ -90,8 +90,8 @@ def test_cosimulation_with_the_functional_draft_model(tmp_path: Path) -> None:
     functional = pytest.importorskip("fpga.functional.model")
     import dataclasses as dc
 
-    from fpga.kvmu import Kvmu
-    from fpga.kvmu_vcd import read_vcd
+    from fpga.kvmu.model import Kvmu
+    from fpga.kvmu.vcd import read_vcd
     from hwmodel.reasoning.cosim import cosimulate
     from hwmodel.specs import library
     try:  # the test doubles of test_reasoning.py (a module of the tests folder, a package or not)

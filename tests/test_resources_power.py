@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from fpga import power
-from fpga.design import load_design
-from fpga.resources import check_fits, estimate
-from fpga.streaming import StreamingEngine
+from fpga.streaming import power
+from fpga.streaming.design import load_design
+from fpga.streaming.resources import check_fits, estimate
+from fpga.streaming.engine import StreamingEngine
 from hwmodel.engine import Phase
 
 

@@ -1,4 +1,4 @@
-"""The prediction band (fpga/sensitivity.py): which fields count as guesses, their ranges, per-field movement and the
+"""The prediction band (hwmodel/studies/sensitivity.py): which fields count as guesses, their ranges, per-field movement and the
 joint band, on a latency function whose answer is known, and on the cycle model through `fpga decode --sensitivity`."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from fpga.design import load_design
-from fpga.sensitivity import field_range, knobs, sensitivity
+from fpga.streaming.design import load_design
+from hwmodel.studies.sensitivity import field_range, knobs, sensitivity
 from hwmodel.errors import HwmodelError
 
 
@@ -23,7 +23,7 @@ def test_sourced_fields_are_facts_and_the_rest_are_guesses() -> None:
 
 
 def test_an_estimate_tag_makes_a_sourced_field_a_guess(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from fpga.design import DESIGN_DIR
+    from fpga.streaming.design import DESIGN_DIR
 
     text = (DESIGN_DIR / "draft-u280.toml").read_text().replace(
         'fifo_depth = 8', 'fifo_depth = { value = 8, source = "[estimate] copied from the FlexLLM design" }')
@@ -92,8 +92,8 @@ def test_instruction_run_sensitivity_and_ingest() -> None:
                                                                   "datamover.port_width_bits"}
     wide = next(f for f in out["sensitivity"]["fields"] if f["field"] == "datamover.port_width_bits")
     assert wide["high_s"] < out["sensitivity"]["nominal_s"] < wide["low_s"]  # a wider port streams faster
-    from fpga.instruction_design import load_design as load_instr
-    from fpga.sensitivity import instruction_knobs
+    from fpga.instruction.design import load_design as load_instr
+    from hwmodel.studies.sensitivity import instruction_knobs
 
     ks = {k.key: k for k in instruction_knobs(load_instr("draft-instr-u280"))}
     assert (ks["buffers.overlap_loads"].status, ks["buffers.overlap_loads"].low) == ("default", 0)

@@ -1,4 +1,4 @@
-"""The serving simulator on the project's real device models (gpu.latency, fpga.instruction): wiring, memory
+"""The serving simulator on the project's real device models (gpu.latency, fpga.instruction.engine): wiring, memory
 facts, the step-table assumption, and clear errors for designs that do not match the cluster."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_hybrid_node_on_real_engines(factory: EngineFactory) -> None:
     res = simulate(c, reqs, factory=factory, record_segments=True)
     check_invariants(res, reqs)
     gpu, fpga = res.devices[0], res.devices[1]
-    from fpga.instruction import InstructionEngine
+    from fpga.instruction.engine import InstructionEngine
     from gpu.latency import GpuEngine
 
     inner = [getattr(d.model.engine, "engine", d.model.engine) for d in (gpu, fpga)]  # unwrap serving declarations

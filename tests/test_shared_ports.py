@@ -1,4 +1,4 @@
-"""Shared HBM ports (fpga/ports.py): engines whose ports name the same pseudo-channel contend for it under the
+"""Shared HBM ports (fpga/streaming/ports.py): engines whose ports name the same pseudo-channel contend for it under the
 design's arbitration. The fast engine equals the cycle-stepped reference on generated designs with shared channels
 (both arbitration policies), sharing only moves time (never bytes), and bad channel lists are one clear line."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from fpga.design import DesignError, check_structure, load_design
-from fpga.placement import design_floor
-from fpga.ports import channel_count, port_channels, shared
-from fpga.streaming import simulate_token, validate_design
+from fpga.streaming.design import DesignError, check_structure, load_design
+from fpga.streaming.placement import design_floor
+from fpga.streaming.ports import channel_count, port_channels, shared
+from fpga.streaming.engine import simulate_token, validate_design
 from tests.streaming_gen import small_board, small_design, small_llm
 from tests.test_streaming_equivalence import assert_drawn_equivalent
 

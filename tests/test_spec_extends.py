@@ -83,7 +83,7 @@ def test_built_in_streaming_llama2_designs_and_the_back_end_of_every_built_in_cl
 
     from click.testing import CliRunner
 
-    from fpga.design import load_design
+    from fpga.streaming.design import load_design
     from hwmodel.cli import main
 
     u, v = load_design("glitches-u280-streaming"), load_design("glitches-v80-streaming")

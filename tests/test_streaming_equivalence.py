@@ -8,11 +8,11 @@ import numpy as np
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
-from fpga import hbm
-from fpga.design import DesignError
-from fpga.program import compile_token
-from fpga.streaming import class_channels, run_kernel
-from fpga.streaming_ref import run_reference
+from fpga.hbm import channel as hbm
+from fpga.streaming.design import DesignError
+from fpga.streaming.program import compile_token
+from fpga.streaming.engine import class_channels, run_kernel
+from fpga.streaming.reference import run_reference
 from tests.streaming_gen import small_board, small_design, small_llm
 
 # the open rows, the closed-at cycle and the refresh-window cache describe the channel after its last access; the

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from fpga.streaming import load_design, simulate_token
-from fpga.streaming_validation import PUBLISHED_RATIO, a100_hf_decode_s, fpga_decode_s, rows
+from fpga.streaming.engine import load_design, simulate_token
+from hwmodel.validate.streaming import PUBLISHED_RATIO, a100_hf_decode_s, fpga_decode_s, rows
 
 
 def test_deployed_flexllm_prediction_stays_within_its_guard() -> None:
@@ -71,7 +71,7 @@ def test_token_program_is_clock_independent(name: str) -> None:
     """The DSE reuses one token program across clocks: the mechanisms must not make it depend on the clock."""
     import numpy as np
 
-    from fpga.program import compile_token
+    from fpga.streaming.program import compile_token
     from hwmodel.specs import library
 
     d = load_design(name)

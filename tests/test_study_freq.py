@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-pytest.importorskip("fpga.streaming")
+pytest.importorskip("fpga.streaming.engine")
 
 from hwmodel.cli import main  # noqa: E402
 from hwmodel.dse.freq import run_freq_study  # noqa: E402

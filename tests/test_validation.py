@@ -221,14 +221,14 @@ def test_malformed_rows_are_one_line_errors(bad: dict, message: str) -> None:
 
 
 def test_contributed_rows_are_imported_when_present(monkeypatch: pytest.MonkeyPatch) -> None:
-    mod = types.ModuleType("fpga.streaming_validation")
+    mod = types.ModuleType("hwmodel.validate.streaming")
     mod.rows = lambda: [{"area": "FPGA streaming", "name": "flexllm decode", "model": 100.0, "published": 90.0,
                          "band": None, "unit": "tokens/s", "role": "predicted", "free_params": 1, "workload": "w",
                          "source": "s", "note": ""}]
-    monkeypatch.setitem(sys.modules, "fpga.streaming_validation", mod)
-    monkeypatch.setattr(providers, "CONTRIBUTED", ("fpga.streaming_validation",))
+    monkeypatch.setitem(sys.modules, "hwmodel.validate.streaming", mod)
+    monkeypatch.setattr(providers, "CONTRIBUTED", ("hwmodel.validate.streaming",))
     rows, found = providers.contributed_rows()
-    assert "fpga.streaming_validation" in found
+    assert "hwmodel.validate.streaming" in found
     assert [r["name"] for r in rows if r["area"] == "FPGA streaming"] == ["flexllm decode"]
 
 

@@ -1,7 +1,7 @@
 """Co-simulation: the functional W8A8 model decodes the real tokens, a timing model times each one.
 
 The timing side is any :class:`TimingProvider` (the :class:`hwmodel.engine.Engine` timing methods); the default is
-the cycle-level streaming accelerator, :class:`fpga.streaming.StreamingEngine` (:func:`streaming_timing`), whose
+the cycle-level streaming accelerator, :class:`fpga.streaming.engine.StreamingEngine` (:func:`streaming_timing`), whose
 ``token(ctx)`` also reports the cycles of each token. Another device model (the instruction-driven accelerator, an
 edge GPU) plugs in the same way. Pairing: ``prefill`` of ``n`` prompt tokens is timed as
 ``prefill_s(n, 0)`` (it ends with the logits of the first new token); each :meth:`DraftModel.decode` feeds one
@@ -110,7 +110,7 @@ def run(model: Any, timing: TimingProvider, prompt: Sequence[int], steps: int,
 
 def streaming_timing(design: str, clock_hz: float | None = None) -> Any:
     """The cycle-level streaming accelerator model of ``design`` (a built-in name or a TOML path) as the timing
-    provider (:class:`fpga.streaming.StreamingEngine`, memoized per context length)."""
-    from fpga.streaming import StreamingEngine
+    provider (:class:`fpga.streaming.engine.StreamingEngine`, memoized per context length)."""
+    from fpga.streaming.engine import StreamingEngine
 
     return StreamingEngine(design, clock_hz=clock_hz)

@@ -78,8 +78,8 @@ def check_layer_structure(llm: LlmSpec, params: QuantizedParams) -> None:
 
 
 def default_kvmu(capacity: int) -> Any:
-    """The project's KVMU (``fpga.kvmu.Kvmu``) with one-cycle commands."""
-    from fpga.kvmu import Kvmu
+    """The project's KVMU (``fpga.kvmu.model.Kvmu``) with one-cycle commands."""
+    from fpga.kvmu.model import Kvmu
 
     return Kvmu(capacity)
 
@@ -89,7 +89,7 @@ class DraftModel:
 
     ``kvmu`` is any object with the KVMU interface (``init(pos)``, ``speculate(n) -> range``, ``mark()``,
     ``accept()``, ``rollback()``, ``ingest(n) -> range``, read-only ``valid``, ``curr``, ``ahead``, ``mode``,
-    ``mux_source``); by default a fresh :class:`fpga.kvmu.Kvmu` of the same capacity. The KVMU decides where every
+    ``mux_source``); by default a fresh :class:`fpga.kvmu.model.Kvmu` of the same capacity. The KVMU decides where every
     token's KV lands and refuses illegal moves (its own error type, raised before anything is computed).
 
     ``decode_rows`` pads a decode to that many rows (XLA's int8 matmul is several times faster for a few rows than

@@ -1,5 +1,5 @@
 """The instruction-driven-FPGA back-end: a design that executes compiled instruction streams
-(``fpga.instruction.InstructionEngine``) at any clock, on its board spec; per-token decode and ingest times
+(``fpga.instruction.engine.InstructionEngine``) at any clock, on its board spec; per-token decode and ingest times
 simulated every ``ctx_grid`` contexts (:mod:`hwmodel.sampled`), multi-token prefill by the design's own batched
 (MM-mode) program."""
 from __future__ import annotations
@@ -19,8 +19,8 @@ class InstructionBackend:
     name: str = "instruction"
 
     def build(self, entry: DeviceEntry, llm: str, where: str) -> Device:
-        from fpga.instruction import InstructionEngine
-        from fpga.instruction_design import load_design
+        from fpga.instruction.engine import InstructionEngine
+        from fpga.instruction.design import load_design
 
         design = load_design(need(entry, "design", where, "an instruction design name or path"))
         if design.llm != llm:

@@ -1,4 +1,4 @@
-"""The streaming-FPGA back-end: a fully-streaming dataflow design (``fpga.streaming.StreamingEngine``) at any
+"""The streaming-FPGA back-end: a fully-streaming dataflow design (``fpga.streaming.engine.StreamingEngine``) at any
 clock, on its board spec; per-token times simulated every ``ctx_grid`` contexts (:mod:`hwmodel.sampled`), prefill
 token by token (the design has no batched prefill datapath)."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ class StreamingBackend:
     name: str = "streaming"
 
     def build(self, entry: DeviceEntry, llm: str, where: str) -> Device:
-        from fpga import streaming
+        from fpga.streaming import engine as streaming
 
         design = streaming.load_design(need(entry, "design", where, "a streaming design name or path"))
         if design.llm != llm:

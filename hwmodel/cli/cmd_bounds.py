@@ -56,7 +56,7 @@ def bounds_cmd(llm: Any, device: Any, design_name: str | None, weight_bits: str 
 
     design = None
     if design_name is not None:
-        from fpga.design import load_design
+        from fpga.streaming.design import load_design
 
         design = load_design(design_name)
         llm = llm or library().llm(design.llm)
@@ -77,7 +77,7 @@ def bounds_cmd(llm: Any, device: Any, design_name: str | None, weight_bits: str 
     if design is not None:
         import dataclasses
 
-        from fpga.placement import design_floor
+        from fpga.streaming.placement import design_floor
 
         design = dataclasses.replace(design, weight_bits=int(weight_bits), kv_bits=int(kv_bits))
         floor = design_floor(design, ctx_tokens, with_lm_head=not ingest)

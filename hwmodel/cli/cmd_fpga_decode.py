@@ -48,8 +48,8 @@ def _row(res: Any) -> dict[str, Any]:
 
 
 def _floor_s(design: Any, ctx: int, ingest: bool) -> float:
-    """The design's own floor (fpga/placement.py): what `hwmodel bounds --design` prints."""
-    from fpga.placement import design_floor
+    """The design's own floor (fpga/streaming/placement.py): what `hwmodel bounds --design` prints."""
+    from fpga.streaming.placement import design_floor
 
     return design_floor(design, ctx, with_lm_head=not ingest).floor_s
 
@@ -109,7 +109,7 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
     cycles went, HBM bytes, bandwidth and utilization."""
     import dataclasses
 
-    from fpga.streaming import StreamingEngine, load_design, validate_design
+    from fpga.streaming.engine import StreamingEngine, load_design, validate_design
 
     from hwmodel.domains import check_context, check_kernel_clock
 
@@ -146,7 +146,7 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
             prog.advance(task)
     band = None
     if sensitivity:
-        from fpga.sensitivity import check_fields, sensitivity as band_of
+        from hwmodel.studies.sensitivity import check_fields, sensitivity as band_of
 
         d0 = dataclasses.replace(design, clock_hz=freqs[0] * 1e6)
         fields = check_fields(vary.split(",")) if vary else None
@@ -175,7 +175,7 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
                   f"{100 * r['hbm_utilization']:.1f} %", fmt_s(r["bandwidth_floor_s"]), fmt_s(r["design_floor_s"]))
     console().print(t)
     if design.host_ops or design.onchip_params:
-        from fpga.placement import host_link_bytes
+        from fpga.streaming.placement import host_link_bytes
 
         hl = host_link_bytes(design, design.llm_spec())
         console().print(f"placement: on the host {', '.join(design.host_ops) or 'nothing'} "
@@ -215,9 +215,9 @@ def sensitivity_table(band: dict[str, Any], title: str) -> None:
 @json_option
 def designs_cmd(verbose: bool, as_json: bool) -> None:
     """Built-in streaming designs: model, board, clock, precision, engines and estimated resources (the KVMU's
-    LUT/FF, where a design has one, from the yosys synthesis of fpga/rtl/kvmu.v)."""
-    from fpga.design import design_names, load_design
-    from fpga.resources import estimate
+    LUT/FF, where a design has one, from the yosys synthesis of fpga/kvmu/rtl/kvmu.v)."""
+    from fpga.streaming.design import design_names, load_design
+    from fpga.streaming.resources import estimate
     from hwmodel.derive import design_derived
 
     rows = []
@@ -254,11 +254,11 @@ def designs_cmd(verbose: bool, as_json: bool) -> None:
                        v["unit"], v["how"])
         console().print(dt)
     if any("kvmu" in r["blocks"] for r in rows):
-        from fpga.kvmu_verify.synth import recorded
+        from fpga.kvmu.verify.synth import recorded
 
         rec = recorded()
         console().print(f"LUT and FF totals include the KVMU where listed: {rec['lut']} LUT / {rec['ff']} FF of "
-                        f"fpga/rtl/kvmu.v from {rec['source']}", markup=False, soft_wrap=True)
+                        f"fpga/kvmu/rtl/kvmu.v from {rec['source']}", markup=False, soft_wrap=True)
 
 
 @fpga.command("profile-port")
@@ -297,7 +297,7 @@ def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, p
                     as_json: bool) -> None:
     """Effective bandwidth of one HBM port versus request size and outstanding requests, for a traffic pattern,
     read/write mix and port-to-channel map (bank-level channel model and the HBM switch, docs/hbm.md)."""
-    from fpga import hbm
+    from fpga.hbm import channel as hbm
     from hwmodel.specs import library
 
     from hwmodel.domains import check_kernel_clock
@@ -382,7 +382,7 @@ def freq_table(ctx: int = 512, freqs: tuple[int, ...] = (150, 200, 225, 250, 300
     """Decode time of draft-u280 (512-bit ports) and its 256-bit-port variant versus the kernel clock."""
     import dataclasses
 
-    from fpga.streaming import load_design, simulate_token
+    from fpga.streaming.engine import load_design, simulate_token
 
     d512 = load_design("draft-u280")
     d256 = d512.with_engine("linear", port_width_bits=256).with_engine("attn", port_width_bits=256)
@@ -402,8 +402,8 @@ def reproduce_streaming(ctx: click.Context) -> None:
     512- and 256-bit ports, and the three built-in designs at ctx 0..4096."""
     from rich.table import Table
 
-    from fpga.design import design_names
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming.design import design_names
+    from fpga.streaming.engine import StreamingEngine
 
     out_dir: Path = ctx.obj["out_dir"] / "streaming"
     out_dir.mkdir(parents=True, exist_ok=True)

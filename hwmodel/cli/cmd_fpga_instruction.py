@@ -31,7 +31,7 @@ class DesignName(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if not isinstance(value, str):
             return value
-        from fpga.instruction_design import load_design
+        from fpga.instruction.design import load_design
         from hwmodel.errors import HwmodelError
 
         try:
@@ -69,7 +69,7 @@ def prefetch_sweep_cmd(design: Any, ratios: str, seqs: str, csv_out: Path | None
     """Decode speedup per prefetch/coalescing ratio: the weights and metadata of k consecutive matrix-vector
     operations fetched in one access each. The best ratio per sequence length comes out of the simulation (the
     fastest ratio that fits the on-chip buffers)."""
-    from fpga.instruction_studies import parse_ratios, prefetch_sweep
+    from hwmodel.studies.instruction import parse_ratios, prefetch_sweep
     from hwmodel.errors import HwmodelError
 
     ratio_list = parse_ratios(ratios)
@@ -152,8 +152,8 @@ def profile_hbm_cmd(board: Any, design: Any, sizes: str, csv_out: Path | None, p
     """Effective HBM bandwidth versus access size (256 B ... 1 MB): raw (the HBM channel model, every port, many
     requests in flight), through the instruction scheduler and datamover, and with each weight load's scale and
     zero-point loads (the decode's pattern): the curve that explains why small loads waste HBM."""
-    from fpga.instruction_design import design_names, load_design
-    from fpga.instruction_studies import parse_sizes, profile_hbm
+    from fpga.instruction.design import design_names, load_design
+    from hwmodel.studies.instruction import parse_sizes, profile_hbm
     from hwmodel.errors import HwmodelError
 
     if design is None:
@@ -166,7 +166,7 @@ def profile_hbm_cmd(board: Any, design: Any, sizes: str, csv_out: Path | None, p
 
     with Progress(transient=True, console=console()) as prog:
         task = prog.add_task("profiling", total=len(size_list))
-        from fpga.hbm import parse_pattern
+        from fpga.hbm.channel import parse_pattern
 
         parse_pattern(pattern)
         rows = profile_hbm(board, design, size_list, progress=lambda: prog.advance(task), pattern=pattern,
@@ -219,7 +219,7 @@ def _plot_profile(rows: Any, board: Any, design: Any, path: Path) -> None:
 @json_option
 def designs_cmd(as_json: bool) -> None:
     """List the built-in instruction designs."""
-    from fpga.instruction_design import design_names, load_design
+    from fpga.instruction.design import design_names, load_design
 
     rows = [{"name": n, "board": (d := load_design(n)).board, "llm": d.llm, "role": d.role,
              "display_name": d.display_name} for n in design_names()]
@@ -256,7 +256,7 @@ def designs_cmd(as_json: bool) -> None:
 def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock_hz: float | None,
             ingest: bool, sensitivity: bool, vary: str | None, output_tokens: int | None, as_json: bool) -> None:
     """Simulate one decode step (or a prefill) cycle by cycle and print time, traffic and unit activity."""
-    from fpga.instruction import InstructionEngine
+    from fpga.instruction.engine import InstructionEngine
     from hwmodel.quantities import decode_point, decode_window, prefill_power_w
 
     def point_of(d: Any) -> tuple[Any, Any]:
@@ -268,7 +268,7 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
     eng, res = point_of(design)
     band = None
     if sensitivity:
-        from fpga.sensitivity import instruction_knobs, sensitivity as band_of
+        from hwmodel.studies.sensitivity import instruction_knobs, sensitivity as band_of
 
         guesses = instruction_knobs(design, vary.split(",") if vary else None)
         band = band_of(design, lambda d: point_of(d)[1].seconds, guesses=guesses)
@@ -331,8 +331,8 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
 @click.option("--limit", type=click.IntRange(min=1), default=60, show_default=True, help="Instructions to print.")
 def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int) -> None:
     """Print the decode instruction stream of one layer as assembly (sizes per channel, scoreboard waits)."""
-    from fpga import isa
-    from fpga.instruction import InstructionEngine
+    from fpga.instruction import isa
+    from fpga.instruction.engine import InstructionEngine
     from hwmodel.errors import HwmodelError
 
     eng = InstructionEngine(design, prefetch_ratio=ratio)
@@ -368,7 +368,7 @@ def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int) -
 def trace_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, max_instructions: int,
               out_path: Path) -> None:
     """Write a Perfetto timeline of the DM, MPE and SFU units (one event per instruction)."""
-    from fpga.instruction_studies import chrome_trace
+    from hwmodel.studies.instruction import chrome_trace
 
     trace = chrome_trace(design, ratio or design.prefetch_ratio, ctx, max_instructions, prefill_tokens)
     out_path.write_text(json.dumps(trace))
@@ -383,8 +383,8 @@ def reproduce_glitches_fpga(ctx: click.Context) -> None:
     lengths 128 and 1024, the access-size bandwidth profile, and the V80 port (predicted)."""
     from calibration.family import get_family, report_family
     from calibration.report import render, summarize
-    from fpga.instruction_design import load_design
-    from fpga.instruction_studies import prefetch_sweep, profile_hbm
+    from fpga.instruction.design import load_design
+    from hwmodel.studies.instruction import prefetch_sweep, profile_hbm
     from hwmodel.specs import library
 
     out_dir: Path = ctx.obj["out_dir"] / "glitches_fpga"

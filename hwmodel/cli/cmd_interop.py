@@ -27,7 +27,7 @@ def vidur_cmd(design: str | None, gpu: object, llm: object, framework: str, out_
     if (design is None) == (gpu is None):
         raise HwmodelError("export vidur: give either --design (a streaming FPGA design) or --gpu and --llm")
     if design is not None:
-        from fpga.streaming import StreamingEngine
+        from fpga.streaming.engine import StreamingEngine
 
         engine = StreamingEngine(design)
     else:

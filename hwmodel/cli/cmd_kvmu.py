@@ -51,7 +51,7 @@ def trace_cmd(commands_file: Path, vcd_path: Path | None, capacity: int | None, 
     wait N; `#` comments; see docs/kvmu.md) through the KVMU kernel, print one row per command (registers,
     mode and mux after it, cycles), and optionally write a VCD. A refused command stops the run with the
     line and the reason, unless --keep-going."""
-    from fpga.kvmu import CycleCosts, KvmuError, Status, load_commands, run_commands, write_vcd
+    from fpga.kvmu.model import CycleCosts, KvmuError, Status, load_commands, run_commands, write_vcd
 
     program = load_commands(commands_file)
     cap = capacity or program.capacity or llm.max_position
@@ -121,7 +121,7 @@ def verify_cmd(rtl_files: tuple[Path, ...], top: str, simulator: str, examples: 
     shrunk command file and the first differing cycle and signal, writes VCDs of the model and the RTL, and exits
     1 (so does state that survives reset, a simulator error, or coverage below --min-coverage). Exit 0 only when
     all examples pass; exit 2 when the RTL does not build or no simulator is installed."""
-    from fpga.kvmu_verify.verify import verify
+    from fpga.kvmu.verify.verify import verify
     from hwmodel.errors import HwmodelError
 
     report: dict[str, Any] = {"rtl": [str(p) for p in rtl_files], "top": top, "simulator": simulator,
@@ -184,7 +184,7 @@ def verify_cmd(rtl_files: tuple[Path, ...], top: str, simulator: str, examples: 
 def mutants_cmd(out_dir: Path) -> None:
     """Write the 12 RTL mutants of the reference KVMU (one per model mutant of the property tests), each a single
     deliberate bug that `hwmodel kvmu verify` must catch."""
-    from fpga.kvmu_verify.mutants import MUTANTS, write_mutants
+    from fpga.kvmu.verify.mutants import MUTANTS, write_mutants
 
     paths = write_mutants(out_dir)
     for m in MUTANTS:
@@ -193,7 +193,7 @@ def mutants_cmd(out_dir: Path) -> None:
 
 @kvmu.command("synth")
 @click.option("--rtl", "rtl_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="Verilog file to synthesize [default: the reference fpga/rtl/kvmu.v].")
+              help="Verilog file to synthesize [default: the reference fpga/kvmu/rtl/kvmu.v].")
 @click.option("--top", default="kvmu", show_default=True, help="Top module.")
 @click.option("--write", "write_record", is_flag=True,
               help="Record the counts in fpga/data/kvmu_rtl_resources.toml (the reference RTL only), which the "
@@ -202,8 +202,8 @@ def mutants_cmd(out_dir: Path) -> None:
 def synth_cmd(rtl_file: Path | None, top: str, write_record: bool, as_json: bool) -> None:
     """LUT and FF counts of a KVMU RTL from yosys synth_xilinx for UltraScale+ (-family xcup), with the yosys
     version and command; --write records the reference's counts for the resource model."""
-    from fpga.kvmu_verify import synth
-    from fpga.kvmu_verify.mutants import REFERENCE_RTL
+    from fpga.kvmu.verify import synth
+    from fpga.kvmu.verify.mutants import REFERENCE_RTL
     from hwmodel.errors import HwmodelError
 
     rtl = rtl_file or REFERENCE_RTL

@@ -156,7 +156,7 @@ def cosim_cmd(trace_path: Path, problem_id: str, system_name: str, capacity: int
     weights), its KV cache addressed through a recording KVMU; writes the KVMU waveform as VCD."""
     from hwmodel.reasoning.cosim import cosimulate, write_cosim_summary
     from hwmodel.reasoning.report import write_timeline
-    from fpga import kvmu as kvmu_mod
+    from fpga.kvmu import model as kvmu_mod
     from fpga.functional import model as functional
     from hwmodel.reasoning.policies import policy
     from hwmodel.reasoning.system import build_platform, load_system

@@ -80,7 +80,7 @@ def freq_cmd(design: str, measured_mhz: float, target_mhz: float, ctx_tokens: in
              svg: bool, as_json: bool) -> None:
     """What a design measured at one clock does at another: the linear projection a paper would make beside the
     cycle model (HBM in its own clock domain), per operator, marking where HBM saturation breaks the projection."""
-    from fpga.design import load_design
+    from fpga.streaming.design import load_design
     from hwmodel.domains import check_kernel_clock
     from hwmodel.dse.freq import run_freq_study
 

@@ -4,7 +4,7 @@ A design measured at ``f_m`` is often "projected" to ``f_t`` by scaling every ti
 for work counted in kernel cycles. HBM runs in its own clock domain (U280: 450 MHz AXI, 14.375 GB/s per
 pseudo-channel), so an operator that streams weights at the channels' limit does not get faster with the kernel
 clock, and fixed latencies in nanoseconds (page hits, clock-domain crossings) shrink in cycles only on the memory
-side. The cycle model (:mod:`fpga.streaming`) simulates both clock domains, so comparing it with the projection shows
+side. The cycle model (:mod:`fpga.streaming.engine`) simulates both clock domains, so comparing it with the projection shows
 per operator where HBM saturation breaks the projection.
 
 Per operator the study reports its time (the sum over its instances of first start to last result, at each clock,
@@ -108,7 +108,7 @@ def run_freq_study(design_name: str, measured_hz: float, target_hz: float, ctx: 
                    steps: int = 9) -> FreqStudy:
     """Simulate ``design_name`` at the measured and target kernel clocks (and ``steps`` clocks spanning both and
     beyond) and compare each operator with the linear projection (see the module docstring)."""
-    from fpga.streaming import load_design, simulate_token
+    from fpga.streaming.engine import load_design, simulate_token
 
     if measured_hz <= 0 or target_hz <= 0:
         raise HwmodelError(f"clocks must be positive, got measured {measured_hz:g} Hz and target {target_hz:g} Hz")

@@ -2,8 +2,8 @@
 
 A point starts from an instruction design (``fpga/designs/instruction/*.toml`` or a TOML path), replaces the
 fields its parameters name, and runs one decode step at ``ctx`` through the cycle-level model
-(:class:`fpga.instruction.InstructionEngine`: compiler, scheduler, datamover, HBM, compute units), with resources
-and power from :mod:`fpga.instruction_power` and the clock from the timing heuristic (:mod:`hwmodel.dse.timing`).
+(:class:`fpga.instruction.engine.InstructionEngine`: compiler, scheduler, datamover, HBM, compute units), with resources
+and power from :mod:`fpga.instruction.power` and the clock from the timing heuristic (:mod:`hwmodel.dse.timing`).
 
 Parameters (all optional; the design's own values otherwise):
 
@@ -22,7 +22,7 @@ buffers -- the compiler refuses a larger k) and ``mpe_busy``. Always-on constrai
 the board, ``fits_hbm`` (weights, quantization metadata and the KV cache of ``ctx`` tokens within the HBM),
 ``prefetch_fits`` and a non-negative timing slack.
 
-Speed: the compiler depends only on the design's structure and k (``fpga.instruction.structure_of``), and the
+Speed: the compiler depends only on the design's structure and k (``fpga.instruction.engine.structure_of``), and the
 engine memoizes it, so points that differ only in clock or timing values cost one simulation each (~10 ms); a new
 structure or k costs a compilation (~0.3 s).
 """
@@ -34,7 +34,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fpga.instruction_design import InstructionDesign, design_names, load_design
+from fpga.instruction.design import InstructionDesign, design_names, load_design
 from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.dse.timing import TimingModel, reachable_clock_hz, slrs_spanned
@@ -160,8 +160,8 @@ class _Static:
 
 
 def _static(p: Params) -> _Static:
-    from fpga.compiler import prefetch_fits
-    from fpga.instruction_power import total_resources
+    from fpga.instruction.compiler import prefetch_fits
+    from fpga.instruction.power import total_resources
 
     from hwmodel.bounds import resident_bytes
 
@@ -189,8 +189,8 @@ def _static(p: Params) -> _Static:
 def evaluate(p: Params) -> dict[str, float]:
     """All metrics of point ``p`` (a HwmodelError, e.g. a prefetch ratio the buffers cannot hold, marks it
     invalid)."""
-    from fpga.instruction import InstructionEngine
-    from fpga.instruction_power import run_power_w
+    from fpga.instruction.engine import InstructionEngine
+    from fpga.instruction.power import run_power_w
 
     st = _static(p)
     eng = InstructionEngine(st.design, clock_hz=st.run_hz)
@@ -214,7 +214,7 @@ def screen(p: Params) -> Screen:
 
 EVALUATOR = Evaluator(
     name="instruction-decode", version=VERSION,
-    doc="cycle-level instruction-driven decode accelerator (fpga.instruction) with resources, power and timing",
+    doc="cycle-level instruction-driven decode accelerator (fpga.instruction.engine) with resources, power and timing",
     params=PARAMS, metrics=METRICS, evaluate=evaluate, screen=screen, constraints=CONSTRAINTS,
     innermost=("clock_mhz",), extra_param=_section_param, check_space=_check_space,
 )

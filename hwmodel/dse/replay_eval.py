@@ -5,7 +5,7 @@ A point is a streaming draft design (the ``streaming-decode`` parameters: ``desi
 target GPUs, links, KVMU) under an FPGA-draft policy (``heteroreason`` or ``heteroreason-reprefill``), and the
 first ``problems`` problems of a ``dataset``'s trace (generated with ``seed``, with or without ``backtracking``)
 replayed through the discrete-event simulator (:mod:`hwmodel.reasoning`). The draft engine is the project's
-:class:`fpga.streaming.StreamingEngine` of that design, its per-token times simulated every ``ctx_grid`` contexts
+:class:`fpga.streaming.engine.StreamingEngine` of that design, its per-token times simulated every ``ctx_grid`` contexts
 (:class:`hwmodel.reasoning.costs.ContextSampledEngine`, as the reproduction does), and the draft's prompt-KV
 migration follows the design's board and KV precision.
 
@@ -143,7 +143,7 @@ def _baseline_latency_s(dataset: str, config: str, seed: int, problems: int, bac
 
 def evaluate(p: Params) -> dict[str, float]:
     """Replay the point's problems with its draft design on the FPGA (module docstring)."""
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming.engine import StreamingEngine
 
     from hwmodel.reasoning.costs import TimedEngine
     from hwmodel.reasoning.metrics import summarize

@@ -1,8 +1,8 @@
 """The ``streaming-decode`` evaluator: one point of the streaming decode accelerator's design space.
 
 A point starts from a design (``fpga/designs/*.toml`` or a TOML path), changes the fields its parameters name
-(``dataclasses.replace``), and is evaluated with the cycle-level fast engine (:mod:`fpga.streaming`), the
-resource estimate (:mod:`fpga.resources`), the power model (:mod:`fpga.power`) and the timing-closure heuristic
+(``dataclasses.replace``), and is evaluated with the cycle-level fast engine (:mod:`fpga.streaming.engine`), the
+resource estimate (:mod:`fpga.streaming.resources`), the power model (:mod:`fpga.streaming.power`) and the timing-closure heuristic
 (:mod:`hwmodel.dse.timing`).
 
 Parameters (all optional; the design's own values otherwise):
@@ -39,7 +39,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fpga.design import VALID_BITS, StreamingDesign, check_structure, design_names, load_design
+from fpga.streaming.design import VALID_BITS, StreamingDesign, check_structure, design_names, load_design
 from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.dse.timing import TimingModel, reachable_clock_hz, slrs_spanned
@@ -195,7 +195,7 @@ class _Static:
 
 def _static(p: Params) -> _Static:
     """Resources, clocks, ports and the coarse HBM capacity of point ``p`` (no simulation, well under 1 ms)."""
-    from fpga.resources import estimate
+    from fpga.streaming.resources import estimate
 
     from hwmodel.bounds import resident_bytes
 
@@ -222,7 +222,7 @@ def _static(p: Params) -> _Static:
 @functools.lru_cache(maxsize=16)
 def _program(design_at_unit_clock: StreamingDesign, ctx: int) -> Any:
     """The token program of a design (clock-independent), cached per worker across clocks."""
-    from fpga.streaming import compile_token
+    from fpga.streaming.engine import compile_token
 
     d = design_at_unit_clock
     lib = library()
@@ -232,8 +232,8 @@ def _program(design_at_unit_clock: StreamingDesign, ctx: int) -> Any:
 @functools.lru_cache(maxsize=16)
 def _fits_hbm(design_at_unit_clock: StreamingDesign) -> float:
     """1.0 when the weights and the KV cache for max_ctx fit the pseudo-channels the design's ports reach, else 0.0
-    (``fpga.streaming.check_hbm_capacity``; clock-independent, so cached per worker like the programs)."""
-    from fpga.streaming import check_hbm_capacity
+    (``fpga.streaming.engine.check_hbm_capacity``; clock-independent, so cached per worker like the programs)."""
+    from fpga.streaming.engine import check_hbm_capacity
 
     d = design_at_unit_clock
     lib = library()
@@ -245,8 +245,8 @@ def _fits_hbm(design_at_unit_clock: StreamingDesign) -> float:
 
 
 def simulate(design: StreamingDesign, ctx: int) -> Any:
-    """``fpga.streaming.simulate_token(design, ctx)``, reusing the program of the same design at another clock."""
-    from fpga.streaming import run_program
+    """``fpga.streaming.engine.simulate_token(design, ctx)``, reusing the program of the same design at another clock."""
+    from fpga.streaming.engine import run_program
 
     prog = _program(dataclasses.replace(design, clock_hz=1.0), int(ctx))
     lib = library()
@@ -255,7 +255,7 @@ def simulate(design: StreamingDesign, ctx: int) -> Any:
 
 def evaluate(p: Params) -> dict[str, float]:
     """All metrics of point ``p`` (a HwmodelError marks the point invalid, e.g. a design that deadlocks)."""
-    from fpga.power import token_power_w
+    from fpga.streaming.power import token_power_w
 
     st = _static(p)
     d = dataclasses.replace(st.design, clock_hz=st.run_hz)
@@ -278,7 +278,7 @@ def screen(p: Params) -> Screen:
 
 EVALUATOR = Evaluator(
     name="streaming-decode", version=VERSION,
-    doc="cycle-level streaming decode accelerator (fpga.streaming) with resources, power and a timing heuristic",
+    doc="cycle-level streaming decode accelerator (fpga.streaming.engine) with resources, power and a timing heuristic",
     params=PARAMS, metrics=METRICS, evaluate=evaluate, screen=screen, constraints=CONSTRAINTS,
     innermost=("clock_mhz",), extra_param=_engine_param, check_space=_check_space,
 )

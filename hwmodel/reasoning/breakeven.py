@@ -102,7 +102,7 @@ def design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: st
 
 def _build_design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: str,
                          design: str) -> TimedEngine:
-    from fpga import streaming
+    from fpga.streaming import engine as streaming
     from hwmodel.sampled import ContextSampledEngine
 
     d = streaming.load_design(design)

@@ -113,7 +113,7 @@ def cosimulate(problem: Problem, header: TraceHeader, platform: Platform, model:
                policy: str = "heteroreason") -> CosimResult:
     """Replay ``problem`` under an FPGA-draft policy with ``model`` (a functional draft model whose ``kvmu``
     records) producing the draft's tokens; write the KVMU waveform to ``vcd_path``."""
-    from fpga.kvmu import write_vcd
+    from fpga.kvmu.model import write_vcd
 
     rp = replay_of(problem, header)
     need = max(c + a.tokens for c, a in zip(rp.context_tokens, problem.attempts)) + max(

@@ -241,7 +241,7 @@ def prompt_migrations(system: ReasoningSystem, draft_device: str) -> _PromptMigr
 
 
 def _kvmu_factory(capacity: int) -> Any:
-    from fpga import kvmu
+    from fpga.kvmu import model as kvmu
 
     return functools.partial(kvmu.Kvmu, capacity, tags=False)  # the replay checks the pointers, reads no tag
 

@@ -3,8 +3,8 @@ capability check of every device against its role.
 
 A *builder* knows one family of device names and how to make an engine of it: ``gpu`` (GPU specs,
 gpu/devices/*.toml, with a serving framework: :class:`gpu.latency.GpuEngine`), ``instruction``
-(instruction-driven FPGA designs, fpga/designs/instruction/*.toml: :class:`fpga.instruction.InstructionEngine`)
-and ``streaming`` (streaming FPGA designs, fpga/designs/*.toml: :class:`fpga.streaming.StreamingEngine`). Builders
+(instruction-driven FPGA designs, fpga/designs/instruction/*.toml: :class:`fpga.instruction.engine.InstructionEngine`)
+and ``streaming`` (streaming FPGA designs, fpga/designs/*.toml: :class:`fpga.streaming.engine.StreamingEngine`). Builders
 are registered in :data:`BUILDERS` (:func:`register_builder`); a group names its builder with ``engine`` or lets
 the first builder that knows the device name take it. The simulator itself never asks what a device is: it reads
 the role (prefill pool, decode pool) and the capabilities the engine declares (:mod:`hwmodel.engine`).
@@ -190,13 +190,13 @@ def _build_gpu(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: st
 
 
 def _instruction_knows(name: str, lib: SpecLibrary) -> bool:
-    from fpga.instruction import design_names
+    from fpga.instruction.engine import design_names
 
     return name in design_names()
 
 
 def _build_instruction(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
-    from fpga.instruction import InstructionEngine, load_design
+    from fpga.instruction.engine import InstructionEngine, load_design
 
     design = load_design(group.device)
     if design.llm != llm.name:
@@ -225,18 +225,18 @@ def _check_clock(board: Any, group: Any, where: str, field: str) -> None:
 
 
 def _streaming_knows(name: str, lib: SpecLibrary) -> bool:
-    from fpga.design import design_names
+    from fpga.streaming.design import design_names
 
     return name in design_names()
 
 
 def _build_streaming(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
-    from fpga.design import DesignError
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming.design import DesignError
+    from fpga.streaming.engine import StreamingEngine
 
     try:
         if group.clock_hz is not None:
-            from fpga.design import load_design
+            from fpga.streaming.design import load_design
 
             _check_clock(load_design(group.device).board_spec(), group, where, field)
         engine = StreamingEngine(group.device, clock_hz=group.clock_hz)

@@ -3,7 +3,7 @@
 The published simulation compares, on LLaMA2-7B with 1536-token prompts and 512 output tokens, an 8-card node of
 A100s, one of U280s, and a hybrid with one A100 and seven U280s: the hybrid reports 1.28x the throughput and 2.38x
 the cost efficiency of the 8 x A100 node. Here every number comes out of the simulator driven by the device models
-(gpu.latency, fpga.instruction, the link specs) and the prices in the specs; the published ratios are only printed
+(gpu.latency, fpga.instruction.engine, the link specs) and the prices in the specs; the published ratios are only printed
 beside them.
 
 Parts of the study:

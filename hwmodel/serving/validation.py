@@ -79,7 +79,7 @@ def _device_rows() -> list[dict[str, Any]]:
         "instruction-driven FPGA family (calibration/measurements/u280_glitches.csv)", (FPGA,))
     row("U280 W4A8 decode per token (no prefetch)", f_dec * 1e3, 21.50, "ms", "fitted",
         "mean over the 511 decode steps from context 1,536, without the host sampling round trip", (FPGA,))
-    from fpga.power import static_w
+    from fpga.streaming.power import static_w
 
     f_pow = fpga.power_w(Phase.DECODE)
     design = getattr(fpga.engine, "design", None)

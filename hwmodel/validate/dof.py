@@ -16,9 +16,9 @@ from hwmodel.errors import HwmodelError
 
 #: fits made outside calibration/ (family -> the names of its free parameters and where each is fitted)
 DECLARED: dict[str, tuple[str, ...]] = {
-    "hbm": ("latency_page_hit_cycles: fitted to Shuhai's U280 page-hit latency (fpga/hbm_validation.py)",),
+    "hbm": ("latency_page_hit_cycles: fitted to Shuhai's U280 page-hit latency (hwmodel/validate/hbm.py)",),
     "streaming-clock": (("the FlexLLM mem_opt design's achieved clock, fitted to the published 1.64x "
-                         "(fpga/streaming_validation.py)"),),
+                         "(hwmodel/validate/streaming.py)"),),
     "acceptance": tuple(f"first-pass step rejection rate of {d} (hwmodel/workload/acceptance.py)"
                         for d in ("math500", "gsm8k", "gaokao2023en", "olympiadbench")),
     "backtrack": ("target_hazard_ratio of config1's target", "target_hazard_ratio of config2's target"),

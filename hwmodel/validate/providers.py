@@ -15,8 +15,8 @@ from typing import Any
 from hwmodel.validate.rows import check, row
 
 #: modules of other areas that contribute rows (a ``rows() -> list[dict]`` function each)
-CONTRIBUTED = ("hwmodel.reasoning.validation", "hwmodel.serving.validation", "fpga.hbm_validation",
-               "fpga.streaming_validation", "hwmodel.validate.gpu_external",
+CONTRIBUTED = ("hwmodel.reasoning.validation", "hwmodel.serving.validation", "hwmodel.validate.hbm",
+               "hwmodel.validate.streaming", "hwmodel.validate.gpu_external",
                "hwmodel.validate.published_designs")
 EDGE_PREFIXES = ("orin", "jetson")
 SYSTEM_A_POLICIES = ("baseline", "step-ahead", "heteroreason", "edge-draft")
@@ -117,8 +117,8 @@ def family_rows(name: str, *, cv: bool = True, area_of: Callable[[Any], str] | N
 def _static_share(report: Any, r: Any, pt: Any, conditions: tuple[str, ...]) -> str:
     """The note of an FPGA energy row: what share of the modelled board power is the measured static floor
     (power = 1 / (tokens/s/W x s/token), with the decode time of the same conditions)."""
-    from fpga.instruction_design import load_design
-    from fpga.power import static_w
+    from fpga.instruction.design import load_design
+    from fpga.streaming.power import static_w
 
     same = [x for x in report if x.quantity == "decode_s_per_token" and all(
         x.conditions.get(c) == r.conditions.get(c) for c in conditions if c not in ("ctx", "baseline_ratio"))]
@@ -159,7 +159,7 @@ def accounting_rows() -> list[dict[str, Any]]:
 def hbm_rows() -> list[dict[str, Any]]:
     """The U280 pseudo-channel's sequential stream bandwidth against Shuhai's per-channel figure (the one free
     channel parameter, the exposed row-switch bubble, is fitted to it)."""
-    from fpga import hbm
+    from fpga.hbm import channel as hbm
     from hwmodel.specs import library
 
     b = library().board("u280")

@@ -21,8 +21,8 @@ AREA = "FPGA published designs"
 
 def predict_s(entry: dict[str, Any]) -> float:
     """Seconds per token of the committed design at the entry's context (kernel time, as the measurement)."""
-    from fpga.design import load_design
-    from fpga.streaming import StreamingEngine
+    from fpga.streaming.design import load_design
+    from fpga.streaming.engine import StreamingEngine
     from hwmodel.specs import extra_spec_dirs, set_extra_spec_dirs
 
     before = extra_spec_dirs()

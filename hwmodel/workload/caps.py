@@ -23,7 +23,7 @@ def context_caps(system: Any) -> list[tuple[int, str]]:
     caps = [(lib.llm(getattr(system, f)).max_position, f"{f} '{getattr(system, f)}' max_position")
             for f in ("draft_llm", "prm_llm", "target_llm")]
     try:
-        from fpga.design import load_design
+        from fpga.streaming.design import load_design
 
         for name, entry in system.devices.items():  # every streaming design the system can place a model on
             if entry.backend == "streaming" and entry.design:

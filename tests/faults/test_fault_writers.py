@@ -38,7 +38,7 @@ def _perfetto(path: Path) -> None:
 
 
 def _vcd(path: Path) -> None:
-    from fpga.kvmu import parse_commands, run_commands, write_vcd
+    from fpga.kvmu.model import parse_commands, run_commands, write_vcd
 
     trace = run_commands(parse_commands("capacity 64\ninit 4\n" + "speculate 3\naccept\n" * 40).commands, 64)
     write_vcd(trace, path, clock_signal=True)
@@ -51,7 +51,7 @@ def _read_back(kind: str, path: Path) -> object:
     if kind == "csv":
         return read_csv(path)
     if kind == "vcd":
-        from fpga.kvmu import read_vcd
+        from fpga.kvmu.model import read_vcd
 
         return read_vcd(path)
     return json.loads(path.read_text())

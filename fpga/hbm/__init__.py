@@ -1,0 +1,1 @@
+"""HBM pseudo-channels at bank level: the channel kernels, their cycle-stepped reference."""

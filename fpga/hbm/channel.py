@@ -1,0 +1,688 @@
+"""HBM pseudo-channel model (Numba) at bank level: one fabric port's channel in its own AXI clock domain, every
+column access (32-B granule) and every activation resolved to the AXI cycle.
+
+Reusable by any accelerator model (the streaming dataflow model, the instruction-driven datamover): the functions
+below are ``@njit`` over plain int64 arrays — a parameter vector made by :func:`hbm_params` and a channel state
+vector made by :func:`new_channel_state` — so another Numba kernel can call them directly.
+
+The channel (docs/hbm.md; times in memory-side AXI cycles, JEDEC timings rounded up to whole cycles):
+
+* **Organisation.** 16 banks in 4 bank groups, one open row per bank. A granule address (byte address / 32) is
+  split into row, bank, bank group and column by the board's address map, the HBM IP's ``ADDR_BIT`` list
+  (PG276; :mod:`hwmodel.hbm_map`).
+* **Requests.** A request reaches the controller ``switch_latency`` cycles after the clock-domain synchroniser.
+  It is cut into 32-B granules (PG276: fixed AxSIZE = 32 B; a partial granule costs a whole one, so an 8-B write
+  costs a 32-B one) and AXI3 bursts of at most 16 beats. The controller accepts one AXI burst per
+  ``command_cycles`` (PG276: a 64-B burst is the smallest at full linear rate); a request not 32-B aligned needs
+  ``1 / misaligned_efficiency`` times as long per burst (PG276: two commands, <= 50 %).
+* **Column commands** (one per granule, the granules of a request in order; which request comes next is the
+  controller's pick, :mod:`fpga.hbm.scheduler`): at least
+  ``front = latency_page_hit - tCL`` after the request arrived, tCCD_S after the previous column command, tCCD_L
+  after the previous one to the same bank group, a read tWTR_S / tWTR_L (other / same bank group) after the end
+  of write data, a write tRTW after a read. Data moves tCL after its command, one granule per cycle.
+* **Activation.** A granule whose bank has another row open needs PRE (>= ACT + tRAS, last read + tRTP, write
+  data end + tWR) then ACT (>= PRE + tRP); a closed bank only ACT. Every ACT obeys tRC (same bank), tRRD_S /
+  tRRD_L (other / same bank group), tFAW (four ACTs). The column command follows ACT by tRCD. With the
+  ``lookahead`` policy (PG276 look-ahead precharge / activate) PRE and ACT may issue as soon as the request is at
+  the controller, ahead of earlier column commands; ``in-order`` issues them after the previous column command.
+  ACTs issue in order; a PRE waits for every earlier column command to its bank.
+* **Refresh** (PG276 tREFI, JEDEC tRFC, all-bank): windows ``[off + k tREFI, off + k tREFI + tRFC)`` with a
+  per-channel offset (the channel state's refresh phase), during which no command issues; a window closes every
+  bank. An access whose column command would fall at or after the start of the next window is re-planned after
+  it (``refresh_defers`` counts windows that began while a request was waiting at the controller).
+
+Clock domains: times are integer cycles of their own domain; both map onto a common tick (``tk`` ticks per kernel
+cycle, ``ta`` per AXI cycle, from the exact ratio of the two clocks), so cycle-stepped and event-driven models
+agree exactly. A value registered at the end of cycle n of one domain is seen in the other at its first edge at or
+after that instant, plus ``cdc_sync`` synchroniser cycles.
+
+The kernel side of a read port moves ``port_bytes`` (port width / 8) per kernel cycle from the clock converter
+into the kernel's buffer, one request after another; a request has *landed* (usable) when its last byte is in.
+
+Developers: Numba's on-disk cache does not notice when a function *called* by a cached kernel changes in another
+module; after editing this file, delete ``fpga/__pycache__/*.nbi`` and ``*.nbc`` so kernels that inline these
+functions (fpga/streaming/engine.py, fpga/instruction/simulator.py) are recompiled.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+from numba import njit
+
+from hwmodel.derive import ceil_cycles, hbm_cycles
+from hwmodel.errors import HwmodelError
+from hwmodel.hbm_map import parse_address_map
+from hwmodel.specs import BoardSpec
+
+# ------------------------------------------------------------------------------------------ parameter vector
+HP_TK = 0  # ticks per kernel cycle
+HP_TA = 1  # ticks per AXI cycle
+HP_SYNC = 2  # synchroniser stages (destination cycles)
+HP_SWITCH = 3  # AXI cycles from the synchroniser to the controller
+HP_LAT_HIT = 4  # AXI cycles, request at controller -> first data, row open
+HP_FRONT = 5  # request at controller -> earliest command (lat_hit - tCL)
+HP_CL = 6  # column command -> data
+HP_RCD, HP_RP, HP_RAS, HP_RC = 7, 8, 9, 10
+HP_CCDS, HP_CCDL, HP_RRDS, HP_RRDL, HP_FAW = 11, 12, 13, 14, 15
+HP_WTRS, HP_WTRL, HP_RTW, HP_WR, HP_RTP = 16, 17, 18, 19, 20
+HP_REFI, HP_RFC = 21, 22
+HP_CMD = 23  # fewest cycles between the first column commands of two AXI bursts
+HP_MISALIGN = 24  # command-time multiplier of a request that is not granule aligned
+HP_LOOKAHEAD = 25  # 1: PRE/ACT may run ahead of earlier column commands
+HP_GRANULE, HP_BURST_BEATS, HP_G_SHIFT, HP_BB_SHIFT = 26, 27, 28, 29
+HP_ROW_SHIFT, HP_ROW_MASK, HP_HI_SHIFT, HP_HI_MASK = 30, 31, 32, 33  # address map: row field, bits above it
+HP_BA_BITS = 34  # bank = bg << ba_bits | ba
+HP_REF_PHASE = 35  # refresh phase of channel 0 (AXI cycles into its tREFI period at t = 0)
+HP_LUT_LO = 36  # offset of the bank LUT of the bits below the row field
+HP_LUT_HI = 37  # offset of the bank LUT of the bits above the row field
+HP_RUN_BITS = 38  # low address bits that are bank-group bits then column bits (0: no streaming fast path)
+HP_RUN_P = 39  # bank groups those low bits cycle through (2^bank-group bits among them)
+HP_N = 40
+
+# ------------------------------------------------------------------------------------------ channel state
+NB = 16  # banks (JEDEC HBM2 / HBM2E)
+NG = 4  # bank groups
+NEG = -(1 << 40)  # "long ago"
+CS_BUS_FREE = 0  # first AXI cycle after the last data beat
+CS_LAST_COL = 1  # AXI cycle of the last column command
+CS_LAST_DIR = 2  # -1 none yet, 0 read, 1 write
+CS_LAST_RD_COL = 3  # last read column command (tRTW)
+CS_LAST_WR_END = 4  # end of the last write data (tWTR_S)
+CS_LAST_ACT = 5  # last ACT (tRRD_S)
+CS_FAW = 6  # 6..9: ring of the last four ACTs (tFAW)
+CS_FAW_PTR = 10
+CS_CLOSED_AT = 11  # end of the last refresh window (banks closed then)
+CS_REF_OFF = 12  # start of refresh window 0 (1 .. tREFI)
+CS_WS = 13  # cached refresh window (start, end) ending after the last column command (0, 0 = unknown)
+CS_WE = 14
+CS_BURST_COL = 15  # first column command of the last AXI burst
+CS_BUSY = 16  # data-bus cycles used
+CS_BUS_BYTES = 17  # bytes moved on the bus (whole granules)
+CS_RD_BYTES = 18  # bytes the kernel asked to read
+CS_WR_BYTES = 19  # bytes the kernel asked to write
+CS_REQS = 20
+CS_BURSTS = 21
+CS_ROW_MISSES = 22  # activations that found another row open (PRE + ACT)
+CS_ACTS = 23  # activations
+CS_REFRESH_DEFERS = 24  # accesses re-planned behind a refresh window
+CS_LAST_END = 25  # AXI cycle the last request's data ended
+CS_BG_COL = 26  # 26..29 last column command per bank group (tCCD_L)
+CS_BG_ACT = 30  # 30..33 last ACT per bank group (tRRD_L)
+CS_BG_WR_END = 34  # 34..37 end of the last write data per bank group (tWTR_L)
+CS_B_ROW = 38  # 38..53 open row per bank, -1 closed
+CS_B_ACT = 54  # 54..69 last ACT per bank (tRAS, tRC)
+CS_B_RD = 70  # 70..85 last read column command per bank (tRTP)
+CS_B_WR = 86  # 86..101 end of the last write data per bank (tWR)
+CS_N = 102
+
+CHANNEL_COUNTERS = ("busy_axi_cycles", "bus_bytes", "read_bytes", "write_bytes", "requests", "bursts",
+                    "row_misses", "activations", "refresh_defers")
+_COUNTER_SLOTS = (CS_BUSY, CS_BUS_BYTES, CS_RD_BYTES, CS_WR_BYTES, CS_REQS, CS_BURSTS, CS_ROW_MISSES, CS_ACTS,
+                  CS_REFRESH_DEFERS)
+#: slots that describe the traffic and timing history (equal between the fast model and the stepped reference)
+TRAFFIC_SLOTS = (CS_BUS_FREE, CS_LAST_COL, CS_LAST_DIR, CS_LAST_RD_COL, CS_LAST_WR_END, CS_LAST_ACT,
+                 CS_BURST_COL) + _COUNTER_SLOTS + (CS_LAST_END,) + tuple(range(CS_BG_COL, CS_N))
+
+
+def clock_ticks(kernel_clock_hz: float, axi_clock_hz: float) -> tuple[int, int]:
+    """(ticks per kernel cycle, ticks per AXI cycle) of the common time base: the exact ratio of the two clocks
+    rounded to 1 Hz, reduced by their gcd (300 MHz / 450 MHz -> 3 and 2 ticks)."""
+    fk, fa = int(round(kernel_clock_hz)), int(round(axi_clock_hz))
+    if fk <= 0 or fa <= 0:
+        raise HwmodelError(f"clocks must be positive, got kernel {kernel_clock_hz} Hz, AXI {axi_clock_hz} Hz")
+    g = math.gcd(fk, fa)
+    return fa // g, fk // g
+
+
+def to_cycles(seconds: float, clock_hz: float) -> int:
+    """JEDEC rounding: a time in whole clock cycles, rounded up (a 1e-6 cycle tolerance absorbs float noise).
+    Board timings go through the checked form, :func:`hwmodel.derive.hbm_cycles`, which reports the rounding."""
+    return ceil_cycles(seconds, clock_hz)
+
+
+def hbm_params(board: BoardSpec, kernel_clock_hz: float, refresh_phase_cycles: int = 0) -> np.ndarray:
+    """The int64 parameter vector of ``board``'s channels seen from a kernel clocked at ``kernel_clock_hz``;
+    ``refresh_phase_cycles``: how far into its tREFI period channel 0 is at t = 0.
+
+    Everything but the refresh phase is built once per (board, clock) and copied (a token simulation asks for it
+    at every context; building the bank look-up tables cost ~0.7 ms a call)."""
+    p = _static_params(board, float(kernel_clock_hz)).copy()
+    p[HP_REF_PHASE] = refresh_phase_cycles % int(p[HP_REFI])
+    return p
+
+
+@functools.lru_cache(maxsize=64)
+def _static_params(board: BoardSpec, kernel_clock_hz: float) -> np.ndarray:
+    """:func:`hbm_params` at refresh phase 0 (memoized; callers copy it)."""
+    h = board.hbm
+    f = h.axi_clock_hz
+    tk, ta = clock_ticks(kernel_clock_hz, f)
+    m = parse_address_map(h.address_map)
+    lo_bits, hi_bits = len(m.low), len(m.high)
+    p = np.zeros(HP_N + (1 << lo_bits) + (1 << hi_bits), dtype=np.int64)
+    p[HP_TK], p[HP_TA] = tk, ta
+    p[HP_SYNC] = h.cdc_sync_cycles
+    p[HP_SWITCH] = h.switch_latency_cycles
+    p[HP_LAT_HIT] = h.latency_page_hit_cycles
+    cyc = hbm_cycles(board)  # checked: near-whole roundings warn, impossible timings are refused (issue 26)
+    cl = cyc["tcl_s"].cycles
+    p[HP_CL] = cl
+    p[HP_FRONT] = h.latency_page_hit_cycles - cl
+    for slot, t in ((HP_RCD, "trcd_s"), (HP_RP, "trp_s"), (HP_RAS, "tras_s"), (HP_RC, "trc_s"),
+                    (HP_CCDS, "tccds_s"), (HP_CCDL, "tccdl_s"), (HP_RRDS, "trrds_s"), (HP_RRDL, "trrdl_s"),
+                    (HP_FAW, "tfaw_s"), (HP_WTRS, "twtrs_s"), (HP_WTRL, "twtrl_s"), (HP_RTW, "trtw_s"),
+                    (HP_WR, "twr_s"), (HP_RTP, "trtp_s"), (HP_REFI, "refresh_interval_s"),
+                    (HP_RFC, "refresh_cycle_s")):
+        p[slot] = cyc[t].cycles
+    p[HP_CMD] = h.command_cycles
+    p[HP_MISALIGN] = max(1, int(round(1.0 / h.misaligned_efficiency)))
+    p[HP_LOOKAHEAD] = 1 if h.controller_policy == "lookahead" else 0
+    p[HP_GRANULE] = h.granule_bytes
+    p[HP_BURST_BEATS] = h.axi3_burst_beats
+    p[HP_G_SHIFT] = _log2(h.granule_bytes)
+    p[HP_BB_SHIFT] = _log2(h.axi3_burst_beats)
+    pc_granules = h.capacity_bytes // h.pseudo_channels // h.ports_per_pc // h.granule_bytes
+    addr_bits = max(lo_bits + hi_bits + 1, int(pc_granules).bit_length() - 1)
+    row_bits = addr_bits - lo_bits - hi_bits
+    p[HP_ROW_SHIFT] = lo_bits
+    p[HP_ROW_MASK] = (1 << row_bits) - 1
+    p[HP_HI_SHIFT] = lo_bits + row_bits
+    p[HP_HI_MASK] = (1 << hi_bits) - 1
+    p[HP_BA_BITS] = m.bank_bits
+    p[HP_REF_PHASE] = 0
+    p[HP_LUT_LO] = HP_N
+    p[HP_LUT_HI] = HP_N + (1 << lo_bits)
+    nbg = 0
+    while nbg < len(m.low) and m.low[nbg][0] == "BG":
+        nbg += 1
+    ncol = 0
+    while nbg + ncol < len(m.low) and m.low[nbg + ncol][0] == "CA":
+        ncol += 1
+    p[HP_RUN_BITS] = nbg + ncol if ncol else 0
+    p[HP_RUN_P] = 1 << nbg
+    for v in range(1 << lo_bits):
+        p[HP_N + v] = m.bank_of(m.low, v)
+    for v in range(1 << hi_bits):
+        p[HP_N + (1 << lo_bits) + v] = m.bank_of(m.high, v)
+    p.setflags(write=False)  # shared by every caller: they get copies
+    return p
+
+
+def token_refresh_phase(board: BoardSpec, ctx: int) -> int:
+    """Refresh phase (AXI cycles into tREFI) at the start of the token after ``ctx`` cached tokens.
+
+    A one-token simulation cannot know where the previous tokens left the refresh timers, so the phase is spread
+    over the period by a low-discrepancy sequence (golden ratio) of ``ctx``: tokens do not all start right after
+    a refresh, and the same ``ctx`` always gives the same phase (deterministic)."""
+    refi = max(1, to_cycles(board.hbm.refresh_interval_s, board.hbm.axi_clock_hz))
+    return int(((int(ctx) * 0.6180339887498949) % 1.0) * refi)
+
+
+def _log2(v: int) -> int:
+    return v.bit_length() - 1 if v > 0 and v & (v - 1) == 0 else -1
+
+
+def channel_peak_bytes_per_s(board: BoardSpec) -> float:
+    """Data-bus peak of one port's channel: one granule per AXI cycle, capped by the port (14.4 GB/s on U280,
+    12.8 GB/s per V80 NMU port, i.e. half a V80 pseudo-channel)."""
+    return min(board.hbm.granule_bytes * board.hbm.axi_clock_hz, board.hbm.port_bw_cap_bytes_per_s)
+
+
+@njit(cache=True)
+def new_channel_state() -> np.ndarray:
+    """A channel after reset: bus free, all banks closed at cycle 0, no traffic, refresh phase 0 (window 0 starts
+    at tREFI; :func:`set_refresh_phase` moves it)."""
+    st = np.zeros(CS_N, dtype=np.int64)
+    for i in (CS_LAST_COL, CS_LAST_RD_COL, CS_LAST_WR_END, CS_LAST_ACT, CS_BURST_COL):
+        st[i] = NEG
+    for i in range(4):
+        st[CS_FAW + i] = NEG
+    for i in range(NG):
+        st[CS_BG_COL + i] = NEG
+        st[CS_BG_ACT + i] = NEG
+        st[CS_BG_WR_END + i] = NEG
+    for i in range(NB):
+        st[CS_B_ROW + i] = -1
+        st[CS_B_ACT + i] = NEG
+        st[CS_B_RD + i] = NEG
+        st[CS_B_WR + i] = NEG
+    st[CS_LAST_DIR] = -1
+    st[CS_REF_OFF] = 0  # 0 = not set: taken from the parameter vector on first use
+    return st
+
+
+@njit(cache=True, inline="always")
+def refresh_offset(p: np.ndarray, phase: int) -> int:
+    """Start of refresh window 0 for a channel ``phase`` cycles into its tREFI period at t = 0 (1 .. tREFI)."""
+    return p[HP_REFI] - (phase % p[HP_REFI])
+
+
+@njit(cache=True)
+def set_refresh_phase(p: np.ndarray, st: np.ndarray, phase: int) -> None:
+    """Put a fresh channel state ``phase`` AXI cycles into its refresh period at t = 0."""
+    st[CS_REF_OFF] = refresh_offset(p, phase)
+    st[CS_WS] = 0
+    st[CS_WE] = 0
+
+
+# ------------------------------------------------------------------------------------------ clock crossing
+@njit(cache=True, inline="always")
+def ceil_div(a: int, b: int) -> int:
+    return -((-a) // b)
+
+
+@njit(cache=True, inline="always")
+def div_by(a: int, b: int, shift: int) -> int:
+    """a // b for a >= 0, by a shift when b == 2**shift."""
+    return a >> shift if shift >= 0 else a // b
+
+
+@njit(cache=True, inline="always")
+def kernel_to_axi(p: np.ndarray, kernel_cycle: int) -> int:
+    """AXI cycle at which a request issued (registered) in ``kernel_cycle`` is at the memory controller."""
+    return ceil_div((kernel_cycle + 1) * p[HP_TK], p[HP_TA]) + p[HP_SYNC] + p[HP_SWITCH]
+
+
+@njit(cache=True, inline="always")
+def axi_to_kernel(p: np.ndarray, axi_end: int) -> int:
+    """First kernel cycle that sees data whose last AXI cycle ended at (exclusive) ``axi_end``."""
+    return ceil_div(axi_end * p[HP_TA], p[HP_TK]) + p[HP_SYNC]
+
+
+# ------------------------------------------------------------------------------------------ address map
+@njit(cache=True, inline="always")
+def granule_bank(p: np.ndarray, ga: int) -> int:
+    """Bank index (bank group << ba_bits | bank) of granule address ``ga``."""
+    lo = ga & ((1 << p[HP_ROW_SHIFT]) - 1)
+    hi = (ga >> p[HP_HI_SHIFT]) & p[HP_HI_MASK]
+    return p[p[HP_LUT_LO] + lo] | p[p[HP_LUT_HI] + hi]
+
+
+@njit(cache=True, inline="always")
+def granule_row(p: np.ndarray, ga: int) -> int:
+    return (ga >> p[HP_ROW_SHIFT]) & p[HP_ROW_MASK]
+
+
+@njit(cache=True, inline="always")
+def refresh_window(p: np.ndarray, off: int, t: int) -> tuple[int, int]:
+    """(start, end) of the first refresh window of a channel (window 0 at ``off``) that ends after cycle ``t``."""
+    refi, rfc = p[HP_REFI], p[HP_RFC]
+    if t < off + rfc:
+        return off, off + rfc
+    k = (t - off - rfc) // refi + 1
+    return off + k * refi, off + k * refi + rfc
+
+
+@njit(cache=True, inline="always")
+def _close_all(st: np.ndarray, c: int, we: int) -> None:
+    for b in range(NB):
+        st[c, CS_B_ROW + b] = -1
+    st[c, CS_CLOSED_AT] = we
+
+
+@njit(cache=True, inline="always")
+def _run_delta(p: np.ndarray, per: int, c1: int, c2: int) -> int:
+    """Steady column-command increment of a row-hit run cycling through ``per`` bank groups."""
+    if per == 1:
+        return max(p[HP_CCDS], p[HP_CCDL])
+    return c1 - c2
+
+
+@njit(cache=True)
+def _stream_run(p: np.ndarray, st: np.ndarray, c: int, ga: int, ga0: int, ga1: int, bmask: int, per: int,
+                c1: int, c2: int, c3: int, c4: int, ready: int, cmd_gap: int, ws: int, is_write: int) -> int:
+    """Commit in closed form the row-hit granules ``ga ..`` of a streaming run (see channel_request_at) when the
+    last ``per`` increments are the steady one and no other bound (arrival, burst command rate, read/write
+    turnaround, refresh) can bind; returns the next granule, or -ga when the run does not apply (the caller then
+    takes the general path for ``ga``)."""
+    s_, l_ = p[HP_CCDS], p[HP_CCDL]
+    if per > 4:
+        return -ga
+    if per == 1:
+        dl = max(s_, l_)
+    else:
+        dl = c1 - c2
+        if per >= 3 and c2 - c3 != dl:
+            return -ga
+        if per >= 4 and c3 - c4 != dl:
+            return -ga
+        if dl != max(s_, l_ - (per - 1) * dl):
+            return -ga
+    nxt = c1 + dl
+    if ready > nxt or cmd_gap > (p[HP_BURST_BEATS] - 1) * s_ + dl:
+        return -ga
+    bab = p[HP_BA_BITS]
+    # every bank group of the block: turnaround bounds are fixed during a one-direction run
+    base = ga & ~bmask
+    for j in range(per):
+        bg = granule_bank(p, base + j) >> bab
+        if is_write:
+            if st[c, CS_LAST_RD_COL] + p[HP_RTW] > nxt:
+                return -ga
+        else:
+            if st[c, CS_LAST_WR_END] + p[HP_WTRS] > nxt or st[c, CS_BG_WR_END + bg] + p[HP_WTRL] > nxt:
+                return -ga
+    k = min(base + bmask + 1 - ga, ga1 - ga, (ws - 1 - c1) // dl)
+    if k < 2:
+        return -ga
+    cl = p[HP_CL]
+    last = c1 + k * dl
+    bb = p[HP_BURST_BEATS]
+    for t in range(max(ga, ga + k - per), ga + k):
+        colt = c1 + (t - ga + 1) * dl
+        bank = granule_bank(p, t)
+        bg = bank >> bab
+        st[c, CS_BG_COL + bg] = colt
+        if is_write:
+            st[c, CS_BG_WR_END + bg] = colt + cl + 1
+            st[c, CS_B_WR + bank] = colt + cl + 1
+        else:
+            st[c, CS_B_RD + bank] = colt
+    # AXI bursts that start inside the run (counted from the request's first granule)
+    r0 = (ga - ga0 + bb - 1) // bb  # first burst index starting at or after ga
+    r1 = (ga + k - 1 - ga0) // bb  # last burst index starting before ga + k
+    if r1 >= r0:
+        st[c, CS_BURSTS] += r1 - r0 + 1
+        st[c, CS_BURST_COL] = c1 + (ga0 + r1 * bb - ga + 1) * dl
+    st[c, CS_LAST_COL] = last
+    if is_write:
+        st[c, CS_LAST_WR_END] = last + cl + 1
+    else:
+        st[c, CS_LAST_RD_COL] = last
+    st[c, CS_BUS_FREE] = last + cl + 1
+    return ga + k
+
+
+# ------------------------------------------------------------------------------------------ one request
+@njit(cache=True)
+def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr: int, nbytes: int,
+                       is_write: int) -> tuple[int, int]:
+    """Serve one request on channel ``c`` (a row of the state table ``st``) that reached the controller at AXI
+    cycle ``arrival`` after every earlier one (rules in the module docstring).
+
+    Returns (first data cycle, end cycle exclusive of its last beat) and updates the channel state and counters.
+    """
+    g = p[HP_GRANULE]
+    bb = p[HP_BURST_BEATS]
+    gsh = p[HP_G_SHIFT]
+    ga0 = div_by(addr, g, gsh)
+    ga1 = div_by(addr + nbytes + g - 1, g, gsh)
+    cmd_gap = p[HP_CMD] * (p[HP_MISALIGN] if addr % g != 0 else 1)
+    ready = arrival + p[HP_FRONT]
+    cl = p[HP_CL]
+    ccds, ccdl = p[HP_CCDS], p[HP_CCDL]
+    bab = p[HP_BA_BITS]
+    look = p[HP_LOOKAHEAD]
+    if st[c, CS_REF_OFF] == 0:
+        st[c, CS_REF_OFF] = refresh_offset(p, p[HP_REF_PHASE])
+    off = st[c, CS_REF_OFF]
+    ws = st[c, CS_WS]
+    we = st[c, CS_WE]
+    if we == 0 or st[c, CS_LAST_COL] >= we:
+        ws, we = refresh_window(p, off, max(0, st[c, CS_LAST_COL]))
+    first = -1
+    ga = ga0
+    nb_in_burst = 0
+    run_bits = p[HP_RUN_BITS]
+    bmask = (1 << run_bits) - 1
+    per = p[HP_RUN_P]
+    run_len = 0  # granules of this request committed in a row inside the current block (no refresh between)
+    c1 = c2 = c3 = c4 = 0  # column commands of the last four granules of this request
+    while ga < ga1:
+        if nb_in_burst == bb:
+            nb_in_burst = 0
+        if run_bits > 0 and run_len >= per and (ga & bmask) != 0 and ga1 - ga > 1:
+            # streaming fast path: the last `per` granules opened every bank of this block (same row), so the
+            # rest of the block are row hits whose column commands follow col_i = max(col_{i-1} + tCCD_S,
+            # col_{i-per} + tCCD_L); once the increments are constant and no other bound can bind, they stay so
+            ga = _stream_run(p, st, c, ga, ga0, ga1, bmask, per, c1, c2, c3, c4, ready, cmd_gap, ws, is_write)
+            if ga > 0:
+                d_last = st[c, CS_LAST_COL]
+                # rebuild the history from the constant increment (the run only happens with one)
+                step_ = _run_delta(p, per, c1, c2)
+                run_len += (d_last - c1) // step_
+                c4 = d_last - 3 * step_
+                c3 = d_last - 2 * step_
+                c2 = d_last - step_
+                c1 = d_last
+                nb_in_burst = (ga - ga0) % bb
+                continue
+            ga = -ga
+        bank = granule_bank(p, ga)
+        row = granule_row(p, ga)
+        bg = bank >> bab
+        lo = ready
+        if nb_in_burst == 0:
+            lo = max(lo, st[c, CS_BURST_COL] + cmd_gap)
+        refreshed = False
+        while True:
+            # column command bounds that do not depend on the bank's row
+            col = max(lo, st[c, CS_LAST_COL] + ccds, st[c, CS_BG_COL + bg] + ccdl)
+            if is_write:
+                col = max(col, st[c, CS_LAST_RD_COL] + p[HP_RTW])
+            else:
+                col = max(col, st[c, CS_LAST_WR_END] + p[HP_WTRS], st[c, CS_BG_WR_END + bg] + p[HP_WTRL])
+            open_row = st[c, CS_B_ROW + bank]
+            act = -1
+            if open_row != row:
+                t = ready if look else max(ready, st[c, CS_LAST_COL])
+                if open_row >= 0:
+                    pre = max(t, st[c, CS_B_ACT + bank] + p[HP_RAS], st[c, CS_B_RD + bank] + p[HP_RTP],
+                              st[c, CS_B_WR + bank] + p[HP_WR])
+                    a = pre + p[HP_RP]
+                else:
+                    a = max(t, st[c, CS_CLOSED_AT])
+                a = max(a, st[c, CS_B_ACT + bank] + p[HP_RC], st[c, CS_LAST_ACT] + p[HP_RRDS],
+                        st[c, CS_BG_ACT + bg] + p[HP_RRDL], st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW])
+                act = a
+                col = max(col, a + p[HP_RCD])
+            if col < ws:
+                break
+            # the access would meet the next refresh window: every bank closes at its start; re-plan after it
+            # (counted when the request was already waiting at the controller as the window began)
+            if arrival <= ws:
+                st[c, CS_REFRESH_DEFERS] += 1
+            _close_all(st, c, we)
+            refreshed = True
+            lo = max(lo, we)
+            ws, we = refresh_window(p, off, we)
+        if act >= 0:
+            if st[c, CS_B_ROW + bank] >= 0:
+                st[c, CS_ROW_MISSES] += 1
+            st[c, CS_ACTS] += 1
+            st[c, CS_B_ROW + bank] = row
+            st[c, CS_B_ACT + bank] = act
+            st[c, CS_LAST_ACT] = act
+            st[c, CS_BG_ACT + bg] = act
+            k = st[c, CS_FAW_PTR]
+            st[c, CS_FAW + k] = act
+            st[c, CS_FAW_PTR] = (k + 1) & 3
+        st[c, CS_LAST_COL] = col
+        st[c, CS_BG_COL + bg] = col
+        d = col + cl
+        if is_write:
+            st[c, CS_LAST_WR_END] = d + 1
+            st[c, CS_BG_WR_END + bg] = d + 1
+            st[c, CS_B_WR + bank] = d + 1
+        else:
+            st[c, CS_LAST_RD_COL] = col
+            st[c, CS_B_RD + bank] = col
+        if nb_in_burst == 0:
+            st[c, CS_BURST_COL] = col
+            st[c, CS_BURSTS] += 1
+        if first < 0:
+            first = d
+        st[c, CS_BUS_FREE] = d + 1
+        nb_in_burst += 1
+        c4, c3, c2, c1 = c3, c2, c1, col
+        if (ga & bmask) == 0 or refreshed:
+            run_len = 1 if not refreshed else 0
+        else:
+            run_len += 1
+        ga += 1
+    st[c, CS_WS] = ws
+    st[c, CS_WE] = we
+    n_g = ga1 - ga0
+    st[c, CS_BUSY] += n_g
+    st[c, CS_BUS_BYTES] += n_g * g
+    st[c, CS_LAST_DIR] = is_write
+    st[c, CS_REQS] += 1
+    if is_write:
+        st[c, CS_WR_BYTES] += nbytes
+    else:
+        st[c, CS_RD_BYTES] += nbytes
+    end = st[c, CS_BUS_FREE]
+    st[c, CS_LAST_END] = end
+    return first, end
+
+
+@njit(cache=True)
+def channel_request(p: np.ndarray, st: np.ndarray, arrival: int, addr: int, nbytes: int,
+                    is_write: int) -> tuple[int, int]:
+    """:func:`channel_request_at` on a single channel state vector (made by :func:`new_channel_state`)."""
+    return channel_request_at(p, st.reshape(1, CS_N), 0, arrival, addr, nbytes, is_write)
+
+
+@njit(cache=True, inline="always")
+def read_landing(p: np.ndarray, first: int, end: int, nbytes: int, port_bytes: int, prev_land: int,
+                 port_shift: int = -1) -> int:
+    """Kernel cycle from which a read's data is usable: the port copies ``port_bytes`` per kernel cycle once the
+    first beat has crossed and the previous request has landed, and cannot finish before the last beat crossed.
+    (``port_shift`` = log2(port_bytes) when known, to avoid a division.)"""
+    copy_start = max(axi_to_kernel(p, first + 1), prev_land)
+    return max(axi_to_kernel(p, end), copy_start + div_by(nbytes + port_bytes - 1, port_bytes, port_shift))
+
+
+# ------------------------------------------------------------------------------------------ profiling
+PATTERNS = ("sequential", "strided:BYTES", "random[:SPAN]")
+
+
+def parse_pattern(text: str) -> tuple[str, int]:
+    """'sequential' -> ('sequential', 0); 'strided:4096' -> ('strided', 4096); 'random[:SPAN]' -> ('random', SPAN
+    bytes, 0 = the whole pseudo-channel). Sizes take K/M/G suffixes (powers of 1024)."""
+    kind, _, arg = text.strip().lower().partition(":")
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+    def size(v: str) -> int:
+        v = v.strip().rstrip("b")
+        k = mult.get(v[-1:], 1)
+        try:
+            n = int(float(v[:-1] if k > 1 else v) * k)
+        except ValueError:
+            raise HwmodelError(f"pattern '{text}': '{v}' is not a byte count") from None
+        if n <= 0:
+            raise HwmodelError(f"pattern '{text}': the size must be positive")
+        return n
+
+    if kind == "sequential" and not arg:
+        return "sequential", 0
+    if kind == "strided" and arg:
+        return "strided", size(arg)
+    if kind == "random":
+        return "random", size(arg) if arg else 0
+    raise HwmodelError(f"pattern '{text}': expected one of {', '.join(PATTERNS)}")
+
+
+def pattern_addresses(pattern: str, n: int, req_bytes: int, pc_bytes: int, seed: int = 0,
+                      offset_bytes: int = 0) -> np.ndarray:
+    """Byte addresses of ``n`` requests of ``req_bytes`` inside one pseudo-channel share of ``pc_bytes``:
+    sequential, strided (start to start), or uniformly random request-aligned over a span (seeded)."""
+    kind, arg = parse_pattern(pattern)
+    if kind == "sequential":
+        a = offset_bytes + np.arange(n, dtype=np.int64) * req_bytes
+    elif kind == "strided":
+        a = offset_bytes + np.arange(n, dtype=np.int64) * arg
+    else:
+        span = min(arg or pc_bytes, pc_bytes)
+        slots = max(1, span // req_bytes)
+        a = offset_bytes + np.random.default_rng(seed).integers(0, slots, n, dtype=np.int64) * req_bytes
+    return a % pc_bytes
+
+
+def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, *, outstanding: int = 16,
+                      port_width_bits: int = 512, stride_bytes: int | None = None, offset_bytes: int = 0,
+                      total_bytes: int = 8 << 20, write: bool = False, pattern: str | None = None,
+                      write_fraction: float | None = None, channels: tuple[int, ...] | None = None,
+                      port: int | None = None, seed: int = 0, refresh_phase_cycles: int = 0,
+                      outstanding_writes: int | None = None, axi_ids: int = 1,
+                      reorder: bool | None = None) -> dict[str, float]:
+    """Effective bandwidth of one port: ``req_bytes`` requests in ``pattern`` (default sequential, or strided by
+    ``stride_bytes``), a fraction ``write_fraction`` of them writes (all writes if ``write``), spread round-robin
+    (sequential / strided) or at random (random) over the pseudo-channels ``channels`` (default: the port's own),
+    seen from AXI port ``port`` (default: the first channel's own port) through the HBM switch.
+
+    ``outstanding`` / ``outstanding_writes`` (default the same): reads / writes in flight; ``axi_ids``: AXI IDs
+    the port cycles through (1: an HLS ``m_axi`` port); ``reorder``: the controller's request reordering (default
+    the board's ``request_reordering``; fpga/hbm/scheduler.py)."""
+    from fpga.hbm.scheduler import controller_window, port_profile
+
+    outstanding_writes = outstanding if outstanding_writes is None else outstanding_writes
+    if req_bytes <= 0 or outstanding <= 0 or outstanding_writes <= 0 or port_width_bits <= 0 or axi_ids <= 0:
+        raise HwmodelError("request bytes, outstanding requests, AXI IDs and port width must be positive")
+    h = board.hbm
+    n_pc = h.pseudo_channels * h.ports_per_pc
+    chans = tuple(channels) if channels else (0,)
+    for c in chans:
+        if not 0 <= c < n_pc:
+            raise HwmodelError(f"pseudo-channel {c} is not on board '{board.name}' (0 .. {n_pc - 1})")
+    port = chans[0] if port is None else port
+    if not 0 <= port < h.axi_ports:
+        raise HwmodelError(f"AXI port {port} is not on board '{board.name}' (0 .. {h.axi_ports - 1})")
+    if pattern is None:
+        pattern = "sequential" if stride_bytes is None or stride_bytes == req_bytes else f"strided:{stride_bytes}"
+    kind, _arg = parse_pattern(pattern)
+    p = hbm_params(board, kernel_clock_hz, refresh_phase_cycles)
+    n = max(1, total_bytes // req_bytes)
+    pc_bytes = h.pc_capacity_bytes // h.ports_per_pc
+    rng = np.random.default_rng(seed + 1)
+    if kind == "random":
+        ch = np.array(chans, dtype=np.int64)[rng.integers(0, len(chans), n)] if len(chans) > 1 else \
+            np.full(n, chans[0], dtype=np.int64)
+        addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, seed, offset_bytes)
+    else:  # consecutive requests go to consecutive channels of the map, each channel's stream in order
+        ch = np.array([chans[r % len(chans)] for r in range(n)], dtype=np.int64)
+        addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, seed, offset_bytes)
+        if len(chans) > 1:
+            addrs = pattern_addresses(pattern, -(-n // len(chans)), req_bytes, pc_bytes, seed,
+                                      offset_bytes)[np.arange(n) // len(chans)]
+    wf = 1.0 if write else (write_fraction or 0.0)
+    writes = (rng.random(n) < wf).astype(np.int64) if 0.0 < wf < 1.0 else np.full(n, int(wf >= 1.0), np.int64)
+    seg = h.switch_segment_ports
+    hops = np.array([abs(c // seg - port // seg) for c in range(n_pc)], dtype=np.int64)
+    st = np.zeros((n_pc, CS_N), dtype=np.int64)
+    for c in range(n_pc):
+        st[c] = new_channel_state()
+        set_refresh_phase(p, st[c], refresh_phase_cycles + c * int(p[HP_REFI]) // n_pc)
+    if reorder is not None:
+        h = dataclasses.replace(h, request_reordering=bool(reorder))
+    window = controller_window(h)
+    last_k, last_axi, _lands = port_profile(p, st, addrs, ch, req_bytes, writes, outstanding, outstanding_writes,
+                                            axi_ids, window, port_width_bits // 8, hops, h.lateral_hop_cycles)
+    nbytes = n * req_bytes
+    seconds = last_k / kernel_clock_hz
+    peak = channel_peak_bytes_per_s(board)
+    used = sorted(set(int(c) for c in ch))
+    acts = int(st[used, CS_ACTS].sum())
+    return {"pattern": pattern, "req_bytes": req_bytes, "outstanding": outstanding,
+            "outstanding_writes": outstanding_writes, "axi_ids": axi_ids, "reorder_window": window,
+            "port_width_bits": port_width_bits, "kernel_clock_hz": kernel_clock_hz, "write_fraction": wf,
+            "channels": len(used), "lateral_hops_max": int(max(hops[c] for c in used)), "bytes": nbytes,
+            "seconds": seconds, "bw_bytes_per_s": nbytes / seconds,
+            "channel_bw_bytes_per_s": nbytes / (last_axi / h.axi_clock_hz) / len(used),
+            "efficiency": nbytes / seconds / (peak * len(used)), "activations": acts,
+            "bytes_per_activation": nbytes / acts if acts else float("inf")}
+
+
+def sustained_channel_bw(board: BoardSpec) -> float:
+    """Bytes/s one channel sustains on a long sequential 4 KB-request read stream with enough outstanding requests
+    and a port that never limits (the condition of Shuhai's per-channel figure)."""
+    r = profile_bandwidth(board, board.hbm.axi_clock_hz, 4096, outstanding=64,
+                          port_width_bits=8 * board.hbm.granule_bytes * 16, total_bytes=64 << 20)
+    return float(r["channel_bw_bytes_per_s"])
+
+
+def channel_counters(st: np.ndarray) -> dict[str, int]:
+    return {name: int(st[slot]) for name, slot in zip(CHANNEL_COUNTERS, _COUNTER_SLOTS)}

@@ -1,0 +1,842 @@
+"""Lower an LLM's decoder layers into instruction streams (decode and prefill) for an instruction-driven design.
+
+What the compiler decides (FlightLLM-style, as GLITCHES uses it):
+
+* **HBM layout.** Every weight matrix is row-interleaved over the datamover's ``C`` pseudo-channels: output row
+  ``r`` lives in channel ``r mod C`` at per-channel row index ``r // C``. Group-wise scales and zero points live in
+  their *own* regions (and on-chip buffers), with the same interleave. Each decoder layer owns one per-channel block
+  of ``layer_stride_bytes`` (weights, metadata and its K/V cache, heads major, tokens dealt round-robin over
+  channels), so layer ``l + 1`` is layer ``l`` shifted by a constant: consecutive layers that compile to the same
+  instructions become one segment the engine repeats with shifted addresses.
+* **Tiles.** One MV (decode) or MM (prefill) instruction produces ``mv_tile_rows`` output rows over the full input
+  width (activations stay on chip). A tile therefore spans all ``C`` channels with ``mv_tile_rows / C`` rows each.
+* **Prefetch / coalescing ratio k.** The weights, scales and zero points of ``k`` consecutive tiles of one matrix
+  are fetched by one LD each. As the rows of consecutive tiles are contiguous inside a channel, a coalesced LD is
+  one access per channel of ``k`` times the size:
+
+      weight access = k * (mv_tile_rows / C) * in_features * weight_bits / 8
+      metadata access = k * (mv_tile_rows / C) * ceil(in_features / group_size) * scale_bits / 8
+
+  For LLaMA2-7B W4A8 on U280 (``mv_tile_rows`` 128, C = 32, group 128, fp16 scales and scaled zeros) q_proj gives
+  4 * 4096 * 0.5 = 8 KB and 4 * 32 * 2 = 256 B at k = 1, and 32 KB and 1 KB at k = 4.
+* **Buffers.** Each on-chip buffer is a ring; an LD allocates ``bytes`` in it. Loads of later tiles are hoisted
+  ahead of the compute of the current one (software prefetch) as long as their allocation does not overlap data
+  whose consumer has not been emitted yet. The buffer capacity therefore bounds both the coalescing ratio (a group
+  must fit) and how far loads run ahead (two groups must fit to overlap a load with compute). A design with
+  ``[buffers] overlap_loads = false`` has one buffer: no load runs ahead, and each load overwrites the previous one
+  only after its consumer (no load/compute overlap).
+* **Dependencies.** A pass over the stream turns buffer/register reads and writes into the scoreboard fields
+  (RAW, WAR, WAW) of :mod:`fpga.instruction.isa`.
+* **Where shapes and bytes come from.** Every matrix (its shape, weight row, scale row, zero-point row and bias)
+  comes from the operator graph (:mod:`hwmodel.graph`) under the design's declared convention
+  (:func:`quant_of`: group-wise ``[quant] group_size``, fp16 scales and scaled zero points); a bias rides in the
+  scale region, after its row's scales. The embedding row gathered per token brings its scales and zero points.
+  Mixture-of-experts and sliding-window models are refused (no expert dispatch or windowed cache walk is
+  lowered). tests/test_graph_conservation.py checks the compiled programs against the graph.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fpga.instruction import isa
+from fpga.instruction.design import InstructionDesign
+from hwmodel.errors import HwmodelError
+from hwmodel.graph import (Graph, Op, QuantScheme, build_graph, group_scheme, kv_cache_bytes,
+                           resident_param_bytes)
+from hwmodel.specs import LlmSpec
+
+LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+_ALIGN_BYTES = 4096
+_LAYER_ALIGN_BYTES = 1 << 20
+_LOGIT_BYTES = 2  # fp16 logits to the host
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+class PrefetchError(HwmodelError):
+    """The requested prefetch ratio does not fit the design's on-chip buffers."""
+
+
+# ================================================================================================ layout
+@dataclasses.dataclass(frozen=True)
+class MatrixRegion:
+    """Where one weight matrix and its metadata live (per-channel byte offsets) and its shape."""
+
+    in_features: int
+    out_features: int
+    weight_addr: int
+    scale_addr: int
+    zero_addr: int
+    weight_row_bytes: int
+    meta_row_bytes_scale: int
+    meta_row_bytes_zero: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Per-pseudo-channel HBM address map of one design (identical in every channel)."""
+
+    channels: int
+    layer_base: int
+    layer_stride_bytes: int
+    linears: dict[str, MatrixRegion]  # offsets inside layer 0
+    k_addr: tuple[int, ...]  # per kv head, inside layer 0
+    v_addr: tuple[int, ...]
+    kv_row_bytes: int
+    kv_rows_per_channel: int
+    embed_addr: int
+    embed_row_bytes: int
+    embed: MatrixRegion  # the embedding table and its per-row metadata
+    head: MatrixRegion  # LM head / value head
+    logits_addr: int
+    channel_bytes_used: int
+    weights_bytes: int  # data bytes (all channels) of weights, metadata, embedding, head
+    kv_bytes_per_token: int
+
+
+def quant_of(design: InstructionDesign) -> QuantScheme:
+    """The instruction designs' quantization convention: group-wise scales and zero points (``[quant]``)."""
+    q = design.quant
+    return group_scheme(design.weight_bits, design.kv_bits, q.group_size, q.scale_bits, q.zero_bits)
+
+
+def _matrix_bytes(design: InstructionDesign, op: Op) -> tuple[int, int, int]:
+    """(weight, scale (+ bias), zero-point) bytes of one output row of graph operator ``op``."""
+    q = quant_of(design)
+    bias = q.vector_bytes if op.bias else 0
+    return q.weight_row_bytes(op.in_features), q.scale_row_bytes(op.in_features) + bias, \
+        q.zero_row_bytes(op.in_features)
+
+
+def layer_graph(design: InstructionDesign, llm: LlmSpec) -> Graph:
+    """The decode graph the lowering reads its matrices from; refuses what it cannot lower."""
+    if llm.experts:
+        raise HwmodelError(f"design '{design.name}': {llm.name} is a mixture of experts; the instruction lowering "
+                           f"has no expert dispatch (use a streaming design)")
+    if llm.lowering_gaps:  # issue 26 families: refuse rather than drop their extra parameters
+        raise HwmodelError(f"design '{design.name}': {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
+                           f"here yet (bounds and the operator graph handle them)")
+    if llm.sliding_window:
+        raise HwmodelError(f"design '{design.name}': {llm.name} uses sliding-window attention; the instruction "
+                           f"lowering walks the whole cache (use a streaming design)")
+    return build_graph(llm, quant_of(design), "decode", 1, 0)
+
+
+def linear_ops(design: InstructionDesign, llm: LlmSpec) -> dict[str, Op]:
+    """The decoder layer's matrices (graph order) and the output head, by name."""
+    g = layer_graph(design, llm)
+    out = {op.name: op for op in g.layers[0] if op.kind == "linear"}
+    out["lm_head"] = next(op for op in g.epilogue if op.kind == "head")
+    return out
+
+
+def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layout:
+    """Place weights, metadata and the KV cache in every pseudo-channel; raise if they exceed its capacity."""
+    llm = llm or design.llm_spec
+    board = design.board_spec
+    C = design.datamover.channels
+    if C > board.hbm.axi_ports:
+        raise HwmodelError(f"design '{design.name}': datamover.channels {C} exceeds the {board.hbm.axi_ports} "
+                           f"HBM ports of {board.name}")
+    cursor = 0
+    quantized = design.weight_bits < 16
+
+    ops = linear_ops(design, llm)
+    q = quant_of(design)
+
+    def region(op: Op) -> MatrixRegion:
+        nonlocal cursor
+        in_f, out_f = op.in_features, op.out_features
+        wrow, srow, zrow = _matrix_bytes(design, op)
+        rows_ch = math.ceil(out_f / C)
+        w = cursor
+        cursor = _align(cursor + rows_ch * wrow, _ALIGN_BYTES)
+        s = cursor
+        cursor = _align(cursor + rows_ch * srow, _ALIGN_BYTES) if (quantized or op.bias) else cursor
+        z = cursor
+        cursor = _align(cursor + rows_ch * zrow, _ALIGN_BYTES) if quantized else cursor
+        return MatrixRegion(in_f, out_f, w, s, z, wrow, srow if (quantized or op.bias) else 0,
+                            zrow if quantized else 0)
+
+    # globals: embedding table (with its per-row scales and zero points), output head, logits buffer
+    embed_row = q.weight_row_bytes(llm.hidden)
+    embed_addr = cursor
+    cursor = _align(cursor + math.ceil(llm.vocab / C) * embed_row, _ALIGN_BYTES)
+    e_srow, e_zrow = q.scale_row_bytes(llm.hidden), q.zero_row_bytes(llm.hidden)
+    e_s = cursor
+    cursor = _align(cursor + math.ceil(llm.vocab / C) * e_srow, _ALIGN_BYTES) if quantized else cursor
+    e_z = cursor
+    cursor = _align(cursor + math.ceil(llm.vocab / C) * e_zrow, _ALIGN_BYTES) if quantized else cursor
+    embed = MatrixRegion(llm.hidden, llm.vocab, embed_addr, e_s, e_z, embed_row, e_srow, e_zrow)
+    if llm.output_head == "lm" and llm.tied_embeddings:  # the head is the embedding table, metadata included
+        head = embed
+    else:
+        head = region(ops["lm_head"])
+    logits_addr = cursor
+    cursor = _align(cursor + math.ceil(llm.head_out_channels / C) * _LOGIT_BYTES, _ALIGN_BYTES)
+    layer_base = _align(cursor, _LAYER_ALIGN_BYTES)
+    cursor = 0
+    linears = {name: region(op) for name, op in ops.items() if name != "lm_head"}
+    kv_row = llm.head_dim * design.kv_bits // 8
+    kv_rows_ch = math.ceil(llm.max_position / C)
+    k_addr, v_addr = [], []
+    for _g in range(llm.kv_heads):
+        k_addr.append(cursor)
+        cursor = _align(cursor + kv_rows_ch * kv_row, _ALIGN_BYTES)
+        v_addr.append(cursor)
+        cursor = _align(cursor + kv_rows_ch * kv_row, _ALIGN_BYTES)
+    stride = _align(cursor, _LAYER_ALIGN_BYTES)
+    used = layer_base + llm.layers * stride
+    cap = board.hbm.capacity_bytes // C  # each channel's share of the HBM (ports sharing a PC split it)
+    if used > cap:
+        raise HwmodelError(f"design '{design.name}': {llm.name} at W{design.weight_bits}/KV{design.kv_bits} with a "
+                           f"{llm.max_position}-token KV cache needs {used / 2**20:.0f} MiB per channel; "
+                           f"{board.name} gives each of its {C} channels {cap / 2**20:.0f} MiB")
+
+    res = resident_param_bytes(llm, q)
+    weights = res.weights + res.metadata + res.bias  # norm gains live on chip
+    return Layout(channels=C, layer_base=layer_base, layer_stride_bytes=stride, linears=linears,
+                  k_addr=tuple(k_addr), v_addr=tuple(v_addr), kv_row_bytes=kv_row, kv_rows_per_channel=kv_rows_ch,
+                  embed_addr=embed_addr, embed_row_bytes=embed_row, embed=embed, head=head, logits_addr=logits_addr,
+                  channel_bytes_used=used, weights_bytes=weights,
+                  kv_bytes_per_token=kv_cache_bytes(llm, design.kv_bits, 1))
+
+
+# ================================================================================================ IR
+@dataclasses.dataclass
+class _Ins:
+    """One instruction before the dependency pass: its fields plus the resources it reads and writes."""
+
+    row: list[int]
+    reads: tuple[int, ...] = ()
+    writes: tuple[int, ...] = ()
+    partial: bool = False  # writes a disjoint part of its destination (MV tiles of one output)
+    note: tuple = ()  # annotation of a context-dependent instruction (see Compiler._ctx_fields)
+
+
+@dataclasses.dataclass
+class _Load:
+    """A load a compute step needs: into ring ``buf``; the LD row is filled when it is emitted."""
+
+    buf: int
+    nbytes: int
+    row: list[int]
+    reads: tuple[int, ...] = ()
+    res: int = -1  # resource id of its allocation once emitted
+    note: tuple = ()
+
+
+@dataclasses.dataclass
+class _Step:
+    loads: list[_Load]
+    build: Any  # callable(list of load resource ids) -> list[_Ins]
+    fences: tuple[int, ...] = ()  # memory resources this step writes: loads that read them are not hoisted above
+
+
+class _Ring:
+    """An on-chip buffer managed as a ring of allocations (wraps to 0 when the tail does not fit)."""
+
+    def __init__(self, name: str, capacity: int) -> None:
+        self.name = name
+        self.capacity = capacity
+        self.head = 0
+        self.live: list[tuple[int, int, int, int]] = []  # (start, end, res, consumer step)
+
+    def new_run(self) -> None:
+        """A new run of steps (next layer): allocation continues where it stopped; everything already allocated
+        has had its consumer emitted."""
+        self.live = [(a[0], a[1], a[2], -1) for a in self.live]
+
+    def place(self, nbytes: int) -> tuple[int, int]:
+        if nbytes > self.capacity:
+            raise PrefetchError(f"a {nbytes}-byte load does not fit the {self.capacity}-byte {self.name} buffer")
+        start = self.head if self.head + nbytes <= self.capacity else 0
+        return start, start + nbytes
+
+    def overlapped(self, start: int, end: int) -> list[tuple[int, int, int, int]]:
+        return [a for a in self.live if a[0] < end and start < a[1]]
+
+
+class _Emitter:
+    """Builds the IR of one pass: resources, rings, software prefetch of loads ahead of compute."""
+
+    def __init__(self, design: InstructionDesign) -> None:
+        self.design = design
+        self.single_buffer = not design.buffers.overlap_loads  # no load/compute overlap
+        self.out: list[_Ins] = []
+        self._res: dict[str, int] = {}
+        self._next_res = 0
+        b = design.buffers
+        self.rings = {isa.BUF_WEIGHT: _Ring("weight", b.weight_bytes), isa.BUF_SCALE: _Ring("scale", b.scale_bytes),
+                      isa.BUF_ZERO: _Ring("zero", b.zero_bytes), isa.BUF_KV: _Ring("kv", b.kv_bytes)}
+
+    def res(self, name: str) -> int:
+        if name not in self._res:
+            self._res[name] = self._new_res()
+        return self._res[name]
+
+    def _new_res(self) -> int:
+        self._next_res += 1
+        return self._next_res - 1
+
+    def emit(self, ins: _Ins) -> None:
+        self.out.append(ins)
+
+    def run_steps(self, steps: Sequence[_Step]) -> None:
+        """Emit ``steps`` in order, hoisting each later load as early as its ring allows (prefetch)."""
+        for ring in self.rings.values():
+            ring.new_run()
+        flat = [(j, ld) for j, st in enumerate(steps) for ld in st.loads]
+        nxt = 0
+        for j, step in enumerate(steps):
+            while nxt < len(flat):
+                sj, ld = flat[nxt]
+                if ld.reads and sj > j and any(r in steps[i].fences for i in range(j, sj) for r in ld.reads):
+                    break  # a store between here and its consumer writes what this load reads
+                ring = self.rings[ld.buf]
+                if self.single_buffer and sj > j:
+                    break  # no load runs ahead of the compute before it
+                start, end = ring.place(ld.nbytes)
+                if self.single_buffer:  # one buffer: every load overwrites the last, after its consumer
+                    start, end = 0, ld.nbytes
+                over = ring.overlapped(start, end)
+                if sj > j and any(a[3] >= j for a in over):
+                    break  # would overwrite data whose consumer is not emitted yet: stop prefetching here
+                ring.live = [a for a in ring.live if a not in over]
+                ld.res = self._new_res()
+                ring.live.append((start, end, ld.res, sj))
+                ring.head = end
+                self.emit(_Ins(ld.row, reads=ld.reads, writes=(ld.res, *[a[2] for a in over]), note=ld.note))
+                nxt += 1
+            for ins in step.build([ld.res for ld in step.loads]):
+                self.emit(ins)
+
+
+_FIELD_INDEX = {name: i for i, name in enumerate(isa.FIELD_NAMES)}
+_BLANK = [0] * isa.N_FIELDS
+for _f in isa.WAIT_FIELDS:
+    _BLANK[_f] = -1
+
+
+def _row(op: int, tag: int = 0, **fields: int) -> list[int]:
+    """One instruction as a list of its fields (rows are stacked into an array after the dependency pass)."""
+    r = list(_BLANK)
+    r[isa.F_OP] = op
+    r[isa.F_UNIT] = isa.OP_UNIT[op]
+    r[isa.F_TAG] = tag
+    for k, v in fields.items():
+        r[_FIELD_INDEX[k]] = int(v)
+    return r
+
+
+def _dm_row(op: int, buf: int, addr: int, rows: int, row_bytes: int, *, stride: int | None = None, ch0: int = 0,
+            nch: int, astride: int = 0, group: int = 0) -> list[int]:
+    return _row(op, buf, addr=addr, astride=astride, rows=rows, row_bytes=row_bytes,
+                stride=row_bytes if stride is None else stride, ch0=ch0, nch=nch, group=group)
+
+
+# ================================================================================================ lowering
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """Instructions executed ``reps`` times; repetition r adds ``r * ASTRIDE`` to each LD/ST address."""
+
+    instrs: np.ndarray
+    reps: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """A whole run: segments in order (decode = one pass; prefill = one pass per token block)."""
+
+    segments: tuple[Segment, ...]
+
+    @property
+    def n_instructions(self) -> int:
+        return sum(s.instrs.shape[0] * s.reps for s in self.segments)
+
+    def flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(concatenated instructions, segment start offsets, segment repetitions) for the engine."""
+        instrs = np.concatenate([s.instrs for s in self.segments]) if self.segments else isa.empty(0)
+        lens = np.array([s.instrs.shape[0] for s in self.segments], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        reps = np.array([s.reps for s in self.segments], dtype=np.int64)
+        return np.ascontiguousarray(instrs), starts, reps
+
+    def unrolled(self) -> np.ndarray:
+        """Every instruction as executed, addresses resolved (for the reference engine and for inspection)."""
+        parts = []
+        for s in self.segments:
+            for r in range(s.reps):
+                block = s.instrs.copy()
+                block[:, isa.F_ADDR] += r * block[:, isa.F_ASTRIDE]
+                block[:, isa.F_ASTRIDE] = 0
+                parts.append(block)
+        return np.concatenate(parts) if parts else isa.empty(0)
+
+
+class Compiler:
+    """Lowers one LLM for one design at one prefetch ratio."""
+
+    def __init__(self, design: InstructionDesign, prefetch_ratio: int | None = None, llm: LlmSpec | None = None):
+        self.design = design
+        self.llm = llm or design.llm_spec
+        self.k = design.prefetch_ratio if prefetch_ratio is None else int(prefetch_ratio)
+        if self.k < 1:
+            raise PrefetchError(f"prefetch ratio must be >= 1, got {self.k}")
+        self.layout = build_layout(design, self.llm)
+        self.C = design.datamover.channels
+        if not prefetch_fits(design, self.llm, self.k):
+            kmax = max_prefetch_ratio(design, self.llm)
+            raise PrefetchError(f"prefetch ratio {self.k} does not fit design '{design.name}': a group of {self.k} "
+                                f"tiles exceeds an on-chip buffer (largest ratio that fits: {kmax})")
+        row_b = self.layout.kv_row_bytes
+        chunk = design.buffers.kv_bytes // 4 // row_b // self.C * self.C  # K and V, double-buffered
+        if chunk < self.C:
+            raise HwmodelError(f"design '{design.name}': buffers.kv_bytes {design.buffers.kv_bytes} holds fewer than "
+                               f"{4 * self.C} K/V rows of {row_b} B")
+        self.kv_chunk_tokens = chunk
+        self.kv_slot_bytes = chunk * row_b
+        self._templates: dict[tuple[int, bool, int], tuple[list[Segment], list[list[tuple]]]] = {}
+
+    # ------------------------------------------------------------------ building blocks
+    def _linear_steps(self, em: _Emitter, name: str, m: MatrixRegion, src: str, dst: str, tokens: int,
+                      layer: int, astride: int) -> list[_Step]:
+        d, C = self.design, self.C
+        tile = d.tiling.mv_tile_rows
+        n_tiles = math.ceil(m.out_features / tile)
+        base = self.layout.layer_base + layer * self.layout.layer_stride_bytes if layer >= 0 else 0
+        steps = []
+        opid = isa.OPID[name]
+        src_r, dst_r = em.res(src), em.res(dst)
+        for g0 in range(0, n_tiles, self.k):
+            g1 = min(g0 + self.k, n_tiles)
+            r0, r1 = g0 * tile, min(g1 * tile, m.out_features)
+            rows = r1 - r0
+            ntile = g1 - g0
+            nch = min(C, rows)
+            loads = [_Load(isa.BUF_WEIGHT, math.ceil(rows / C) * C * m.weight_row_bytes,
+                           _dm_row(isa.OP_LD, isa.BUF_WEIGHT, base + m.weight_addr + r0 // C * m.weight_row_bytes,
+                                   rows, m.weight_row_bytes, nch=nch, astride=astride, group=ntile))]
+            for buf, addr, rb in ((isa.BUF_SCALE, m.scale_addr, m.meta_row_bytes_scale),
+                                  (isa.BUF_ZERO, m.zero_addr, m.meta_row_bytes_zero)):
+                if rb:
+                    loads.append(_Load(buf, math.ceil(rows / C) * C * rb,
+                                       _dm_row(isa.OP_LD, buf, base + addr + r0 // C * rb, rows, rb, nch=nch,
+                                               astride=astride, group=ntile)))
+            op = isa.OP_MV if tokens == 1 else isa.OP_MM
+
+            def build(res: list[int], g0: int = g0, g1: int = g1) -> list[_Ins]:
+                out = []
+                for t in range(g0, g1):
+                    trows = min((t + 1) * tile, m.out_features) - t * tile
+                    out.append(_Ins(_row(op, opid, rows=trows, row_bytes=m.in_features, stride=tokens),
+                                    reads=(*res, src_r), writes=(dst_r,), partial=True))
+                return out
+
+            steps.append(_Step(loads, build))
+        return steps
+
+    def _sfu(self, em: _Emitter, func: int, elements: int, passes: int, reads: Sequence[str],
+             writes: Sequence[str], note: tuple = ()) -> _Step:
+        ins = _Ins(_row(isa.OP_SFU, func, rows=elements, row_bytes=passes),
+                   reads=tuple(em.res(r) for r in reads), writes=tuple(em.res(w) for w in writes), note=note)
+        return _Step([], lambda _res: [ins])
+
+    def _plain(self, ins: _Ins) -> _Step:
+        return _Step([], lambda _res: [ins])
+
+    # ------------------------------------------------------------------ context-dependent fields
+    def _kv_chunks(self, prior: int, new: int) -> list[tuple[int, int]]:
+        """Token ranges of the K/V chunks attention reads from HBM (decode: the cached tokens; prefill: all)."""
+        from_hbm = prior if new == 1 else prior + new
+        return [(c0, min(c0 + self.kv_chunk_tokens, from_hbm)) for c0 in range(0, from_hbm, self.kv_chunk_tokens)]
+
+    def _template_key(self, prior: int, new: int, logits: bool) -> tuple[int, bool, int]:
+        return new, logits, len(self._kv_chunks(prior, new))
+
+    def _layer_addr(self, layer: int) -> int:
+        return self.layout.layer_base + layer * self.layout.layer_stride_bytes
+
+    def _ctx_fields(self, note: tuple, prior: int, new: int) -> dict[str, int]:
+        """The fields of an annotated instruction that depend on the context length (see :meth:`_patch`)."""
+        llm, lay, C = self.llm, self.layout, self.C
+        rb = lay.kv_row_bytes
+        chunks = self._kv_chunks(prior, new) or [(0, 0)]
+        decode = new == 1
+        kind = note[0]
+        if kind == "ld":  # ("ld", which, head, chunk, layer)
+            _k, which, g, i, layer = note
+            c0, c1 = chunks[i]
+            addrs = lay.k_addr if which == "k" else lay.v_addr
+            return dict(addr=self._layer_addr(layer) + addrs[g] + c0 // C * rb, rows=c1 - c0, nch=min(C, c1 - c0))
+        if kind in ("qk", "pv"):  # (kind, chunk)
+            i = note[1]
+            n = chunks[i][1] - chunks[i][0] + (1 if decode and i == len(chunks) - 1 else 0)
+            return dict(rows=n) if kind == "qk" else dict(row_bytes=n)
+        if kind == "softmax":
+            return dict(rows=new * (llm.heads // llm.kv_heads) * (prior + new))
+        if kind == "st":  # ("st", which, head, layer): decode stores every head's row in one instruction
+            _k, which, g, layer = note
+            addrs = lay.k_addr if which == "k" else lay.v_addr
+            fields = dict(addr=self._layer_addr(layer) + addrs[g] + prior // C * rb, ch0=prior % C)
+            if not decode:
+                fields.update(rows=new, nch=min(C, new))
+            return fields
+        raise AssertionError(f"compiler: unknown annotation {note!r}")
+
+    def _attention_steps(self, em: _Emitter, layer: int, astride: int, prior: int, new: int) -> list[_Step]:
+        """Attention of ``new`` query tokens over ``prior`` cached keys (from HBM) plus the new ones.
+
+        Decode (``new`` = 1) takes the new key/value from the K/V registers; prefill reads the whole block back
+        from HBM after storing it (it needs the rectangle anyway). K/V chunks use fixed-size buffer slots, so the
+        dependency structure depends only on the number of chunks, not on the context length."""
+        llm = self.llm
+        group = llm.heads // llm.kv_heads
+        decode = new == 1
+        q_tokens = new * group
+        chunks = self._kv_chunks(prior, new)
+        n_chunks = max(len(chunks), 1)
+        op = isa.OP_MV if q_tokens == 1 else isa.OP_MM
+        steps: list[_Step] = []
+        for g in range(llm.kv_heads):
+            kvmem = f"kvmem{g}"
+            sc = f"sc{g % 2}"
+            for which in ("k", "v"):
+                for i in range(n_chunks):
+                    loads = []
+                    if chunks:
+                        f = self._ctx_fields(("ld", which, g, i, layer), prior, new)
+                        row = _dm_row(isa.OP_LD, isa.BUF_KV, f["addr"], f["rows"], self.layout.kv_row_bytes,
+                                      nch=f["nch"], astride=astride, group=1)
+                        loads.append(_Load(isa.BUF_KV, self.kv_slot_bytes, row,
+                                           reads=() if decode else (em.res(kvmem),),
+                                           note=("ld", which, g, i, layer)))
+                    extra = decode and i == n_chunks - 1
+                    if which == "k":
+                        note = ("qk", i)
+                        fields = dict(rows=0, row_bytes=llm.head_dim, stride=q_tokens)
+                        reads, dst, tag = (("q", "k") if extra else ("q",)), sc, isa.OPID["qk"]
+                    else:
+                        note = ("pv", i)
+                        fields = dict(rows=llm.head_dim, row_bytes=0, stride=q_tokens)
+                        reads, dst, tag = ((sc, "v") if extra else (sc,)), "ao", isa.OPID["pv"]
+                    fields.update(self._ctx_fields(note, prior, new))
+
+                    def build(res: list[int], fields: dict = fields, reads: tuple = reads, dst: str = dst,
+                              tag: int = tag, note: tuple = note) -> list[_Ins]:
+                        return [_Ins(_row(op, tag, **fields), reads=(*res, *(em.res(r) for r in reads)),
+                                     writes=(em.res(dst),), partial=True, note=note)]
+
+                    steps.append(_Step(loads, build))
+                if which == "k":
+                    steps.append(self._sfu(em, isa.SFU_SOFTMAX, self._ctx_fields(("softmax",), prior, new)["rows"],
+                                           3, (sc,), (sc,), note=("softmax",)))
+        return steps
+
+    def _store_kv_steps(self, em: _Emitter, layer: int, astride: int, prior: int, new: int) -> list[_Step]:
+        """Write the new tokens' K and V to the cache (tokens dealt round-robin over the channels)."""
+        llm, lay = self.llm, self.layout
+        rb = lay.kv_row_bytes
+        steps: list[_Step] = []
+        for which, addrs in (("k", lay.k_addr), ("v", lay.v_addr)):
+            if new == 1:  # one token: every head's row goes to channel (prior mod C), heads apart by their region
+                note = ("st", which, 0, layer)
+                f = self._ctx_fields(note, prior, new)
+                stride = addrs[1] - addrs[0] if llm.kv_heads > 1 else rb
+                row = _dm_row(isa.OP_ST, isa.BUF_KV, f["addr"], llm.kv_heads, rb, stride=stride, ch0=f["ch0"],
+                              nch=1, astride=astride)
+                steps.append(self._plain(_Ins(row, reads=(em.res(which),), note=note,
+                                              writes=tuple(em.res(f"kvmem{g}") for g in range(llm.kv_heads)))))
+            else:
+                for g in range(llm.kv_heads):
+                    note = ("st", which, g, layer)
+                    f = self._ctx_fields(note, prior, new)
+                    row = _dm_row(isa.OP_ST, isa.BUF_KV, f["addr"], f["rows"], rb, ch0=f["ch0"], nch=f["nch"],
+                                  astride=astride)
+                    mem = em.res(f"kvmem{g}")
+                    steps.append(_Step([], lambda _res, row=row, which=which, mem=mem, note=note: [
+                        _Ins(row, reads=(em.res(which),), writes=(mem,), note=note)], fences=(mem,)))
+        return steps
+
+    def _layer_steps(self, em: _Emitter, layer: int, astride: int, prior: int, new: int) -> list[_Step]:
+        llm = self.llm
+        L = self.layout.linears
+        steps: list[_Step] = [self._sfu(em, isa.SFU_RMSNORM, new * llm.hidden, 3, ("x",), ("xn",))]
+        for name, dst in (("q_proj", "q"), ("k_proj", "k"), ("v_proj", "v")):
+            steps += self._linear_steps(em, name, L[name], "xn", dst, new, layer, astride)
+        if llm.qk_norm:
+            steps.append(self._sfu(em, isa.SFU_RMSNORM, new * (llm.q_dim + llm.kv_dim), 3, ("q", "k"), ("q", "k")))
+        steps.append(self._sfu(em, isa.SFU_ROPE, new * (llm.q_dim + llm.kv_dim), 1, ("q", "k"), ("q", "k")))
+        steps += self._store_kv_steps(em, layer, astride, prior, new)
+        steps += self._attention_steps(em, layer, astride, prior, new)
+        steps.append(self._sfu(em, isa.SFU_QUANT, new * llm.q_dim, 2, ("ao",), ("ao",)))
+        steps += self._linear_steps(em, "o_proj", L["o_proj"], "ao", "y", new, layer, astride)
+        steps.append(self._sfu(em, isa.SFU_ADD, new * llm.hidden, 1, ("x", "y"), ("x",)))
+        steps.append(self._sfu(em, isa.SFU_RMSNORM, new * llm.hidden, 3, ("x",), ("xn",)))
+        if "gate_proj" in L:
+            steps += self._linear_steps(em, "gate_proj", L["gate_proj"], "xn", "h1", new, layer, astride)
+            steps += self._linear_steps(em, "up_proj", L["up_proj"], "xn", "h2", new, layer, astride)
+            steps.append(self._sfu(em, isa.SFU_SILU_MUL, new * llm.intermediate, 3, ("h1", "h2"), ("hm",)))
+        else:  # ungated MLP: up, activation, down
+            steps += self._linear_steps(em, "up_proj", L["up_proj"], "xn", "h2", new, layer, astride)
+            steps.append(self._sfu(em, isa.SFU_SILU_MUL, new * llm.intermediate, 2, ("h2",), ("hm",)))
+        steps += self._linear_steps(em, "down_proj", L["down_proj"], "hm", "y", new, layer, astride)
+        steps.append(self._sfu(em, isa.SFU_ADD, new * llm.hidden, 1, ("x", "y"), ("x",)))
+        return steps
+
+    def _prologue_steps(self, em: _Emitter, new: int) -> list[_Step]:
+        lay, C = self.layout, self.C
+        # token ids are data: model the embedding rows as non-contiguous rows dealt over the channels
+        row = _dm_row(isa.OP_LD, isa.BUF_ACT, lay.embed_addr, new, lay.embed_row_bytes,
+                      stride=2 * lay.embed_row_bytes, nch=min(C, new))
+        steps = [self._plain(_Ins(row, writes=(em.res("x"),)))]
+        for addr, rb in ((lay.embed.scale_addr, lay.embed.meta_row_bytes_scale),
+                         (lay.embed.zero_addr, lay.embed.meta_row_bytes_zero)):
+            if rb:  # the rows' scales and zero points (dequantization of the gathered rows)
+                r = _dm_row(isa.OP_LD, isa.BUF_ACT, addr, new, rb, stride=2 * rb, nch=min(C, new))
+                steps.append(self._plain(_Ins(r, reads=(em.res("x"),), writes=(em.res("x"),))))
+        return steps
+
+    def _epilogue_steps(self, em: _Emitter, logits: bool) -> list[_Step]:
+        steps: list[_Step] = []
+        if logits:
+            llm, lay, C = self.llm, self.layout, self.C
+            steps.append(self._sfu(em, isa.SFU_RMSNORM, llm.hidden, 3, ("x",), ("xn",)))
+            steps += self._linear_steps(em, "lm_head", lay.head, "xn", "logits", 1, -1, 0)
+            row = _dm_row(isa.OP_ST, isa.BUF_ACT, lay.logits_addr, llm.head_out_channels, _LOGIT_BYTES,
+                          nch=min(C, llm.head_out_channels))
+            steps.append(self._plain(_Ins(row, reads=(em.res("logits"),))))
+        steps.append(self._plain(_Ins(_row(isa.OP_SYNC))))
+        return steps
+
+    # ------------------------------------------------------------------ passes
+    def _compile_pass(self, prior: int, new: int, logits: bool) -> tuple[list[Segment], list[list[tuple]]]:
+        """One pass (a decode step or a prefill block): prologue, every decoder layer, epilogue.
+
+        The buffer rings run on from one layer into the next (the next layer's first loads are placed after the
+        last ones of this layer), so consecutive layers may differ in their dependency fields; runs of layers whose
+        programs are identical up to the layer shift of their addresses become one repeated segment.
+        Returns the segments and, per segment, the annotations of its context-dependent instructions."""
+        stride = self.layout.layer_stride_bytes
+        em = _Emitter(self.design)
+        marks = []
+        em.run_steps(self._prologue_steps(em, new))
+        marks.append(len(em.out))
+        for layer in range(self.llm.layers):
+            em.run_steps(self._layer_steps(em, layer, stride, prior, new))
+            marks.append(len(em.out))
+        em.run_steps(self._epilogue_steps(em, logits))
+        prog = _dependencies(em.out)
+        cuts = [0, *marks, len(prog)]
+        parts = [(prog[cuts[i]:cuts[i + 1]], [(j - cuts[i], em.out[j].note) for j in range(cuts[i], cuts[i + 1])
+                                                if em.out[j].note]) for i in range(len(cuts) - 1)]
+        segs: list[Segment] = [Segment(parts[0][0], 1)]
+        seg_notes = [parts[0][1]]
+        for body, note in parts[1:-1]:
+            last = segs[-1]
+            if len(segs) > 1 and last.instrs.shape == body.shape:
+                shifted = body.copy()
+                shifted[:, isa.F_ADDR] -= last.reps * shifted[:, isa.F_ASTRIDE]
+                if np.array_equal(shifted, last.instrs):
+                    segs[-1] = Segment(last.instrs, last.reps + 1)
+                    continue
+            segs.append(Segment(body, 1))
+            seg_notes.append(note)
+        segs.append(Segment(parts[-1][0], 1))
+        seg_notes.append(parts[-1][1])
+        return segs, seg_notes
+
+    def _pass(self, prior: int, new: int, logits: bool) -> list[Segment]:
+        """The segments of one pass at ``prior`` cached tokens: a cached template with its context fields patched."""
+        key = self._template_key(prior, new, logits)
+        if key not in self._templates:
+            self._templates[key] = self._compile_pass(prior, new, logits)
+        segs, notes = self._templates[key]
+        return [Segment(self._patch(s.instrs, n, prior, new), s.reps) for s, n in zip(segs, notes)]
+
+    _FIELD = {"addr": isa.F_ADDR, "rows": isa.F_ROWS, "row_bytes": isa.F_ROW_BYTES, "ch0": isa.F_CH0,
+              "nch": isa.F_NCH}
+
+    def _patch(self, instrs: np.ndarray, notes: list[tuple[int, tuple]], prior: int, new: int) -> np.ndarray:
+        if not notes:
+            return instrs
+        out = instrs.copy()
+        for i, note in notes:
+            for name, value in self._ctx_fields(note, prior, new).items():
+                out[i, self._FIELD[name]] = value
+        return out
+
+    def decode_program(self, ctx: int) -> Program:
+        """One decoded token at context length ``ctx`` (tokens already in the KV cache)."""
+        self._check_ctx(ctx, 1)
+        return Program(tuple(self._pass(ctx, 1, True)))
+
+    def prefill_program(self, n_tokens: int, ctx: int = 0, logits: bool = True) -> Program:
+        """Prefill ``n_tokens`` after ``ctx`` cached ones in blocks of ``tiling.prefill_token_block`` tokens."""
+        if n_tokens < 1:
+            raise HwmodelError(f"prefill needs at least one token, got {n_tokens}")
+        self._check_ctx(ctx, n_tokens)
+        block = self.design.tiling.prefill_token_block
+        segs: list[Segment] = []
+        starts = list(range(0, n_tokens, block))
+        for b0 in starts:
+            b1 = min(b0 + block, n_tokens)
+            segs += self._pass(ctx + b0, b1 - b0, logits and b0 == starts[-1])
+        return Program(tuple(segs))
+
+    def compile_fresh(self, ctx: int, new: int = 1, logits: bool = True) -> Program:
+        """One pass compiled from scratch, bypassing the template cache (tests prove it equals the patched one)."""
+        self._check_ctx(ctx, new)
+        return Program(tuple(self._compile_pass(ctx, new, logits)[0]))
+
+    def _check_ctx(self, ctx: int, new: int) -> None:
+        if ctx < 0:
+            raise HwmodelError(f"context length must be >= 0, got {ctx}")
+        if ctx + new > self.llm.max_position:
+            raise HwmodelError(f"context {ctx} + {new} new tokens exceeds {self.llm.name}'s max_position "
+                               f"{self.llm.max_position}")
+
+
+def _dependencies(ins: list[_Ins]) -> np.ndarray:
+    """Scoreboard fields from resource reads/writes (RAW, WAR, WAW), as relative per-unit lags (see fpga.instruction.isa).
+
+    For each resource: its last writer (unit, unit position, partial) and, per unit, the last reader since that
+    write. A reader waits for the last writer (RAW); a writer waits for the readers since the last write (WAR) and
+    for the last writer (WAW) unless both write disjoint parts from the same in-order unit."""
+    n_res = 1 + max((r for it in ins for r in (*it.reads, *it.writes)), default=0)
+    w_unit = [-1] * n_res
+    w_pos = [0] * n_res
+    w_part = [False] * n_res
+    rd = [[-1, -1, -1] for _ in range(n_res)]  # last reader position per unit since the last write
+    pos = [0, 0, 0]
+    wait_fields = isa.WAIT_FIELDS
+    for it in ins:
+        u = it.row[isa.F_UNIT]
+        n0 = n1 = n2 = 0
+        for r in it.reads:
+            wu = w_unit[r]
+            if wu == 0:
+                n0 = max(n0, w_pos[r] + 1)
+            elif wu == 1:
+                n1 = max(n1, w_pos[r] + 1)
+            elif wu == 2:
+                n2 = max(n2, w_pos[r] + 1)
+        for r in it.writes:
+            a = rd[r]
+            n0, n1, n2 = max(n0, a[0] + 1), max(n1, a[1] + 1), max(n2, a[2] + 1)
+            wu = w_unit[r]
+            if wu >= 0 and not (it.partial and w_part[r] and wu == u):
+                if wu == 0:
+                    n0 = max(n0, w_pos[r] + 1)
+                elif wu == 1:
+                    n1 = max(n1, w_pos[r] + 1)
+                else:
+                    n2 = max(n2, w_pos[r] + 1)
+        if u < isa.N_UNITS:
+            row = it.row
+            row[wait_fields[0]] = pos[0] - n0 if n0 > 0 else -1
+            row[wait_fields[1]] = pos[1] - n1 if n1 > 0 else -1
+            row[wait_fields[2]] = pos[2] - n2 if n2 > 0 else -1
+            p = pos[u]
+            for r in it.reads:
+                rd[r][u] = p
+            for r in it.writes:
+                w_unit[r] = u
+                w_pos[r] = p
+                w_part[r] = it.partial
+                rd[r] = [-1, -1, -1]
+            pos[u] = p + 1
+    return np.array([it.row for it in ins], dtype=np.int64) if ins else isa.empty(0)
+
+
+# ================================================================================================ queries
+def group_bytes(design: InstructionDesign, llm: LlmSpec, k: int) -> dict[str, tuple[int, int, int]]:
+    """Per linear (and the head): bytes of one coalesced group of ``k`` tiles in the weight/scale/zero buffers."""
+    C = design.datamover.channels
+    tile = design.tiling.mv_tile_rows
+    out = {}
+    for name, op in linear_ops(design, llm).items():
+        rows = min(k * tile, op.out_features)
+        wrow, srow, zrow = _matrix_bytes(design, op)
+        per = math.ceil(rows / C) * C
+        q = design.weight_bits < 16
+        out[name] = (per * wrow, per * srow if (q or op.bias) else 0, per * zrow if q else 0)
+    return out
+
+
+def prefetch_fits(design: InstructionDesign, llm: LlmSpec, k: int, double_buffered: bool = False) -> bool:
+    """Whether every coalesced group of ``k`` tiles fits its buffer (twice over if ``double_buffered``)."""
+    b = design.buffers
+    caps = (b.weight_bytes, b.scale_bytes, b.zero_bytes)
+    factor = 2 if double_buffered else 1
+    return all(factor * sizes[i] <= caps[i] for sizes in group_bytes(design, llm, k).values() for i in range(3))
+
+
+def max_prefetch_ratio(design: InstructionDesign, llm: LlmSpec | None = None, double_buffered: bool = False) -> int:
+    """Largest k whose coalesced groups fit the weight, scale and zero buffers (twice over if double_buffered)."""
+    llm = llm or design.llm_spec
+    outs = [op.out_features for op in linear_ops(design, llm).values()]
+    max_tiles = max(math.ceil(o / design.tiling.mv_tile_rows) for o in outs)
+    best = 0
+    for k in range(1, max_tiles + 1):  # beyond max_tiles every matrix is one group: nothing changes
+        if not prefetch_fits(design, llm, k, double_buffered):
+            break
+        best = k
+    return best
+
+
+def metadata_fraction(design: InstructionDesign) -> float:
+    """Bytes of one metadata buffer (scales, or zero points) per weight byte: ``(scale_bits / 8 / group) /
+    (weight_bits / 8)`` (1/32 for W4 with fp16 per-128 groups)."""
+    q = design.quant
+    return (q.scale_bits / 8 / q.group_size) / (design.weight_bits / 8)
+
+
+def load_stream_program(design: InstructionDesign, access_bytes: int, n_loads: int,
+                        with_metadata: bool = False) -> Program:
+    """``n_loads`` independent LD instructions that each read ``access_bytes`` from every channel, sequential
+    addresses, then SYNC: the datamover path alone, for the access-size profile (`hwmodel fpga profile-hbm`).
+    ``with_metadata``: each weight LD is followed by the scale and zero-point LDs the lowering pairs with it
+    (:func:`metadata_fraction` of its size, from their own regions)."""
+    if access_bytes < 1 or n_loads < 1:
+        raise HwmodelError(f"access size and load count must be positive, got {access_bytes} B x {n_loads}")
+    C = design.datamover.channels
+    meta = max(1, round(access_bytes * metadata_fraction(design))) if with_metadata else 0
+    region = _align(n_loads * access_bytes, _LAYER_ALIGN_BYTES)
+    rows = []
+    for i in range(n_loads):
+        rows.append(_dm_row(isa.OP_LD, isa.BUF_WEIGHT, i * access_bytes, C, access_bytes, nch=C))
+        if meta:
+            rows.append(_dm_row(isa.OP_LD, isa.BUF_SCALE, region + i * meta, C, meta, nch=C))
+            rows.append(_dm_row(isa.OP_LD, isa.BUF_ZERO, 2 * region + i * meta, C, meta, nch=C))
+    prog = np.array([*rows, _row(isa.OP_SYNC)], dtype=np.int64)
+    return Program((Segment(prog, 1),))
+
+
+def program_traffic(prog: Program) -> dict[str, int]:
+    """Bytes each datamover buffer loads / stores and the MACs of a program, every repetition counted:
+    ``weights`` (weight buffer), ``metadata`` (scale + zero-point buffers: scales, zero points, biases),
+    ``gather`` (activation-buffer loads: the embedding rows and their metadata), ``kv_read`` / ``kv_write``
+    (KV buffer), ``macs`` (MV/MM: rows x row length x tokens)."""
+    out = {"weights": 0, "metadata": 0, "gather": 0, "kv_read": 0, "kv_write": 0, "macs": 0}
+    buf_class = {isa.BUF_WEIGHT: "weights", isa.BUF_SCALE: "metadata", isa.BUF_ZERO: "metadata",
+                 isa.BUF_ACT: "gather", isa.BUF_KV: "kv_read"}
+    for s in prog.segments:
+        ins = s.instrs
+        op = ins[:, isa.F_OP]
+        nbytes = ins[:, isa.F_ROWS] * ins[:, isa.F_ROW_BYTES]
+        for buf, cls in buf_class.items():
+            sel = (op == isa.OP_LD) & (ins[:, isa.F_TAG] == buf)
+            out[cls] += s.reps * int(nbytes[sel].sum())
+        st = (op == isa.OP_ST) & (ins[:, isa.F_TAG] == isa.BUF_KV)
+        out["kv_write"] += s.reps * int(nbytes[st].sum())
+        mm = (op == isa.OP_MV) | (op == isa.OP_MM)
+        out["macs"] += s.reps * int((nbytes[mm] * ins[mm, isa.F_STRIDE]).sum())
+    return out
