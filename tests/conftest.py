@@ -38,7 +38,7 @@ SLOW_MODULES = frozenset({
     "test_functional_ref", "test_streaming_equivalence", "test_streaming_validation", "test_reasoning_validation",
     "test_reasoning_system", "test_reasoning_warmup", "test_serving_scale", "test_dse_runner", "test_dse_dask",
     "test_study_runner", "test_study_freq", "test_backtrack_fit", "test_graph_conservation", "test_hbm",
-    "test_hbm_switch", "test_fuzz_readers", "test_api", "test_engine_roles", "test_interop",
+    "test_hbm_switch", "test_fuzz_readers", "test_api", "test_engine_roles", "test_interop", "test_calibration",
 })
 
 
