@@ -103,7 +103,7 @@ def gpu_fit() -> object:
     return fit_family(get_family("gpu"))
 
 
-def test_committed_gpu_parameters_equal_a_refit(gpu_fit) -> None:  # noqa: ANN001
+def test_committed_gpu_parameters_equal_a_refit(gpu_fit) -> None:
     fam = get_family("gpu")
     res = gpu_fit
     committed = load_values(fam.params_path)
@@ -148,7 +148,7 @@ def test_params_file_errors(tmp_path: Path) -> None:
         load_values(tmp_path / "bad.json")
 
 
-def test_write_fit_round_trips(tmp_path: Path, gpu_fit) -> None:  # noqa: ANN001
+def test_write_fit_round_trips(tmp_path: Path, gpu_fit) -> None:
     fam = get_family("gpu")
     res = gpu_fit
     out = write_fit(fam, res, tmp_path / "gpu.json")
