@@ -136,8 +136,7 @@ def main() -> None:
         x = [work(s) for s in sizes[1:]]
         ax.plot(x, times, "o", label="measured")
         pred = [coef["start-up s"] + sum(coef[k] * f(s) for k, f in terms.items()) for s in sizes[1:]]
-        order = np.argsort(x)
-        ax.plot(np.asarray(x)[order], np.asarray(pred)[order], "-", label=f"fit (max resid {100 * resid:.0f} %)")
+        ax.plot(x, pred, "x", label=f"fit (max resid {100 * resid:.0f} %)")  # a fit may have two terms: points
         ax.set_xlabel(label)
         ax.set_ylabel("host s")
         ax.set_title(name)
