@@ -1,9 +1,10 @@
 """The int8 x int8 -> int32 matrix-vector product of the LM head on the host (Numba), docs/w8a8.md 4.2.
 
 A decode's greedy token needs one row of LM-head accumulators: ``vocab x hidden`` int8 weights (136 MB for
-Qwen2.5-0.5B, a quarter of the model's bytes) against one int8 vector. XLA's CPU int8 dot streams that matrix
-at a few GB/s; this kernel streams it with every core (rows split across threads, each output an exact int32 sum
-of int8 x int8 products, so the result does not depend on the thread count or the order of the sum).
+Qwen2.5-0.5B, a quarter of the model's bytes) against one int8 vector. XLA's CPU int8 dot (two rows, as the
+datapath pads them) spent 14.5 ms of CPU on it, this single-threaded loop 8.7 ms (its parallel variant 7.9 ms,
+but with its own thread pool beside XLA's it lost wall time on a loaded machine); medians of 20 on the shared
+2-core VM. Each output is an exact int32 sum of int8 x int8 products, the same bits as XLA's.
 
 :func:`gemv_i8_reference` is the plain reference (numpy, int64 products, no Numba) the equivalence test compares
 against; ``tests/test_functional_gemv.py`` also checks the int32 range for the largest inner dimension.
@@ -16,10 +17,10 @@ import numpy as np
 import fpga  # noqa: F401  (sets the project's Numba cache directory before the first compilation)
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True)
 def _gemv_i8(w: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
     n_out, k_in = w.shape
-    for n in numba.prange(n_out):
+    for n in range(n_out):
         acc = np.int32(0)
         for k in range(k_in):
             acc += np.int32(w[n, k]) * np.int32(x[k])
