@@ -99,11 +99,13 @@ class DraftModel:
     results (rows are independent and masked positions contribute exact zeros), only the speed and the number of
     compilations (one per block shape and window size). ``host_head`` computes a decode's LM-head accumulators
     with the Numba int8 GEMV (:mod:`fpga.functional.gemv`; exact int32 sums, so the same bits as XLA's product)
-    instead of XLA's int8 dot (the 0.5B head alone: 8.7 ms of CPU against 14.5, see that module).
+    instead of XLA's int8 dot (the 0.5B head alone: 8.7 ms of CPU against 14.5, see that module). It is off by
+    default: in the whole 0.5B decode (benchmarks/bench_functional.py, A/B interleaved on the shared VM) it cost
+    wall time (126.5 against 72.5 ms/token median, the same CPU time), though a 2-layer model gained 2.7 ms/token.
     """
 
     def __init__(self, llm: LlmSpec, params: QuantizedParams, capacity: int = 2048, kvmu: Any = None,
-                 decode_rows: int = 2, prefill_chunk: int = 32, min_window: int = 64, host_head: bool = True
+                 decode_rows: int = 2, prefill_chunk: int = 32, min_window: int = 64, host_head: bool = False
                  ) -> None:
         if not isinstance(capacity, (int, np.integer)) or not 1 <= capacity <= min(MAX_CONTEXT, llm.max_position):
             raise DraftModelError(f"KV capacity must be an integer in 1..{min(MAX_CONTEXT, llm.max_position)} "
