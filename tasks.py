@@ -2,9 +2,12 @@
 """Two set-up commands for a fresh machine with only Python >= 3.11.
 
     python3 tasks.py run     # create .venv on first use, then `hwmodel reproduce` (built-in defaults)
-    python3 tasks.py test    # create .venv on first use, then the whole test suite
+    python3 tasks.py test    # create .venv on first use, then the whole test suite (pytest -n 2)
+    python3 tasks.py test --quick   # the inner loop: the suite without the tests marked `slow` (about 90 s)
 
 Extra arguments are passed through (`python3 tasks.py run --help`, `python3 tasks.py test -k kvmu`).
+`--quick` is `-m "not slow"`; the `slow` marker is given in tests/conftest.py (SLOW_MODULES: studies, validation,
+RTL and browser runs, full-size models, long hypothesis runs, the README examples). docs/testing.md has the rest.
 The virtual environment is rebuilt when pyproject.toml changes (a hash stamp in .venv).
 """
 from __future__ import annotations
@@ -54,6 +57,8 @@ def main(argv: list[str]) -> int:
     if task == "run":
         cmd = [str(_bin("hwmodel")), "reproduce", *rest]
     else:
+        if "--quick" in rest:
+            rest = [a for a in rest if a != "--quick"] + ["-m", "not slow"]
         workers = ["-n", "2"] if not any(a.startswith("-n") for a in rest) else []
         cmd = [str(_bin("python")), "-m", "pytest", "-q", *workers, *rest]
     return subprocess.run(cmd, cwd=ROOT).returncode

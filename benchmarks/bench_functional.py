@@ -1,6 +1,7 @@
 """Speed of the functional W8A8 draft model (JAX, CPU) at the Qwen2.5-0.5B shapes.
 
-Prints per-token decode time (greedy, KV cache under KVMU control, LM head included), prefill throughput, and, as
+Prints per-token decode time (greedy, KV cache under KVMU control, LM head included) with XLA's LM head (the
+default) and, interleaved step by step in the same run, with the host (Numba) LM head, prefill throughput, and, as
 the reference run in the same process, the time XLA needs for the int8 matrix products alone (every projection of
 every layer plus the LM head, same rows, same weights): the ratio says what the rest of the integer datapath
 (requantization, RMSNorm, RoPE, attention, SiLU, KV writes, dispatch) adds on top of the matmuls.
@@ -60,13 +61,19 @@ def main() -> None:
         t0 = time.perf_counter()
         model.prefill(prompt)
         prefill_s = time.perf_counter() - t0
-        model.decode()
-        times = []
-        for _ in range(args.steps):
-            t0 = time.perf_counter()
+        model.host_head = False
+        model.decode()  # compiles the all-XLA head too
+        times: dict[bool, list[float]] = {True: [], False: []}
+        cpu: dict[bool, list[float]] = {True: [], False: []}
+        for i in range(2 * args.steps):  # A/B interleaved: host (Numba) LM head, then XLA's, step by step
+            model.host_head = i % 2 == 0
+            t0, c0 = time.perf_counter(), time.process_time()
             model.decode()
-            times.append(time.perf_counter() - t0)
-        dec = np.array(times)
+            times[model.host_head].append(time.perf_counter() - t0)
+            cpu[model.host_head].append(time.process_time() - c0)
+        model.host_head = False  # the default
+        dec = np.array(times[True])
+        dec_xla = np.array(times[False])
 
         # reference: the int8 products alone, same device weights, same rows, one jitted call per layer
         with jax.enable_x64(True):
@@ -89,6 +96,12 @@ def main() -> None:
                 matmuls()
                 mm.append(time.perf_counter() - t0)
         mm_a = np.array(mm)
+        print(f"rows {rows}: decode with the XLA LM head (the default) {np.median(dec_xla) * 1e3:.1f} ms/token "
+              f"median, {dec_xla.min() * 1e3:.1f} min; with the host LM head (host_head=True) "
+              f"{np.median(dec) * 1e3:.1f} median, {dec.min() * 1e3:.1f} min; host/XLA "
+              f"{np.median(dec) / np.median(dec_xla):.2f}x; CPU time (all threads) "
+              f"{np.median(cpu[False]) * 1e3:.1f} -> {np.median(cpu[True]) * 1e3:.1f} ms/token median")
+        dec = dec_xla
         print(f"rows {rows}: decode {np.median(dec) * 1e3:.1f} ms/token median, {dec.min() * 1e3:.1f} min "
               f"({1 / np.median(dec):.1f} tokens/s) at context {args.prompt}..{args.prompt + args.steps}; "
               f"int8 matmuls alone {np.median(mm_a) * 1e3:.1f} ms median, {mm_a.min() * 1e3:.1f} min; "

@@ -1,8 +1,21 @@
-"""Shared test configuration: a deterministic hypothesis profile (CI must be reproducible run to run)."""
+"""Shared test configuration (docs/testing.md).
+
+- A deterministic hypothesis profile (CI must be reproducible run to run).
+- The ``slow`` marker: every test of the modules in :data:`SLOW_MODULES` (and the README examples) gets it, so
+  ``python3 tasks.py test --quick`` (``pytest -m "not slow"``) is the inner loop; the full suite runs them all.
+- ``HWMODEL_TEST_TIMES=path``: append one JSON line per test with its wall time and its CPU time (this process
+  and its finished subprocesses), so where the suite spends its time can be measured on a loaded machine.
+"""
 from __future__ import annotations
 
+import json
 import os
+import resource
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -15,3 +28,46 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+#: test modules left out of ``--quick``: each builds a study, a validation table, an RTL simulation, a browser,
+#: a full-size (0.5B) integer model or runs hundreds of hypothesis examples of a simulator (measured with
+#: HWMODEL_TEST_TIMES; docs/testing.md)
+SLOW_MODULES = frozenset({
+    "test_readme", "test_validation", "test_notebooks", "test_browser", "test_kvmu_rtl", "test_kvmu_rtl_synth",
+    "test_kvmu_properties", "test_functional", "test_functional_cosim", "test_functional_kvmu",
+    "test_functional_ref", "test_streaming_equivalence", "test_streaming_validation", "test_reasoning_validation",
+    "test_reasoning_system", "test_reasoning_warmup", "test_serving_scale", "test_dse_runner", "test_dse_dask",
+    "test_study_runner", "test_study_freq", "test_backtrack_fit", "test_graph_conservation", "test_hbm",
+    "test_hbm_switch", "test_fuzz_readers", "test_api", "test_engine_roles", "test_interop", "test_calibration",
+})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: left out of `tasks.py test --quick` (tests/conftest.py SLOW_MODULES)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in SLOW_MODULES or item.name.startswith("test_readme_example_runs"):
+            item.add_marker(pytest.mark.slow)
+
+
+def _cpu_s() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    log = os.environ.get("HWMODEL_TEST_TIMES")
+    if not log:
+        return (yield)
+    wall0, cpu0 = time.perf_counter(), _cpu_s()
+    try:
+        return (yield)
+    finally:
+        rec = {"test": item.nodeid, "wall_s": round(time.perf_counter() - wall0, 3),
+               "cpu_s": round(_cpu_s() - cpu0, 3)}
+        with Path(log).open("a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")

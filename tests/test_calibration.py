@@ -97,9 +97,15 @@ def gpu_rows() -> list:
     return report_family(get_family("gpu"))
 
 
-def test_committed_gpu_parameters_equal_a_refit() -> None:
+@pytest.fixture(scope="module")
+def gpu_fit() -> object:
+    """One re-fit of the GPU family, shared by the tests that read it (a fit is deterministic)."""
+    return fit_family(get_family("gpu"))
+
+
+def test_committed_gpu_parameters_equal_a_refit(gpu_fit) -> None:
     fam = get_family("gpu")
-    res = fit_family(fam)
+    res = gpu_fit
     committed = load_values(fam.params_path)
     assert res.success and not res.at_bound
     for name, value in res.values.items():
@@ -142,9 +148,9 @@ def test_params_file_errors(tmp_path: Path) -> None:
         load_values(tmp_path / "bad.json")
 
 
-def test_write_fit_round_trips(tmp_path: Path) -> None:
+def test_write_fit_round_trips(tmp_path: Path, gpu_fit) -> None:
     fam = get_family("gpu")
-    res = fit_family(fam)
+    res = gpu_fit
     out = write_fit(fam, res, tmp_path / "gpu.json")
     assert load_values(out) == {**res.values}
     doc = json.loads(out.read_text())

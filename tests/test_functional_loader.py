@@ -151,3 +151,20 @@ def test_accuracy_command_on_a_checkpoint(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert "Error:" in r.output and "tensor 'model.norm.weight' is missing" in r.output
     assert "Traceback" not in r.output
+
+
+def test_the_float_reference_is_computed_once_for_both_comparisons(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fpga.functional import accuracy
+    from fpga.functional import float_reference as fref
+
+    prompts = accuracy.prompt_set(LLM.vocab, 2, 6, 0)
+    full = [accuracy.measure(LLM, SRC, prompts, "s"), accuracy.measure_weight_only(LLM, SRC, prompts, "s")]
+    calls = []
+    real = fref.final_hidden
+    monkeypatch.setattr(fref, "final_hidden", lambda *a: calls.append(a[1]) or real(*a))
+    accuracy._LAST_REFERENCE.clear()
+    again = [accuracy.measure(LLM, SRC, prompts, "s"), accuracy.measure_weight_only(LLM, SRC, prompts, "s")]
+    assert again == full  # the same reports
+    assert calls.count(SRC) == 1  # the reference of SRC once; the int8-weight forward is another source
+    other = SyntheticWeights(LLM, 5)  # equal weights, another object: computed afresh, same report
+    assert accuracy.measure(LLM, other, prompts, "s") == full[0] and calls.count(other) == 1

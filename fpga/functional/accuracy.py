@@ -89,6 +89,23 @@ def int8_weights(source: TensorSource) -> TensorSource:
 
 Logits = Callable[[int], np.ndarray]
 
+#: the last float64 reference (source, llm, prompts, hidden, head): :func:`measure` and :func:`measure_weight_only`
+#: on the same source and prompts (``fpga accuracy --weight-only``) compare against it, so it is computed once
+_LAST_REFERENCE: list[tuple[TensorSource, LlmSpec, bytes, np.ndarray, np.ndarray]] = []
+
+
+def float_reference(llm: LlmSpec, source: TensorSource, prompts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 reference's final hidden states of ``prompts`` and its LM-head matrix, reused by the next call on
+    the same source object, LLM and prompts (the source is kept with it, so its identity cannot be reused)."""
+    key = np.ascontiguousarray(prompts).tobytes()
+    for src, spec, k, hidden, head in _LAST_REFERENCE:
+        if src is source and spec == llm and k == key:
+            return hidden, head
+    hidden = fref.final_hidden(llm, source, prompts)
+    head = fref.lm_head_weight(llm, source)
+    _LAST_REFERENCE[:] = [(source, llm, key, hidden, head)]
+    return hidden, head
+
 
 def _compare(P: int, T: int, got_logits: Logits, want_logits: Logits, llm: LlmSpec, label: str, datapath: str,
              progress: Callable[[], object] | None) -> AccuracyReport:
@@ -128,8 +145,7 @@ def measure(llm: LlmSpec, source: TensorSource, prompts: np.ndarray, weights_lab
     prompts = np.asarray(prompts, np.int64)
     P, T = prompts.shape
     model = DraftModel(llm, quantize_model(llm, source), capacity=max(T, 1), min_window=max(T, 1))
-    hidden = fref.final_hidden(llm, source, prompts)
-    head = fref.lm_head_weight(llm, source)
+    hidden, head = float_reference(llm, source, prompts)
 
     def got(p: int) -> np.ndarray:
         model.prefill(prompts[p])
@@ -145,9 +161,8 @@ def measure_weight_only(llm: LlmSpec, source: TensorSource, prompts: np.ndarray,
     prompts = np.asarray(prompts, np.int64)
     P, T = prompts.shape
     q_source = int8_weights(source)
-    hidden = fref.final_hidden(llm, source, prompts)
+    hidden, head = float_reference(llm, source, prompts)
     hidden_q = fref.final_hidden(llm, q_source, prompts)
-    head = fref.lm_head_weight(llm, source)
     head_q = fref.lm_head_weight(llm, q_source)
     return _compare(P, T, lambda p: fref.logits(hidden_q[p], head_q), lambda p: fref.logits(hidden[p], head), llm,
                     weights_label, "int8 weights only, float64 activations", progress)

@@ -115,11 +115,18 @@ def linear(x_q: jax.Array, m_x: jax.Array, e_x: jax.Array, w_q: jax.Array, m_w: 
     """int8 x int8 -> int32 accumulators, requantized per (row, channel) into int32 with ``frac_out`` bits
     (docs/w8a8.md 4.2). Returns ``(y, acc)``."""
     acc = matmul_i8(x_q, w_q)
+    return requant_acc(acc, m_x, e_x, m_w, e_w, frac_out, bias), acc
+
+
+def requant_acc(acc: jax.Array, m_x: jax.Array, e_x: jax.Array, m_w: jax.Array, e_w: jax.Array, frac_out: int,
+                bias: jax.Array | None = None) -> jax.Array:
+    """A linear layer's int32 accumulators (rows, channels) requantized per (row, channel) into int32 with
+    ``frac_out`` fractional bits, plus the bias (docs/w8a8.md 4.2)."""
     mult = m_x.astype(I64)[:, None] * m_w.astype(I64)[None, :]
     y = requant32(acc.astype(I64) * mult, -(e_x.astype(I64)[:, None] + e_w.astype(I64)[None, :] + frac_out))
     if bias is not None:
         y = sat32(y + bias.astype(I64)[None, :])
-    return y, acc
+    return y
 
 
 def rmsnorm_quant(h: jax.Array, g_q: jax.Array, f_g: jax.Array, eps_fix: int
@@ -334,6 +341,27 @@ def _head_and_embed(top: Params, stash: Cache, prev: jax.Array, rows: int) -> tu
 
 
 head_and_embed = jax.jit(_head_and_embed, static_argnames=("rows",))
+
+
+def _greedy_from_acc(top: Params, stash: Cache, prev: jax.Array, acc: jax.Array) -> jax.Array:
+    """The greedy token at ``prev`` from its LM-head accumulators ``acc`` (vocab,) int32, computed on the host
+    (:func:`fpga.functional.gemv.gemv_i8`): the same requantization and argmax as :func:`_greedy_at`."""
+    logits = requant_acc(acc[None, :], stash["x_m"][prev][None], stash["x_e"][prev][None], top["lm_m"],
+                         top["lm_e"], fmt.F_L)
+    return greedy(logits[0])
+
+
+greedy_from_acc = jax.jit(_greedy_from_acc)
+
+
+def _token_and_embed(top: Params, stash: Cache, prev: jax.Array, acc: jax.Array, rows: int
+                     ) -> tuple[jax.Array, jax.Array]:
+    """:func:`_head_and_embed` from host-computed LM-head accumulators."""
+    tok = _greedy_from_acc(top, stash, prev, acc)
+    return tok, _embed(top, jnp.zeros((rows,), jnp.int32).at[0].set(tok))
+
+
+token_and_embed = jax.jit(_token_and_embed, static_argnames=("rows",))
 
 
 def window_for(end: int, capacity: int, minimum: int = 64) -> int:

@@ -26,6 +26,7 @@ import numpy as np
 
 from fpga.functional import datapath as dp
 from fpga.functional.formats import MAX_CONTEXT
+from fpga.functional.gemv import gemv_i8
 from fpga.functional.quantize import QuantizedParams, quantize_model
 from fpga.functional.weights import SafetensorsWeights, SyntheticWeights
 from hwmodel.errors import HwmodelError
@@ -96,11 +97,16 @@ class DraftModel:
     for one vector), ``prefill_chunk`` is the row count of prefill / ingest blocks, and attention reads a window
     of ``min_window * 2**k`` positions (capped at ``capacity``); none of them changes a single bit of the
     results (rows are independent and masked positions contribute exact zeros), only the speed and the number of
-    compilations (one per block shape and window size).
+    compilations (one per block shape and window size). ``host_head`` computes a decode's LM-head accumulators
+    with the Numba int8 GEMV (:mod:`fpga.functional.gemv`; exact int32 sums, so the same bits as XLA's product)
+    instead of XLA's int8 dot (the 0.5B head alone: 8.7 ms of CPU against 14.5, see that module). It is off by
+    default: in the whole 0.5B decode (benchmarks/bench_functional.py, A/B interleaved on the shared VM) it cost
+    wall time (126.5 against 72.5 ms/token median, the same CPU time), though a 2-layer model gained 2.7 ms/token.
     """
 
     def __init__(self, llm: LlmSpec, params: QuantizedParams, capacity: int = 2048, kvmu: Any = None,
-                 decode_rows: int = 2, prefill_chunk: int = 32, min_window: int = 64) -> None:
+                 decode_rows: int = 2, prefill_chunk: int = 32, min_window: int = 64, host_head: bool = False
+                 ) -> None:
         if not isinstance(capacity, (int, np.integer)) or not 1 <= capacity <= min(MAX_CONTEXT, llm.max_position):
             raise DraftModelError(f"KV capacity must be an integer in 1..{min(MAX_CONTEXT, llm.max_position)} "
                                   f"positions for '{llm.name}', got {capacity!r}")
@@ -113,6 +119,8 @@ class DraftModel:
         self.decode_rows = int(decode_rows)
         self.prefill_chunk = int(prefill_chunk)
         self.min_window = int(min_window)
+        self.host_head = bool(host_head)
+        self._lm_q_host = np.ascontiguousarray(params.lm_q)
         self.kvmu = kvmu if kvmu is not None else default_kvmu(self.capacity)
         if getattr(self.kvmu, "capacity", self.capacity) != self.capacity:
             raise DraftModelError(f"the KVMU's capacity ({self.kvmu.capacity}) differs from the KV buffer's "
@@ -178,7 +186,11 @@ class DraftModel:
         pos = int(positions[0])
         rows = self.decode_rows
         with jax.enable_x64(True):
-            token, h0 = dp.head_and_embed(self._params.top, self._stash, np.int64(prev), rows=rows)
+            if self.host_head:
+                acc = self._head_acc(prev)
+                token, h0 = dp.token_and_embed(self._params.top, self._stash, np.int64(prev), acc, rows=rows)
+            else:
+                token, h0 = dp.head_and_embed(self._params.top, self._stash, np.int64(prev), rows=rows)
             p = np.full(rows, self.capacity, np.int64)
             p[0] = pos
             window = dp.window_for(pos + 1, self.capacity, self.min_window)
@@ -192,8 +204,11 @@ class DraftModel:
         """The greedy token the next :meth:`decode` will produce, without feeding it (nothing changes)."""
         if self.ahead < 1:
             raise DraftModelError("there is no token in the KV cache to predict from (prefill first)")
+        prev = self.ahead - 1
         with jax.enable_x64(True):
-            return int(dp.greedy_at(self._params.top, self._stash, np.int64(self.ahead - 1), rows=self.decode_rows))
+            if self.host_head:
+                return int(dp.greedy_from_acc(self._params.top, self._stash, np.int64(prev), self._head_acc(prev)))
+            return int(dp.greedy_at(self._params.top, self._stash, np.int64(prev), rows=self.decode_rows))
 
     def logits(self, position: int | Sequence[int]) -> np.ndarray:
         """Integer logits (F_L = 12 fractional bits) predicted at cached position(s) ``position < ahead``."""
@@ -261,6 +276,10 @@ class DraftModel:
             bad = toks[(toks < 0) | (toks >= self.llm.vocab)][0]
             raise DraftModelError(f"token id {int(bad)} is outside the vocabulary [0, {self.llm.vocab})")
         return toks.astype(np.int64)
+
+    def _head_acc(self, prev: int) -> np.ndarray:
+        """The LM-head accumulators of position ``prev`` on the host (:func:`fpga.functional.gemv.gemv_i8`)."""
+        return gemv_i8(self._lm_q_host, np.asarray(self._stash["x_q"][prev]))
 
     def _run(self, toks: np.ndarray, positions: np.ndarray, rows: int) -> None:
         """Forward passes over ``toks`` at ``positions`` (from the KVMU) in blocks of ``rows`` rows; a short last
