@@ -2,7 +2,7 @@
 
     python benchmarks/bench_growth.py [--out growth.png] [--only streaming,dse,serving,system-a] [--small]
 
-* streaming engine (fpga.streaming, ``draft-u280``): ``t`` tokens decoded one after another from context ``c``
+* streaming engine (fpga.streaming.engine, ``draft-u280``): ``t`` tokens decoded one after another from context ``c``
   (each a fresh token program and fast-engine run, nothing memoized); fit ``host_s = a + b*tokens +
   d*tokens*ctx`` (per-token cost and its growth with the context);
 * DSE (``hwmodel sweep`` machinery, 2 worker processes, benchmarks/bench_dse.py's grid at 1..4 clocks): fit
@@ -40,7 +40,7 @@ def _timed(fn: Callable[[], object]) -> float:
 
 
 def streaming_run(s: Size) -> None:
-    from fpga.streaming import simulate_token
+    from fpga.streaming.engine import simulate_token
 
     for i in range(s["tokens"]):
         simulate_token("draft-u280", s["ctx"] + i)
