@@ -4,6 +4,7 @@
     python3 tasks.py run     # create .venv on first use, then `hwmodel reproduce` (built-in defaults)
     python3 tasks.py test    # create .venv on first use, then the whole test suite (pytest -n 2)
     python3 tasks.py test --quick   # the inner loop: the suite without the tests marked `slow` (about 90 s)
+    python3 tasks.py lint    # ruff check, ruff format --check, mypy (strict parts), lint-imports (the layers)
 
 Extra arguments are passed through (`python3 tasks.py run --help`, `python3 tasks.py test -k kvmu`).
 `--quick` is `-m "not slow"`; the `slow` marker is given in tests/conftest.py (SLOW_MODULES: studies, validation,
@@ -48,12 +49,31 @@ def ensure_venv() -> None:
     STAMP.write_text(_wanted_stamp())
 
 
+#: the codebase's checks (pyproject.toml configures each; docs/architecture.md)
+LINTERS = (("ruff", "check", "."), ("ruff", "format", "--check", "."), ("mypy",), ("lint-imports",))
+
+
+def lint() -> int:
+    """Every check of LINTERS, each reported; non-zero if any fails."""
+    failed = []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # lint-imports resolves the packages from the checkout
+    for tool, *args in LINTERS:
+        print(f"[tasks] {tool} {' '.join(args)}", flush=True)
+        if subprocess.run([str(_bin(tool)), *args], cwd=ROOT, env=env).returncode != 0:
+            failed.append(tool)
+    if failed:
+        print(f"[tasks] failed: {', '.join(failed)}", flush=True)
+    return 1 if failed else 0
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"run", "test"}:
+    if not argv or argv[0] not in {"run", "test", "lint"}:
         print(__doc__)
         return 2
     ensure_venv()
     task, rest = argv[0], argv[1:]
+    if task == "lint":
+        return lint()
     if task == "run":
         cmd = [str(_bin("hwmodel")), "reproduce", *rest]
     else:
