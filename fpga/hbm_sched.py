@@ -1,5 +1,6 @@
-"""One fabric port through the HBM switch into its pseudo-channels, with the controller's request scheduling
-(Numba; the cycle-stepped twin is :func:`fpga.hbm_ref.port_profile_stepped`).
+"""Fabric ports through the HBM switch into their pseudo-channels, with the controller's request scheduling
+(Numba; the cycle-stepped twin is :func:`fpga.hbm_ref.masters_profile_stepped`; several masters sharing channels:
+:func:`masters_profile`).
 
 What is modelled (docs/hbm.md, "Scheduling"):
 
