@@ -1,8 +1,9 @@
 """Cycle-stepped twin of :func:`fpga.hbm_sched.masters_profile`: one or several ports issuing to several
-pseudo-channels through the HBM switch, every kernel cycle and every AXI cycle of every channel stepped in time order (plain Python, small
-runs only). Each channel is a :class:`fpga.streaming_ref._Channel` (the bank-level rules as predicates) that is
-handed one request at a time by the controller's pick (:class:`_SchedChannel`); the port rules (read and write
-in-flight limits, per-ID ordering through the switch, lateral hops each way) are tested as predicates each cycle."""
+pseudo-channels through the HBM switch, every kernel cycle and every AXI cycle of every channel stepped in time
+order (plain Python, small runs only). Each channel is a :class:`fpga.streaming_ref._Channel` (the bank-level rules
+as predicates) that is handed one request at a time by the controller's pick (:class:`_SchedChannel`); the port
+rules (read and write in-flight limits, per-ID ordering through the switch, lateral hops each way) and the switch's
+arbitration at each channel's input are tested as predicates each cycle."""
 from __future__ import annotations
 
 import collections
@@ -99,7 +100,7 @@ def masters_profile_stepped(p: np.ndarray, phases: list[int], addrs: list[int], 
     prog = [[r for r in range(n) if masters[r] == m] for m in range(n_m)]
     issued = [0] * n_m
     last_issue = [-1] * n_m
-    fifo: list[collections.deque] = [collections.deque() for _ in range(n_m)]  # [request, reach base]
+    fifo: list[collections.deque[list[int]]] = [collections.deque() for _ in range(n_m)]  # [request, reach base]
     m_entry = [-1] * n_m  # AXI cycle the master's previous command entered its channel
     rr = [n_m - 1] * len(chs)
     copy_pos = [0] * n_m
