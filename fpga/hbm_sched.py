@@ -130,32 +130,44 @@ def masters_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.
     arrival = np.zeros(n, dtype=np.int64)
     done = np.zeros(n, dtype=np.int64)
     # per channel: its requests in arrival order, and the first not yet picked
-    q = np.zeros((n_pc, n), dtype=np.int64)
+    q = np.zeros(n, dtype=np.int64)  # channel c's slice starts at qoff[c]
+    qoff = np.zeros(n_pc, dtype=np.int64)
+    for r in range(n):
+        if chans[r] + 1 < n_pc:
+            qoff[chans[r] + 1] += 1
+    for c in range(1, n_pc):
+        qoff[c] += qoff[c - 1]
     qn = np.zeros(n_pc, dtype=np.int64)
     qh = np.zeros(n_pc, dtype=np.int64)
     pc_entry = np.full(n_pc, -1, dtype=np.int64)  # last AXI cycle a command entered the channel
     pc_rr = np.full(n_pc, n_masters - 1, dtype=np.int64)  # master granted last
-    # per master: its program, k-th read / write, per-ID destination and completion
-    prog = np.zeros((n_masters, n), dtype=np.int64)
+    # per master (its slice off[m] .. of the flat lists): its program, k-th read / write
     cnt = np.zeros(n_masters, dtype=np.int64)
+    for r in range(n):
+        cnt[masters[r]] += 1
+    off = np.zeros(n_masters, dtype=np.int64)
+    for m in range(1, n_masters):
+        off[m] = off[m - 1] + cnt[m - 1]
+    prog = np.zeros(n, dtype=np.int64)
     pos = np.zeros(n, dtype=np.int64)
     kind_idx = np.zeros(n, dtype=np.int64)
-    rd_list = np.zeros((n_masters, n), dtype=np.int64)
-    wr_list = np.zeros((n_masters, n), dtype=np.int64)
+    rd_list = np.zeros(n, dtype=np.int64)
+    wr_list = np.zeros(n, dtype=np.int64)
+    nk = np.zeros(n_masters, dtype=np.int64)
     nr = np.zeros(n_masters, dtype=np.int64)
     nw = np.zeros(n_masters, dtype=np.int64)
     for r in range(n):
         m = masters[r]
-        pos[r] = cnt[m]
-        prog[m, cnt[m]] = r
-        cnt[m] += 1
+        pos[r] = nk[m]
+        prog[off[m] + nk[m]] = r
+        nk[m] += 1
         if writes[r]:
             kind_idx[r] = nw[m]
-            wr_list[m, nw[m]] = r
+            wr_list[off[m] + nw[m]] = r
             nw[m] += 1
         else:
             kind_idx[r] = nr[m]
-            rd_list[m, nr[m]] = r
+            rd_list[off[m] + nr[m]] = r
             nr[m] += 1
     id_chan = np.full((n_masters, n_ids), -1, dtype=np.int64)
     id_open = np.zeros((n_masters, n_ids), dtype=np.int64)  # issued, not yet landed
@@ -181,13 +193,13 @@ def masters_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.
         for m in range(n_masters):
             if nxt[m] >= cnt[m]:
                 continue
-            r = prog[m, nxt[m]]
+            r = prog[off[m] + nxt[m]]
             t = issue[m] + 1
             ok = True
             lim = out_wr if writes[r] else out_rd
             k = kind_idx[r]
             if k >= lim:
-                qq = wr_list[m, k - lim] if writes[r] else rd_list[m, k - lim]
+                qq = wr_list[off[m] + k - lim] if writes[r] else rd_list[off[m] + k - lim]
                 if lands[qq] < 0:
                     ok = False
                 elif lands[qq] > t:
@@ -210,20 +222,20 @@ def masters_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.
         best_c = -1
         best_now = BIG
         for c in range(n_pc):
-            while qh[c] < qn[c] and done[q[c, qh[c]]]:
+            while qh[c] < qn[c] and done[q[qoff[c] + qh[c]]]:
                 qh[c] += 1
             if qh[c] == qn[c]:
                 continue
-            now = max(st[c, CS_LAST_COL] + 1, arrival[q[c, qh[c]]] + p[HP_FRONT])
+            now = max(st[c, CS_LAST_COL] + 1, arrival[q[qoff[c] + qh[c]]] + p[HP_FRONT])
             if now < best_now:
                 best_now = now
                 best_c = c
         if b_m >= 0 and b_entry <= best_now:
             m = b_m
-            r = prog[m, nxt[m]]
+            r = prog[off[m] + nxt[m]]
             c = chans[r]
             arrival[r] = b_entry
-            q[c, qn[c]] = r
+            q[qoff[c] + qn[c]] = r
             qn[c] += 1
             pc_entry[c] = b_entry
             pc_rr[c] = m
@@ -244,7 +256,7 @@ def masters_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.
         seen = 0
         j = qh[c]
         while j < qn[c] and seen < window:
-            r = q[c, j]
+            r = q[qoff[c] + j]
             j += 1
             if done[r]:
                 continue
@@ -253,7 +265,7 @@ def masters_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.
                 break  # arrival order: the rest are not in the queue yet either
             blocked = False
             for jj in range(qh[c], j - 1):
-                o = q[c, jj]
+                o = q[qoff[c] + jj]
                 if not done[o] and same_bank_row(p, addrs[o], addrs[r]):
                     blocked = True
                     break
@@ -275,8 +287,8 @@ def masters_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.
             lands[r] = axi_to_kernel(p, e + hops[m, c] * lateral_cycles)
             _landed(m, pos[r] % n_ids, lands[r], id_open, id_land)
             last_all = max(last_all, lands[r])
-        while land_ptr[m] < nr[m] and done[rd_list[m, land_ptr[m]]]:
-            rr = rd_list[m, land_ptr[m]]
+        while land_ptr[m] < nr[m] and done[rd_list[off[m] + land_ptr[m]]]:
+            rr = rd_list[off[m] + land_ptr[m]]
             xr = hops[m, chans[rr]] * lateral_cycles
             lands[rr] = read_landing(p, first[rr] + xr, end[rr] + xr, req_bytes, port_bytes, prev_land[m])
             prev_land[m] = lands[rr]
