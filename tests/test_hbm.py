@@ -222,3 +222,17 @@ def test_clock_ticks_are_exact() -> None:
     assert hbm.clock_ticks(300e6, 450e6) == (3, 2)
     assert hbm.clock_ticks(225e6, 450e6) == (2, 1)
     assert hbm.clock_ticks(217e6, 450e6) == (450, 217)
+
+
+def test_masters_share_a_channel() -> None:
+    """Two HLS ports (one AXI ID, 16 reads in flight each) on one pseudo-channel: the channel's bus is shared, so
+    each gets less than alone on a stream that fills the bus, and the pair never exceeds the channel's peak; on
+    latency-bound random traffic the second master adds requests in flight, so the pair moves more."""
+    b = library().board("u280")
+    kw = {"outstanding": 16, "port_width_bits": 256, "total_bytes": 256 << 10}
+    for pattern, req in (("sequential", 4096), ("random", 64)):
+        one = hbm.profile_bandwidth(b, 450e6, req, pattern=pattern, **kw)
+        two = hbm.profile_bandwidth(b, 450e6, req, pattern=pattern, masters=2, **kw)
+        assert two["masters"] == 2 and two["bw_per_master_bytes_per_s"] < one["bw_bytes_per_s"]
+        assert two["bw_bytes_per_s"] <= hbm.channel_peak_bytes_per_s(b)
+    assert two["bw_bytes_per_s"] > 1.2 * one["bw_bytes_per_s"]

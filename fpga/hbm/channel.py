@@ -608,7 +608,7 @@ def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, 
                       write_fraction: float | None = None, channels: tuple[int, ...] | None = None,
                       port: int | None = None, seed: int = 0, refresh_phase_cycles: int = 0,
                       outstanding_writes: int | None = None, axi_ids: int = 1,
-                      reorder: bool | None = None) -> dict[str, float]:
+                      reorder: bool | None = None, masters: int = 1) -> dict[str, float]:
     """Effective bandwidth of one port: ``req_bytes`` requests in ``pattern`` (default sequential, or strided by
     ``stride_bytes``), a fraction ``write_fraction`` of them writes (all writes if ``write``), spread round-robin
     (sequential / strided) or at random (random) over the pseudo-channels ``channels`` (default: the port's own),
@@ -616,12 +616,14 @@ def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, 
 
     ``outstanding`` / ``outstanding_writes`` (default the same): reads / writes in flight; ``axi_ids``: AXI IDs
     the port cycles through (1: an HLS ``m_axi`` port); ``reorder``: the controller's request reordering (default
-    the board's ``request_reordering``; fpga/hbm/scheduler.py)."""
-    from fpga.hbm.scheduler import controller_window, port_profile
+    the board's ``request_reordering``; fpga/hbm/scheduler.py); ``masters``: that many such ports (AXI ports
+    ``port``, ``port + 1``, ...; master m's stream seeded ``seed + m``) sharing the channels through the switch
+    (``bw_bytes_per_s`` is then their sum)."""
+    from fpga.hbm.scheduler import controller_window, masters_profile
 
     outstanding_writes = outstanding if outstanding_writes is None else outstanding_writes
-    if req_bytes <= 0 or outstanding <= 0 or outstanding_writes <= 0 or port_width_bits <= 0 or axi_ids <= 0:
-        raise HwmodelError("request bytes, outstanding requests, AXI IDs and port width must be positive")
+    if min(req_bytes, outstanding, outstanding_writes, port_width_bits, axi_ids, masters) <= 0:
+        raise HwmodelError("request bytes, outstanding requests, AXI IDs, masters and port width must be positive")
     h = board.hbm
     n_pc = h.pseudo_channels * h.ports_per_pc
     chans = tuple(channels) if channels else (0,)
@@ -637,21 +639,29 @@ def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, 
     p = hbm_params(board, kernel_clock_hz, refresh_phase_cycles)
     n = max(1, total_bytes // req_bytes)
     pc_bytes = h.pc_capacity_bytes // h.ports_per_pc
-    rng = np.random.default_rng(seed + 1)
-    if kind == "random":
-        ch = np.array(chans, dtype=np.int64)[rng.integers(0, len(chans), n)] if len(chans) > 1 else \
-            np.full(n, chans[0], dtype=np.int64)
-        addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, seed, offset_bytes)
-    else:  # consecutive requests go to consecutive channels of the map, each channel's stream in order
-        ch = np.array([chans[r % len(chans)] for r in range(n)], dtype=np.int64)
-        addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, seed, offset_bytes)
-        if len(chans) > 1:
-            addrs = pattern_addresses(pattern, -(-n // len(chans)), req_bytes, pc_bytes, seed,
-                                      offset_bytes)[np.arange(n) // len(chans)]
     wf = 1.0 if write else (write_fraction or 0.0)
-    writes = (rng.random(n) < wf).astype(np.int64) if 0.0 < wf < 1.0 else np.full(n, int(wf >= 1.0), np.int64)
     seg = h.switch_segment_ports
-    hops = np.array([abs(c // seg - port // seg) for c in range(n_pc)], dtype=np.int64)
+    parts = []
+    for m in range(masters):  # master m: AXI port port + m, its own stream (seed + m)
+        sd = seed + m
+        rng = np.random.default_rng(sd + 1)
+        if kind == "random":
+            ch = np.array(chans, dtype=np.int64)[rng.integers(0, len(chans), n)] if len(chans) > 1 else \
+                np.full(n, chans[0], dtype=np.int64)
+            addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, sd, offset_bytes)
+        else:  # consecutive requests go to consecutive channels of the map, each channel's stream in order
+            ch = np.array([chans[r % len(chans)] for r in range(n)], dtype=np.int64)
+            addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, sd, offset_bytes)
+            if len(chans) > 1:
+                addrs = pattern_addresses(pattern, -(-n // len(chans)), req_bytes, pc_bytes, sd,
+                                          offset_bytes)[np.arange(n) // len(chans)]
+        wr = (rng.random(n) < wf).astype(np.int64) if 0.0 < wf < 1.0 else np.full(n, int(wf >= 1.0), np.int64)
+        mport = (port + m) % h.axi_ports
+        parts.append((addrs, ch, wr, [abs(c // seg - mport // seg) for c in range(n_pc)]))
+    addrs = np.concatenate([x[0] for x in parts])
+    ch = np.concatenate([x[1] for x in parts])
+    writes = np.concatenate([x[2] for x in parts])
+    hops = np.array([x[3] for x in parts], dtype=np.int64)
     st = np.zeros((n_pc, CS_N), dtype=np.int64)
     for c in range(n_pc):
         st[c] = new_channel_state()
@@ -659,9 +669,10 @@ def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, 
     if reorder is not None:
         h = dataclasses.replace(h, request_reordering=bool(reorder))
     window = controller_window(h)
-    last_k, last_axi, _lands = port_profile(p, st, addrs, ch, req_bytes, writes, outstanding, outstanding_writes,
-                                            axi_ids, window, port_width_bits // 8, hops, h.lateral_hop_cycles)
-    nbytes = n * req_bytes
+    last_k, last_axi, _lands = masters_profile(p, st, addrs, ch, np.repeat(np.arange(masters), n), masters,
+                                               req_bytes, writes, outstanding, outstanding_writes, axi_ids, window,
+                                               port_width_bits // 8, hops, h.lateral_hop_cycles)
+    nbytes = masters * n * req_bytes
     seconds = last_k / kernel_clock_hz
     peak = channel_peak_bytes_per_s(board)
     used = sorted(set(int(c) for c in ch))
@@ -669,8 +680,9 @@ def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, 
     return {"pattern": pattern, "req_bytes": req_bytes, "outstanding": outstanding,
             "outstanding_writes": outstanding_writes, "axi_ids": axi_ids, "reorder_window": window,
             "port_width_bits": port_width_bits, "kernel_clock_hz": kernel_clock_hz, "write_fraction": wf,
-            "channels": len(used), "lateral_hops_max": int(max(hops[c] for c in used)), "bytes": nbytes,
-            "seconds": seconds, "bw_bytes_per_s": nbytes / seconds,
+            "channels": len(used), "lateral_hops_max": int(hops[:, used].max()), "bytes": nbytes,
+            "masters": masters, "seconds": seconds, "bw_bytes_per_s": nbytes / seconds,
+            "bw_per_master_bytes_per_s": nbytes / seconds / masters,
             "channel_bw_bytes_per_s": nbytes / (last_axi / h.axi_clock_hz) / len(used),
             "efficiency": nbytes / seconds / (peak * len(used)), "activations": acts,
             "bytes_per_activation": nbytes / acts if acts else float("inf")}

@@ -1,5 +1,6 @@
-"""One fabric port through the HBM switch into its pseudo-channels, with the controller's request scheduling
-(Numba; the cycle-stepped twin is :func:`fpga.hbm.reference.port_profile_stepped`).
+"""Fabric ports through the HBM switch into their pseudo-channels, with the controller's request scheduling
+(Numba; the cycle-stepped twin is :func:`fpga.hbm.reference.masters_profile_stepped`; several masters sharing channels:
+:func:`masters_profile`).
 
 What is modelled (docs/hbm.md, "Scheduling"):
 
@@ -97,10 +98,30 @@ def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.nda
                  writes: np.ndarray, out_rd: int, out_wr: int, n_ids: int, window: int, port_bytes: int,
                  hops: np.ndarray, lateral_cycles: int) -> tuple[int, int, np.ndarray]:
     """One port issuing requests ``addrs[r]`` (byte address inside pseudo-channel ``chans[r]``, a row of the state
-    table ``st``) as the module docstring says, with an always-ready consumer.
+    table ``st``) as the module docstring says, with an always-ready consumer: :func:`masters_profile` with one
+    master.
 
     Returns (kernel cycle the last request landed, last AXI cycle any channel moved data, landing kernel cycle of
     every request)."""
+    masters = np.zeros(len(addrs), dtype=np.int64)
+    return masters_profile(p, st, addrs, chans, masters, 1, req_bytes, writes, out_rd, out_wr, n_ids, window,
+                           port_bytes, hops.reshape(1, -1), lateral_cycles)
+
+
+@njit(cache=True)
+def masters_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.ndarray, masters: np.ndarray,
+                    n_masters: int, req_bytes: int, writes: np.ndarray, out_rd: int, out_wr: int, n_ids: int,
+                    window: int, port_bytes: int, hops: np.ndarray, lateral_cycles: int
+                    ) -> tuple[int, int, np.ndarray]:
+    """Several masters (fabric ports) sharing the pseudo-channels through the switch: request ``r`` belongs to
+    master ``masters[r]`` (each master issues its own requests in index order, with its own in-flight limits,
+    AXI IDs - the ID of a master's ``k``-th request is ``k % n_ids`` - and read landing order); ``hops[m, c]``:
+    lateral segments from master ``m`` to channel ``c``.
+
+    The switch (docs/hbm.md "Several masters"): a master's commands are forwarded in its order, each no earlier
+    than the AXI cycle after its previous one entered its channel; a channel's input takes one command per AXI
+    cycle, in the order the commands reach it, commands reaching it in the same cycle taken round-robin from the
+    master after the one it granted last. A command waiting there does not stall its master."""
     n = len(addrs)
     n_pc = st.shape[0]
     lands = np.full(n, -1, dtype=np.int64)
@@ -109,84 +130,121 @@ def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.nda
     arrival = np.zeros(n, dtype=np.int64)
     done = np.zeros(n, dtype=np.int64)
     # per channel: its requests in arrival order, and the first not yet picked
-    q = np.zeros((n_pc, n), dtype=np.int64)
+    q = np.zeros(n, dtype=np.int64)  # channel c's slice starts at qoff[c]
+    qoff = np.zeros(n_pc, dtype=np.int64)
+    for r in range(n):
+        if chans[r] + 1 < n_pc:
+            qoff[chans[r] + 1] += 1
+    for c in range(1, n_pc):
+        qoff[c] += qoff[c - 1]
     qn = np.zeros(n_pc, dtype=np.int64)
     qh = np.zeros(n_pc, dtype=np.int64)
-    # the port: k-th read / write of the program, per-ID destination and completion
+    pc_entry = np.full(n_pc, -1, dtype=np.int64)  # last AXI cycle a command entered the channel
+    pc_rr = np.full(n_pc, n_masters - 1, dtype=np.int64)  # master granted last
+    # per master (its slice off[m] .. of the flat lists): its program, k-th read / write
+    cnt = np.zeros(n_masters, dtype=np.int64)
+    for r in range(n):
+        cnt[masters[r]] += 1
+    off = np.zeros(n_masters, dtype=np.int64)
+    for m in range(1, n_masters):
+        off[m] = off[m - 1] + cnt[m - 1]
+    prog = np.zeros(n, dtype=np.int64)
+    pos = np.zeros(n, dtype=np.int64)
     kind_idx = np.zeros(n, dtype=np.int64)
     rd_list = np.zeros(n, dtype=np.int64)
     wr_list = np.zeros(n, dtype=np.int64)
-    nr = nw = 0
+    nk = np.zeros(n_masters, dtype=np.int64)
+    nr = np.zeros(n_masters, dtype=np.int64)
+    nw = np.zeros(n_masters, dtype=np.int64)
     for r in range(n):
+        m = masters[r]
+        pos[r] = nk[m]
+        prog[off[m] + nk[m]] = r
+        nk[m] += 1
         if writes[r]:
-            kind_idx[r] = nw
-            wr_list[nw] = r
-            nw += 1
+            kind_idx[r] = nw[m]
+            wr_list[off[m] + nw[m]] = r
+            nw[m] += 1
         else:
-            kind_idx[r] = nr
-            rd_list[nr] = r
-            nr += 1
-    id_chan = np.full(n_ids, -1, dtype=np.int64)
-    id_open = np.zeros(n_ids, dtype=np.int64)  # issued, not yet landed
-    id_land = np.zeros(n_ids, dtype=np.int64)  # latest landing of the ID's requests so far
+            kind_idx[r] = nr[m]
+            rd_list[off[m] + nr[m]] = r
+            nr[m] += 1
+    id_chan = np.full((n_masters, n_ids), -1, dtype=np.int64)
+    id_open = np.zeros((n_masters, n_ids), dtype=np.int64)  # issued, not yet landed
+    id_land = np.zeros((n_masters, n_ids), dtype=np.int64)  # latest landing of the ID's requests so far
     for c in range(n_pc):
         if st[c, CS_REF_OFF] == 0:
             st[c, CS_REF_OFF] = refresh_offset(p, p[HP_REF_PHASE])
-    issue = -1
-    nxt = 0
-    land_ptr = 0  # next read (program order) whose landing is not known yet
-    prev_land = 0
+    issue = np.full(n_masters, -1, dtype=np.int64)
+    nxt = np.zeros(n_masters, dtype=np.int64)
+    m_entry = np.full(n_masters, -1, dtype=np.int64)  # AXI cycle the master's previous command entered
+    land_ptr = np.zeros(n_masters, dtype=np.int64)  # next read (program order) whose landing is not known yet
+    prev_land = np.zeros(n_masters, dtype=np.int64)
     committed = 0
     last_all = 0
     last_axi = 0
     while committed < n:
-        # the next request's arrival at its controller, when every landing it waits for is known
-        t_arr = BIG
-        t_iss = -1
-        if nxt < n:
-            r = nxt
-            t = issue + 1
+        # the next command to enter a channel, among each master's next request whose waits are known
+        b_m = -1
+        b_entry = BIG
+        b_reach = BIG
+        b_rank = BIG
+        b_iss = -1
+        for m in range(n_masters):
+            if nxt[m] >= cnt[m]:
+                continue
+            r = prog[off[m] + nxt[m]]
+            t = issue[m] + 1
             ok = True
             lim = out_wr if writes[r] else out_rd
             k = kind_idx[r]
             if k >= lim:
-                qq = wr_list[k - lim] if writes[r] else rd_list[k - lim]
+                qq = wr_list[off[m] + k - lim] if writes[r] else rd_list[off[m] + k - lim]
                 if lands[qq] < 0:
                     ok = False
                 elif lands[qq] > t:
                     t = lands[qq]
-            i = r % n_ids
-            if ok and id_chan[i] >= 0 and id_chan[i] != chans[r]:
-                if id_open[i] > 0:
+            i = pos[r] % n_ids
+            c = chans[r]
+            if ok and id_chan[m, i] >= 0 and id_chan[m, i] != c:
+                if id_open[m, i] > 0:
                     ok = False
-                elif id_land[i] > t:
-                    t = id_land[i]
-            if ok:
-                t_iss = t
-                t_arr = kernel_to_axi(p, t) + hops[chans[r]] * lateral_cycles
+                elif id_land[m, i] > t:
+                    t = id_land[m, i]
+            if not ok:
+                continue
+            reach = max(kernel_to_axi(p, t) + hops[m, c] * lateral_cycles, m_entry[m] + 1)
+            ent = max(reach, pc_entry[c] + 1)
+            rank = (m - pc_rr[c] - 1) % n_masters
+            if ent < b_entry or (ent == b_entry and (reach < b_reach or (reach == b_reach and rank < b_rank))):
+                b_m, b_entry, b_reach, b_rank, b_iss = m, ent, reach, rank, t
         # the channel that decides first
         best_c = -1
         best_now = BIG
         for c in range(n_pc):
-            while qh[c] < qn[c] and done[q[c, qh[c]]]:
+            while qh[c] < qn[c] and done[q[qoff[c] + qh[c]]]:
                 qh[c] += 1
             if qh[c] == qn[c]:
                 continue
-            now = max(st[c, CS_LAST_COL] + 1, arrival[q[c, qh[c]]] + p[HP_FRONT])
+            now = max(st[c, CS_LAST_COL] + 1, arrival[q[qoff[c] + qh[c]]] + p[HP_FRONT])
             if now < best_now:
                 best_now = now
                 best_c = c
-        if t_arr <= best_now and t_arr < BIG:
-            r = nxt
+        if b_m >= 0 and b_entry <= best_now:
+            m = b_m
+            r = prog[off[m] + nxt[m]]
             c = chans[r]
-            arrival[r] = t_arr
-            q[c, qn[c]] = r
+            arrival[r] = b_entry
+            q[qoff[c] + qn[c]] = r
             qn[c] += 1
-            i = r % n_ids
-            id_chan[i] = c
-            id_open[i] += 1
-            issue = t_iss
-            nxt += 1
+            pc_entry[c] = b_entry
+            pc_rr[c] = m
+            m_entry[m] = b_entry
+            i = pos[r] % n_ids
+            id_chan[m, i] = c
+            id_open[m, i] += 1
+            issue[m] = b_iss
+            nxt[m] += 1
             continue
         if best_c < 0:
             break  # unreachable: a blocked request always waits on a pending one
@@ -198,7 +256,7 @@ def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.nda
         seen = 0
         j = qh[c]
         while j < qn[c] and seen < window:
-            r = q[c, j]
+            r = q[qoff[c] + j]
             j += 1
             if done[r]:
                 continue
@@ -207,7 +265,7 @@ def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.nda
                 break  # arrival order: the rest are not in the queue yet either
             blocked = False
             for jj in range(qh[c], j - 1):
-                o = q[c, jj]
+                o = q[qoff[c] + jj]
                 if not done[o] and same_bank_row(p, addrs[o], addrs[r]):
                     blocked = True
                     break
@@ -218,33 +276,32 @@ def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.nda
                 pick_k = kk
                 pick = r
         r = pick
+        m = masters[r]
         f, e = channel_request_at(p, st, c, arrival[r], addrs[r], req_bytes, writes[r])
         first[r] = f
         end[r] = e
         done[r] = 1
         committed += 1
         last_axi = max(last_axi, e)
-        x = hops[c] * lateral_cycles
         if writes[r]:
-            lands[r] = axi_to_kernel(p, e + x)
-            _landed(r, lands, id_open, id_land, n_ids)
+            lands[r] = axi_to_kernel(p, e + hops[m, c] * lateral_cycles)
+            _landed(m, pos[r] % n_ids, lands[r], id_open, id_land)
             last_all = max(last_all, lands[r])
-        while land_ptr < nr and done[rd_list[land_ptr]]:
-            rr = rd_list[land_ptr]
-            xr = hops[chans[rr]] * lateral_cycles
-            lands[rr] = read_landing(p, first[rr] + xr, end[rr] + xr, req_bytes, port_bytes, prev_land)
-            prev_land = lands[rr]
-            _landed(rr, lands, id_open, id_land, n_ids)
+        while land_ptr[m] < nr[m] and done[rd_list[off[m] + land_ptr[m]]]:
+            rr = rd_list[off[m] + land_ptr[m]]
+            xr = hops[m, chans[rr]] * lateral_cycles
+            lands[rr] = read_landing(p, first[rr] + xr, end[rr] + xr, req_bytes, port_bytes, prev_land[m])
+            prev_land[m] = lands[rr]
+            _landed(m, pos[rr] % n_ids, lands[rr], id_open, id_land)
             last_all = max(last_all, lands[rr])
-            land_ptr += 1
+            land_ptr[m] += 1
     return last_all, last_axi, lands
 
 
 @njit(cache=True, inline="always")
-def _landed(r: int, lands: np.ndarray, id_open: np.ndarray, id_land: np.ndarray, n_ids: int) -> None:
-    i = r % n_ids
-    id_open[i] -= 1
-    id_land[i] = max(id_land[i], lands[r])
+def _landed(m: int, i: int, land: int, id_open: np.ndarray, id_land: np.ndarray) -> None:
+    id_open[m, i] -= 1
+    id_land[m, i] = max(id_land[m, i], land)
 
 
 def controller_window(board_hbm) -> int:  # type: ignore[no-untyped-def]

@@ -288,13 +288,15 @@ def designs_cmd(verbose: bool, as_json: bool) -> None:
               help="Writes in flight (default: the --outstanding value of the point).")
 @click.option("--reorder/--no-reorder", default=None,
               help="The controller's request reordering (PG276 64-entry queue); default: the board's.")
+@click.option("--masters", type=click.IntRange(1, 32), default=1, show_default=True,
+              help="Ports (AXI ports --port, --port + 1, ...) sharing the channels, each with this traffic.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="Write bandwidth vs request size, one line per outstanding count (PNG or SVG).")
 @json_option
 def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, port_width: str, offset: int,
                     pattern: str, write_fraction: float, channels: str, port: int | None, total_bytes: int,
-                    seed: int, axi_ids: int, outstanding_writes: int | None, reorder: bool | None, plot: str | None,
-                    as_json: bool) -> None:
+                    seed: int, axi_ids: int, outstanding_writes: int | None, reorder: bool | None, masters: int,
+                    plot: str | None, as_json: bool) -> None:
     """Effective bandwidth of one HBM port versus request size and outstanding requests, for a traffic pattern,
     read/write mix and port-to-channel map (bank-level channel model and the HBM switch, docs/hbm.md)."""
     from fpga.hbm import channel as hbm
@@ -313,7 +315,8 @@ def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, p
     rows = [hbm.profile_bandwidth(b, freq_mhz * 1e6, s, outstanding=o, port_width_bits=int(port_width),
                                   offset_bytes=offset, pattern=pattern, write_fraction=write_fraction,
                                   channels=chans, port=port, total_bytes=max(total_bytes, s), seed=seed,
-                                  axi_ids=axi_ids, outstanding_writes=outstanding_writes, reorder=reorder)
+                                  axi_ids=axi_ids, outstanding_writes=outstanding_writes, reorder=reorder,
+                                  masters=masters)
             for s in size_list for o in outs]
     reo = "reorder " + ("on" if rows[0]["reorder_window"] > 1 else "off") if rows else ""
     if plot:
@@ -325,7 +328,8 @@ def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, p
     from rich.table import Table
 
     t = Table("request", *(f"{o} outstanding" for o in outs),
-              title=f"{board}: one {port_width}-bit port at {freq_mhz:g} MHz, {pattern}, "
+              title=f"{board}: {masters if masters > 1 else 'one'} {port_width}-bit port{'s' if masters > 1 else ''}"
+                    f" at {freq_mhz:g} MHz, {pattern}, "
                     f"{int(100 * write_fraction)} % writes, channels {channels}"
                     + (f", offset {offset} B" if offset else "") + f", {axi_ids} AXI ID(s), {reo}"
                     " (GB/s, efficiency vs channel peak)")

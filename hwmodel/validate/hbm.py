@@ -74,21 +74,31 @@ def rows() -> list[dict[str, Any]]:
                     "command can issue first; one AXI ID (HLS m_axi), data back in request order. Not modelled "
                     "(docs/hbm.md): PG276's look-ahead PRE/ACT works over the 12-entry memory-controller queue, the "
                     "model lets any of the 64 queued accesses open its row early; the reorder age limit"))
-    # ---- H5: U50 random accesses spanning 4 pseudo-channels through the switch, without and with RAMA
-    sc = hbm.profile_bandwidth(b, 300e6, 64, outstanding=64, port_width_bits=512, pattern="random",
-                               channels=(0, 1, 2, 3), port=0, total_bytes=1 << 20)
-    out.append(_row("H5 U50 random over 4 pseudo-channels, no RAMA, per port", sc["bw_bytes_per_s"] / 1e9, 1.03,
-                    "GB/s", "predicted", "one port, random 64-B reads over 4 pseudo-channels (1 GB span), 64 "
-                    "outstanding, one AXI ID", "AMD RAMA example README (measurements.md H5)",
-                    "a port with one AXI ID waits for its outstanding requests whenever the destination channel "
-                    "changes (switch ordering); request size assumed 64 B; the published value is per channel"))
-    ra = hbm.profile_bandwidth(b, 300e6, 64, outstanding=64, port_width_bits=512, pattern="random",
-                               channels=(0, 1, 2, 3), port=0, total_bytes=1 << 20, axi_ids=64)
-    out.append(_row("H5 U50 random over 4 pseudo-channels, with RAMA, per port", ra["bw_bytes_per_s"] / 1e9, 12.13,
-                    "GB/s", "predicted", "as H5 with RAMA: modelled as 64 AXI IDs (PG276's most per port), so "
-                    "requests to another channel need not wait", "AMD RAMA example README (measurements.md H5)",
-                    "RAMA assumed to give transactions distinct IDs; the port's own 256-bit AXI data channel is not "
-                    "a shared bottleneck in the model (each channel's bus is), so the model can exceed 14.4 GB/s"))
+    # ---- H5: U50 random accesses spanning 4 pseudo-channels through the switch, without and with RAMA.
+    # The set-up is the example's own code (Vitis_Accel_Examples host/hbm_rama_ip before its 2023.2 clean-up):
+    # v_dt is 32 x uint32 aligned(128) -> one 128-B (1024-bit) access per port per loop iteration; in1/in2 are
+    # m_axi reads with num_read_outstanding = 64 (latency = 300), out_add/out_mul m_axi writes with the HLS
+    # defaults (num_write_outstanding 16); every buffer is 1 GB on its own group of 4 PCs (HBM[0:3], [4:7], ...),
+    # an LFSR index uniform over it; "CHANNEL THROUGHPUT" = overall / 8 = bytes of one port over the run. The
+    # loop body moves 128 B on each of the CU's four ports per iteration, so each port runs at the rate of the
+    # slowest of them: the per-port figure is min(read port, write port), each port simulated on its own PCs.
+    for rama, published in ((False, 1.03), (True, 12.13)):
+        ids = 64 if rama else 1
+        kw: dict[str, Any] = {"port_width_bits": 1024, "pattern": "random", "channels": (0, 1, 2, 3), "port": 0,
+                              "total_bytes": 1 << 20, "axi_ids": ids}
+        rd5 = hbm.profile_bandwidth(b, 300e6, 128, outstanding=64, **kw)["bw_bytes_per_s"]
+        wr5 = hbm.profile_bandwidth(b, 300e6, 128, outstanding=16, write=True, **kw)["bw_bytes_per_s"]
+        which = "with RAMA" if rama else "no RAMA"
+        out.append(_row(f"H5 U50 random over 4 pseudo-channels, {which}, per port", min(rd5, wr5) / 1e9, published,
+                        "GB/s", "predicted", "random 128-B accesses over a 1 GB buffer on 4 pseudo-channels, "
+                        "1024-bit m_axi at 300 MHz: reads 64 outstanding, writes 16 (HLS default); "
+                        f"{ids} AXI ID{'s' if ids > 1 else ''}; per port = min(read {rd5 / 1e9:.2f}, "
+                        f"write {wr5 / 1e9:.2f} GB/s)", "AMD Vitis_Accel_Examples host/hbm_rama_ip README "
+                        "(measurements.md H5)",
+                        ("RAMA modelled as 64 AXI IDs (PG276's most per port; PG310: it substitutes IDs and "
+                         "reorders responses); its own latency is not modelled" if rama else
+                         "PG310: the switch lets a master with one AXI ID have outstanding transactions with only "
+                         "one slave, so a request to another PC waits for the port's outstanding ones")))
     # ---- a simulator peer (not a measurement): Ramulator 2 on the same traces (hwmodel/validate/hbm_peer.py)
     from hwmodel.validate import hbm_peer
 
