@@ -95,7 +95,7 @@ def FUSED_ROWS(op: str) -> bool:  # noqa: N802
 @pytest.mark.parametrize("broken", [_SkipsVProj, _MetadataTwice])
 def test_a_broken_streaming_lowering_fails_conservation(monkeypatch: pytest.MonkeyPatch, broken: type) -> None:
     d = load_design("draft-u280")
-    monkeypatch.setattr(templates, "_Compiler", broken)  # the static parts hold every matrix
+    monkeypatch.setattr(templates, "_Compiler", broken)  # templates._static_parts compiles every matrix
     templates._static_parts.cache_clear()
     try:
         prog = program.compile_token(d, d.board_spec(), d.llm_spec(), 100)
