@@ -164,7 +164,7 @@ def _one(design: InstructionDesign, pt: Measurement) -> float:
 
 def best_ratio(design: InstructionDesign, ctx: int, ratios: range | list[int] = SWEEP_RATIOS) -> int:
     """The prefetch ratio with the fastest decode step at ``ctx`` among those that fit the buffers."""
-    from fpga.instruction.compiler import prefetch_fits
+    from fpga.instruction.prefetch import prefetch_fits
 
     times = {k: _engine(design, k).decode_s(ctx) for k in ratios if prefetch_fits(design, design.llm_spec, k)}
     return min(times, key=lambda k: (times[k], k))

@@ -10,7 +10,7 @@ from hwmodel.errors import SpecError
 
 pytest.importorskip("fpga.instruction.engine")
 
-from fpga.instruction.compiler import max_prefetch_ratio  # noqa: E402
+from fpga.instruction.prefetch import max_prefetch_ratio  # noqa: E402
 from fpga.instruction.engine import InstructionEngine, load_design  # noqa: E402
 
 from hwmodel.dse.instruction_eval import EVALUATOR, build_design  # noqa: E402

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fpga.streaming import program
+from fpga.streaming import lowering, program, program_format, templates
 from fpga.streaming.design import load_design
 from graph_gen import llm_shapes, quant_schemes
 from hwmodel.graph import Graph, QuantScheme, build_graph
@@ -16,7 +16,7 @@ from hwmodel.specs import LlmSpec, library
 
 
 # ============================================================================================== streaming
-def streaming_violations(prog: program.Program, g: Graph) -> list[str]:
+def streaming_violations(prog: program_format.Program, g: Graph) -> list[str]:
     """Differences between a compiled streaming token and its graph (empty: conserved)."""
     out = []
     b = g.bytes
@@ -38,12 +38,12 @@ def streaming_violations(prog: program.Program, g: Graph) -> list[str]:
 
 
 def _streaming_case(design_name: str, llm: LlmSpec, wb: int, kb: int, group: int, ctx: int,
-                    with_lm_head: bool) -> tuple[program.Program, Graph]:
+                    with_lm_head: bool) -> tuple[program_format.Program, Graph]:
     d = load_design(design_name)
     d = dataclasses.replace(d, weight_bits=wb, kv_bits=kb, quant_group_size=group)
     board = d.board_spec()
     prog = program.compile_token(d, board, llm, ctx, with_lm_head)
-    g = build_graph(llm, program.quant_of(d), "decode" if with_lm_head else "ingest", 1, ctx)
+    g = build_graph(llm, lowering.quant_of(d), "decode" if with_lm_head else "ingest", 1, ctx)
     return prog, g
 
 
@@ -72,14 +72,14 @@ def test_streaming_programs_conserve_the_graph(m, wb, kb, group, ctx, head, desi
     assert streaming_violations(prog, g) == []
 
 
-class _SkipsVProj(program._Compiler):
+class _SkipsVProj(lowering._Compiler):
     """A broken lowering: the fused QKV matrix leaves out the v projection."""
 
     def fused(self, op, part="layer"):  # type: ignore[no-untyped-def]
         return [o for o in super().fused(op, part) if o.name != "v_proj"]
 
 
-class _MetadataTwice(program._Compiler):
+class _MetadataTwice(lowering._Compiler):
     """A broken lowering: every row's scales are fetched twice (the ledger still says once)."""
 
     def shape(self, op, part="layer"):  # type: ignore[no-untyped-def]
@@ -89,29 +89,31 @@ class _MetadataTwice(program._Compiler):
 
 
 def FUSED_ROWS(op: str) -> bool:  # noqa: N802
-    return program.FUSION[op][1] == "rows"
+    return lowering.FUSION[op][1] == "rows"
 
 
 @pytest.mark.parametrize("broken", [_SkipsVProj, _MetadataTwice])
 def test_a_broken_streaming_lowering_fails_conservation(monkeypatch: pytest.MonkeyPatch, broken: type) -> None:
     d = load_design("draft-u280")
-    monkeypatch.setattr(program, "_Compiler", broken)
-    program._static_parts.cache_clear()
+    monkeypatch.setattr(templates, "_Compiler", broken)  # templates._static_parts compiles every matrix
+    templates._static_parts.cache_clear()
     try:
         prog = program.compile_token(d, d.board_spec(), d.llm_spec(), 100)
-        g = build_graph(d.llm_spec(), program.quant_of(d), "decode", 1, 100)
+        g = build_graph(d.llm_spec(), lowering.quant_of(d), "decode", 1, 100)
         assert streaming_violations(prog, g) != []
     finally:
-        program._static_parts.cache_clear()
+        templates._static_parts.cache_clear()
 
 
 # ============================================================================================== instruction
 from fpga.instruction import compiler as icomp  # noqa: E402
+from fpga.instruction import layout as ilayout  # noqa: E402
+from fpga.instruction import program as iprogram  # noqa: E402
 from fpga.instruction.design import load_design as load_instruction_design  # noqa: E402
 
 
-def instruction_violations(prog: icomp.Program, g: Graph) -> list[str]:
-    t = icomp.program_traffic(prog)
+def instruction_violations(prog: iprogram.Program, g: Graph) -> list[str]:
+    t = iprogram.program_traffic(prog)
     b = g.bytes
     emb = g.find("embed", "prologue").bytes
     want = {"weights": b.weights - emb.weights, "metadata": b.metadata - emb.metadata + b.bias,
@@ -124,7 +126,7 @@ def instruction_violations(prog: icomp.Program, g: Graph) -> list[str]:
 def test_builtin_instruction_designs_conserve_the_graph(design: str, ctx: int) -> None:
     d = load_instruction_design(design)
     c = icomp.Compiler(d)
-    q = icomp.quant_of(d)
+    q = ilayout.quant_of(d)
     assert instruction_violations(c.decode_program(ctx), build_graph(d.llm_spec, q, "decode", 1, ctx)) == []
     assert instruction_violations(c.prefill_program(1, ctx, logits=False),
                                   build_graph(d.llm_spec, q, "ingest", 1, ctx)) == []
@@ -135,7 +137,7 @@ def test_builtin_llms_on_an_instruction_design_conserve_the_graph(llm: str) -> N
     m = dataclasses.replace(library().llm(llm), layers=2, max_position=1024)
     d = load_instruction_design("glitches-v80")
     c = icomp.Compiler(d, 1, llm=m)
-    g = build_graph(m, icomp.quant_of(d), "decode", 1, 200)
+    g = build_graph(m, ilayout.quant_of(d), "decode", 1, 200)
     assert instruction_violations(c.decode_program(200), g) == []
 
 
@@ -147,7 +149,7 @@ def test_instruction_programs_conserve_the_graph(m, wb, kb, group, zb, ctx, head
     d = load_instruction_design("glitches-u280")
     d = d.with_params({"weight_bits": wb, "kv_bits": kb, "quant.group_size": group, "quant.zero_bits": zb})
     c = icomp.Compiler(d, 1, llm=m)
-    q = icomp.quant_of(d)
+    q = ilayout.quant_of(d)
     if head:
         prog, g = c.decode_program(ctx), build_graph(m, q, "decode", 1, ctx)
     else:
@@ -171,7 +173,7 @@ class _InsMetadataTwice(icomp.Compiler):
 @pytest.mark.parametrize("broken", [_InsSkipsVProj, _InsMetadataTwice])
 def test_a_broken_instruction_lowering_fails_conservation(broken: type) -> None:
     d = load_instruction_design("glitches-u280")
-    g = build_graph(d.llm_spec, icomp.quant_of(d), "decode", 1, 50)
+    g = build_graph(d.llm_spec, ilayout.quant_of(d), "decode", 1, 50)
     assert instruction_violations(icomp.Compiler(d).decode_program(50), g) == []
     assert instruction_violations(broken(d).decode_program(50), g) != []
 
@@ -262,7 +264,7 @@ def test_readme_new_model_designs(tmp_path) -> None:  # type: ignore[no-untyped-
     finally:
         set_extra_spec_dirs(())
     prog = program.compile_token(d, lib.board("v80"), moe, 64)
-    g = build_graph(moe, program.quant_of(d), "decode", 1, 64)
+    g = build_graph(moe, lowering.quant_of(d), "decode", 1, 64)
     assert streaming_violations(prog, g) == []
     assert g.bytes.weights < resident_weights(moe) // 5  # 8 of 128 experts read per token
     with pytest.raises(DesignError, match=r"qwen3-8b does not fit HBM: .* needs \d+ MiB per port"):

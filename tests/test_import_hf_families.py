@@ -118,7 +118,7 @@ def test_phases_build_and_conserve_layer_sums(lib: SpecLibrary, name: str) -> No
 def test_lowerings_refuse_what_they_would_drop(lib: SpecLibrary) -> None:
     """A lowering that replicates the Llama layer refuses a family whose extra parameters it would drop, naming
     them in one line, and keeps lowering the families it conserves (Phi-3, GPT-NeoX: tested on the GPU lists)."""
-    from fpga.streaming import program
+    from fpga.streaming import lowering
     from gpu import kernels as gk
     from hwmodel.errors import HwmodelError
 
@@ -127,7 +127,7 @@ def test_lowerings_refuse_what_they_would_drop(lib: SpecLibrary) -> None:
         with pytest.raises(HwmodelError, match=gap):
             gk.evaluate_program(lib.llm(name), "vllm", gk.Pass.single(1, 10), 16, 16)
         with pytest.raises(HwmodelError, match=gap):
-            program._graph0(lib.llm(name), FP16)
+            lowering._graph0(lib.llm(name), FP16)
     for name in ("phi-3-mini-4k-instruct", "pythia-160m"):
         assert not lib.llm(name).lowering_gaps
         gk.evaluate_program(lib.llm(name), "vllm", gk.Pass.single(1, 10), 16, 16)

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fpga.instruction import isa
-from fpga.instruction.compiler import (Compiler, linear_ops, PrefetchError, build_layout, group_bytes, load_stream_program,
-                           max_prefetch_ratio, prefetch_fits)
+from fpga.instruction.compiler import Compiler, load_stream_program
+from fpga.instruction.layout import build_layout, linear_ops
+from fpga.instruction.prefetch import PrefetchError, group_bytes, max_prefetch_ratio, prefetch_fits
 from fpga.instruction.design import DESIGN_DIR, design_names, load_design
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.specs import library

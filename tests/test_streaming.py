@@ -22,7 +22,7 @@ from tests.streaming_gen import small_board, small_design, small_llm
 def _floors_hold(res, board, design=None, llm=None, ctx=0) -> None:  # type: ignore[no-untyped-def]
     assert res.seconds >= res.hbm_bytes / board.hbm.peak_bw_bytes_per_s
     if design is not None:  # the floor from the operator graph, not from the program's own counts
-        from fpga.streaming.program import quant_of
+        from fpga.streaming.lowering import quant_of
         from hwmodel.graph import decode
 
         g = decode(llm, quant_of(design), ctx)
@@ -216,9 +216,9 @@ def _same_program(a, b) -> bool:  # type: ignore[no-untyped-def]
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_a_token_compiled_on_its_contexts_memoized_layer_equals_one_compiled_alone(data: st.DataObject) -> None:
-    """Tokens at one context share their layer (fpga/streaming/program.py, _layer_for): an ingested token compiled right after
+    """Tokens at one context share their layer (fpga/streaming/templates.py, _layer_for): an ingested token compiled right after
     the decoded one (and the other way round) is the program compiled from scratch."""
-    from fpga.streaming.program import _layer_for
+    from fpga.streaming.templates import _layer_for
 
     llm = data.draw(small_llm())
     board = data.draw(small_board())

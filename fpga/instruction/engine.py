@@ -7,7 +7,9 @@
   (:mod:`fpga.instruction.simulator`); results are memoized by context length.
 
 The modules behind it: :mod:`fpga.instruction.isa` (instruction encoding), :mod:`fpga.instruction.design` (design TOML),
-:mod:`fpga.instruction.compiler` (lowering, layout, prefetch/coalescing), :mod:`fpga.instruction.simulator` (Numba engine),
+:mod:`fpga.instruction.compiler` (lowering) with :mod:`~fpga.instruction.layout`, :mod:`~fpga.instruction.prefetch`
+(coalescing ratio), :mod:`~fpga.instruction.emitter`, :mod:`~fpga.instruction.scoreboard`, :mod:`~fpga.instruction.program`,
+:mod:`fpga.instruction.simulator` (Numba engine),
 :mod:`fpga.instruction.reference` (cycle-stepped reference).
 """
 from __future__ import annotations
@@ -20,8 +22,11 @@ from typing import Any
 import numpy as np
 
 from fpga.instruction import simulator as instruction_sim
-from fpga.instruction.compiler import Compiler, Program, build_layout, max_prefetch_ratio
+from fpga.instruction.compiler import Compiler
 from fpga.instruction.design import InstructionDesign, design_names, load_design
+from fpga.instruction.layout import build_layout
+from fpga.instruction.prefetch import max_prefetch_ratio
+from fpga.instruction.program import Program
 from hwmodel.engine import Capability, Phase
 from hwmodel.errors import HwmodelError
 

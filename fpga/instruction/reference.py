@@ -16,7 +16,7 @@ import numpy as np
 from fpga.hbm import channel as hbm
 
 from fpga.instruction import isa
-from fpga.instruction.compiler import Program
+from fpga.instruction.program import Program
 from fpga.instruction.design import InstructionDesign
 from fpga.instruction.simulator import EFF_SCALE, mm_efficiency_ppb
 

@@ -35,8 +35,9 @@ from numba import njit
 from fpga.hbm import channel as hbm
 from fpga.streaming.design import (ALL_OPS, DesignError, StreamingDesign, check_structure, design_names, load_design)
 from fpga.streaming.ports import channel_bases, channel_count, port_problems, shared
-from fpga.streaming.program import (R_ADDR, R_BYTES, R_DEP, R_DEP_OFF, R_OUTPREV, R_SLOT, R_SLOT_OFF, R_WRITE, Program,
-                          compile_token)
+from fpga.streaming.program import compile_token
+from fpga.streaming.program_format import (R_ADDR, R_BYTES, R_DEP, R_DEP_OFF, R_OUTPREV, R_SLOT, R_SLOT_OFF, R_WRITE,
+                                           Program)
 from hwmodel.engine import Capability, Phase
 from hwmodel.specs import BoardSpec, LlmSpec
 
@@ -555,7 +556,8 @@ def check_design_clock(design: StreamingDesign, board: BoardSpec) -> None:
 def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> None:
     """Weights striped over an engine's ports, plus the KV cache reserved for ``max_ctx`` tokens, must fit the
     pseudo-channels those ports use."""
-    from fpga.streaming.program import _static_parts, embedding_table_bytes, kv_region_bytes
+    from fpga.streaming.lowering import embedding_table_bytes
+    from fpga.streaming.templates import _static_parts, kv_region_bytes
 
     total_w = list(_static_parts(design, board, llm, True).total_w)
     pc_bytes = board.hbm.pc_capacity_bytes // board.hbm.ports_per_pc

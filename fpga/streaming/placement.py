@@ -74,7 +74,7 @@ def _graph_op_on_host(d: StreamingDesign, op: Op, where: int, n_layers: int) -> 
 
 def device_graph(d: StreamingDesign, llm: LlmSpec, ctx: int, with_lm_head: bool = True) -> Graph:
     """The graph of one token the device sees: decode, or ingest (no final norm, head, sampling)."""
-    from fpga.streaming.program import quant_of
+    from fpga.streaming.lowering import quant_of
 
     return build_graph(llm, quant_of(d), "decode" if with_lm_head else "ingest", 1, ctx)
 
@@ -104,7 +104,7 @@ def device_bytes(d: StreamingDesign, llm: LlmSpec, ctx: int, with_lm_head: bool 
 def onchip_param_bytes(d: StreamingDesign, llm: LlmSpec) -> int:
     """Bytes of every parameter of the resident classes the design holds on chip (all layers, all experts; the
     head's and embedding's only when they run on the device)."""
-    from fpga.streaming.program import quant_of
+    from fpga.streaming.lowering import quant_of
     from hwmodel.graph import resident_param_bytes
 
     if not d.onchip_params:

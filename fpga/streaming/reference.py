@@ -16,7 +16,8 @@ import numpy as np
 
 from fpga.hbm import channel as hbm
 from fpga.streaming.design import StreamingDesign
-from fpga.streaming.program import Program, compile_token
+from fpga.streaming.program import compile_token
+from fpga.streaming.program_format import Program
 from hwmodel.specs import BoardSpec, LlmSpec
 
 EC_BUSY, EC_DRAIN, EC_IN, EC_MEM, EC_OUT, EC_DONE = range(6)

@@ -160,7 +160,7 @@ class _Static:
 
 
 def _static(p: Params) -> _Static:
-    from fpga.instruction.compiler import prefetch_fits
+    from fpga.instruction.prefetch import prefetch_fits
     from fpga.instruction.power import total_resources
 
     from hwmodel.bounds import resident_bytes

@@ -13,7 +13,8 @@ from fpga.hbm import channel as hbm
 from fpga.instruction import simulator as instruction_sim
 
 from fpga.instruction import isa
-from fpga.instruction.compiler import Compiler, load_stream_program, prefetch_fits
+from fpga.instruction.compiler import Compiler, load_stream_program
+from fpga.instruction.prefetch import prefetch_fits
 from fpga.instruction.engine import InstructionEngine
 from fpga.instruction.design import InstructionDesign
 from hwmodel.errors import HwmodelError
