@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hwmodel.graph import decode, ingest, per_channel, prefill
+from hwmodel.graph import decode, ingest, params_of, per_channel, prefill
 from hwmodel.hf_import import import_hf
 from hwmodel.specs import SpecLibrary
 
@@ -44,7 +44,7 @@ def test_parameter_totals_match_the_cards(lib: SpecLibrary, name: str) -> None:
     arch, total, rel, _where = PUBLISHED[name]
     m = lib.llm(name)
     assert m.architecture == arch
-    assert m.total_params == pytest.approx(total, rel=rel, abs=0)
+    assert params_of(m).total == pytest.approx(total, rel=rel, abs=0)
     assert "config.json" in m.source_of("layers") and "config.json" in m.source_of("hidden")
 
 
@@ -53,11 +53,11 @@ def test_published_splits(lib: SpecLibrary) -> None:
     activated parameters (2.4B; the routed experts one token uses, the shared ones, the head; the card leaves the
     embedding table out)."""
     p = lib.llm("pythia-160m")
-    assert p.total_params - 2 * p.embedding_params == 85_056_000  # Pythia card: non-embedding params
+    assert params_of(p).total - 2 * p.embedding_params == 85_056_000  # Pythia card: non-embedding params
     g2 = lib.llm("gemma-2-2b")
-    assert g2.total_params - g2.embedding_params == 2_024_517_888  # Gemma 2 report, Table 2: non-embedding
+    assert params_of(g2).total - g2.embedding_params == 2_024_517_888  # Gemma 2 report, Table 2: non-embedding
     g3 = lib.llm("gemma-3-1b-pt")
-    assert round(g3.embedding_params / 1e6) == 302 and round((g3.total_params - g3.embedding_params) / 1e6) == 698
+    assert round(g3.embedding_params / 1e6) == 302 and round((params_of(g3).total - g3.embedding_params) / 1e6) == 698
     ds = lib.llm("deepseek-v2-lite")
     active = decode(ds, FP16, 0).bytes.weights // 2 - ds.hidden  # one embedding row read, not the table
     assert 2.4e9 <= active < 2.5e9  # "2.4B activated" (two significant digits, truncated)

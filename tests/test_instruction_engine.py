@@ -19,6 +19,7 @@ from fpga.instruction.simulator import simulate_program
 from hwmodel.bounds import decode_bytes
 from hwmodel.engine import Engine, Phase
 from hwmodel.errors import HwmodelError
+from hwmodel.graph import params_of
 from hwmodel.specs import library
 
 COUNTERS = ("cycles", "instructions", "dm_instructions", "mpe_instructions", "sfu_instructions", "mpe_busy_cycles",
@@ -122,7 +123,7 @@ def test_engine_protocol_memoization_and_memory() -> None:
     assert eng.decode_s(1000) > eng.decode_s(200)  # more KV to read
     llm = eng.llm
     assert eng.kv_bytes(1000) == llm.kv_bytes(1000, 8)
-    assert eng.weights_bytes > (llm.linear_params + llm.head_params) // 2
+    assert eng.weights_bytes > (params_of(llm).weights + llm.head_params) // 2
     assert eng.weights_bytes + eng.kv_bytes(llm.max_position) < eng.hbm_capacity_bytes
     assert eng.ingest_s(16, 100) < eng.prefill_s(16, 100)  # no output head
     assert eng.prefill_s(16, 100) > eng.decode_s(100)

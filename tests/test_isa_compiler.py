@@ -17,6 +17,7 @@ from fpga.instruction.layout import build_layout, linear_ops
 from fpga.instruction.prefetch import PrefetchError, group_bytes, max_prefetch_ratio, prefetch_fits
 from fpga.instruction.design import DESIGN_DIR, design_names, load_design
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
+from hwmodel.graph import params_of
 from hwmodel.specs import library
 
 LINEAR_OPS = {isa.OPID[n] for n in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
@@ -111,7 +112,7 @@ def test_decode_reads_every_weight_and_the_kv_cache_once(k: int) -> None:
     prog = c.decode_program(ctx).unrolled()
     ld = prog[prog[:, isa.F_OP] == isa.OP_LD]
     by_buf = {b: sum(int(isa.request_bytes(r).sum()) for r in ld if r[isa.F_TAG] == b) for b in range(5)}
-    weights = (llm.linear_params + llm.head_params) * d.weight_bits // 8
+    weights = (params_of(llm).weights + llm.head_params) * d.weight_bits // 8
     assert by_buf[isa.BUF_WEIGHT] == weights
     shapes = [(op.in_features, op.out_features) for op in linear_ops(d, llm).values() if op.name != "lm_head"]
     per_row_groups = [math.ceil(i / 128) for i, _o in shapes]
@@ -126,7 +127,7 @@ def test_decode_reads_every_weight_and_the_kv_cache_once(k: int) -> None:
     assert kv_st == llm.kv_bytes(1, d.kv_bits)
     mv = prog[np.isin(prog[:, isa.F_OP], (isa.OP_MV, isa.OP_MM))]
     lin = mv[np.isin(mv[:, isa.F_TAG], list(LINEAR_OPS))]
-    assert int((lin[:, isa.F_ROWS] * lin[:, isa.F_COLS]).sum()) == llm.linear_params + llm.head_params
+    assert int((lin[:, isa.F_ROWS] * lin[:, isa.F_COLS]).sum()) == params_of(llm).weights + llm.head_params
     assert prog[-1, isa.F_OP] == isa.OP_SYNC
 
 
@@ -135,7 +136,7 @@ def test_layout_fits_the_board_and_reports_bytes() -> None:
     lay = build_layout(d)
     assert lay.channel_bytes_used <= d.board_spec.hbm.capacity_bytes // 32
     llm = d.llm_spec
-    assert lay.weights_bytes > (llm.linear_params + llm.head_params) * 4 // 8
+    assert lay.weights_bytes > (params_of(llm).weights + llm.head_params) * 4 // 8
     assert lay.kv_bytes_per_token == llm.kv_elements_per_token
     fp16 = d.with_params({"weight_bits": 16, "kv_bits": 16})
     with pytest.raises(HwmodelError, match="MiB per channel"):

@@ -16,6 +16,7 @@ import pytest
 from fpga.streaming.design import load_design
 from fpga.streaming.engine import simulate_token
 from hwmodel import specs
+from hwmodel.graph import params_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "examples" / "designs" / "published"
@@ -48,7 +49,7 @@ def test_published_design_decodes(name, tokens):
     design = load_design(PUBLISHED / name)
     r = tokens[name]
     llm = design.llm_spec()
-    weight_bytes = llm.linear_params * design.weight_bits // 8  # every layer's projections, once per token
+    weight_bytes = params_of(llm).weights * design.weight_bits // 8  # every layer's projections, once per token
     assert r.cycles > 0
     assert r.hbm_read_bytes >= weight_bytes
     # no faster than the design's ports can deliver what it read

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
+from hwmodel.graph import params_of
 from hwmodel.schema import build
 from hwmodel.serving.cluster import ClusterSpec, load_cluster, resolve_cluster
 from hwmodel.serving.metrics import compute_metrics
@@ -96,7 +97,7 @@ def scenarios(draw: Any) -> tuple[Any, list[Request], str, FakeFactory]:
     gpu_kv_tokens = draw(st.sampled_from([3600, 8000, 40000]))
     weights = 3 * GiB
     factory = FakeFactory(fpga_memory_bytes=weights + llm.kv_bytes(fpga_kv_tokens, 8), fpga_weights_bytes=weights,
-                          gpu_memory_bytes=llm.total_params * 2 + llm.kv_bytes(gpu_kv_tokens, 16),
+                          gpu_memory_bytes=params_of(llm).total * 2 + llm.kv_bytes(gpu_kv_tokens, 16),
                           gpu_padded=draw(st.booleans()))
     return cluster, reqs, draw(st.sampled_from(sorted(SCHEDULERS))), factory
 
@@ -278,7 +279,7 @@ def test_memory_aware_backfills_where_fcfs_blocks() -> None:
         [Request(i, 0.02, 200, 100) for i in range(2, 5)]
     ttft = {}
     for sched in ("fcfs", "memory-aware"):
-        f = FakeFactory(gpu_memory_bytes=llm.total_params * 2 + llm.kv_bytes(5000, 16))
+        f = FakeFactory(gpu_memory_bytes=params_of(llm).total * 2 + llm.kv_bytes(5000, 16))
         res = simulate(c, reqs, sched, factory=f, record_segments=True)
         check_invariants(res, reqs)
         ttft[sched] = {rs.id: rs.t_first_token - rs.arrival_s for rs in res.requests}

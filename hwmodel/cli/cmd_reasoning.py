@@ -92,9 +92,10 @@ def run_cmd(trace_path: Path | None, policy_name: str, system_name: str, draft_d
     pol = policy(policy_name)
     system = load_system(system_name)
     trace = read_trace(trace_path)
+    from hwmodel.reasoning.caps import systems_caps
     from hwmodel.workload.caps import check_trace_caps
 
-    check_trace_caps(trace, trace_path, [system])
+    check_trace_caps(trace, trace_path, systems_caps([system]))
     t0 = time.perf_counter()
     rows = run_trace(trace, pol, build_platform(system, pol, draft=draft_device), system.name)
     wall = time.perf_counter() - t0

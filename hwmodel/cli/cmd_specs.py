@@ -38,9 +38,13 @@ def _derived(spec: Spec) -> list[tuple[str, Any, str, str]]:
     """(name, value, unit, how) of what follows from the fields: an LLM's shapes and parameter counts; a board's
     per-channel peak, port bytes per cycle and every timing in AXI cycles (checked: hwmodel.derive)."""
     if isinstance(spec, LlmSpec):
-        return [(name, getattr(spec, name), "", "derived") for name in
-                ("q_dim", "kv_dim", "linear_params", "bias_params", "norm_params", "embedding_params",
-                 "head_params", "total_params", "kv_elements_per_token")]
+        from hwmodel.graph import params_of
+
+        p = params_of(spec)  # parameter counts come from the operator graph
+        values = {"q_dim": spec.q_dim, "kv_dim": spec.kv_dim, "linear_params": p.weights, "bias_params": p.bias,
+                  "norm_params": p.norm, "embedding_params": spec.embedding_params, "head_params": spec.head_params,
+                  "total_params": p.total, "kv_elements_per_token": spec.kv_elements_per_token}
+        return [(name, value, "", "derived") for name, value in values.items()]
     if isinstance(spec, BoardSpec):
         from hwmodel.derive import board_derived
 

@@ -43,12 +43,13 @@ def generate_cmd(dataset: str, target: str, backtracking: bool, seed: int | None
 def validate_cmd(trace_path: Path, systems: tuple[str, ...]) -> None:
     """Check a trace file; the first problem is reported with its line, field and why. Contexts are checked
     against the context caps of the systems that replay traces, so a valid trace never breaks a replay."""
+    from hwmodel.reasoning.caps import systems_caps
     from hwmodel.reasoning.system import load_system, system_names
     from hwmodel.workload.caps import check_trace_caps
     from hwmodel.workload.traceio import read_trace
 
     trace = read_trace(trace_path)
-    check_trace_caps(trace, trace_path, [load_system(s) for s in (systems or system_names())])
+    check_trace_caps(trace, trace_path, systems_caps(load_system(s) for s in (systems or system_names())))
     click.echo(f"{trace_path}: valid, {len(trace.problems)} problems, backtracking "
                f"{'on' if trace.header.backtracking else 'off'}")
 

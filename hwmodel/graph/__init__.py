@@ -14,19 +14,11 @@ from hwmodel.graph.build import (PHASES, Graph, attention_keys, build_graph, dec
                                  resident_param_bytes, score, uniform_routing)
 from hwmodel.graph.ops import BYTE_CLASSES, MEMORY_CLASSES, PARAM_CLASSES, Bytes, Op
 from hwmodel.graph.quant import QuantScheme, group_scheme, per_channel
-from hwmodel.specs import LlmSpec
+from hwmodel.specs import LlmSpec, kv_cache_bytes
 
 __all__ = ["BYTE_CLASSES", "MEMORY_CLASSES", "PARAM_CLASSES", "PHASES", "Bytes", "Graph", "Op", "Params",
            "QuantScheme", "attention_keys", "build_graph", "decode", "group_scheme", "ingest", "kv_cache_bytes", "params_of",
            "per_channel", "prefill", "resident_param_bytes", "score", "uniform_routing"]
-
-
-def kv_cache_bytes(llm: LlmSpec, kv_bits: int, tokens: int | float, layers: int | None = None) -> int | float:
-    """Bytes of the K and V of ``tokens`` tokens in ``layers`` decoder layers (default: all) at ``kv_bits`` (the
-    cache reservation; the graph's attention operators read the part inside their window)."""
-    n_layers = llm.layers if layers is None else layers
-    elems = tokens * n_layers * llm.kv_cache_dim * kv_bits
-    return elems // 8 if isinstance(elems, int) else elems / 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,9 +27,14 @@ class Params:
 
     weights: int  # decoder-layer matrices (projections, experts, routers, shared-expert gates)
     bias: int
-    norm: int
+    norm: int  # norm gains (and LayerNorm biases), q/k norm gains, the final norm
     embed: int  # the token embedding table, and a learned position table
     head: int  # 0 when a tied LM head shares the embedding
+
+    @property
+    def total(self) -> int:
+        """All parameters, a tied LM head counted once."""
+        return self.weights + self.bias + self.norm + self.embed + self.head
 
 
 @functools.lru_cache(maxsize=256)

@@ -347,14 +347,14 @@ _CODE_HASH: str | None = None
 
 
 def _code_hash() -> str:
-    """A digest of the device-model source (gpu/, fpga/, interconnect/, hwmodel/specs.py and fitted parameters):
+    """A digest of the device-model source (gpu/, fpga/, interconnect/, hwmodel/specs/ and fitted parameters):
     a cached table is stale as soon as any of it changes."""
     global _CODE_HASH
     if _CODE_HASH is None:
         root = Path(__file__).resolve().parents[2]
         h = hashlib.sha256()
-        files = [root / "hwmodel" / "specs.py", root / "hwmodel" / "serving" / "devices.py"]
-        for d in ("gpu", "fpga", "interconnect", "calibration/params"):
+        files = [root / "hwmodel" / "serving" / "devices.py"]
+        for d in ("hwmodel/specs", "gpu", "fpga", "interconnect", "calibration/params"):
             if (root / d).is_dir():
                 files += sorted(p for p in (root / d).rglob("*") if p.suffix in (".py", ".json", ".toml"))
         for f in files:

@@ -30,6 +30,7 @@ import numpy as np
 
 from hwmodel.engine import Capability, capabilities, require
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
+from hwmodel.graph import params_of
 from hwmodel.registry import Registry
 from hwmodel.serving.devices import DeviceModel
 from hwmodel.specs import LlmSpec, SpecLibrary
@@ -247,7 +248,7 @@ def _build_streaming(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, fie
         raise SpecError(where, f"{field}.device", f"a design for the cluster's LLM {llm.name!r} (this design runs "
                         f"{design.llm!r})", group.device)
     board = engine.board
-    weights = llm.total_params * design.weight_bits // 8
+    weights = params_of(llm).total * design.weight_bits // 8
     eng = declared(engine, (C.DECODER, C.PREFILLER, C.INGESTER, C.POWERED))
     return DeviceModel(label=group.device, engine=eng, llm=llm, memory_bytes=board.memory_bytes,
                        weights_bytes=int(weights), kv_bits=design.kv_bits,
