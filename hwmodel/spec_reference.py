@@ -251,8 +251,26 @@ def json_schema(kind: str) -> dict[str, Any]:
         body["anyOf"] = [{"required": ["hbm"]}, {"required": ["ddr"]}]
     if "kind" in body.get("properties", {}) and "enum" not in body["properties"]["kind"]:  # a library spec
         body["properties"]["kind"] = {"const": kind, "description": "spec kind"}
+    body["properties"]["extends"] = {"type": "string", "description": EXTENDS_DOC}
+    # a file that extends another gives only the fields it changes: nothing is required of it (its parent has them)
     return {"$schema": DRAFT, "$id": f"https://hwmodel.invalid/schemas/{kind}.schema.json",
-            "title": f"hwmodel {kind} spec", "description": k.what, **body}
+            "title": f"hwmodel {kind} spec", "description": k.what, **_relaxed(body),
+            "if": {"not": {"required": ["extends"]}}, "then": body}
+
+
+EXTENDS_DOC = ("the name of a spec of the same kind this file extends (hwmodel/spec_extends.py): the file gives "
+               "only the fields it changes")
+
+
+def _relaxed(schema: Any) -> Any:
+    """``schema`` with every required field dropped, at every depth (what an extending file may leave out); a sourced
+    value still needs its ``value`` and ``source``."""
+    if isinstance(schema, dict):
+        return {k: _relaxed(v) for k, v in schema.items()
+                if not (k == "anyOf" or (k == "required" and v != ["value", "source"]))}
+    if isinstance(schema, list):
+        return [_relaxed(v) for v in schema]
+    return schema
 
 
 def example_files(kind: str) -> list[Path]:
