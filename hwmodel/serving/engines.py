@@ -247,7 +247,12 @@ def _build_streaming(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, fie
         raise SpecError(where, f"{field}.device", f"a design for the cluster's LLM {llm.name!r} (this design runs "
                         f"{design.llm!r})", group.device)
     board = engine.board
-    weights = llm.total_params * design.weight_bits // 8
+    from fpga.streaming.program import quant_of
+    from hwmodel.graph import resident_param_bytes
+
+    # every parameter of the graph under the design's quantization (packed weights, scales, biases, norm gains),
+    # counted as the GPU builder counts them (hwmodel.bounds.resident_bytes)
+    weights = resident_param_bytes(llm, quant_of(design)).params
     eng = declared(engine, (C.DECODER, C.PREFILLER, C.INGESTER, C.POWERED))
     return DeviceModel(label=group.device, engine=eng, llm=llm, memory_bytes=board.memory_bytes,
                        weights_bytes=int(weights), kv_bits=design.kv_bits,
