@@ -4,9 +4,10 @@ single source of bytes), exactly and as integers."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from graph_gen import llm_shapes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gpu.frameworks import FRAMEWORKS
 from hwmodel.graph import decode, per_channel, prefill, resident_param_bytes
 from hwmodel.serving.cluster import load_cluster
