@@ -19,6 +19,7 @@ import numpy as np
 from hwmodel.dse.pareto import pareto_front, top_k
 from hwmodel.dse.spec import SweepPlan, violation
 from hwmodel.dse.store import Row
+from hwmodel.io import jsonable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,12 +124,6 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def _json_safe(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
 def summary_dict(rep: SweepReport) -> dict[str, Any]:
     plan = rep.plan
     return {
@@ -136,10 +131,10 @@ def summary_dict(rep: SweepReport) -> dict[str, Any]:
         "evaluator_version": plan.evaluator.version, "sampling": plan.sweep.sampling,
         "objectives": dict(plan.objectives), "constraints": plan.describe_constraints(),
         "counts": rep.counts(),
-        "fronts": {front_name(k): [{kk: _json_safe(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in v]
+        "fronts": {front_name(k): [{kk: jsonable(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in v]
                    for k, v in rep.fronts.items()},
         "top_k": {"rank_by": plan.rank_by,
-                  "rows": [{kk: _json_safe(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in rep.top]},
+                  "rows": [{kk: jsonable(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in rep.top]},
     }
 
 
