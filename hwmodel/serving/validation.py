@@ -21,6 +21,7 @@ from typing import Any
 
 from hwmodel.engine import Phase
 from hwmodel.serving import mix
+from hwmodel.serving.study import PUBLISHED
 
 SRC = "GLITCHES (IEEE HPEC 2024), shared/MISSION.md section B"
 PAIR = "LLaMA2-7B, 1,536-token prompt + 512 output tokens, batch 1"
@@ -117,11 +118,11 @@ def rows(requests: int = 200) -> list[dict[str, Any]]:
                      ("gpu+7xfpga/k4", "prefetch ratio 4 (GLITCHES's best)")):
         for label, t, ce in ((pair_label, pub[cfg]["throughput_ratio"], pub[cfg]["cost_efficiency_ratio"]),
                              (grid_label, avg[cfg]["mean_throughput_ratio"], avg[cfg]["mean_cost_efficiency_ratio"])):
-            be = mix.break_even_price_ratio(t, mix.PUBLISHED_COST_EFFICIENCY_RATIO)
+            be = mix.break_even_price_ratio(t, PUBLISHED["cost_efficiency_ratio"])
             out.append({**common, "name": f"A100 + 7 x U280 vs 8 x A100 throughput, {tag}", "model": t,
-                        "published": mix.PUBLISHED_THROUGHPUT_RATIO, "workload": label, "note": why})
+                        "published": PUBLISHED["throughput_ratio"], "workload": label, "note": why})
             out.append({**common, "name": f"A100 + 7 x U280 vs 8 x A100 cost efficiency, {tag}", "model": ce,
-                        "published": mix.PUBLISHED_COST_EFFICIENCY_RATIO, "workload": label,
+                        "published": PUBLISHED["cost_efficiency_ratio"], "workload": label,
                         "note": f"{why}; spec prices are assumptions (U280/A100 = {ratio:.2f}); the published 2.38x "
                                 f"at this throughput ratio holds at U280/A100 = {be:.2f}"})
     return out
