@@ -6,7 +6,6 @@ Fronts and top-k only consider *feasible* points: evaluated (status ok) and meet
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -20,6 +19,7 @@ from hwmodel.dse.pareto import pareto_front, top_k
 from hwmodel.dse.spec import SweepPlan, violation
 from hwmodel.dse.store import Row
 from hwmodel.io import jsonable
+from hwmodel.report.tables import write_csv
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,12 +108,8 @@ def _row_dict(plan: SweepPlan, r: ReportRow) -> dict[str, Any]:
 
 def _write_csv(path: Path, plan: SweepPlan, rows: list[ReportRow]) -> None:
     cols = ["point_id", "index", "status", "feasible", *plan.param_names, *plan.evaluator.metric_names, "why_not"]
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(cols)
-        for r in rows:
-            d = _row_dict(plan, r)
-            w.writerow([_cell(d.get(c, "")) for c in cols])
+    dicts = (_row_dict(plan, r) for r in rows)
+    write_csv(path, ({c: _cell(d.get(c, "")) for c in cols} for d in dicts), cols)
 
 
 def _cell(v: Any) -> str:
