@@ -26,13 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hwmodel.errors import HwmodelError
-
-
-def _jsonable(v: Any) -> Any:
-    """Dataclasses, numpy scalars and non-finite floats made JSON-safe (the serving report's rule)."""
-    from hwmodel.serving.report import jsonable
-
-    return jsonable(v)
+from hwmodel.io import jsonable
 
 
 # ================================================================================================ specs
@@ -342,10 +336,10 @@ class Replay:
     summary: Any
 
     def records(self) -> list[dict[str, Any]]:
-        return [_jsonable(r) for r in self.rows]
+        return [jsonable(r) for r in self.rows]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy, "system": self.system, "summary": _jsonable(self.summary),
+        return {"policy": self.policy, "system": self.system, "summary": jsonable(self.summary),
                 "problems": len(self.rows)}
 
 
@@ -403,10 +397,10 @@ class Serving:
         arrays = request_arrays(self.result)
         keys = list(arrays)
         n = len(arrays[keys[0]]) if keys else 0
-        return [{k: _jsonable(arrays[k][i]) for k in keys} for i in range(n)]
+        return [{k: jsonable(arrays[k][i]) for k in keys} for i in range(n)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "scheduler": self.scheduler, "metrics": _jsonable(self.metrics)}
+        return {"cluster": self.cluster, "scheduler": self.scheduler, "metrics": jsonable(self.metrics)}
 
 
 def requests(n: int, rate_per_s: float = math.inf, prompt: str = "1536", output: str = "512",

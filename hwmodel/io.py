@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import gzip
 import io
 import json
+import math
 import re
 import tomllib
 import zlib
@@ -140,6 +142,33 @@ def read_toml(path: Path | str, what: str = "TOML file") -> dict[str, Any]:
         line = int(m.group(1)) if m else (text.count("\n") + 1 if "end of document" in msg else None)
         why = _TOML_AT.sub("", msg).strip()
         raise InputFileError(path, "valid TOML", why + (f" at column {m.group(2)}" if m else ""), line=line) from None
+
+
+def jsonable(obj: Any) -> Any:
+    """``obj`` made JSON-safe, the project's one converter: dataclasses as dicts, mapping keys as strings (JSON's
+    spelling of true/false/null), tuples and sets as lists, paths as strings, numpy scalars and arrays as Python
+    values, non-finite floats as null."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return jsonable(dataclasses.asdict(obj))
+    if isinstance(obj, dict) or (hasattr(obj, "items") and not hasattr(obj, "dtype")):
+        return {_json_key(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "dtype") and hasattr(obj, "tolist"):  # a numpy scalar or array
+        return jsonable(obj.tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _json_key(k: Any) -> str:
+    if hasattr(k, "dtype") and hasattr(k, "item"):
+        k = k.item()
+    if k is None or isinstance(k, bool):
+        return json.dumps(k)
+    return str(k)
 
 
 def parse_json(text: str, path: object, line: int | None = None, what: str = "JSON") -> Any:

@@ -32,12 +32,11 @@ DECODE_STRIDE = 32
 
 
 def _inner(eng: Any) -> Any:
-    """The engine behind wrappers: capabilities (:class:`hwmodel.serving.engines.Declared`) and context sampling
-    (:class:`hwmodel.sampled.ContextSampledEngine`, whose times are interpolated but whose power is the engine's)."""
+    """The engine behind a wrapper: context sampling (:class:`hwmodel.sampled.ContextSampledEngine`, whose times
+    are interpolated but whose power is the engine's)."""
     from hwmodel.sampled import ContextSampledEngine
-    from hwmodel.serving.engines import Declared
 
-    while isinstance(eng, (Declared, ContextSampledEngine)):
+    while isinstance(eng, ContextSampledEngine):
         eng = eng.engine
     return eng
 

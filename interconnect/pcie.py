@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,18 +59,21 @@ def transfer_s(n_bytes: float, link: LinkSpec) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Hop:
-    """One DMA stage of a path: a bandwidth and a per-DMA latency (one link, or several held at once)."""
+    """One DMA stage of a path: a bandwidth and a per-DMA latency (one link, or several held at once); ``keys``
+    names the link directions it holds, for the serving simulator's contention calendars
+    (:mod:`hwmodel.serving.transfer`)."""
 
     bw_bytes_per_s: float
     latency_s: float
+    keys: tuple[Hashable, ...] = ()
 
     def time_s(self, n_bytes: float) -> float:
         return self.latency_s + n_bytes / self.bw_bytes_per_s
 
     @staticmethod
-    def over(*links: LinkSpec) -> Hop:
+    def over(*links: LinkSpec, keys: tuple[Hashable, ...] = ()) -> Hop:
         """A DMA through ``links`` at once (through a switch): the slowest bandwidth, the largest latency."""
-        return Hop(min(lk.effective_bw_bytes_per_s for lk in links), max(lk.latency_s for lk in links))
+        return Hop(min(lk.effective_bw_bytes_per_s for lk in links), max(lk.latency_s for lk in links), keys)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,8 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwmodel.serving.transfer import LinkCalendar, Path, Stage, build_path, migrate
+from hwmodel.serving.transfer import LinkCalendar, Path, build_path, migrate
 from hwmodel.specs import library
+from interconnect.pcie import Hop
 
 
 @settings(max_examples=200)
@@ -42,21 +43,21 @@ def test_prune_keeps_future() -> None:
 
 def test_layer_pipelined_migration_hides_behind_prefill() -> None:
     """Chunks ready every 10 ms, 1 ms per stage: only the last chunk's two stages are exposed."""
-    path = Path("host-staged", (Stage(("up", 0), 1e9, 0.0), Stage(("down", 1), 1e9, 0.0)))
+    path = Path("host-staged", (Hop(1e9, 0.0, ("up", 0)), Hop(1e9, 0.0, ("down", 1))))
     m = migrate(LinkCalendar(), path, 32 * 10**6, [0.01 * (i + 1) for i in range(32)])
     assert m.kv_ready_s == pytest.approx(0.32 + 0.002)
     assert m.link_busy_s == pytest.approx(0.064) and m.dst_busy_s == pytest.approx(0.032)
 
 
 def test_migration_limited_by_link_when_prefill_is_fast() -> None:
-    path = Path("p2p", (Stage(("up", 0), 1e9, 0.0),))
+    path = Path("p2p", (Hop(1e9, 0.0, ("up", 0)),))
     m = migrate(LinkCalendar(), path, 10**9, [1e-6 * (i + 1) for i in range(10)])
     assert m.kv_ready_s == pytest.approx(1.0 + 1e-6, rel=1e-6)
 
 
 def test_two_migrations_share_a_link_chunk_by_chunk() -> None:
     cal = LinkCalendar()
-    path = Path("p2p", (Stage(("net",), 1e9, 0.0),))
+    path = Path("p2p", (Hop(1e9, 0.0, ("net",)),))
     ready = [0.01 * (i + 1) for i in range(10)]
     a = migrate(cal, path, 10 * 4 * 10**6, ready)  # 4 ms per 10 ms chunk
     b = migrate(cal, path, 10 * 4 * 10**6, ready)
@@ -122,6 +123,6 @@ def test_fast_fifo_equals_calendar_search(kind: str, kv_mb: float, layers: int, 
 
 
 def test_host_started_stage_waits_for_the_host() -> None:
-    path = Path("host-staged", (Stage(("up", 0), 1e9, 0.0), Stage(("down", 1), 1e9, 0.0)), (False, True))
+    path = Path("host-staged", (Hop(1e9, 0.0, ("up", 0)), Hop(1e9, 0.0, ("down", 1))), (False, True))
     m = migrate(LinkCalendar(), path, 4 * 10**6, [0.001 * (i + 1) for i in range(4)], host_free_s=0.5)
     assert m.kv_ready_s == pytest.approx(0.5 + 0.004)  # all four 1 ms hop-2 DMAs wait for the host

@@ -39,9 +39,9 @@ after that instant, plus ``cdc_sync`` synchroniser cycles.
 The kernel side of a read port moves ``port_bytes`` (port width / 8) per kernel cycle from the clock converter
 into the kernel's buffer, one request after another; a request has *landed* (usable) when its last byte is in.
 
-Developers: Numba's on-disk cache does not notice when a function *called* by a cached kernel changes in another
-module; after editing this file, delete ``fpga/__pycache__/*.nbi`` and ``*.nbc`` so kernels that inline these
-functions (fpga/streaming/engine.py, fpga/instruction/simulator.py) are recompiled.
+Developers: kernels that inline these functions (fpga/streaming/engine.py, fpga/instruction/simulator.py) are
+recompiled after any edit here, because the project's Numba cache is keyed on every source file
+(:mod:`hwmodel.numba_cache`); there is nothing to delete by hand.
 """
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ jax, dask) inside the command functions, so `hwmodel --help` stays fast.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -124,31 +123,11 @@ class SpecName(click.ParamType):
         # file and field (HwGroup prints it), instead of blaming this option
 
 
-def _json_default(obj: Any) -> Any:
-    if hasattr(obj, "item"):
-        return obj.item()
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    if hasattr(obj, "items"):
-        return dict(obj.items())
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
 def echo_json(obj: Any) -> None:
     """Print ``obj`` as JSON (numpy scalars converted, non-finite floats as null)."""
-    click.echo(json.dumps(_finite(json.loads(json.dumps(obj, default=_json_default))), indent=2))
+    from hwmodel.io import jsonable
+
+    click.echo(json.dumps(jsonable(obj), indent=2))
 
 
 def json_option(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -120,8 +120,7 @@ def serve_run(cluster_name: str, llm: str | None, kv_path: str | None, gpu_batch
               load_fraction: float | None, seeds: int | None, plot_path: Path | None, as_json: bool) -> None:
     """Simulate a request stream on a serving cluster and print its metrics."""
     from hwmodel.serving.metrics import compute_metrics
-    from hwmodel.serving.report import (device_table, jsonable, metrics_table, perfetto_trace, write_json,
-                                        write_request_csv)
+    from hwmodel.serving.report import device_table, metrics_table, perfetto_trace, write_json, write_request_csv
     from hwmodel.serving.schedulers import Slo
     from hwmodel.serving.simulator import simulate
 
@@ -148,7 +147,7 @@ def serve_run(cluster_name: str, llm: str | None, kv_path: str | None, gpu_batch
         write_request_csv(out_dir / "requests.csv", res)
         perfetto_trace(res, out_dir / "trace.json", max_requests=trace_requests)
     if as_json:
-        echo_json(jsonable(m))
+        echo_json(m)
         return
     con = console()
     con.print(metrics_table([(f"{m.cluster} / {m.scheduler}", m)],
@@ -260,7 +259,7 @@ def serve_sweep(cluster_names: tuple[str, ...], rates: str, n_requests: int, pro
     from rich.progress import Progress
 
     from hwmodel.serving.metrics import compute_metrics
-    from hwmodel.serving.report import jsonable, metrics_table, plot_load, write_json
+    from hwmodel.serving.report import metrics_table, plot_load, write_json
     from hwmodel.serving.schedulers import Slo
     from hwmodel.serving.simulator import simulate
 
@@ -283,7 +282,7 @@ def serve_sweep(cluster_names: tuple[str, ...], rates: str, n_requests: int, pro
     write_json(out_dir / "sweep.json", rows)
     plot_load(rows, out_dir / "throughput_vs_load.png", f"{prompt}/{output} tokens, {scheduler}")
     if as_json:  # the rows as sweep.json holds them
-        echo_json(jsonable(rows))
+        echo_json(rows)
         return
     console().print(metrics_table([(f"{r['cluster']} @ {r['offered_req_per_s']:g}/s", r["metrics"]) for r in rows],
                                   "Throughput vs offered load"))

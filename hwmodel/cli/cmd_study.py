@@ -18,22 +18,18 @@ EXAMPLE_SWEEP = Path(__file__).resolve().parent.parent.parent / "examples" / "sw
 
 
 def _write_study(st: Any, out_dir: Path, svg: bool) -> list[Path]:
-    import csv
-
     from hwmodel.dse.freq import plot_freq_study
+    from hwmodel.report.tables import write_csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"freq_{st.design}_{st.measured_hz / 1e6:g}_to_{st.target_hz / 1e6:g}mhz"
     paths = [stem.with_suffix(".json"), stem.with_suffix(".csv")]
     paths[0].write_text(json.dumps(st.as_dict(), indent=2) + "\n")
-    with open(paths[1], "w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["op", "engine", "measured_s", "linear_s", "model_s", "projection_error", "efficiency", "bw_gain",
-                    "stall_in_share", "verdict"])
-        for o in (st.token, *st.operators):
-            w.writerow([o.op, o.engine, repr(o.measured_s), repr(o.linear_s), repr(o.model_s),
-                        repr(o.projection_error), repr(o.efficiency), repr(o.bw_gain), repr(o.stall_in_share),
-                        o.verdict])
+    cols = ["op", "engine", "measured_s", "linear_s", "model_s", "projection_error", "efficiency", "bw_gain",
+            "stall_in_share", "verdict"]
+    # floats as repr, NaN included ("nan": a gain that does not exist), unlike write_csv's empty non-finite cells
+    rows = ({c: repr(v) if isinstance(v := getattr(o, c), float) else v for c in cols} for o in (st.token, *st.operators))
+    write_csv(paths[1], rows, cols)
     return paths + plot_freq_study(st, stem, svg=svg)
 
 

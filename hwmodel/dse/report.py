@@ -6,7 +6,6 @@ Fronts and top-k only consider *feasible* points: evaluated (status ok) and meet
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -19,6 +18,8 @@ import numpy as np
 from hwmodel.dse.pareto import pareto_front, top_k
 from hwmodel.dse.spec import SweepPlan, violation
 from hwmodel.dse.store import Row
+from hwmodel.io import jsonable
+from hwmodel.report.tables import write_csv
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,12 +108,8 @@ def _row_dict(plan: SweepPlan, r: ReportRow) -> dict[str, Any]:
 
 def _write_csv(path: Path, plan: SweepPlan, rows: list[ReportRow]) -> None:
     cols = ["point_id", "index", "status", "feasible", *plan.param_names, *plan.evaluator.metric_names, "why_not"]
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(cols)
-        for r in rows:
-            d = _row_dict(plan, r)
-            w.writerow([_cell(d.get(c, "")) for c in cols])
+    dicts = (_row_dict(plan, r) for r in rows)
+    write_csv(path, ({c: _cell(d.get(c, "")) for c in cols} for d in dicts), cols)
 
 
 def _cell(v: Any) -> str:
@@ -123,12 +120,6 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def _json_safe(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
 def summary_dict(rep: SweepReport) -> dict[str, Any]:
     plan = rep.plan
     return {
@@ -136,10 +127,10 @@ def summary_dict(rep: SweepReport) -> dict[str, Any]:
         "evaluator_version": plan.evaluator.version, "sampling": plan.sweep.sampling,
         "objectives": dict(plan.objectives), "constraints": plan.describe_constraints(),
         "counts": rep.counts(),
-        "fronts": {front_name(k): [{kk: _json_safe(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in v]
+        "fronts": {front_name(k): [{kk: jsonable(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in v]
                    for k, v in rep.fronts.items()},
         "top_k": {"rank_by": plan.rank_by,
-                  "rows": [{kk: _json_safe(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in rep.top]},
+                  "rows": [{kk: jsonable(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in rep.top]},
     }
 
 

@@ -21,7 +21,6 @@ Batch 1 only (what the FPGA decoders run). Engines provide the times through the
 """
 from __future__ import annotations
 
-import csv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -100,13 +99,9 @@ def export(engine: Any, out_dir: Path | str, *, num_tokens: Sequence[int] = (1, 
 
 
 def _write(path: Path, rows: list[Mapping[str, Any]]) -> Path:
-    cols = list(rows[0]) if rows else []
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(cols)
-        for r in rows:
-            w.writerow(["" if isinstance(v, float) and v != v else v for v in (r[c] for c in cols)])
-    return path
+    from hwmodel.report.tables import write_csv
+
+    return write_csv(path, rows, list(rows[0]) if rows else [])
 
 
 def vidur_block_ms(mlp_row: Mapping[str, str], att_row: Mapping[str, str]) -> float:

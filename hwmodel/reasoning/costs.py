@@ -21,7 +21,6 @@ a time.
 from __future__ import annotations
 
 import bisect
-from typing import Any
 
 import numpy as np
 
@@ -31,12 +30,6 @@ from hwmodel.sampled import ContextSampledEngine  # noqa: F401 - re-exported (it
 _PREFILL_BLOCK = 256  # contexts per vectorized prefill block
 _PLAN_PASS = 1 << 15  # points per vectorized pass of a prefill plan (bounds the pass's temporaries)
 _FIRST_CHUNK = 1024  # contexts in the first block of a cumulative table; later blocks double it
-
-
-def gpu_prefill_block(engine: Any, n_tokens: np.ndarray, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(time_s, power_w)`` of many prefills in one pass: the engine's own ``prefill_many`` (kept for callers of
-    the old name)."""
-    return engine.prefill_many(n_tokens, ctx)
 
 
 class TimedEngine:

@@ -9,9 +9,8 @@ are registered in :data:`BUILDERS` (:func:`register_builder`); a group names its
 the first builder that knows the device name take it. The simulator itself never asks what a device is: it reads
 the role (prefill pool, decode pool) and the capabilities the engine declares (:mod:`hwmodel.engine`).
 
-Capabilities: an engine class that declares ``CAPABILITIES`` is used as it is; one that does not (yet) is wrapped
-in :class:`Declared`, which forwards every attribute to the engine and declares what the builder knows the engine
-implements, adding ``decode_steps_s`` (the decoder protocol's vectorized form) where the engine lacks it.
+Capabilities: every engine class declares its ``CAPABILITIES`` (:mod:`hwmodel.engine`); the builder passes the
+engine to the device model as it is.
 
 Role requirements (:data:`ROLE_NEEDS`, checked by :func:`check_roles` when the devices are built, with the cluster
 file, the field, the role, the device and the missing capability in the error):
@@ -23,54 +22,16 @@ file, the field, the role, the device and the missing capability in the error):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from hwmodel.engine import Capability, capabilities, require
+from hwmodel.engine import Capability, require
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
-from hwmodel.graph import params_of
 from hwmodel.registry import Registry
 from hwmodel.serving.devices import DeviceModel
 from hwmodel.specs import LlmSpec, SpecLibrary
 
 C = Capability
-
-
-class Declared:
-    """An engine with declared capabilities: forwards every attribute to ``engine``; ``decode_steps_s`` from
-    ``decode_s`` when the engine has no vectorized form. One class per capability set (``declared``)."""
-
-    CAPABILITIES: frozenset[Capability] = frozenset()
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.name = str(engine.name)
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self.__dict__["engine"], attr)
-
-    def decode_steps_s(self, ctx0: int, n_steps: int) -> np.ndarray:
-        inner = getattr(type(self.engine), "decode_steps_s", None)
-        if inner is not None:
-            return np.asarray(self.engine.decode_steps_s(ctx0, n_steps), dtype=float)
-        return np.array([self.engine.decode_s(ctx0 + i) for i in range(n_steps)], dtype=float)
-
-
-_DECLARED: dict[frozenset[Capability], type[Declared]] = {}
-
-
-def declared(engine: Any, caps: Iterable[Capability]) -> Any:
-    """``engine`` itself when its class declares capabilities, else wrapped with ``caps`` declared."""
-    if capabilities(engine):
-        return engine
-    key = frozenset(caps)
-    cls = _DECLARED.get(key)
-    if cls is None:
-        cls = type("Declared[" + ",".join(sorted(c.value for c in key)) + "]", (Declared,), {"CAPABILITIES": key})
-        _DECLARED[key] = cls
-    return cls(engine)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,8 +140,7 @@ def _build_gpu(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: st
         """One memory-bound kernel per layer on the GPU (the convention of interconnect.pcie.kv_migration)."""
         return rf.t_kernel_s + (read_bytes + write_bytes) / (rf.eta_bw * rf.bw_bytes_per_s)
 
-    eng = declared(engine, (C.DECODER, C.PREFILLER, C.INGESTER, C.BATCH_DECODER, C.PREFILL_TIMELINE, C.POWERED))
-    return DeviceModel(label=spec.name, engine=eng, llm=llm, memory_bytes=spec.memory_bytes,
+    return DeviceModel(label=spec.name, engine=engine, llm=llm, memory_bytes=spec.memory_bytes,
                        weights_bytes=int(engine.weights_bytes), kv_bits=kv_bits, link=link,
                        price_usd=spec.price_usd, max_decode_batch=group.max_decode_batch,
                        mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s,
@@ -206,8 +166,7 @@ def _build_instruction(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, f
     _check_clock(design.board_spec, group, where, field)
     engine = InstructionEngine(design, prefetch_ratio=group.prefetch_ratio, clock_hz=group.clock_hz)
     board = lib.board(design.board)
-    eng = declared(engine, (C.DECODER, C.PREFILLER, C.INGESTER, C.POWERED))
-    return DeviceModel(label=group.device, engine=eng, llm=llm, memory_bytes=board.memory_bytes,
+    return DeviceModel(label=group.device, engine=engine, llm=llm, memory_bytes=board.memory_bytes,
                        weights_bytes=int(engine.weights_bytes), kv_bits=design.kv_bits,
                        link=lib.link(group.link or board.host_link), price_usd=board.price_usd, max_decode_batch=1,
                        kv_bytes_fn=engine.kv_bytes, host_sampled=True, decode_table=group.decode_table or "steps",
@@ -248,9 +207,13 @@ def _build_streaming(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, fie
         raise SpecError(where, f"{field}.device", f"a design for the cluster's LLM {llm.name!r} (this design runs "
                         f"{design.llm!r})", group.device)
     board = engine.board
-    weights = params_of(llm).total * design.weight_bits // 8
-    eng = declared(engine, (C.DECODER, C.PREFILLER, C.INGESTER, C.POWERED))
-    return DeviceModel(label=group.device, engine=eng, llm=llm, memory_bytes=board.memory_bytes,
+    from fpga.streaming.lowering import quant_of
+    from hwmodel.graph import resident_param_bytes
+
+    # every parameter of the graph under the design's quantization (packed weights, scales, biases, norm gains),
+    # counted as the GPU builder counts them (hwmodel.bounds.resident_bytes)
+    weights = resident_param_bytes(llm, quant_of(design)).params
+    return DeviceModel(label=group.device, engine=engine, llm=llm, memory_bytes=board.memory_bytes,
                        weights_bytes=int(weights), kv_bits=design.kv_bits,
                        link=lib.link(group.link or board.host_link), price_usd=board.price_usd, max_decode_batch=1,
                        host_sampled=True, decode_table=group.decode_table or "grid", max_ctx=design.max_ctx,

@@ -27,12 +27,10 @@ from hwmodel.serving.cluster import load_cluster, resolve_cluster
 from hwmodel.serving.devices import DeviceFactory, EngineFactory
 from hwmodel.serving.metrics import compute_metrics
 from hwmodel.serving.simulator import simulate
-from hwmodel.serving.study import with_prefetch
+from hwmodel.serving.study import PUBLISHED, with_prefetch
 from hwmodel.specs import library
 from hwmodel.workload.requests import parse_length, poisson_stream
 
-PUBLISHED_THROUGHPUT_RATIO = 1.28
-PUBLISHED_COST_EFFICIENCY_RATIO = 2.38
 PUBLISHED_SOURCE = ("GLITCHES (IEEE HPEC 2024): A100 + 7 x U280 vs 8 x A100, LLaMA2-7B, 'average system throughput' "
                     "over unstated workloads (shared/MISSION.md B; shared/research/measurements.md s4)")
 
@@ -231,13 +229,13 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
                   or (x["config"] == c and x["workload"] == f"{PUBLISHED_POINT[0]}+{PUBLISHED_POINT[1]}")]
         for label, t in dict.fromkeys(cases):
             break_even.append({"config": c, "workload": label, "throughput_ratio": t,
-                               "published_cost_efficiency_ratio": PUBLISHED_COST_EFFICIENCY_RATIO,
+                               "published_cost_efficiency_ratio": PUBLISHED["cost_efficiency_ratio"],
                                "break_even_fpga_to_gpu_price": break_even_price_ratio(
-                                   t, PUBLISHED_COST_EFFICIENCY_RATIO),
+                                   t, PUBLISHED["cost_efficiency_ratio"]),
                                "spec_fpga_to_gpu_price": pr["fpga_to_gpu"]})
     return {"rows": rows, "averages": averages, "prices": pr, "break_even": break_even,
-            "published": {"throughput_ratio": PUBLISHED_THROUGHPUT_RATIO,
-                          "cost_efficiency_ratio": PUBLISHED_COST_EFFICIENCY_RATIO, "source": PUBLISHED_SOURCE},
+            "published": {"throughput_ratio": PUBLISHED["throughput_ratio"],
+                          "cost_efficiency_ratio": PUBLISHED["cost_efficiency_ratio"], "source": PUBLISHED_SOURCE},
             "distributions": {k: {"prompt": v[0], "output": v[1], "what": v[2]} for k, v in DISTRIBUTIONS.items()}}
 
 

@@ -17,8 +17,8 @@ def run_seeds(cluster: Any, make_requests: Callable[[int], tuple[Any, ...]], see
               scheduler: str = "fcfs", slo: Any = None, on_seed: Callable[[int], None] | None = None) -> Replicas:
     """Simulate ``cluster`` (a resolved cluster) on ``make_requests(seed)`` for ``seeds`` seeds from
     ``first_seed``; ``runs`` holds each seed's :class:`hwmodel.serving.metrics.Metrics`."""
+    from hwmodel.io import jsonable
     from hwmodel.serving.metrics import compute_metrics
-    from hwmodel.serving.report import jsonable
     from hwmodel.serving.simulator import simulate
 
     ss = seed_list(first_seed, seeds)

@@ -5,33 +5,15 @@ tracks, the load plot) lives here.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from hwmodel.io import atomic_write_text
+from hwmodel.io import atomic_write_text, jsonable
 from hwmodel.serving.metrics import Metrics, request_arrays
 from hwmodel.serving.state import SimResult
-
-
-def jsonable(obj: Any) -> Any:
-    """Dataclasses, numpy scalars and non-finite floats made JSON-safe (NaN/inf -> null)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return jsonable(dataclasses.asdict(obj))
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def write_json(path: Path, obj: Any) -> Path:

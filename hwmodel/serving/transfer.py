@@ -33,21 +33,9 @@ import numba
 import numpy as np
 
 from hwmodel.specs import LinkSpec
-from interconnect.pcie import DEFAULT_CHUNK_BYTES  # the staging buffer of the PCIe model
+from interconnect.pcie import DEFAULT_CHUNK_BYTES, Hop  # the staging buffer and the DMA stage of the PCIe model
 
 PATH_KINDS = ("local", "host-staged", "p2p", "network-host-staged", "network-p2p")
-
-
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    """One DMA hop of a path: the link directions it holds, its bandwidth and latency."""
-
-    keys: tuple[Hashable, ...]
-    bw_bytes_per_s: float
-    latency_s: float
-
-    def time_s(self, n_bytes: float) -> float:
-        return self.latency_s + n_bytes / self.bw_bytes_per_s
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +44,7 @@ class Path:
     prefilling node's host must start (a host-staged copy out of its staging buffer)."""
 
     kind: str
-    stages: tuple[Stage, ...]
+    stages: tuple[Hop, ...]  # each with the link directions it holds (keys)
     host_started: tuple[bool, ...] = ()
     #: chunk plans of :func:`migrate` by (KV bytes, layers, chunk bytes): a path is reused by every migration
     #: between its two devices, which mostly move caches of a few sizes
@@ -104,9 +92,9 @@ def chunk_plan(path: Path, kv_bytes: float, n_layers: int, chunk_bytes: float) -
     return plan
 
 
-def link_stage(keys: tuple[Hashable, ...], links: Sequence[LinkSpec]) -> Stage:
+def link_stage(keys: tuple[Hashable, ...], links: Sequence[LinkSpec]) -> Hop:
     """A stage over ``links`` at once: the slowest bandwidth, the largest latency (one DMA through a switch)."""
-    return Stage(keys, min(lk.effective_bw_bytes_per_s for lk in links), max(lk.latency_s for lk in links))
+    return Hop.over(*links, keys=keys)
 
 
 def build_path(kv_path: str, *, src: int, dst: int, src_node: int, dst_node: int, src_link: LinkSpec,
@@ -123,10 +111,9 @@ def build_path(kv_path: str, *, src: int, dst: int, src_node: int, dst_node: int
         raise ValueError("a cross-node path needs the cluster's network link")
     tx, rx = ("nic-tx", src_node), ("nic-rx", dst_node)
     if kv_path == "p2p":
-        stage = Stage((up, tx, rx, down),
-                      min(src_link.effective_bw_bytes_per_s, network.effective_bw_bytes_per_s,
-                          dst_link.effective_bw_bytes_per_s),
-                      src_link.latency_s + network.latency_s + dst_link.latency_s)
+        stage = Hop(min(src_link.effective_bw_bytes_per_s, network.effective_bw_bytes_per_s,
+                        dst_link.effective_bw_bytes_per_s),
+                    src_link.latency_s + network.latency_s + dst_link.latency_s, (up, tx, rx, down))
         return Path("network-p2p", (stage,), (False,))
     # the sending host posts the network transfer; the receiving host's DMA into the FPGA waits on nothing else
     return Path("network-host-staged", (link_stage((up,), (src_link,)), link_stage((tx, rx), (network,)),

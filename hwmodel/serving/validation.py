@@ -21,6 +21,7 @@ from typing import Any
 
 from hwmodel.engine import Phase
 from hwmodel.serving import mix
+from hwmodel.serving.study import PUBLISHED
 
 SRC = "GLITCHES (IEEE HPEC 2024), shared/MISSION.md section B"
 PAIR = "LLaMA2-7B, 1,536-token prompt + 512 output tokens, batch 1"
@@ -39,6 +40,15 @@ def _calibrated(family: str, point_id: str) -> float:
 
     (r,) = [r for r in report_family(get_family(family)) if r.id == point_id]
     return float(r.model)
+
+
+def _published(csv_name: str, point_id: str, scale: float = 1.0) -> float:
+    """A published single-device figure as the calibration's measurement file records it (one copy of each
+    figure), in the row's unit (``scale``; rounded to 9 decimals so that 0.17585 s reads 175.85 ms)."""
+    from calibration.measurements import MEASUREMENTS_DIR, load_measurements
+
+    (pt,) = [p for p in load_measurements(MEASUREMENTS_DIR / csv_name) if p.id == point_id]
+    return round(pt.value * scale, 9)
 
 
 def _device_rows() -> list[dict[str, Any]]:
@@ -63,21 +73,28 @@ def _device_rows() -> list[dict[str, Any]]:
                      "unit": unit, "role": role, "families": list(families), "workload": workload, "source": SRC,
                      "note": note})
 
+    def gpu_pub(point: str, scale: float = 1.0) -> float:
+        return _published("gpu.csv", f"glitches-a100-hf-llama2-{point}", scale)
+
+    def u280_pub(point: str, scale: float = 1.0) -> float:
+        return _published("u280_glitches.csv", f"glitches-u280-{point}", scale)
+
     g_pre = gpu.prefill_plan(1536).busy_s
     f_pre = fpga.prefill_s(1536)
     g_dec = gpu.table.steps_s(1536, 511) / 511
     f_dec = fpga.table.steps_s(1536, 511) / 511
-    row("A100 HF FP16 prefill, 1536 tokens", g_pre * 1e3, 175.85, "ms", "fitted",
+    row("A100 HF FP16 prefill, 1536 tokens", g_pre * 1e3, gpu_pub("prefill", 1e3), "ms", "fitted",
         "GPU latency family (calibration/measurements/gpu.csv); as the serving simulator times a prefill", (GPU,))
-    row("A100 HF FP16 decode per token", g_dec * 1e3, 24.26, "ms", "fitted",
+    row("A100 HF FP16 decode per token", g_dec * 1e3, gpu_pub("decode", 1e3), "ms", "fitted",
         "mean over the 511 decode steps from context 1,536; GPU latency family", (GPU,))
     serving_eff = 1.0 / (g_dec * gpu.power_w(Phase.DECODE))
-    row("A100 decode energy efficiency", _calibrated(GPU, "glitches-a100-hf-llama2-energy"), 0.246, "tokens/s/W",
+    row("A100 decode energy efficiency", _calibrated(GPU, "glitches-a100-hf-llama2-energy"),
+        gpu_pub("energy"), "tokens/s/W",
         "fitted", "the GPU family's value of its fitted point (energy over the 512 decode steps); the serving "
                   f"simulator's phase power at its reference context gives {serving_eff:.4g}", (GPU,))
-    row("U280 W4A8 prefill, 1536 tokens", f_pre * 1e3, 5001.20, "ms", "fitted",
+    row("U280 W4A8 prefill, 1536 tokens", f_pre * 1e3, u280_pub("prefill", 1e3), "ms", "fitted",
         "instruction-driven FPGA family (calibration/measurements/u280_glitches.csv)", (FPGA,))
-    row("U280 W4A8 decode per token (no prefetch)", f_dec * 1e3, 21.50, "ms", "fitted",
+    row("U280 W4A8 decode per token (no prefetch)", f_dec * 1e3, u280_pub("decode", 1e3), "ms", "fitted",
         "mean over the 511 decode steps from context 1,536, without the host sampling round trip", (FPGA,))
     from fpga.streaming.power import static_w
 
@@ -86,11 +103,12 @@ def _device_rows() -> list[dict[str, Any]]:
     floor = "" if design is None else (
         f"; of the {f_pow:.1f} W, the measured static floor is {static_w(design.board):.1f} W "
         f"({100 * static_w(design.board) / f_pow:.0f} %), the modelled dynamic power the rest")
-    row("U280 decode energy efficiency", 1.0 / (f_dec * f_pow), 1.01, "tokens/s/W", "predicted",
+    row("U280 decode energy efficiency", 1.0 / (f_dec * f_pow), u280_pub("energy"), "tokens/s/W", "predicted",
         "FPGA power family (fitted on FlexLLM's U280 log, not on this point)" + floor, (FPGA, FPGA_POWER))
     row("U280 / A100 prefill time", f_pre / g_pre, 28.44, "x", "fitted", "ratio of the two fitted prefill rows",
         (GPU, FPGA))
-    row("U280 decode speed-up from prefetch ratio 4", fpga.table.step_s(128) / k4.table.step_s(128), 1.20, "x",
+    row("U280 decode speed-up from prefetch ratio 4", fpga.table.step_s(128) / k4.table.step_s(128),
+        u280_pub("prefetch4"), "x",
         "fitted", "one decode step at 128 cached tokens, ratio 4 against 1", (FPGA,),
         workload="LLaMA2-7B decode at sequence length 128, batch 1")
     return rows
@@ -117,11 +135,11 @@ def rows(requests: int = 200) -> list[dict[str, Any]]:
                      ("gpu+7xfpga/k4", "prefetch ratio 4 (GLITCHES's best)")):
         for label, t, ce in ((pair_label, pub[cfg]["throughput_ratio"], pub[cfg]["cost_efficiency_ratio"]),
                              (grid_label, avg[cfg]["mean_throughput_ratio"], avg[cfg]["mean_cost_efficiency_ratio"])):
-            be = mix.break_even_price_ratio(t, mix.PUBLISHED_COST_EFFICIENCY_RATIO)
+            be = mix.break_even_price_ratio(t, PUBLISHED["cost_efficiency_ratio"])
             out.append({**common, "name": f"A100 + 7 x U280 vs 8 x A100 throughput, {tag}", "model": t,
-                        "published": mix.PUBLISHED_THROUGHPUT_RATIO, "workload": label, "note": why})
+                        "published": PUBLISHED["throughput_ratio"], "workload": label, "note": why})
             out.append({**common, "name": f"A100 + 7 x U280 vs 8 x A100 cost efficiency, {tag}", "model": ce,
-                        "published": mix.PUBLISHED_COST_EFFICIENCY_RATIO, "workload": label,
+                        "published": PUBLISHED["cost_efficiency_ratio"], "workload": label,
                         "note": f"{why}; spec prices are assumptions (U280/A100 = {ratio:.2f}); the published 2.38x "
                                 f"at this throughput ratio holds at U280/A100 = {be:.2f}"})
     return out
