@@ -4,6 +4,7 @@ dataset is a sample; ``N`` seeds give each summary metric's mean and confidence 
 The platform (device models) is built once and shared by every seed."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ def run_seeds(dataset: str, policy: str, system: str | Any, seeds: int, *, first
     from hwmodel.reasoning.system import build_platform, load_system
     from hwmodel.workload.generator import DEFAULT_SEED, generate
 
-    spec = load_system(system) if not hasattr(system, "devices") else system
+    spec = load_system(str(system)) if isinstance(system, (str, os.PathLike)) else system  # a name/path, or loaded
     platform = build_platform(spec, policy, draft=draft)
     ss = seed_list(DEFAULT_SEED if first_seed is None else first_seed, seeds)
     tgt = target or spec.target_llm

@@ -24,7 +24,7 @@ DECLARED: dict[str, tuple[str, ...]] = {
     "backtrack": ("target_hazard_ratio of config1's target", "target_hazard_ratio of config2's target"),
 }
 #: the families a row depends on when its provider names none
-AREA_FAMILIES: dict[str, tuple[str, ...]] = {"HBM": ("hbm",), "GPU": ("gpu",), "edge": ("gpu",),
+AREA_FAMILIES: dict[str, tuple[str, ...]] = {"HBM": ("hbm",), "HBM peer": ("hbm",), "GPU": ("gpu",), "edge": ("gpu",),
                                              "FPGA instruction": ("fpga-instruction",)}
 
 
