@@ -11,8 +11,11 @@ freedom (points fitted - free parameters). Everything else is shared:
   ``calibration/params/<family>.json`` (what the device model loads);
 * :func:`report_family` -- every point, fitted and predicted, against the committed parameters.
 
-Families are registered by import path in :data:`FAMILIES` (listing them imports no device model); any other
-family is reachable by its import path, ``hwmodel calibrate --family fpga.calibration:FAMILY``.
+Each family registers itself from its own module (``FAMILY = register(Family(...))``) in :data:`REGISTRY`, the
+project's one registry mechanism (:mod:`hwmodel.registry`): the modules of this package, and a user's family
+from a file in ``HWMODEL_PLUGINS`` (or :func:`hwmodel.registry.load_plugin`). Listings (:func:`names`, reports)
+follow each family's ``rank``, then registration order. Any other family is reachable by its import path,
+``hwmodel calibrate --family fpga.calibration:FAMILY``.
 """
 from __future__ import annotations
 
@@ -26,13 +29,8 @@ from calibration.fit import FitResult, Param, fit
 from calibration.measurements import MEASUREMENTS_DIR, Measurement, load_measurements
 from calibration.params import load_values, params_path, write_params_file
 from calibration.report import ReportRow, build_report
-from hwmodel.errors import HwmodelError, UnknownNameError
-
-FAMILIES: dict[str, str] = {
-    "gpu": "calibration.gpu:FAMILY",
-    "fpga-instruction": "calibration.fpga_instruction:FAMILY",
-    "fpga-power": "calibration.fpga_power:FAMILY",
-}
+from hwmodel.errors import HwmodelError
+from hwmodel.registry import Registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +50,8 @@ class Family:
     as_deployed: Callable[[Mapping[str, float]], Mapping[str, float]] = lambda values: values
     #: values picked by looking at the fitted points outside least squares (name -> how): free parameters too
     choices: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: where the family stands in listings and reports (lowest first; a user's family without one comes last)
+    rank: float = 100
 
     @property
     def free_params(self) -> int:
@@ -103,11 +103,25 @@ def accounting(fam: Family, points: Sequence[Measurement] | None = None) -> Acco
                       points_fitted_derived=sum(p.role == "fitted-derived" for p in pts))
 
 
+#: the registered families (filled from the modules of this package on first use; :func:`register`)
+REGISTRY: Registry[Family] = Registry("calibration family", "calibration", rank=lambda f: f.rank)
+
+
+def register(fam: Family) -> Family:
+    """Register ``fam`` under its name; called at import by the module defining it."""
+    return REGISTRY.register(fam.name, fam)
+
+
+def names() -> list[str]:
+    """The registered families' names, in ``rank`` order (the order reports list them in)."""
+    return REGISTRY.names()
+
+
 def get_family(name: str) -> Family:
     """A registered family by name, or any family by import path ``"package.module:ATTR"``."""
-    target = name if ":" in name else FAMILIES.get(name)
-    if target is None:
-        raise UnknownNameError("calibration family", name, list(FAMILIES))
+    if ":" not in name:
+        return REGISTRY.get(name)
+    target = name
     module, attr = target.split(":", 1)
     try:
         fam = getattr(importlib.import_module(module), attr)

@@ -34,7 +34,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from calibration.family import Family
+from calibration.family import Family, register
 from calibration.fit import FitResult, Param, fit
 from calibration.measurements import MEASUREMENTS_DIR, Measurement, expect_quantity, load_measurements
 from fpga.instruction.design import CALIBRATION_FAMILY, InstructionDesign
@@ -198,11 +198,11 @@ def as_deployed(values: Mapping[str, float]) -> dict[str, float]:
     return {n: (float(round(v)) if n in GRID and n != "mpe.mm_efficiency" else v) for n, v in values.items()}
 
 
-FAMILY = _Family(
-    name=CALIBRATION_FAMILY,
+FAMILY = register(_Family(
+    name=CALIBRATION_FAMILY, rank=1,
     description="instruction-driven FPGA decode (fpga.instruction.engine): scheduler, scoreboard, datamover on the HBM "
                 "channel model, MPE, SFU",
     params=PARAMS, fixed=dict(FIXED), fixed_docs=FIXED_DOCS, conditions=CONDITIONS, predict=predict, reset=_reset,
-    choices=CHOICES, as_deployed=as_deployed)
+    choices=CHOICES, as_deployed=as_deployed))
 
 __all__ = ["FAMILY", "predict", "best_ratio", "profile_outstanding"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from calibration.family import Family
+from calibration.family import Family, register
 from calibration.fit import Param
 from calibration.measurements import Measurement, MeasurementError
 
@@ -57,8 +57,8 @@ def _reset() -> None:
     power.k_fabric.cache_clear()
 
 
-FAMILY = Family(
-    name="fpga-power",
+FAMILY = register(Family(
+    name="fpga-power", rank=2,
     description="FPGA board power (fpga.streaming.power, fpga.instruction.power): measured static floor + fabric dynamic "
                 "power (per-resource coefficients x activity, scaled by k_fabric) + HBM access energy",
-    params=PARAMS, fixed={}, fixed_docs={}, conditions=("ctx",), predict=predict, reset=_reset)
+    params=PARAMS, fixed={}, fixed_docs={}, conditions=("ctx",), predict=predict, reset=_reset))

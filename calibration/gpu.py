@@ -21,7 +21,7 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
-from calibration.family import Family
+from calibration.family import Family, register
 from calibration.fit import Param
 from calibration.measurements import Measurement, MeasurementError, expect_quantity
 from gpu.latency import GpuEngine
@@ -119,8 +119,8 @@ def _reset() -> None:
     _engine_cached.cache_clear()
 
 
-FAMILY = Family(
-    name="gpu",
+FAMILY = register(Family(
+    name="gpu", rank=0,
     description="GPU latency and power per framework (gpu.latency, gpu.power): per-kernel roofline + launch queue",
     params=PARAMS, fixed=dict(FIXED_VALUES), fixed_docs=FIXED_DOCS, conditions=CONDITIONS, predict=predict,
-    reset=_reset)
+    reset=_reset))

@@ -15,7 +15,7 @@ import importlib.util
 import os
 import pkgutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -29,11 +29,17 @@ class RegistryError(HwmodelError):
 
 
 class Registry(Generic[T]):
-    """Named implementations of one kind (``what``), filled from the modules of ``package`` on first use."""
+    """Named implementations of one kind (``what``), filled from the modules of ``package`` on first use (only
+    those whose names end with ``suffix``, when given). With ``rank``, listings are ordered by ``rank(item)`` and
+    then by registration (a built-in's rank fixes where it stands in reports; a user's addition without one comes
+    last)."""
 
-    def __init__(self, what: str, package: str | None = None) -> None:
+    def __init__(self, what: str, package: str | None = None, *, suffix: str = "",
+                 rank: Callable[[T], float] | None = None) -> None:
         self.what = what
         self.package = package
+        self.suffix = suffix
+        self.rank = rank
         self._items: dict[str, T] = {}
         self._loaded = False
 
@@ -48,15 +54,14 @@ class Registry(Generic[T]):
         self._items.pop(name, None)
 
     def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        if self.package:
-            pkg = importlib.import_module(self.package)
-            for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-                if not mod.name.startswith("_"):
-                    importlib.import_module(f"{self.package}.{mod.name}")
-        load_env_plugins()
+        if not self._loaded:
+            self._loaded = True
+            if self.package:
+                pkg = importlib.import_module(self.package)
+                for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+                    if not mod.name.startswith("_") and mod.name.endswith(self.suffix):
+                        importlib.import_module(f"{self.package}.{mod.name}")
+        load_env_plugins()  # every use: a file named since the first use is loaded too (each file once)
 
     def get(self, name: str) -> T:
         self._load()
@@ -66,8 +71,7 @@ class Registry(Generic[T]):
             raise UnknownNameError(self.what, name, sorted(self._items)) from None
 
     def names(self) -> list[str]:
-        self._load()
-        return list(self._items)
+        return [name for name, _ in self.items()]
 
     def __contains__(self, name: object) -> bool:
         self._load()
@@ -75,7 +79,11 @@ class Registry(Generic[T]):
 
     def items(self) -> Iterator[tuple[str, T]]:
         self._load()
-        return iter(list(self._items.items()))
+        pairs = list(self._items.items())
+        if self.rank is not None:
+            rank = self.rank
+            pairs = [p for _, _, p in sorted((rank(item), i, (name, item)) for i, (name, item) in enumerate(pairs))]
+        return iter(pairs)
 
 
 _plugins: dict[str, object] = {}

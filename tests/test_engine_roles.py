@@ -234,11 +234,12 @@ def test_a_dse_evaluator_registers_itself_from_one_file(tmp_path: Path, monkeypa
     plugin = tmp_path / "my_eval.py"
     plugin.write_text(textwrap.dedent('''
         from hwmodel.dse.evaluators import register
-        register("clone-decode", "hwmodel.dse.streaming_eval:EVALUATOR")
+        from hwmodel.dse.streaming_eval import EVALUATOR
+        register(EVALUATOR, "clone-decode")
     '''))
     monkeypatch.setenv("HWMODEL_PLUGINS", str(plugin))
     try:
         assert "clone-decode" in evaluators.names()
         assert evaluators.resolve(evaluators.canonical_ref("clone-decode")).name == "streaming-decode"
     finally:
-        evaluators._REGISTRY.pop("clone-decode", None)
+        evaluators.EVALUATORS.unregister("clone-decode")

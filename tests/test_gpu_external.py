@@ -8,7 +8,7 @@ import pytest
 from calibration.gpu import FAMILY
 from calibration.measurements import MeasurementError, load_measurements
 from hwmodel.validate import gpu_external
-from hwmodel.validate.providers import CONTRIBUTED
+from hwmodel.validate.providers import REGISTRY
 
 
 def test_rows_are_produced_predicted_with_the_family_free_parameters() -> None:
@@ -20,7 +20,7 @@ def test_rows_are_produced_predicted_with_the_family_free_parameters() -> None:
         assert r["free_params"] == FAMILY.free_params and r["family"] == "gpu"
         assert r["model"] > 0 and r["published"] > 0 and "http" in r["source"]
     # wired into `hwmodel validate`: its area has its own mean and max error in the summary
-    assert "hwmodel.validate.gpu_external" in CONTRIBUTED
+    assert REGISTRY.get("hwmodel.validate.gpu_external").area_module
 
 
 def _csv(tmp_path: Path, role: str, quantity: str = "batch_speedup", unit: str = "x") -> Path:

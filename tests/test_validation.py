@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -220,14 +218,17 @@ def test_malformed_rows_are_one_line_errors(bad: dict, message: str) -> None:
         check({**base, **bad})
 
 
-def test_contributed_rows_are_imported_when_present(monkeypatch: pytest.MonkeyPatch) -> None:
-    mod = types.ModuleType("hwmodel.validate.streaming")
-    mod.rows = lambda: [{"area": "FPGA streaming", "name": "flexllm decode", "model": 100.0, "published": 90.0,
-                         "band": None, "unit": "tokens/s", "role": "predicted", "free_params": 1, "workload": "w",
-                         "source": "s", "note": ""}]
-    monkeypatch.setitem(sys.modules, "hwmodel.validate.streaming", mod)
-    monkeypatch.setattr(providers, "CONTRIBUTED", ("hwmodel.validate.streaming",))
-    rows, found = providers.contributed_rows()
+def test_contributed_rows_are_the_registered_area_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hwmodel.registry import Registry
+
+    rows_of = lambda s: [{"area": "FPGA streaming", "name": "flexllm decode", "model": 100.0,  # noqa: E731
+                          "published": 90.0, "band": None, "unit": "tokens/s", "role": "predicted", "free_params": 1,
+                          "workload": "w", "source": "s", "note": ""}]
+    only: Registry[providers.Provider] = Registry("validation provider")
+    only.register("hwmodel.validate.streaming", providers.Provider("hwmodel.validate.streaming", rows_of,
+                                                                   area_module=True))
+    monkeypatch.setattr(providers, "REGISTRY", only)
+    rows, found = providers.contributed_rows(providers.Settings())
     assert "hwmodel.validate.streaming" in found
     assert [r["name"] for r in rows if r["area"] == "FPGA streaming"] == ["flexllm decode"]
 

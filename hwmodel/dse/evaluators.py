@@ -10,7 +10,8 @@ of the space can meet.
 
 A spec's ``evaluator`` is one of:
 
-* a registered name (``streaming-decode``; see :func:`names`);
+* a registered name (``streaming-decode``; see :func:`names` and :data:`EVALUATORS`: each built-in registers
+  itself from its own file, ``hwmodel/dse/*_eval.py``, and a user's from a file in ``HWMODEL_PLUGINS``);
 * ``package.module:ATTRIBUTE`` naming an Evaluator object in an importable module;
 * ``path/to/file.py:ATTRIBUTE`` naming an Evaluator object in a Python file (relative to the spec file).
 
@@ -21,17 +22,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import importlib
-import importlib.util
 import math
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.errors import HwmodelError, UnknownNameError
+from hwmodel.registry import Registry, load_plugin
 
 _KIND_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
@@ -193,38 +192,24 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------------------------------- registry
-_REGISTRY: dict[str, str] = {
-    "streaming-decode": "hwmodel.dse.streaming_eval:EVALUATOR",
-    "instruction-decode": "hwmodel.dse.instruction_eval:EVALUATOR",
-    "reasoning-replay": "hwmodel.dse.replay_eval:EVALUATOR",
-}
+#: the registered evaluators: the built-ins register themselves from their own files (``hwmodel/dse/*_eval.py``),
+#: a user's from a file loaded by :func:`hwmodel.registry.load_plugin` (``HWMODEL_PLUGINS`` in every process,
+#: workers included) -- the project's one registry mechanism
+EVALUATORS: Registry[Evaluator] = Registry("evaluator", "hwmodel.dse", suffix="_eval")
 
 
-def register(name: str, target: str) -> None:
-    """Register ``name`` for the evaluator object at ``module:ATTRIBUTE`` or ``file.py:ATTRIBUTE`` (imported when
-    first used). A user's evaluator registers itself from its own file, loaded by ``HWMODEL_PLUGINS`` (every
-    process, workers included, loads those files before resolving a name it does not know)."""
-    _REGISTRY[name] = target
-
-
-def _known(ref: str) -> bool:
-    if ref not in _REGISTRY:
-        from hwmodel.registry import load_env_plugins
-
-        load_env_plugins()
-    return ref in _REGISTRY
+def register(evaluator: Evaluator, name: str | None = None, *, replace: bool = False) -> Evaluator:
+    """Register ``evaluator`` under ``name`` (default: its own name); called at import by the file defining it."""
+    return EVALUATORS.register(name or evaluator.name, evaluator, replace=replace)
 
 
 def names() -> list[str]:
-    from hwmodel.registry import load_env_plugins
-
-    load_env_plugins()
-    return sorted(_REGISTRY)
+    return sorted(EVALUATORS.names())
 
 
 def canonical_ref(ref: str, base_dir: Path | None = None) -> str:
     """A reference any process can resolve: registered names as they are, file paths made absolute."""
-    if _known(ref):
+    if ref in EVALUATORS:
         return ref
     if ":" not in ref:
         raise UnknownNameError("evaluator", ref, names() + ["<module>:<ATTRIBUTE>", "<file.py>:<ATTRIBUTE>"])
@@ -242,22 +227,17 @@ def canonical_ref(ref: str, base_dir: Path | None = None) -> str:
 
 @functools.lru_cache(maxsize=32)
 def resolve(ref: str) -> Evaluator:
-    """The Evaluator a canonical reference names (cached per process)."""
-    target = _REGISTRY[ref] if _known(ref) else ref
-    if ":" not in target:
+    """The Evaluator a canonical reference names (cached per process): a registered name, or the object at
+    ``module:ATTRIBUTE`` / ``file.py:ATTRIBUTE`` (a file is loaded with :func:`hwmodel.registry.load_plugin`, the
+    same way as every user file)."""
+    if ref in EVALUATORS:
+        return EVALUATORS.get(ref)
+    if ":" not in ref:
         raise UnknownNameError("evaluator", ref, names())
-    module_name, attr = target.rsplit(":", 1)
+    module_name, attr = ref.rsplit(":", 1)
+    module: Any
     if module_name.endswith(".py"):
-        digest = hashlib.sha256(module_name.encode()).hexdigest()[:12]
-        mod_key = f"hwmodel_dse_user_{digest}"
-        module = sys.modules.get(mod_key)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(mod_key, module_name)
-            if spec is None or spec.loader is None:
-                raise HwmodelError(f"cannot load evaluator file {module_name}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[mod_key] = module
-            spec.loader.exec_module(module)
+        module = load_plugin(module_name)
     else:
         try:
             module = importlib.import_module(module_name)

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fpga.instruction.design import InstructionDesign, design_names, load_design
-from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen
+from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen, register
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.dse.timing import TimingModel, reachable_clock_hz, slrs_spanned
 from hwmodel.errors import HwmodelError
@@ -212,9 +212,9 @@ def screen(p: Params) -> Screen:
                                d.board_spec.hbm.peak_bw_bytes_per_s)
 
 
-EVALUATOR = Evaluator(
+EVALUATOR = register(Evaluator(
     name="instruction-decode", version=VERSION,
     doc="cycle-level instruction-driven decode accelerator (fpga.instruction.engine) with resources, power and timing",
     params=PARAMS, metrics=METRICS, evaluate=evaluate, screen=screen, constraints=CONSTRAINTS,
     innermost=("clock_mhz",), extra_param=_section_param, check_space=_check_space,
-)
+))

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hwmodel.dse import streaming_eval as se
-from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen
+from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, register
 from hwmodel.dse.space import Params, Scalar
 
 VERSION = "1"
@@ -181,9 +181,9 @@ def screen(p: Params) -> Screen:
     return Screen(exact=se._static(_stream_params(p)).exact)
 
 
-EVALUATOR = Evaluator(
+EVALUATOR = register(Evaluator(
     name="reasoning-replay", version=VERSION,
     doc="FPGA draft designs evaluated inside the system-A reasoning replay (hwmodel.reasoning)",
     params=PARAMS, metrics=METRICS, evaluate=evaluate, screen=screen, constraints=CONSTRAINTS,
     extra_param=se._engine_param, check_space=_check_space,
-)
+))

@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fpga.streaming.design import VALID_BITS, StreamingDesign, check_structure, design_names, load_design
-from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen
+from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen, register
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.dse.timing import TimingModel, reachable_clock_hz, slrs_spanned
 from hwmodel.errors import HwmodelError
@@ -276,9 +276,9 @@ def screen(p: Params) -> Screen:
                                st.board.hbm.peak_bw_bytes_per_s)
 
 
-EVALUATOR = Evaluator(
+EVALUATOR = register(Evaluator(
     name="streaming-decode", version=VERSION,
     doc="cycle-level streaming decode accelerator (fpga.streaming.engine) with resources, power and a timing heuristic",
     params=PARAMS, metrics=METRICS, evaluate=evaluate, screen=screen, constraints=CONSTRAINTS,
     innermost=("clock_mhz",), extra_param=_engine_param, check_space=_check_space,
-)
+))

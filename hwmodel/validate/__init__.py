@@ -9,7 +9,7 @@ outside the band), the physical bound of the figure where one applies (:mod:`hwm
 Rows come from *providers* (:mod:`hwmodel.validate.providers`): the calibration families (GPU, edge GPU, FPGA
 instruction), the HBM channel fit, system A and system B; other areas contribute their own ``rows()`` functions
 (``hwmodel.reasoning.validation``, ``hwmodel.serving.validation``, ``hwmodel.validate.hbm``,
-``hwmodel.validate.streaming``), imported when present. :mod:`hwmodel.validate.guards` holds every predicted and
+``hwmodel.validate.streaming``), each registered in :data:`hwmodel.validate.providers.REGISTRY`. :mod:`hwmodel.validate.guards` holds every predicted and
 leave-one-out error to its committed value plus a margin (the CI guard); :mod:`hwmodel.validate.readme` writes the
 README's "beside the published numbers" table from the rows. Documentation: docs/validation.md.
 """

@@ -2,7 +2,7 @@
 
 A row names its ``families`` (or inherits its area's, :data:`AREA_FAMILIES`); its free-parameter count is the sum
 of those families' free parameters, so a composed row (an FPGA/GPU ratio, a system result) counts both sides. A
-family is either a calibration family (:data:`calibration.family.FAMILIES`: least-squares parameters plus values
+family is either a calibration family (:data:`calibration.family.REGISTRY`: least-squares parameters plus values
 chosen on the same points, :func:`calibration.family.accounting`) or one of the fits made elsewhere, declared here
 by the names of its parameters (:data:`DECLARED`) -- the count is the length of that list.
 """
@@ -31,10 +31,10 @@ AREA_FAMILIES: dict[str, tuple[str, ...]] = {"HBM": ("hbm",), "HBM peer": ("hbm"
 @functools.lru_cache(maxsize=1)
 def family_params() -> dict[str, tuple[str, ...]]:
     """Every known family -> the names of its free parameters."""
-    from calibration.family import FAMILIES, accounting, get_family
+    from calibration.family import accounting, get_family, names
 
     out = dict(DECLARED)
-    for name in FAMILIES:
+    for name in names():
         a = accounting(get_family(name))
         out[name] = tuple(a.least_squares) + tuple(a.choices)
     return out

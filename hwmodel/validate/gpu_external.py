@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.measurements import MEASUREMENTS_DIR, Measurement, MeasurementError, expect_quantity, load_measurements
+from hwmodel.validate.providers import Provider, register
 from hwmodel.validate.rows import row
 
 AREA = "GPU out-of-source"
@@ -90,3 +91,6 @@ def rows(path: Path | str | None = None) -> list[dict[str, Any]]:
                        published=pt.value, free_params=FAMILY.free_params, workload=workload, note=pt.notes,
                        family="gpu"))
     return out
+
+
+register(Provider(__name__, lambda s: rows(), rank=14, area_module=True))  # a row provider of `hwmodel validate`

@@ -13,6 +13,7 @@ from typing import Any
 
 from fpga.hbm import channel as hbm
 from hwmodel.specs import library
+from hwmodel.validate.providers import Provider, register
 
 _SRC_VITIS = "Xilinx/Vitis_Accel_Examples performance/"
 _SHUHAI = "Shuhai, Wang et al., FCCM 2020 (arXiv 2005.04324)"
@@ -104,3 +105,6 @@ def rows() -> list[dict[str, Any]]:
 
     out.extend(hbm_peer.rows("full"))
     return out
+
+
+register(Provider(__name__, lambda s: rows(), rank=12, area_module=True))  # a row provider of `hwmodel validate`

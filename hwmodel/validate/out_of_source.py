@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from hwmodel.validate.providers import Provider, register
 from hwmodel.validate.rows import row
 
 MEASUREMENTS = Path(__file__).resolve().parent.parent.parent / "calibration" / "measurements" / "gpu_out_of_source.csv"
@@ -51,3 +52,6 @@ def rows() -> list[dict[str, Any]]:
         r["model_band"], r["band_sources"] = band(lambda v, p=pt: predict(v, p), fam.params, values, cov)
         out.append(r)
     return out
+
+
+register(Provider("GPU out-of-source", lambda s: rows(), rank=3))  # a built-in row provider of `hwmodel validate`

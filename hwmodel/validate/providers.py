@@ -1,5 +1,11 @@
 """Providers of validation rows: the calibration families (GPU, edge GPU, FPGA instruction), the HBM channel fit,
-system A and system B, and the ``rows()`` functions other areas contribute (imported when present).
+system A and system B, and the ``rows()`` functions other areas contribute.
+
+Every provider is a :class:`Provider` in :data:`REGISTRY` (the project's one registry mechanism,
+:mod:`hwmodel.registry`), registered from its own file: the built-ins below and the modules of this package
+(``hwmodel/validate/*.py``: ``register(Provider(...))`` at import), a user's from a file in ``HWMODEL_PLUGINS``.
+``hwmodel validate`` runs the area modules first, then the built-ins, each group in ``rank`` order (the table's
+row order within an area).
 
 Every provider computes its model values from the code and the committed parameters; the published values come
 from the measurement files (``calibration/measurements/*.csv``) or the published constants of each study module, and
@@ -7,17 +13,50 @@ never enter a model computation.
 """
 from __future__ import annotations
 
-import importlib
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hwmodel.registry import Registry
 from hwmodel.validate.rows import check, row
 
-#: modules of other areas that contribute rows (a ``rows() -> list[dict]`` function each)
-CONTRIBUTED = ("hwmodel.reasoning.validation", "hwmodel.serving.validation", "hwmodel.validate.hbm",
-               "hwmodel.validate.streaming", "hwmodel.validate.gpu_external",
-               "hwmodel.validate.published_designs")
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """How a ``hwmodel validate`` run is set: leave-one-out rows, system A's problems per dataset and workers,
+    system B's requests."""
+
+    cv: bool = True
+    system_a_limit: int | None = 40
+    jobs: int = 1
+    system_b_requests: int = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class Provider:
+    """A source of validation rows: ``rows(settings)``.
+
+    ``area_module``: an area's own rows module (listed among the providers found; each row tagged with ``name``);
+    it runs before the built-ins. ``unless_area``: a built-in that runs only when no area module emitted a row of
+    that area (the built-in HBM row). ``rank``: the order within its group (lowest first)."""
+
+    name: str
+    rows: Callable[[Settings], list[dict[str, Any]]]
+    rank: float = 100
+    area_module: bool = False
+    unless_area: str | None = None
+
+
+#: the registered providers (this package's modules register theirs at import)
+REGISTRY: Registry[Provider] = Registry("validation provider", "hwmodel.validate", rank=lambda p: p.rank)
+
+
+def register(provider: Provider) -> Provider:
+    """Register ``provider`` under its name; called at import by the file defining it."""
+    return REGISTRY.register(provider.name, provider)
+
+
 EDGE_PREFIXES = ("orin", "jetson")
 SYSTEM_A_POLICIES = ("baseline", "step-ahead", "heteroreason", "edge-draft")
 
@@ -150,9 +189,9 @@ def fpga_power_rows(cv: bool = True) -> list[dict[str, Any]]:
 
 def accounting_rows() -> list[dict[str, Any]]:
     """Per calibration family: points fitted, free parameters, degrees of freedom (for the report's header)."""
-    from calibration.family import FAMILIES, accounting, get_family
+    from calibration.family import accounting, get_family, names
 
-    return [accounting(get_family(n)).as_dict() for n in FAMILIES]
+    return [accounting(get_family(n)).as_dict() for n in names()]
 
 
 # ------------------------------------------------------------------------------------------------ HBM
@@ -172,22 +211,50 @@ def hbm_rows() -> list[dict[str, Any]]:
                 bound=hbm.channel_peak_bytes_per_s(b) / 1e9, bound_kind="ceiling", family="hbm")]
 
 
-# ------------------------------------------------------------------------------------------------ contributed
-def contributed_rows(system_a_limit: int | None = 40, jobs: int = 1,
-                     system_b_requests: int = 200) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows of the other areas' ``rows()`` functions (each module imported when present); the modules found.
-    System A's replays are limited to the first ``system_a_limit`` problems per dataset, on ``jobs`` workers."""
+# ------------------------------------------------------------------------------------------------ built-ins
+register(Provider("calibration gpu", lambda s: gpu_rows(s.cv), rank=0))
+register(Provider("calibration fpga-instruction", lambda s: fpga_instruction_rows(s.cv), rank=1))
+register(Provider("calibration fpga-power", lambda s: fpga_power_rows(s.cv), rank=2))
+register(Provider("built-in HBM", lambda s: hbm_rows(), rank=4, unless_area="HBM"))
+
+
+def _system_a_rows(s: Settings) -> list[dict[str, Any]]:
+    from hwmodel.reasoning import validation
+
+    return validation.rows(limit=s.system_a_limit, workers=s.jobs)
+
+
+def _system_b_rows(s: Settings) -> list[dict[str, Any]]:
+    from hwmodel.serving import validation
+
+    return validation.rows(requests=s.system_b_requests)
+
+
+# the systems' rows modules live in their own packages (which import nothing of hwmodel.validate)
+register(Provider("hwmodel.reasoning.validation", _system_a_rows, rank=10, area_module=True))
+register(Provider("hwmodel.serving.validation", _system_b_rows, rank=11, area_module=True))
+
+
+# ------------------------------------------------------------------------------------------------ running them
+def contributed_rows(settings: Settings) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows of the areas' own modules (each row checked and tagged with its provider); the providers run."""
     out: list[dict[str, Any]] = []
     found = []
-    kwargs = {"hwmodel.reasoning.validation": {"limit": system_a_limit, "workers": jobs},
-              "hwmodel.serving.validation": {"requests": system_b_requests}}
-    for mod in CONTRIBUTED:
-        try:
-            m = importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name and mod.startswith(exc.name):
-                continue
-            raise
-        found.append(mod)
-        out += [{**check(r, f"{mod}.rows()"), "provider": mod} for r in m.rows(**kwargs.get(mod, {}))]
+    for name, p in REGISTRY.items():
+        if p.area_module:
+            found.append(name)
+            out += [{**check(r, f"{name}.rows()"), "provider": name} for r in p.rows(settings)]
     return out, found
+
+
+def builtin_rows(settings: Settings, covered: set[str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Rows of the built-in providers (those with an ``unless_area`` in ``covered`` skipped); rows per provider."""
+    out: list[dict[str, Any]] = []
+    emitted: dict[str, int] = {}
+    for name, p in REGISTRY.items():
+        if p.area_module or (p.unless_area is not None and p.unless_area in covered):
+            continue
+        rows = p.rows(settings)
+        out += rows
+        emitted[name] = len(rows)
+    return out, emitted

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hwmodel.validate.providers import Provider, register
 from hwmodel.validate.rows import row
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,3 +49,6 @@ def rows() -> list[dict[str, Any]]:
                        note=entry.get("note", "") + "; measurement read after the design and its prediction were "
                                                     "committed", quantity=entry["metric"]))
     return out
+
+
+register(Provider(__name__, lambda s: rows(), rank=15, area_module=True))  # a row provider of `hwmodel validate`

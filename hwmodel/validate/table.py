@@ -72,19 +72,10 @@ def build(cv: bool = True, system_a_limit: int | None = 40, jobs: int = 1,
     """Run every provider (see :mod:`hwmodel.validate.providers`): the calibration families, and each area's own
     ``rows()`` module (system A, system B, HBM, FPGA streaming); the built-in HBM row runs only when the HBM module
     is absent. Every row a provider emits is in the table (:func:`finish`)."""
-    extra, found = providers.contributed_rows(system_a_limit=system_a_limit, jobs=jobs,
-                                              system_b_requests=system_b_requests)
-    covered = {r["area"] for r in extra}
-    gpu, fi, fp = providers.gpu_rows(cv), providers.fpga_instruction_rows(cv), providers.fpga_power_rows(cv)
-    from hwmodel.validate import out_of_source
-
-    oos = out_of_source.rows()
-    own = gpu + fi + fp + oos
-    emitted = {"calibration gpu": len(gpu), "calibration fpga-instruction": len(fi), "calibration fpga-power": len(fp),
-               "GPU out-of-source": len(oos)}
-    if "HBM" not in covered:
-        own += providers.hbm_rows()
-        emitted["built-in HBM"] = len(own) - len(gpu) - len(fi) - len(fp) - len(oos)
+    settings = providers.Settings(cv=cv, system_a_limit=system_a_limit, jobs=jobs,
+                                  system_b_requests=system_b_requests)
+    extra, found = providers.contributed_rows(settings)
+    own, emitted = providers.builtin_rows(settings, {r["area"] for r in extra})
     for r in extra:
         emitted[r["provider"]] = emitted.get(r["provider"], 0) + 1
     rows = finish(own + extra)
