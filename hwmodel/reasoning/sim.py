@@ -385,11 +385,7 @@ class ProblemSimulation:
             op = self._start_draft(Generation("draft", ctx_key, ctx_tokens, a.tokens, i, f"draft step {i}"),
                                    self.draft_ready_s)
         spec = None
-        if not op.done:
-            yield op.proc
-        if op.produced != a.tokens:
-            raise SimulationError(f"problem {self.problem.id}: draft step {i} produced {op.produced} of "
-                                  f"{a.tokens} tokens")
+        yield from self._generated(op, i, "draft")
         # submit step i: the KVMU closes it (an accept held for the previous step carries the boundary)
         if self.kvmu is not None:
             self.kv("speculate", a.tokens)
@@ -448,11 +444,7 @@ class ProblemSimulation:
             op = self._start_target(Generation("target", ctx_key, ctx_tokens, a.tokens, i,
                                         f"target {label} @step {a.step}", reuse=reuse))
         prefetch = None
-        if not op.done:
-            yield op.proc
-        if op.produced != a.tokens:
-            raise SimulationError(f"problem {self.problem.id}: target step {i} produced {op.produced} of "
-                                  f"{a.tokens} tokens")
+        yield from self._generated(op, i, "target")
         if not a.final:  # the answer's last step is never built upon: the draft need not catch up
             self.policy.catch_up(self, op, ctx_tokens)
             self.kv_check(f"ingesting target step {i}", ctx_tokens + a.tokens)
@@ -484,6 +476,14 @@ class ProblemSimulation:
                 self.kv("init", pos)
             self.draft_ready_s = max(self.draft_ready_s, env.now)
         return spec, prefetch
+
+    def _generated(self, op: Generation, i: int, who: str):  # noqa: ANN202 - SimPy sub-process
+        """Wait for generation ``op`` of attempt ``i`` to end; it must have produced the attempt's tokens."""
+        if not op.done:
+            yield op.proc
+        if op.produced != self.attempts[i].tokens:
+            raise SimulationError(f"problem {self.problem.id}: {who} step {i} produced {op.produced} of "
+                                  f"{self.attempts[i].tokens} tokens")
 
     def _stall(self, spec: Generation | None, idle_from_s: float) -> float:
         """Draft idle time waiting for the verdict that just arrived (now)."""
