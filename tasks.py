@@ -11,6 +11,7 @@ Extra arguments are passed through (`python3 tasks.py run --help`, `python3 task
 RTL and browser runs, full-size models, long hypothesis runs, the README examples). docs/testing.md has the rest.
 The virtual environment is rebuilt when pyproject.toml changes (a hash stamp in .venv).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,7 +37,7 @@ def _wanted_stamp() -> str:
 
 def ensure_venv() -> None:
     """Create .venv and install the project with its dev extra, once per pyproject.toml version."""
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - tasks.py runs under any python3 and says what it needs
         sys.exit(f"hwmodel needs Python >= 3.11; this is {sys.version.split()[0]}")
     if STAMP.exists() and STAMP.read_text() == _wanted_stamp():
         return

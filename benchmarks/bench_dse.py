@@ -9,6 +9,7 @@ chunking, the fsync'd CSV journal -- into a fresh directory. Numba's on-disk cac
 any first run. For reference, the same process then evaluates a sample of points serially, once through the
 evaluator (which reuses a token program across clocks) and once calling fpga.streaming.engine.simulate_token per point.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,7 +54,6 @@ def main() -> None:
     import dataclasses
 
     from fpga.streaming.engine import simulate_token
-
     from hwmodel.dse import load_plan, run_sweep
     from hwmodel.dse.streaming_eval import EVALUATOR, build_design
 
@@ -68,9 +68,11 @@ def main() -> None:
         wall = time.perf_counter() - t0
         assert stats.remaining == 0, stats
         n = stats.evaluated
-        print(f"sweep: {n} points ({len(plan.screened_out)} screened out) on {args.workers} worker processes in "
-              f"{wall:.1f} s (planning {wall - stats.elapsed_s:.2f} s and the pool start-up included): "
-              f"{60 * n / wall:,.0f} design points per minute")
+        print(
+            f"sweep: {n} points ({len(plan.screened_out)} screened out) on {args.workers} worker processes in "
+            f"{wall:.1f} s (planning {wall - stats.elapsed_s:.2f} s and the pool start-up included): "
+            f"{60 * n / wall:,.0f} design points per minute"
+        )
 
         sample = plan.points[: args.sample]
         t0 = time.perf_counter()
@@ -82,9 +84,11 @@ def main() -> None:
             d = build_design(pt.params)
             simulate_token(dataclasses.replace(d, clock_hz=pt.params["clock_mhz"] * 1e6), 512)
         ref_s = (time.perf_counter() - t0) / len(sample)
-        print(f"serial, one process, {len(sample)} points: evaluator {1e3 * ev_s:.1f} ms/point "
-              f"({60 / ev_s:,.0f}/min); simulate_token per point {1e3 * ref_s:.1f} ms/point ({60 / ref_s:,.0f}/min); "
-              f"program reuse across clocks: {ref_s / ev_s:.2f}x")
+        print(
+            f"serial, one process, {len(sample)} points: evaluator {1e3 * ev_s:.1f} ms/point "
+            f"({60 / ev_s:,.0f}/min); simulate_token per point {1e3 * ref_s:.1f} ms/point ({60 / ref_s:,.0f}/min); "
+            f"program reuse across clocks: {ref_s / ev_s:.2f}x"
+        )
 
 
 if __name__ == "__main__":

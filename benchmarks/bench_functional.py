@@ -11,6 +11,7 @@ every layer plus the LM head, same rows, same weights): the ratio says what the 
 
 Weights are synthetic (seeded); speed does not depend on their values.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,11 @@ def main() -> None:
     llm = library().llm(args.llm)
     t0 = time.perf_counter()
     qp = quantize_model(llm, SyntheticWeights(llm, 0))
-    print(f"{llm.name}: synthetic weights generated and quantized in {time.perf_counter() - t0:.1f} s "
-          f"({qp.nbytes / 1e6:.0f} MB of integers); XLA: {'one thread' if args.one_thread else 'default threads'}, "
-          f"{os.cpu_count()} CPUs")
+    print(
+        f"{llm.name}: synthetic weights generated and quantized in {time.perf_counter() - t0:.1f} s "
+        f"({qp.nbytes / 1e6:.0f} MB of integers); XLA: {'one thread' if args.one_thread else 'default threads'}, "
+        f"{os.cpu_count()} CPUs"
+    )
 
     for rows in args.rows:
         model = DraftModel(llm, qp, capacity=args.capacity, decode_rows=rows, prefill_chunk=32)
@@ -77,8 +80,14 @@ def main() -> None:
 
         # reference: the int8 products alone, same device weights, same rows, one jitted call per layer
         with jax.enable_x64(True):
-            layer_mm = jax.jit(lambda lp, x, xi, xd: (dp.matmul_i8(x, lp["qkv_q"]), dp.matmul_i8(x, lp["o_q"]),
-                                                      dp.matmul_i8(x, lp["gu_q"]), dp.matmul_i8(xd, lp["down_q"])))
+            layer_mm = jax.jit(
+                lambda lp, x, xi, xd: (
+                    dp.matmul_i8(x, lp["qkv_q"]),
+                    dp.matmul_i8(x, lp["o_q"]),
+                    dp.matmul_i8(x, lp["gu_q"]),
+                    dp.matmul_i8(xd, lp["down_q"]),
+                )
+            )
             head_mm = jax.jit(lambda top, x: dp.matmul_i8(x, top["lm_q"]))
             x = jax.numpy.ones((rows, llm.hidden), jax.numpy.int8)
             xd = jax.numpy.ones((rows, llm.intermediate), jax.numpy.int8)
@@ -96,18 +105,22 @@ def main() -> None:
                 matmuls()
                 mm.append(time.perf_counter() - t0)
         mm_a = np.array(mm)
-        print(f"rows {rows}: decode with the XLA LM head (the default) {np.median(dec_xla) * 1e3:.1f} ms/token "
-              f"median, {dec_xla.min() * 1e3:.1f} min; with the host LM head (host_head=True) "
-              f"{np.median(dec) * 1e3:.1f} median, {dec.min() * 1e3:.1f} min; host/XLA "
-              f"{np.median(dec) / np.median(dec_xla):.2f}x; CPU time (all threads) "
-              f"{np.median(cpu[False]) * 1e3:.1f} -> {np.median(cpu[True]) * 1e3:.1f} ms/token median")
+        print(
+            f"rows {rows}: decode with the XLA LM head (the default) {np.median(dec_xla) * 1e3:.1f} ms/token "
+            f"median, {dec_xla.min() * 1e3:.1f} min; with the host LM head (host_head=True) "
+            f"{np.median(dec) * 1e3:.1f} median, {dec.min() * 1e3:.1f} min; host/XLA "
+            f"{np.median(dec) / np.median(dec_xla):.2f}x; CPU time (all threads) "
+            f"{np.median(cpu[False]) * 1e3:.1f} -> {np.median(cpu[True]) * 1e3:.1f} ms/token median"
+        )
         dec = dec_xla
-        print(f"rows {rows}: decode {np.median(dec) * 1e3:.1f} ms/token median, {dec.min() * 1e3:.1f} min "
-              f"({1 / np.median(dec):.1f} tokens/s) at context {args.prompt}..{args.prompt + args.steps}; "
-              f"int8 matmuls alone {np.median(mm_a) * 1e3:.1f} ms median, {mm_a.min() * 1e3:.1f} min; "
-              f"ratio {np.median(dec) / np.median(mm_a):.2f}x (min {dec.min() / mm_a.min():.2f}x); "
-              f"prefill {args.prompt} tokens {prefill_s:.2f} s ({args.prompt / prefill_s:.0f} tokens/s); "
-              f"first-call compile {compile_s:.1f} s")
+        print(
+            f"rows {rows}: decode {np.median(dec) * 1e3:.1f} ms/token median, {dec.min() * 1e3:.1f} min "
+            f"({1 / np.median(dec):.1f} tokens/s) at context {args.prompt}..{args.prompt + args.steps}; "
+            f"int8 matmuls alone {np.median(mm_a) * 1e3:.1f} ms median, {mm_a.min() * 1e3:.1f} min; "
+            f"ratio {np.median(dec) / np.median(mm_a):.2f}x (min {dec.min() / mm_a.min():.2f}x); "
+            f"prefill {args.prompt} tokens {prefill_s:.2f} s ({args.prompt / prefill_s:.0f} tokens/s); "
+            f"first-call compile {compile_s:.1f} s"
+        )
 
 
 if __name__ == "__main__":

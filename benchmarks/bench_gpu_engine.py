@@ -12,6 +12,7 @@ Figures (LLaMA2-7B / HF on an A100: 1,340 kernels per decode step):
   (:func:`gpu.kernels.evaluate_program`).
 Timings on a shared machine are noisy; best of three.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,9 @@ def main() -> None:
     one = Pass.single(1, 1000)
     prog = build_program(eng.llm, "hf", one, 16, 16)
     times = launch.PassTimes.of(prog, eng.roofline)
-    np.testing.assert_allclose(launch.eager(eng.c_op_s, times).total_s,
-                               launch.eager_reference(eng.c_op_s, times).total_s, rtol=1e-12)
+    np.testing.assert_allclose(
+        launch.eager(eng.c_op_s, times).total_s, launch.eager_reference(eng.c_op_s, times).total_s, rtol=1e-12
+    )
     reps = 200
     t_decode = best_of(3, engine_decode)
     t_prefill = best_of(3, engine_prefill)
@@ -72,8 +74,9 @@ def main() -> None:
     print(f"launch queue, closed form:           {reps / t_closed:10.0f} passes/s")
     print(f"launch queue, kernel by kernel:      {reps / t_ref:10.0f} passes/s  -> closed form {t_ref / t_closed:.0f}x")
     print(f"kernel table, affine template:       {reps / t_tmpl:10.0f} passes/s")
-    print(f"kernel table, direct recipe:         {reps / t_direct:10.0f} passes/s  "
-          f"-> template {t_direct / t_tmpl:.0f}x")
+    print(
+        f"kernel table, direct recipe:         {reps / t_direct:10.0f} passes/s  -> template {t_direct / t_tmpl:.0f}x"
+    )
 
 
 if __name__ == "__main__":

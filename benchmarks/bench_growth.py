@@ -17,6 +17,7 @@ simulator: the sizes and host times, the fitted coefficients (per-unit costs), a
 of the fit (how linear the growth is); the PNG plots host time against work with the fit. Host times depend on
 the machine and its load: quote them with the machine's state.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,28 +73,56 @@ def system_a_run(s: Size) -> None:
 
 
 #: simulator -> (run, sizes (the first is the warm-up), fit terms as functions of a size, work axis, its label)
-SIMULATORS: dict[str, tuple[Callable[[Size], None], list[Size], dict[str, Callable[[Size], float]],
-                            Callable[[Size], float], str]] = {
-    "streaming": (streaming_run, [{"tokens": 2, "ctx": 0}, {"tokens": 4, "ctx": 0}, {"tokens": 4, "ctx": 2048},
-                                  {"tokens": 8, "ctx": 512}, {"tokens": 8, "ctx": 4096}, {"tokens": 16, "ctx": 1024}],
-                  {"s per token": lambda s: s["tokens"], "s per token per context token": lambda s: s["tokens"] * s["ctx"]},
-                  lambda s: s["tokens"] * (s["ctx"] + 1), "tokens x (context + 1)"),
-    "dse": (dse_run, [{"clocks": 1}, {"clocks": 1}, {"clocks": 2}, {"clocks": 3}, {"clocks": 4}],
-            {"s per point": lambda s: s["points"]}, lambda s: s["points"], "design points"),
-    "serving": (serving_run, [{"nodes": 2, "requests": 200}, {"nodes": 2, "requests": 1000},
-                              {"nodes": 8, "requests": 1000}, {"nodes": 8, "requests": 4000},
-                              {"nodes": 32, "requests": 4000}],
-                {"s per request": lambda s: s["requests"],
-                 "s per request per node": lambda s: s["requests"] * s["nodes"]},
-                lambda s: s["requests"] * s["nodes"], "requests x nodes"),
-    "system-a": (system_a_run, [{"problems": 5}, {"problems": 10}, {"problems": 20}, {"problems": 40},
-                                {"problems": 80}],
-                 {"s per problem": lambda s: s["problems"]}, lambda s: s["problems"], "problems"),
+SIMULATORS: dict[
+    str, tuple[Callable[[Size], None], list[Size], dict[str, Callable[[Size], float]], Callable[[Size], float], str]
+] = {
+    "streaming": (
+        streaming_run,
+        [
+            {"tokens": 2, "ctx": 0},
+            {"tokens": 4, "ctx": 0},
+            {"tokens": 4, "ctx": 2048},
+            {"tokens": 8, "ctx": 512},
+            {"tokens": 8, "ctx": 4096},
+            {"tokens": 16, "ctx": 1024},
+        ],
+        {"s per token": lambda s: s["tokens"], "s per token per context token": lambda s: s["tokens"] * s["ctx"]},
+        lambda s: s["tokens"] * (s["ctx"] + 1),
+        "tokens x (context + 1)",
+    ),
+    "dse": (
+        dse_run,
+        [{"clocks": 1}, {"clocks": 1}, {"clocks": 2}, {"clocks": 3}, {"clocks": 4}],
+        {"s per point": lambda s: s["points"]},
+        lambda s: s["points"],
+        "design points",
+    ),
+    "serving": (
+        serving_run,
+        [
+            {"nodes": 2, "requests": 200},
+            {"nodes": 2, "requests": 1000},
+            {"nodes": 8, "requests": 1000},
+            {"nodes": 8, "requests": 4000},
+            {"nodes": 32, "requests": 4000},
+        ],
+        {"s per request": lambda s: s["requests"], "s per request per node": lambda s: s["requests"] * s["nodes"]},
+        lambda s: s["requests"] * s["nodes"],
+        "requests x nodes",
+    ),
+    "system-a": (
+        system_a_run,
+        [{"problems": 5}, {"problems": 10}, {"problems": 20}, {"problems": 40}, {"problems": 80}],
+        {"s per problem": lambda s: s["problems"]},
+        lambda s: s["problems"],
+        "problems",
+    ),
 }
 
 
-def fit(sizes: Sequence[Size], times: Sequence[float], terms: dict[str, Callable[[Size], float]]
-        ) -> tuple[dict[str, float], float]:
+def fit(
+    sizes: Sequence[Size], times: Sequence[float], terms: dict[str, Callable[[Size], float]]
+) -> tuple[dict[str, float], float]:
     """Least squares ``time = a + sum(coef * term)``; returns the coefficients (``start-up s`` first) and the
     largest relative residual."""
     a = np.array([[1.0] + [f(s) for f in terms.values()] for s in sizes])
@@ -131,8 +160,11 @@ def main() -> None:
             print(f"{name}: {s} -> {times[-1]:.2f} s", flush=True)
         coef, resid = fit(sizes[1:], times, terms)
         per_unit = ", ".join(f"{k} {v:.3g}" for k, v in coef.items())
-        print(f"{name}: warm-up {warm:.2f} s (not fitted); fit: {per_unit}; largest relative residual "
-              f"{100 * resid:.1f} %", flush=True)
+        print(
+            f"{name}: warm-up {warm:.2f} s (not fitted); fit: {per_unit}; largest relative residual "
+            f"{100 * resid:.1f} %",
+            flush=True,
+        )
         x = [work(s) for s in sizes[1:]]
         ax.plot(x, times, "o", label="measured")
         pred = [coef["start-up s"] + sum(coef[k] * f(s) for k, f in terms.items()) for s in sizes[1:]]

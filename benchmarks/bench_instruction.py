@@ -9,6 +9,7 @@ Prints, on this machine (timings are noisy on a shared one):
   prefill -- simulated kernel cycles per host second, decode steps per host second; compile time of a first
   program and of a context-patched one.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,20 +36,40 @@ def _best(fn, repeat: int = 3) -> tuple[float, object]:  # noqa: ANN001
 
 
 def main() -> None:
-    llm = dataclasses.replace(library().llm("llama2-7b"), layers=2, hidden=256, heads=4, kv_heads=2, head_dim=64,
-                              intermediate=512, vocab=1000, max_position=512)
-    small = load_design("glitches-u280").with_params({
-        "datamover.channels": 4, "tiling.mv_tile_rows": 16, "mpe.row_lanes": 4, "mpe.col_lanes": 16,
-        "buffers.weight_bytes": 65536, "buffers.scale_bytes": 8192, "buffers.zero_bytes": 8192,
-        "buffers.kv_bytes": 16384, "tiling.prefill_token_block": 16})
+    llm = dataclasses.replace(
+        library().llm("llama2-7b"),
+        layers=2,
+        hidden=256,
+        heads=4,
+        kv_heads=2,
+        head_dim=64,
+        intermediate=512,
+        vocab=1000,
+        max_position=512,
+    )
+    small = load_design("glitches-u280").with_params(
+        {
+            "datamover.channels": 4,
+            "tiling.mv_tile_rows": 16,
+            "mpe.row_lanes": 4,
+            "mpe.col_lanes": 16,
+            "buffers.weight_bytes": 65536,
+            "buffers.scale_bytes": 8192,
+            "buffers.zero_bytes": 8192,
+            "buffers.kv_bytes": 16384,
+            "tiling.prefill_token_block": 16,
+        }
+    )
     prog = Compiler(small, 1, llm=llm).decode_program(100)
     simulate_program(small, prog)  # JIT
     t_fast, fast = _best(lambda: simulate_program(small, prog))
     t_ref, ref = _best(lambda: ReferenceMachine(small).run(prog), repeat=1)
     assert fast["cycles"] == ref["cycles"]
     cyc = fast["cycles"]
-    print(f"small program ({prog.n_instructions} instructions, {cyc:,} cycles): fast {cyc / t_fast / 1e6:.1f} M cycles/s,"
-          f" reference {cyc / t_ref / 1e6:.3f} M cycles/s, ratio {t_ref / t_fast:.0f}x (identical counters)")
+    print(
+        f"small program ({prog.n_instructions} instructions, {cyc:,} cycles): fast {cyc / t_fast / 1e6:.1f} M cycles/s,"
+        f" reference {cyc / t_ref / 1e6:.3f} M cycles/s, ratio {t_ref / t_fast:.0f}x (identical counters)"
+    )
 
     d = load_design("glitches-u280")
     for k in (1, 4):
@@ -56,15 +77,19 @@ def main() -> None:
         t_compile, _ = _best(lambda: Compiler(d, k).decode_program(1792), repeat=1)
         t_patch, p = _best(lambda: c.decode_program(1793))
         t_run, r = _best(lambda: simulate_program(d, p))
-        print(f"LLaMA2-7B decode step, ctx 1793, k={k}: {r['cycles']:,} cycles in {t_run * 1e3:.0f} ms "
-              f"({r['cycles'] / t_run / 1e6:.0f} M cycles/s, {1 / (t_run + t_patch):.1f} steps/s with patching); "
-              f"first compile {t_compile:.2f} s, patched compile {t_patch * 1e3:.1f} ms; "
-              f"{r['evaluated_cycles']:,} cycles evaluated, {r['channel_classes']} channel classes")
+        print(
+            f"LLaMA2-7B decode step, ctx 1793, k={k}: {r['cycles']:,} cycles in {t_run * 1e3:.0f} ms "
+            f"({r['cycles'] / t_run / 1e6:.0f} M cycles/s, {1 / (t_run + t_patch):.1f} steps/s with patching); "
+            f"first compile {t_compile:.2f} s, patched compile {t_patch * 1e3:.1f} ms; "
+            f"{r['evaluated_cycles']:,} cycles evaluated, {r['channel_classes']} channel classes"
+        )
     c = Compiler(d, 1)
     t_pc, pp = _best(lambda: c.prefill_program(1536), repeat=1)
     t_pr, r = _best(lambda: simulate_program(d, pp), repeat=1)
-    print(f"LLaMA2-7B prefill of 1536 tokens: {r['cycles']:,} cycles in {t_pr:.2f} s "
-          f"({r['cycles'] / t_pr / 1e6:.0f} M cycles/s); compile {t_pc:.2f} s")
+    print(
+        f"LLaMA2-7B prefill of 1536 tokens: {r['cycles']:,} cycles in {t_pr:.2f} s "
+        f"({r['cycles'] / t_pr / 1e6:.0f} M cycles/s); compile {t_pc:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ the next step, and a verdict: accept (75 %) or rollback + the target's refined s
 chunks; 1 step in 20 after a refinement backtracks (``init`` to the step's start). Cycle costs: 1 per command and
 per token (the register traffic only). Timings on a shared machine are noisy; best of three.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from fpga.kvmu.model import Command, Kvmu, Op, kernel_per_cycle, run_kernel  # noqa: E402
 from fpga.kvmu.kernel import kvmu_commands  # noqa: E402
+from fpga.kvmu.model import Command, Kvmu, Op, kernel_per_cycle, run_kernel  # noqa: E402
 
 CAPACITY = 32768
 
@@ -97,8 +98,7 @@ def face_run(ops: np.ndarray, args: np.ndarray, record: bool) -> Kvmu:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commands", type=int, default=1_000_000)
-    parser.add_argument("--face-commands", type=int, default=200_000,
-                        help="commands for the (slower) Python face runs")
+    parser.add_argument("--face-commands", type=int, default=200_000, help="commands for the (slower) Python face runs")
     parser.add_argument("--seed", type=int, default=0)
     a = parser.parse_args()
 
@@ -113,7 +113,7 @@ def main() -> None:
     t_cmd = best_of(3, lambda: kvmu_commands(ops, args, CAPACITY, costs, 0, 0, 0, 0))
     t_runs = best_of(3, lambda: run_kernel(ops, args, CAPACITY))
     t_dense = best_of(3, lambda: kernel_per_cycle(ops, args, CAPACITY))
-    fo, fa = ops[:a.face_commands], args[:a.face_commands]
+    fo, fa = ops[: a.face_commands], args[: a.face_commands]
     t_face = best_of(1, lambda: face_run(fo, fa, record=False))
     t_face_rec = best_of(1, lambda: face_run(fo, fa, record=True))
     # the face and the kernel agree on this stream (a cheap end-of-run check, not the test)
@@ -127,8 +127,10 @@ def main() -> None:
         ("Python face, record=True", len(fo), t_face_rec),
     ]
     face_rate = len(fo) / t_face
-    print(f"KVMU benchmark: {a.commands:,} commands ({n_cycles:,} cycles, {n_cycles / a.commands:.2f} cycles per "
-          f"command), capacity {CAPACITY}, seed {a.seed}")
+    print(
+        f"KVMU benchmark: {a.commands:,} commands ({n_cycles:,} cycles, {n_cycles / a.commands:.2f} cycles per "
+        f"command), capacity {CAPACITY}, seed {a.seed}"
+    )
     print(f"{'path':<50} {'commands/s':>14} {'cycles/s':>14} {'vs face':>9}")
     for name, n, t in rows:
         rate = n / t

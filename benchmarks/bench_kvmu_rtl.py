@@ -6,6 +6,7 @@ work alone (drawing the example, the per-cycle kernel and the schedule) in the s
 
 The ratio says how much of a verification run the simulator takes. Timings on a shared machine are noisy.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,10 @@ def main() -> int:
         rtl_s = time.perf_counter() - t0
     print(f"{len(exs)} examples, {cycles} cycles")
     print(f"model side (kernel + schedule): {len(exs) / model_s:,.0f} examples/s, {cycles / model_s:,.0f} cycles/s")
-    print(f"RTL side (Icarus + cocotb + compare): {len(exs) / rtl_s:,.0f} examples/s, {cycles / rtl_s:,.0f} cycles/s "
-          f"({rtl_s / model_s:.1f}x the model side)")
+    print(
+        f"RTL side (Icarus + cocotb + compare): {len(exs) / rtl_s:,.0f} examples/s, {cycles / rtl_s:,.0f} cycles/s "
+        f"({rtl_s / model_s:.1f}x the model side)"
+    )
     return 0
 
 

@@ -15,6 +15,7 @@ Figures:
   time of the whole process tree, and the load average around it (the issue-17 target: under 60 s on 2 cores).
 Timings on a shared machine are noisy; best of three where it is cheap.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from hwmodel.reasoning import system as system_mod  # noqa: E402
 from hwmodel.reasoning.costs import TimedEngine  # noqa: E402
 from hwmodel.reasoning.policies import POLICIES  # noqa: E402
-from hwmodel.sampled import ContextSampledEngine  # noqa: E402
 from hwmodel.reasoning.runner import run_trace  # noqa: E402
 from hwmodel.reasoning.study import study_traces  # noqa: E402
 from hwmodel.reasoning.system import MissingDeviceModelError, build_platform  # noqa: E402
+from hwmodel.sampled import ContextSampledEngine  # noqa: E402
 
 
 def _fresh_engines() -> None:
@@ -83,8 +84,9 @@ def bench_gpu_prefill(config: str, limit: int | None) -> None:
         lat = 0.0
         for name in ("baseline", "step-ahead"):
             pf = build_platform(config, name)
-            fresh = {r: TimedEngine(getattr(pf, r).engine, vector_blocks=mode != "pair")
-                     for r in ("draft", "prm", "target")}
+            fresh = {
+                r: TimedEngine(getattr(pf, r).engine, vector_blocks=mode != "pair") for r in ("draft", "prm", "target")
+            }
             pf = Platform(**{**pf.__dict__, **fresh})
             if mode == "planned":
                 served, scored = [], []
@@ -96,14 +98,15 @@ def bench_gpu_prefill(config: str, limit: int | None) -> None:
             lat += sum(r.latency_s for t in traces for r in run_trace(t, name, pf, config))
         out[mode] = (time.process_time() - t0, lat)
     (t_ref, lat_ref), (t_blk, lat_blk), (t_plan, lat_plan) = out["pair"], out["blocks"], out["planned"]
-    print(f"cold replays of {n} problems, GPU prefills one call per pair (reference): {n / t_ref:.0f} problems per "
-          f"CPU second; in vectorized blocks on demand: {n / t_blk:.0f} ({t_ref / t_blk:.2f}x); planned from the "
-          f"traces: {n / t_plan:.0f} ({t_ref / t_plan:.2f}x); same latencies: {lat_ref == lat_blk == lat_plan}")
+    print(
+        f"cold replays of {n} problems, GPU prefills one call per pair (reference): {n / t_ref:.0f} problems per "
+        f"CPU second; in vectorized blocks on demand: {n / t_blk:.0f} ({t_ref / t_blk:.2f}x); planned from the "
+        f"traces: {n / t_plan:.0f} ({t_ref / t_plan:.2f}x); same latencies: {lat_ref == lat_blk == lat_plan}"
+    )
 
 
 def bench_fpga_sampling(config: str) -> None:
     from fpga.streaming import engine as streaming
-
     from hwmodel.backends.streaming import DEFAULT_CTX_GRID
     from hwmodel.reasoning.policies import policy
 
@@ -112,13 +115,16 @@ def bench_fpga_sampling(config: str) -> None:
     ctxs = range(0, 512)
     t_ref = _timed(lambda: [exact.decode_s(c) for c in ctxs])
     grid = dev.ctx_grid or DEFAULT_CTX_GRID
-    sampled = ContextSampledEngine(streaming.StreamingEngine(streaming.load_design(dev.design),
-                                                             clock_hz=dev.clock_hz), grid=grid)
+    sampled = ContextSampledEngine(
+        streaming.StreamingEngine(streaming.load_design(dev.design), clock_hz=dev.clock_hz), grid=grid
+    )
     t_fast = _timed(lambda: [sampled.decode_s(c) for c in ctxs])
     err = max(abs(sampled.decode_s(c) - exact.decode_s(c)) / exact.decode_s(c) for c in ctxs)
-    print(f"FPGA decode_s over contexts 0..511: {len(ctxs) / t_ref:.1f}/s every context simulated (reference), "
-          f"{len(ctxs) / t_fast:.0f}/s sampled every {grid} ({t_ref / t_fast:.0f}x), max relative difference "
-          f"{err:.2e}")
+    print(
+        f"FPGA decode_s over contexts 0..511: {len(ctxs) / t_ref:.1f}/s every context simulated (reference), "
+        f"{len(ctxs) / t_fast:.0f}/s sampled every {grid} ({t_ref / t_fast:.0f}x), max relative difference "
+        f"{err:.2e}"
+    )
 
 
 def bench_full_reproduction(jobs: int = 2) -> None:
@@ -132,14 +138,20 @@ def bench_full_reproduction(jobs: int = 2) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "hwmodel", "reproduce", "--out", tmp, "heteroreason", "--jobs",
-                        str(jobs)], check=True, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "hwmodel", "reproduce", "--out", tmp, "heteroreason", "--jobs", str(jobs)],
+            check=True,
+            cwd=Path(__file__).resolve().parents[1],
+            stdout=subprocess.DEVNULL,
+        )
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_user, cpu_sys = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
-    print(f"full reproduction (hwmodel reproduce heteroreason --jobs {jobs}): {wall:.1f} s wall, {cpu_user:.1f} s "
-          f"user + {cpu_sys:.1f} s system CPU (parent and workers); load average {load0:.2f} before, "
-          f"{os.getloadavg()[0]:.2f} after")
+    print(
+        f"full reproduction (hwmodel reproduce heteroreason --jobs {jobs}): {wall:.1f} s wall, {cpu_user:.1f} s "
+        f"user + {cpu_sys:.1f} s system CPU (parent and workers); load average {load0:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after"
+    )
 
 
 def main() -> None:
@@ -147,8 +159,11 @@ def main() -> None:
     ap.add_argument("--dataset", default="math500")
     ap.add_argument("--config", default="config1")
     ap.add_argument("--limit", type=int, default=None, help="first N problems only")
-    ap.add_argument("--full", action="store_true",
-                    help="also time the full `hwmodel reproduce heteroreason` (about a minute on 2 idle cores)")
+    ap.add_argument(
+        "--full",
+        action="store_true",
+        help="also time the full `hwmodel reproduce heteroreason` (about a minute on 2 idle cores)",
+    )
     ap.add_argument("--only-full", action="store_true", help="only the full reproduction's timing")
     args = ap.parse_args()
     if args.only_full:

@@ -11,6 +11,7 @@ Prints:
 3. host time to cover ctx 1..4096 for draft-u280, on one core and on two worker processes;
 4. a LLaMA2-7B-sized token (W4, int8 KV, 32 x 512-bit ports on U280): host time vs the modelled FPGA time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fpga.hbm import channel as hbm  # noqa: E402
 from fpga.streaming.design import load_design  # noqa: E402
-from fpga.streaming.program import compile_token  # noqa: E402
 from fpga.streaming.engine import StreamingEngine, run_kernel  # noqa: E402
+from fpga.streaming.program import compile_token  # noqa: E402
 from fpga.streaming.reference import run_reference  # noqa: E402
 
 
@@ -58,8 +59,10 @@ def bench_reference(quick: bool) -> None:
     t_ref = time.perf_counter() - t
     assert fast[1] == ref.cycles, "fast engine and reference disagree"
     cyc = ref.cycles
-    print(f"[1] same design (draft-u280, {llm.layers} layer(s), vocab {llm.vocab}, ctx 64; {cyc:,} kernel cycles, "
-          f"{ref.axi_cycles_stepped:,} AXI cycles, {prog.n_ports} ports):")
+    print(
+        f"[1] same design (draft-u280, {llm.layers} layer(s), vocab {llm.vocab}, ctx 64; {cyc:,} kernel cycles, "
+        f"{ref.axi_cycles_stepped:,} AXI cycles, {prog.n_ports} ports):"
+    )
     print(f"    cycle-stepped reference: {t_ref:8.3f} s  -> {cyc / t_ref:12,.0f} simulated cycles / host s")
     print(f"    fast engine            : {t_fast * 1e3:8.3f} ms -> {cyc / t_fast:12,.0f} simulated cycles / host s")
     print(f"    ratio fast / reference : {t_ref / t_fast:,.0f}x (identical cycles: {cyc:,})")
@@ -74,8 +77,10 @@ def bench_tokens(quick: bool) -> None:
     for c in ctxs:
         eng.token(c)
     dt = time.perf_counter() - t
-    print(f"[2] fresh draft-u280 tokens (ctx spread over 0..4096): {len(set(ctxs)) / dt:,.0f} tokens / host s "
-          f"({dt / len(set(ctxs)) * 1e3:.2f} ms each)")
+    print(
+        f"[2] fresh draft-u280 tokens (ctx spread over 0..4096): {len(set(ctxs)) / dt:,.0f} tokens / host s "
+        f"({dt / len(set(ctxs)) * 1e3:.2f} ms each)"
+    )
 
 
 def bench_cover(quick: bool) -> None:
@@ -97,12 +102,14 @@ def bench_llama(quick: bool) -> None:
         d = base.with_engine("linear", ports=32, burst_bytes=burst)
         eng = StreamingEngine(d)
         eng.token(1)
-        for ctx in ((1024,) if quick else (0, 1024, 2047)):
+        for ctx in (1024,) if quick else (0, 1024, 2047):
             t = time.perf_counter()
             res = eng.token(ctx)
             host = time.perf_counter() - t
-            print(f"    {burst // 1024:2d} KB requests, ctx {ctx:5d}: modelled {res.seconds * 1e3:6.2f} ms, "
-                  f"host {host * 1e3:6.2f} ms (host / modelled = {host / res.seconds:.2f})")
+            print(
+                f"    {burst // 1024:2d} KB requests, ctx {ctx:5d}: modelled {res.seconds * 1e3:6.2f} ms, "
+                f"host {host * 1e3:6.2f} ms (host / modelled = {host / res.seconds:.2f})"
+            )
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ refitted parameters (it rests only on fixed constants and values chosen on that 
 family's best prefetch ratio and the buffer size inferred from it), the refit reproduces it whatever the other
 points say; such rows are flagged and kept out of leave-one-out summaries.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,8 +54,9 @@ class LooRow:
         return dataclasses.asdict(self)
 
 
-def sensitivities(fam: Family, points: Sequence[Measurement], values: Mapping[str, float]
-                  ) -> dict[str, dict[str, float]]:
+def sensitivities(
+    fam: Family, points: Sequence[Measurement], values: Mapping[str, float]
+) -> dict[str, dict[str, float]]:
     """Relative change of every point's model value when each least-squares parameter moves by PROBE_STEP of its
     range-clipped value (point id -> parameter -> |relative change|)."""
     base = {p.id: fam.predict(values, p) for p in points}
@@ -70,8 +72,9 @@ def sensitivities(fam: Family, points: Sequence[Measurement], values: Mapping[st
     return out
 
 
-def leave_one_out(fam: Family, points: Sequence[Measurement] | None = None,
-                  params_file: str | None = None) -> list[LooRow]:
+def leave_one_out(
+    fam: Family, points: Sequence[Measurement] | None = None, params_file: str | None = None
+) -> list[LooRow]:
     """A :class:`LooRow` for every fitted point of ``fam`` (file order)."""
     pts = list(points) if points is not None else load_measurements(fam.measurements_path)
     fitted = [p for p in pts if p.fitted]
@@ -85,12 +88,19 @@ def leave_one_out(fam: Family, points: Sequence[Measurement] | None = None,
         lost = [par.name for par in fam.params if par not in free]
         needs = [n for n in lost if sens[pt.id][n] > SENSITIVITY_FLOOR]
         if needs:
-            rows.append(LooRow(pt.id, pt.value, None, None, {},
-                               f"no other fitted point constrains {', '.join(needs)}"))
+            rows.append(LooRow(pt.id, pt.value, None, None, {}, f"no other fitted point constrains {', '.join(needs)}"))
             continue
         if len(rest) < len(free):
-            rows.append(LooRow(pt.id, pt.value, None, None, {},
-                               f"{len(rest)} fitted points left for {len(free)} least-squares parameters"))
+            rows.append(
+                LooRow(
+                    pt.id,
+                    pt.value,
+                    None,
+                    None,
+                    {},
+                    f"{len(rest)} fitted points left for {len(free)} least-squares parameters",
+                )
+            )
             continue
         # parameters nothing else constrains, and that this point does not depend on either, stay at the committed
         # value: no point in the refit or the prediction moves with them
@@ -102,8 +112,18 @@ def leave_one_out(fam: Family, points: Sequence[Measurement] | None = None,
             note += f"; {', '.join(lost)} unconstrained without it and irrelevant to it"
         identity = all(sens[pt.id][par.name] <= SENSITIVITY_FLOOR for par in free)
         if identity:
-            note = ("identity: the value moves with none of the refitted parameters, so the refit cannot change it"
-                    + (f" (it rests on {', '.join(fam.choices)}, chosen on the fitted points)" if fam.choices else ""))
-        rows.append(LooRow(pt.id, pt.value, model, (model - pt.value) / pt.value,
-                           {par.name: float(res.values[par.name]) for par in free}, note, identity))
+            note = "identity: the value moves with none of the refitted parameters, so the refit cannot change it" + (
+                f" (it rests on {', '.join(fam.choices)}, chosen on the fitted points)" if fam.choices else ""
+            )
+        rows.append(
+            LooRow(
+                pt.id,
+                pt.value,
+                model,
+                (model - pt.value) / pt.value,
+                {par.name: float(res.values[par.name]) for par in free},
+                note,
+                identity,
+            )
+        )
     return rows

@@ -17,6 +17,7 @@ from a file in ``HWMODEL_PLUGINS`` (or :func:`hwmodel.registry.load_plugin`). Li
 follow each family's ``rank``, then registration order. Any other family is reachable by its import path,
 ``hwmodel calibrate --family fpga.calibration:FAMILY``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -88,19 +89,29 @@ class Accounting:
         return self.points_fitted - self.free_params
 
     def as_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "points_fitted": self.points_fitted, "free_params": self.free_params,
-                "degrees_of_freedom": self.degrees_of_freedom, "least_squares": list(self.least_squares),
-                "choices": dict(self.choices), "points_predicted": self.points_predicted,
-                "points_fitted_derived": self.points_fitted_derived}
+        return {
+            "family": self.family,
+            "points_fitted": self.points_fitted,
+            "free_params": self.free_params,
+            "degrees_of_freedom": self.degrees_of_freedom,
+            "least_squares": list(self.least_squares),
+            "choices": dict(self.choices),
+            "points_predicted": self.points_predicted,
+            "points_fitted_derived": self.points_fitted_derived,
+        }
 
 
 def accounting(fam: Family, points: Sequence[Measurement] | None = None) -> Accounting:
     """Points fitted, free parameters and degrees of freedom of ``fam`` on ``points`` (default: its own file)."""
     pts = list(points) if points is not None else load_measurements(fam.measurements_path)
-    return Accounting(family=fam.name, points_fitted=sum(p.role == "fitted" for p in pts),
-                      least_squares=tuple(p.name for p in fam.params), choices=dict(fam.choices),
-                      points_predicted=sum(p.role == "predicted" for p in pts),
-                      points_fitted_derived=sum(p.role == "fitted-derived" for p in pts))
+    return Accounting(
+        family=fam.name,
+        points_fitted=sum(p.role == "fitted" for p in pts),
+        least_squares=tuple(p.name for p in fam.params),
+        choices=dict(fam.choices),
+        points_predicted=sum(p.role == "predicted" for p in pts),
+        points_fitted_derived=sum(p.role == "fitted-derived" for p in pts),
+    )
 
 
 #: the registered families (filled from the modules of this package on first use; :func:`register`)
@@ -138,26 +149,32 @@ def fit_family(fam: Family, points: Sequence[Measurement] | None = None) -> FitR
     return fit(pts, fam.predict, fam.params, fixed=fam.fixed)
 
 
-def write_fit(fam: Family, result: FitResult, path: Path | str | None = None,
-              measurements: Path | str | None = None) -> Path:
+def write_fit(
+    fam: Family, result: FitResult, path: Path | str | None = None, measurements: Path | str | None = None
+) -> Path:
     """Store a fit as ``fam``'s parameter file (values with bounds, units and meaning; the fit record)."""
     target = Path(path) if path is not None else fam.params_path
-    params = {p.name: {"value": result.values[p.name], "unit": p.unit, "lower": p.lower, "upper": p.upper,
-                       "doc": p.doc} for p in fam.params}
+    params = {
+        p.name: {"value": result.values[p.name], "unit": p.unit, "lower": p.lower, "upper": p.upper, "doc": p.doc}
+        for p in fam.params
+    }
     fixed = {k: {"value": v, "doc": fam.fixed_docs.get(k, "")} for k, v in fam.fixed.items()}
     record: dict[str, Any] = {
         "command": f"hwmodel calibrate --family {fam.name} --fit",
         "measurements": _relative(Path(measurements) if measurements else fam.measurements_path),
         "fitted_points": {k: {"rel_error": v} for k, v in result.residuals.items()},
-        "cost": result.cost, "success": result.success, "at_bound": list(result.at_bound),
+        "cost": result.cost,
+        "success": result.success,
+        "at_bound": list(result.at_bound),
     }
     write_params_file(target, fam.name, params, fixed, record, fam.description)
     fam.reset()
     return target
 
 
-def report_family(fam: Family, points: Sequence[Measurement] | None = None,
-                  params_file: Path | str | None = None) -> list[ReportRow]:
+def report_family(
+    fam: Family, points: Sequence[Measurement] | None = None, params_file: Path | str | None = None
+) -> list[ReportRow]:
     """Every point against the parameters of ``params_file`` (default: the committed ones)."""
     pts = list(points) if points is not None else load_measurements(fam.measurements_path)
     values = fam.as_deployed(load_values(params_file if params_file is not None else fam.params_path))

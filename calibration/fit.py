@@ -11,6 +11,7 @@ and :func:`fit` minimises the *relative* residuals ``(model - measured) / measur
 deterministic method: the same inputs give the same parameters). The points marked ``predicted`` are never seen by
 the fit; :mod:`calibration.report` shows the error on both.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,8 +64,13 @@ class FitError(HwmodelError):
     """A fit cannot be set up (no fitted points, a prediction failed...)."""
 
 
-def fit(points: Sequence[Measurement], predict: Predict, params: Sequence[Param],
-        fixed: Mapping[str, float] | None = None, max_nfev: int = 2000) -> FitResult:
+def fit(
+    points: Sequence[Measurement],
+    predict: Predict,
+    params: Sequence[Param],
+    fixed: Mapping[str, float] | None = None,
+    max_nfev: int = 2000,
+) -> FitResult:
     """Least-squares fit of ``params`` to the points whose role is ``fitted``."""
     fitted = [p for p in points if p.fitted]
     if not fitted:
@@ -88,12 +94,28 @@ def fit(points: Sequence[Measurement], predict: Predict, params: Sequence[Param]
         return out
 
     x0 = np.array([p.initial for p in params])
-    res = least_squares(residuals, x0, bounds=(lower, upper), method="trf", x_scale=np.maximum(np.abs(x0), 1e-12),
-                        xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=max_nfev)
+    res = least_squares(
+        residuals,
+        x0,
+        bounds=(lower, upper),
+        method="trf",
+        x_scale=np.maximum(np.abs(x0), 1e-12),
+        xtol=1e-12,
+        ftol=1e-12,
+        gtol=1e-12,
+        max_nfev=max_nfev,
+    )
     final = residuals(res.x)
     span = upper - lower
-    at_bound = tuple(n for n, v, lo, hi, s in zip(names, res.x, lower, upper, span)
-                     if v - lo < 1e-6 * s or hi - v < 1e-6 * s)
-    return FitResult(values=values_of(res.x), residuals={p.id: float(r) for p, r in zip(fitted, final)},
-                     cost=float(0.5 * np.sum(final ** 2)), nfev=int(res.nfev), success=bool(res.success),
-                     message=str(res.message), at_bound=at_bound)
+    at_bound = tuple(
+        n for n, v, lo, hi, s in zip(names, res.x, lower, upper, span) if v - lo < 1e-6 * s or hi - v < 1e-6 * s
+    )
+    return FitResult(
+        values=values_of(res.x),
+        residuals={p.id: float(r) for p, r in zip(fitted, final)},
+        cost=float(0.5 * np.sum(final**2)),
+        nfev=int(res.nfev),
+        success=bool(res.success),
+        message=str(res.message),
+        at_bound=at_bound,
+    )

@@ -27,6 +27,7 @@ model that moves with its parameters; a discrete-event model does not at the sca
 latency, 0.2 % of MM efficiency). The engine itself uses the request latency rounded to a whole cycle (the decode
 step moves by about 0.25 % per cycle, so a committed value differs from its rounded use by at most ~0.13 %).
 """
+
 from __future__ import annotations
 
 import functools
@@ -40,35 +41,47 @@ from calibration.measurements import MEASUREMENTS_DIR, Measurement, expect_quant
 from fpga.instruction.design import CALIBRATION_FAMILY, InstructionDesign
 
 CONDITIONS = ("prefetch_ratio", "baseline_ratio", "input_tokens", "output_tokens", "ctx")
-UNITS = {"decode_s_per_token": "s", "decode_speedup": "x", "prefill_s": "s", "best_prefetch_ratio": "ratio",
-         "hbm_utilization": "fraction", "decode_tokens_per_s_per_w": "tokens/s/W"}
+UNITS = {
+    "decode_s_per_token": "s",
+    "decode_speedup": "x",
+    "prefill_s": "s",
+    "best_prefetch_ratio": "ratio",
+    "hbm_utilization": "fraction",
+    "decode_tokens_per_s_per_w": "tokens/s/W",
+}
 DECODE_STRIDE = 32
 SWEEP_RATIOS = range(1, 9)
 #: Interpolation grid of the fitted parameters (see :func:`_designs`); integer fields step by 1.
 GRID = {"datamover.request_latency_cycles": 1.0, "mpe.mm_efficiency": 0.002}
 
 PARAMS = (
-    Param("datamover.request_latency_cycles", 30.0, 0.0, 200.0, "cycles",
-          "datamover latency of one request before it reaches the HBM switch (descriptor, address generation, "
-          "AXI interconnect); the HBM's own latency is in fpga/hbm/channel.py"),
+    Param(
+        "datamover.request_latency_cycles",
+        30.0,
+        0.0,
+        200.0,
+        "cycles",
+        "datamover latency of one request before it reaches the HBM switch (descriptor, address generation, "
+        "AXI interconnect); the HBM's own latency is in fpga/hbm/channel.py",
+    ),
     Param("mpe.mm_efficiency", 0.8, 0.3, 1.0, "", "fraction of the MPE's MAC peak reached in MM (prefill) mode"),
 )
 FIXED = {"datamover.outstanding": 2.0, "scheduler.issue_cycles": 4.0, "mpe.mv_overhead_cycles": 0.0}
 FIXED_DOCS = {
     "datamover.outstanding": "requests in flight per channel, chosen by profile_outstanding: with 2 the decode "
-                             "points fit to 0.4 %, with 3 to 1 %, with 1 or 4 they miss by 14-16 %",
+    "points fit to 0.4 %, with 3 to 1 %, with 1 or 4 they miss by 14-16 %",
     "scheduler.issue_cycles": "fetch + decode + scoreboard + dispatch per instruction [estimate]; not identifiable: "
-                              "decode time does not change below ~40 cycles per instruction",
+    "decode time does not change below ~40 cycles per instruction",
     "mpe.mv_overhead_cycles": "extra MPE occupancy per MV [estimate 0]; not identifiable from these points",
 }
 
 
 CHOICES = {
     "datamover.outstanding": "2 requests in flight per channel, picked by profile_outstanding: the least-squares fit "
-                             "repeated with 1, 2, 3, 4 on the same fitted points, the best kept",
+    "repeated with 1, 2, 3, 4 on the same fitted points, the best kept",
     "buffers.weight_bytes": "the 6 MiB on-chip weight buffer of the glitches-u280 design, inferred from the published "
-                            "best prefetch ratio 4 (the fitted point glitches-u280-best-ratio): the largest ratio "
-                            "that fits the buffer is the best one (docs/instruction.md)",
+    "best prefetch ratio 4 (the fitted point glitches-u280-best-ratio): the largest ratio "
+    "that fits the buffer is the best one (docs/instruction.md)",
 }
 
 
@@ -83,9 +96,8 @@ class _Family(Family):
 @functools.lru_cache(maxsize=4)
 def _base_design(name: str) -> InstructionDesign:
     """The design as its TOML says, the calibrated fields filled with the committed values or the initial ones."""
-    from fpga.instruction.design import load_design
-
     from calibration.params import params_path
+    from fpga.instruction.design import load_design
 
     if not params_path(CALIBRATION_FAMILY).exists():  # first fit: start from the initial values
         return load_design(name, calibrated={**FIXED, **{p.name: p.initial for p in PARAMS}})
@@ -179,8 +191,9 @@ def predict(values: Mapping[str, float], pt: Measurement) -> float:
     return sum(w * _one(d, pt) for w, d in _designs(values, pt.subject))
 
 
-def profile_outstanding(points: list[Measurement] | None = None, candidates: tuple[int, ...] = (1, 2, 3, 4)
-                        ) -> dict[int, FitResult]:
+def profile_outstanding(
+    points: list[Measurement] | None = None, candidates: tuple[int, ...] = (1, 2, 3, 4)
+) -> dict[int, FitResult]:
     """The fit repeated with each candidate number of requests in flight (a discrete parameter)."""
     pts = points if points is not None else load_measurements(FAMILY.measurements_path)
     return {n: fit(pts, predict, PARAMS, fixed={**FIXED, "datamover.outstanding": float(n)}) for n in candidates}
@@ -198,11 +211,21 @@ def as_deployed(values: Mapping[str, float]) -> dict[str, float]:
     return {n: (float(round(v)) if n in GRID and n != "mpe.mm_efficiency" else v) for n, v in values.items()}
 
 
-FAMILY = register(_Family(
-    name=CALIBRATION_FAMILY, rank=1,
-    description="instruction-driven FPGA decode (fpga.instruction.engine): scheduler, scoreboard, datamover on the HBM "
-                "channel model, MPE, SFU",
-    params=PARAMS, fixed=dict(FIXED), fixed_docs=FIXED_DOCS, conditions=CONDITIONS, predict=predict, reset=_reset,
-    choices=CHOICES, as_deployed=as_deployed))
+FAMILY = register(
+    _Family(
+        name=CALIBRATION_FAMILY,
+        rank=1,
+        description="instruction-driven FPGA decode (fpga.instruction.engine): scheduler, scoreboard, datamover on the HBM "
+        "channel model, MPE, SFU",
+        params=PARAMS,
+        fixed=dict(FIXED),
+        fixed_docs=FIXED_DOCS,
+        conditions=CONDITIONS,
+        predict=predict,
+        reset=_reset,
+        choices=CHOICES,
+        as_deployed=as_deployed,
+    )
+)
 
 __all__ = ["FAMILY", "predict", "best_ratio", "profile_outstanding"]

@@ -15,6 +15,7 @@
 
 Quantity: ``decode_power_w`` [W] -- board power while a streaming design decodes back to back at context ``ctx``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -24,9 +25,17 @@ from calibration.family import Family, register
 from calibration.fit import Param
 from calibration.measurements import Measurement, MeasurementError
 
-PARAMS = (Param("k_fabric", 0.632, 0.05, 5.0, "",
-                "scale of the per-resource fabric dynamic-power coefficients (toggle rate x the estimator's "
-                "magnitudes; fpga/streaming/power.py)"),)
+PARAMS = (
+    Param(
+        "k_fabric",
+        0.632,
+        0.05,
+        5.0,
+        "",
+        "scale of the per-resource fabric dynamic-power coefficients (toggle rate x the estimator's "
+        "magnitudes; fpga/streaming/power.py)",
+    ),
+)
 
 
 @functools.lru_cache(maxsize=8)
@@ -45,8 +54,9 @@ def _parts(design: str, ctx: int) -> tuple[float, float, float]:
 def predict(values: Mapping[str, float], pt: Measurement) -> float:
     """Board power of the streaming design ``pt.subject`` decoding at ``ctx`` under ``values``."""
     if pt.quantity != "decode_power_w" or pt.unit != "W":
-        raise MeasurementError(f"{pt.origin}: the FPGA power family predicts decode_power_w in W; got "
-                               f"{pt.quantity!r} in {pt.unit!r}")
+        raise MeasurementError(
+            f"{pt.origin}: the FPGA power family predicts decode_power_w in W; got {pt.quantity!r} in {pt.unit!r}"
+        )
     static, fab1, mem = _parts(pt.subject, pt.integer("ctx"))
     return static + values["k_fabric"] * fab1 + mem
 
@@ -57,8 +67,17 @@ def _reset() -> None:
     power.k_fabric.cache_clear()
 
 
-FAMILY = register(Family(
-    name="fpga-power", rank=2,
-    description="FPGA board power (fpga.streaming.power, fpga.instruction.power): measured static floor + fabric dynamic "
-                "power (per-resource coefficients x activity, scaled by k_fabric) + HBM access energy",
-    params=PARAMS, fixed={}, fixed_docs={}, conditions=("ctx",), predict=predict, reset=_reset))
+FAMILY = register(
+    Family(
+        name="fpga-power",
+        rank=2,
+        description="FPGA board power (fpga.streaming.power, fpga.instruction.power): measured static floor + fabric dynamic "
+        "power (per-resource coefficients x activity, scaled by k_fabric) + HBM access energy",
+        params=PARAMS,
+        fixed={},
+        fixed_docs={},
+        conditions=("ctx",),
+        predict=predict,
+        reset=_reset,
+    )
+)

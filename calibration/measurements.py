@@ -19,6 +19,7 @@ Schema (``calibration/measurements/*.csv``; the same for every device family)::
 
 Errors name the file, the line and the column.
 """
+
 from __future__ import annotations
 
 import csv
@@ -97,11 +98,13 @@ class Measurement:
 def expect_quantity(pt: Measurement, units: Mapping[str, str], model: str) -> None:
     """Refuse a point whose quantity ``model`` does not predict, or whose unit is not that quantity's (one line)."""
     if pt.quantity not in units:
-        raise MeasurementError(f"{pt.origin}: column 'quantity': {model} predicts {', '.join(units)}; "
-                               f"got {pt.quantity!r}")
+        raise MeasurementError(
+            f"{pt.origin}: column 'quantity': {model} predicts {', '.join(units)}; got {pt.quantity!r}"
+        )
     if pt.unit != units[pt.quantity]:
-        raise MeasurementError(f"{pt.origin}: column 'unit': expected {units[pt.quantity]!r} for {pt.quantity}, "
-                               f"got {pt.unit!r}")
+        raise MeasurementError(
+            f"{pt.origin}: column 'unit': expected {units[pt.quantity]!r} for {pt.quantity}, got {pt.unit!r}"
+        )
 
 
 def load_measurements(path: Path | str) -> list[Measurement]:
@@ -118,8 +121,9 @@ def load_measurements(path: Path | str) -> list[Measurement]:
     header = [h.strip() for h in next(reader)]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise MeasurementError(f"{path}:{lines[0][0]}: header: expected columns {', '.join(REQUIRED)} "
-                               f"(missing {', '.join(missing)})")
+        raise MeasurementError(
+            f"{path}:{lines[0][0]}: header: expected columns {', '.join(REQUIRED)} (missing {', '.join(missing)})"
+        )
     dup = sorted({h for h in header if header.count(h) > 1})
     if dup:
         raise MeasurementError(f"{path}:{lines[0][0]}: header: duplicate column {dup[0]!r}")
@@ -134,8 +138,9 @@ def load_measurements(path: Path | str) -> list[Measurement]:
             if not cells[col]:
                 raise MeasurementError(f"{where}: column '{col}': expected a value")
         if not _ID_RE.match(cells["id"]):
-            raise MeasurementError(f"{where}: column 'id': expected letters, digits, '.', '_' or '-', "
-                                   f"got {cells['id']!r}")
+            raise MeasurementError(
+                f"{where}: column 'id': expected letters, digits, '.', '_' or '-', got {cells['id']!r}"
+            )
         if cells["id"] in seen:
             raise MeasurementError(f"{where}: column 'id': {cells['id']!r} is used twice")
         seen.add(cells["id"])
@@ -144,14 +149,26 @@ def load_measurements(path: Path | str) -> list[Measurement]:
         except ValueError:
             raise MeasurementError(f"{where}: column 'value': expected a number, got {cells['value']!r}") from None
         if not math.isfinite(value) or value <= 0:
-            raise MeasurementError(f"{where}: column 'value': expected a positive finite number, "
-                                   f"got {cells['value']!r}")
+            raise MeasurementError(
+                f"{where}: column 'value': expected a positive finite number, got {cells['value']!r}"
+            )
         if cells["role"] not in ROLES:
             raise MeasurementError(f"{where}: column 'role': expected one of {', '.join(ROLES)}, got {cells['role']!r}")
         conditions = {k: v for k, v in cells.items() if k not in REQUIRED and k != "notes"}
-        out.append(Measurement(id=cells["id"], subject=cells["subject"], quantity=cells["quantity"], value=value,
-                               unit=cells["unit"], role=cells["role"], source=cells["source"],
-                               notes=cells.get("notes", ""), conditions=conditions, origin=where))
+        out.append(
+            Measurement(
+                id=cells["id"],
+                subject=cells["subject"],
+                quantity=cells["quantity"],
+                value=value,
+                unit=cells["unit"],
+                role=cells["role"],
+                source=cells["source"],
+                notes=cells.get("notes", ""),
+                conditions=conditions,
+                origin=where,
+            )
+        )
     return out
 
 
@@ -162,6 +179,14 @@ def write_measurements(path: Path | str, points: Iterable[Measurement], conditio
         w = csv.writer(fh)
         w.writerow(cols)
         for p in points:
-            base = {"id": p.id, "subject": p.subject, "quantity": p.quantity, "value": repr(p.value), "unit": p.unit,
-                    "role": p.role, "source": p.source, "notes": p.notes}
+            base = {
+                "id": p.id,
+                "subject": p.subject,
+                "quantity": p.quantity,
+                "value": repr(p.value),
+                "unit": p.unit,
+                "role": p.role,
+                "source": p.source,
+                "notes": p.notes,
+            }
             w.writerow([base.get(c, p.conditions.get(c, "")) for c in cols])

@@ -31,6 +31,7 @@ the caller passes it (:class:`Window`: vLLM's xFormers and paged kernels apply i
 computes every pair). Extra per-framework traffic (hf's cache ``torch.cat``, ``repeat_kv``, fp32 norms) is the
 framework's, on top of the graph's minimum.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,8 +50,12 @@ PARAM_CLASSES = ("weights", "metadata", "bias", "norm")  # columns of Block.para
 #: framework -> GEMM kernel -> the graph linears it computes (rows concatenated)
 FUSION: dict[str, dict[str, tuple[str, ...]]] = {
     "hf": {n: (n,) for n in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")},
-    "vllm": {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "o_proj": ("o_proj",), "gate_up_proj": ("gate_proj", "up_proj"),
-             "down_proj": ("down_proj",)},
+    "vllm": {
+        "qkv_proj": ("q_proj", "k_proj", "v_proj"),
+        "o_proj": ("o_proj",),
+        "gate_up_proj": ("gate_proj", "up_proj"),
+        "down_proj": ("down_proj",),
+    },
 }
 FUSION["w8a8"] = FUSION["hf"]
 #: vLLM 0.6's own paged decode kernel (the xFormers backend's decode path): the vllm program, attention as
@@ -87,8 +92,9 @@ class Pass:
     head_rows: np.ndarray
 
     @staticmethod
-    def single(n_tokens: int | np.ndarray, ctx: int | np.ndarray, head_rows: int | np.ndarray = 1,
-               window: Window | None = None) -> Pass:
+    def single(
+        n_tokens: int | np.ndarray, ctx: int | np.ndarray, head_rows: int | np.ndarray = 1, window: Window | None = None
+    ) -> Pass:
         """One sequence: ``n_tokens`` new tokens on top of ``ctx`` cached ones (broadcast to arrays); ``window``:
         the attention reaches only the last keys of a sliding window (:func:`attention_counts`)."""
         n, c = np.broadcast_arrays(np.asarray(n_tokens, dtype=np.float64), np.asarray(ctx, dtype=np.float64))
@@ -106,8 +112,14 @@ class Pass:
             c = np.full(b, c.max())
         one = np.ones(1)
         pairs, kv = attention_counts(np.ones(b), c, window)
-        return Pass(new_tokens=one * b, seqs=b, attn_pairs=one * float(np.sum(pairs)),
-                    kv_tokens=one * float(np.sum(kv)), cached_tokens=one * float(np.sum(c)), head_rows=one * b)
+        return Pass(
+            new_tokens=one * b,
+            seqs=b,
+            attn_pairs=one * float(np.sum(pairs)),
+            kv_tokens=one * float(np.sum(kv)),
+            cached_tokens=one * float(np.sum(c)),
+            head_rows=one * b,
+        )
 
     @staticmethod
     def prefill_batch(prompts: np.ndarray, window: Window | None = None) -> Pass:
@@ -116,8 +128,14 @@ class Pass:
         n = np.asarray(prompts, dtype=np.float64)
         one = np.ones(1)
         pairs, kv = attention_counts(n, np.zeros_like(n), window)
-        return Pass(new_tokens=one * float(np.sum(n)), seqs=len(n), attn_pairs=one * float(np.sum(pairs)),
-                    kv_tokens=one * float(np.sum(kv)), cached_tokens=one * 0.0, head_rows=one * len(n))
+        return Pass(
+            new_tokens=one * float(np.sum(n)),
+            seqs=len(n),
+            attn_pairs=one * float(np.sum(pairs)),
+            kv_tokens=one * float(np.sum(kv)),
+            cached_tokens=one * 0.0,
+            head_rows=one * len(n),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,16 +191,22 @@ class Program:
     rows_per_seq: np.ndarray  # attention query rows per sequence
 
     def total_bytes(self) -> np.ndarray:
-        return (column_sum(self.prologue.bytes) + self.layers * column_sum(self.layer.bytes)
-                + column_sum(self.epilogue.bytes))
+        return (
+            column_sum(self.prologue.bytes)
+            + self.layers * column_sum(self.layer.bytes)
+            + column_sum(self.epilogue.bytes)
+        )
 
     def total_ops(self) -> np.ndarray:
         return column_sum(self.prologue.ops) + self.layers * column_sum(self.layer.ops) + column_sum(self.epilogue.ops)
 
     def param_bytes(self) -> dict[str, int]:
         """Parameter bytes the kernels read, by class (weights, metadata, bias, norm), every layer counted."""
-        tot = self.prologue.params.sum(axis=0) + self.layers * self.layer.params.sum(axis=0) + \
-            self.epilogue.params.sum(axis=0)
+        tot = (
+            self.prologue.params.sum(axis=0)
+            + self.layers * self.layer.params.sum(axis=0)
+            + self.epilogue.params.sum(axis=0)
+        )
         tok = self.prologue.params_per_token.sum(axis=0)  # embedding rows: one per token computed
         return {c: int(tot[i]) + int(tok[i]) * int(self.rows[0]) for i, c in enumerate(PARAM_CLASSES)}
 
@@ -196,8 +220,12 @@ class Program:
         if epi.n_kernels == 0:
             merged = extra
         else:
-            merged = Block(epi.names + extra.names, np.concatenate([epi.kinds, extra.kinds]),
-                           np.vstack([epi.bytes, extra.bytes]), np.vstack([epi.ops, extra.ops]))
+            merged = Block(
+                epi.names + extra.names,
+                np.concatenate([epi.kinds, extra.kinds]),
+                np.vstack([epi.bytes, extra.bytes]),
+                np.vstack([epi.ops, extra.ops]),
+            )
         return dataclasses.replace(self, epilogue=merged)
 
 
@@ -213,9 +241,15 @@ class _Builder:
         self.params: list[tuple[int, int, int, int]] = []
         self.per_token: list[tuple[int, int, int, int]] = []
 
-    def add(self, name: str, kind: int, n_bytes: np.ndarray | float, ops: np.ndarray | float = 0.0,
-            params: tuple[int, int, int, int] = (0, 0, 0, 0),
-            per_token: tuple[int, int, int, int] = (0, 0, 0, 0)) -> None:
+    def add(
+        self,
+        name: str,
+        kind: int,
+        n_bytes: np.ndarray | float,
+        ops: np.ndarray | float = 0.0,
+        params: tuple[int, int, int, int] = (0, 0, 0, 0),
+        per_token: tuple[int, int, int, int] = (0, 0, 0, 0),
+    ) -> None:
         """A kernel; ``params``: the parameter bytes (weights, metadata, bias, norm) included in ``n_bytes``;
         ``per_token``: those it reads per token computed (the embedding rows gathered)."""
         self.names.append(name)
@@ -230,11 +264,22 @@ class _Builder:
 
     def build(self) -> Block:
         if not self.names:
-            return Block((), np.zeros(0, dtype=np.int8), np.zeros((0, self.m)), np.zeros((0, self.m)),
-                         np.zeros((0, 4), np.int64), np.zeros((0, 4), np.int64))
-        return Block(tuple(self.names), np.array(self.kinds, dtype=np.int8), np.vstack(self.bytes), np.vstack(self.ops),
-                     np.array(self.params, dtype=np.int64).reshape(-1, 4),
-                     np.array(self.per_token, dtype=np.int64).reshape(-1, 4))
+            return Block(
+                (),
+                np.zeros(0, dtype=np.int8),
+                np.zeros((0, self.m)),
+                np.zeros((0, self.m)),
+                np.zeros((0, 4), np.int64),
+                np.zeros((0, 4), np.int64),
+            )
+        return Block(
+            tuple(self.names),
+            np.array(self.kinds, dtype=np.int8),
+            np.vstack(self.bytes),
+            np.vstack(self.ops),
+            np.array(self.params, dtype=np.int64).reshape(-1, 4),
+            np.array(self.per_token, dtype=np.int64).reshape(-1, 4),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,12 +312,18 @@ def _gemm_ops(b: _Builder, name: str, ops: list[Op], rows: np.ndarray, act_in_by
     k_in = ops[0].in_features
     k_out = sum(o.out_features for o in ops)
     w, m, bb = (sum(o.bytes.weights for o in ops), sum(o.bytes.metadata for o in ops), sum(o.bytes.bias for o in ops))
-    b.add(name, GEMM, w + m + bb + rows * (k_in * act_in_bytes + k_out * ACT_BYTES), 2.0 * rows * k_in * k_out,
-          params=(w, m, bb, 0))
+    b.add(
+        name,
+        GEMM,
+        w + m + bb + rows * (k_in * act_in_bytes + k_out * ACT_BYTES),
+        2.0 * rows * k_in * k_out,
+        params=(w, m, bb, 0),
+    )
 
 
-def _gemm(b: _Builder, s: _Shapes, name: str, rows: np.ndarray, act_in_bytes: float = ACT_BYTES,
-          framework: str = "hf") -> None:
+def _gemm(
+    b: _Builder, s: _Shapes, name: str, rows: np.ndarray, act_in_bytes: float = ACT_BYTES, framework: str = "hf"
+) -> None:
     """The GEMM kernel ``name`` of ``framework`` (its graph operators from :data:`FUSION`)."""
     _gemm_ops(b, name, s.linears(FUSION[framework][name]), rows, act_in_bytes)
 
@@ -362,8 +413,12 @@ def _vllm_layer(b: _Builder, s: _Shapes, p: Pass, paged_v2: bool = False) -> Non
     b.elt("fused_add_rmsnorm_1", *x, norm=s.norm_bytes("attn_norm"))
     _gemm(b, s, "qkv_proj", n, framework="vllm")
     if s.g.has("q_norm"):
-        b.elt("qk_norm", n * (s.q + s.kv) * ACT_BYTES, n * (s.q + s.kv) * ACT_BYTES,
-              norm=s.norm_bytes("q_norm") + s.norm_bytes("k_norm"))
+        b.elt(
+            "qk_norm",
+            n * (s.q + s.kv) * ACT_BYTES,
+            n * (s.q + s.kv) * ACT_BYTES,
+            norm=s.norm_bytes("q_norm") + s.norm_bytes("k_norm"),
+        )
     b.elt("rotary", n * (s.q + s.kv) * ACT_BYTES, n * (s.q + s.kv) * ACT_BYTES)
     b.elt("reshape_and_cache", n * 2 * s.kv * ACT_BYTES, n * 2 * s.kv * s.kb)
     b.add("attention", ATTN, p.kv_tokens * 2 * s.kv * s.kb + 2 * n * s.q * ACT_BYTES, 4.0 * s.q * p.attn_pairs)
@@ -412,8 +467,9 @@ class _BlockTemplate:
         def coef(a: np.ndarray) -> np.ndarray:
             return np.vstack([a[:, 0], *(a[:, 1 + f] - a[:, 0] for f in range(len(FEATURES)))])
 
-        return _BlockTemplate(block.names, block.kinds, coef(block.bytes), coef(block.ops), block.params,
-                              block.params_per_token)
+        return _BlockTemplate(
+            block.names, block.kinds, coef(block.bytes), coef(block.ops), block.params, block.params_per_token
+        )
 
     def at(self, feats: tuple[np.ndarray, ...]) -> Block:
         def value(c: np.ndarray) -> np.ndarray:
@@ -422,8 +478,9 @@ class _BlockTemplate:
                 out = out + c[1 + f][:, None] * x[None, :]
             return out
 
-        return Block(self.names, self.kinds, value(self.bytes_coef), value(self.ops_coef), self.params,
-                     self.params_per_token)
+        return Block(
+            self.names, self.kinds, value(self.bytes_coef), value(self.ops_coef), self.params, self.params_per_token
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -437,9 +494,14 @@ class ProgramTemplate:
 
     def instantiate(self, p: Pass) -> Program:
         feats = tuple(np.asarray(getattr(p, f), dtype=np.float64) for f in FEATURES)
-        return Program(prologue=self.prologue.at(feats), layer=self.layer.at(feats), epilogue=self.epilogue.at(feats),
-                       layers=self.layers, rows=np.maximum(p.new_tokens, 1.0),
-                       rows_per_seq=np.maximum(p.new_tokens / p.seqs, 1.0))
+        return Program(
+            prologue=self.prologue.at(feats),
+            layer=self.layer.at(feats),
+            epilogue=self.epilogue.at(feats),
+            layers=self.layers,
+            rows=np.maximum(p.new_tokens, 1.0),
+            rows_per_seq=np.maximum(p.new_tokens / p.seqs, 1.0),
+        )
 
 
 @functools.lru_cache(maxsize=256)
@@ -448,38 +510,62 @@ def program_template(llm: LlmSpec, program: str, weight_bits: int, kv_bits: int,
     k = len(FEATURES)
     basis = np.zeros((k, k + 1))
     basis[np.arange(k), np.arange(1, k + 1)] = 1.0
-    probe = Pass(new_tokens=basis[0], seqs=1, attn_pairs=basis[1], kv_tokens=basis[2], cached_tokens=basis[3],
-                 head_rows=basis[4])
+    probe = Pass(
+        new_tokens=basis[0], seqs=1, attn_pairs=basis[1], kv_tokens=basis[2], cached_tokens=basis[3], head_rows=basis[4]
+    )
     direct = evaluate_program(llm, program, probe, weight_bits, kv_bits, head)
-    return ProgramTemplate(_BlockTemplate.of(direct.prologue), _BlockTemplate.of(direct.layer),
-                           _BlockTemplate.of(direct.epilogue), direct.layers)
+    return ProgramTemplate(
+        _BlockTemplate.of(direct.prologue),
+        _BlockTemplate.of(direct.layer),
+        _BlockTemplate.of(direct.epilogue),
+        direct.layers,
+    )
 
 
-def evaluate_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_bits: int,
-                     head: str = "auto") -> Program:
+def evaluate_program(
+    llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_bits: int, head: str = "auto"
+) -> Program:
     """The kernel recipe evaluated directly on ``p`` (the reference of :func:`build_program`)."""
     if head not in ("auto", "none"):
         raise HwmodelError(f"head must be 'auto' or 'none', got {head!r}")
     if program not in PROGRAMS:
         raise HwmodelError(f"unknown kernel program {program!r}; expected {', '.join(PROGRAMS)}")
     if llm.experts:
-        raise HwmodelError(f"GPU kernel lists: {llm.name} is a mixture of experts, which they do not lower yet "
-                           f"(bounds and the streaming FPGA back-end do)")
+        raise HwmodelError(
+            f"GPU kernel lists: {llm.name} is a mixture of experts, which they do not lower yet "
+            f"(bounds and the streaming FPGA back-end do)"
+        )
     if llm.lowering_gaps:  # issue 26 families: refuse rather than drop their extra parameters
-        raise HwmodelError(f"GPU kernel lists: {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
-                           f"here yet (bounds and the operator graph handle them)")
+        raise HwmodelError(
+            f"GPU kernel lists: {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
+            f"here yet (bounds and the operator graph handle them)"
+        )
     g = build_graph(llm, per_channel(weight_bits, kv_bits), "decode", 1, 0)
-    s = _Shapes(h=llm.hidden, q=llm.q_dim, kv=llm.kv_dim, i=llm.intermediate, head_dim=llm.head_dim,
-                wb=weight_bits / 8, kb=kv_bits / 8, quantized=weight_bits < 16, qkv_bias=llm.qkv_bias,
-                gqa=llm.kv_heads < llm.heads, g=g)
+    s = _Shapes(
+        h=llm.hidden,
+        q=llm.q_dim,
+        kv=llm.kv_dim,
+        i=llm.intermediate,
+        head_dim=llm.head_dim,
+        wb=weight_bits / 8,
+        kb=kv_bits / 8,
+        quantized=weight_bits < 16,
+        qkv_bias=llm.qkv_bias,
+        gqa=llm.kv_heads < llm.heads,
+        g=g,
+    )
     m = len(p.new_tokens)
     n = p.new_tokens
     eager_hf = program in ("hf", "w8a8")
 
     pro = _Builder(m)
     emb = g.find("embed", "prologue").bytes  # one row (+ its scale) per token, the graph's gather
-    pro.add("embedding", ELT, n * (8 + emb.weights + emb.metadata) + n * s.h * ACT_BYTES,
-            per_token=(emb.weights, emb.metadata, 0, 0))
+    pro.add(
+        "embedding",
+        ELT,
+        n * (8 + emb.weights + emb.metadata) + n * s.h * ACT_BYTES,
+        per_token=(emb.weights, emb.metadata, 0, 0),
+    )
     if eager_hf:  # LlamaRotaryEmbedding.forward (cos/sin tables) and position / mask bookkeeping
         table = n * s.head_dim * FP32_BYTES
         for k in ("inv_freq", "matmul", "cat", "cos", "sin", "to_half"):
@@ -514,5 +600,11 @@ def evaluate_program(llm: LlmSpec, program: str, p: Pass, weight_bits: int, kv_b
         else:  # Linear(hidden, 1) value head (+ scales when quantized), sigmoid of the scores
             _gemm_ops(epi, "value_head", [head_op], rows)
             epi.elt("sigmoid", rows * ACT_BYTES, rows * ACT_BYTES)
-    return Program(prologue=pro.build(), layer=lay.build(), epilogue=epi.build(), layers=llm.layers,
-                   rows=np.maximum(n, 1.0), rows_per_seq=np.maximum(n / p.seqs, 1.0))
+    return Program(
+        prologue=pro.build(),
+        layer=lay.build(),
+        epilogue=epi.build(),
+        layers=llm.layers,
+        rows=np.maximum(n, 1.0),
+        rows_per_seq=np.maximum(n / p.seqs, 1.0),
+    )

@@ -29,6 +29,7 @@ attention's pairs and keys there (:class:`gpu.kernels.Window`). HF SDPA masks th
 
 A model whose weights plus KV cache do not fit the GPU memory is refused with a clear error.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -105,16 +106,37 @@ def _count(name: str, value: int, minimum: int) -> int:
 class GpuEngine:
     """An LLM on a GPU under a serving framework (implements :class:`hwmodel.engine.Engine`)."""
 
-    CAPABILITIES = frozenset({
-        Capability.DECODER, Capability.PREFILLER, Capability.VECTOR_PREFILLER, Capability.INGESTER,
-        Capability.SCORER, Capability.PREFILL_SCORER, Capability.BATCH_DECODER, Capability.PREFILL_TIMELINE,
-        Capability.OP_COSTED, Capability.POWERED, Capability.MEMORY_FACTS, Capability.OPERATOR_TIMES})
+    CAPABILITIES = frozenset(
+        {
+            Capability.DECODER,
+            Capability.PREFILLER,
+            Capability.VECTOR_PREFILLER,
+            Capability.INGESTER,
+            Capability.SCORER,
+            Capability.PREFILL_SCORER,
+            Capability.BATCH_DECODER,
+            Capability.PREFILL_TIMELINE,
+            Capability.OP_COSTED,
+            Capability.POWERED,
+            Capability.MEMORY_FACTS,
+            Capability.OPERATOR_TIMES,
+        }
+    )
     max_ctx = None  # MemoryFacts: bounded only by memory (``_check_fits`` refuses what does not fit)
 
-    def __init__(self, gpu: GpuSpec | str, llm: LlmSpec | str, framework: str | Framework = "vllm",
-                 weight_bits: int | None = None, kv_bits: int = 16, params: GpuParams | None = None,
-                 ref_prompt_tokens: int = 1024, ref_ctx: int = 1024, decoding: str = "greedy",
-                 host_op_param: str | None = None) -> None:
+    def __init__(
+        self,
+        gpu: GpuSpec | str,
+        llm: LlmSpec | str,
+        framework: str | Framework = "vllm",
+        weight_bits: int | None = None,
+        kv_bits: int = 16,
+        params: GpuParams | None = None,
+        ref_prompt_tokens: int = 1024,
+        ref_ctx: int = 1024,
+        decoding: str = "greedy",
+        host_op_param: str | None = None,
+    ) -> None:
         self.gpu, self.llm = _resolve(gpu, llm)
         self.framework = get_framework(framework)
         fw = self.framework
@@ -127,21 +149,30 @@ class GpuEngine:
         self.weight_bits = fw.weight_bits if weight_bits is None else int(weight_bits)
         self.kv_bits = int(kv_bits)
         if self.weight_bits not in fw.allowed_weight_bits:
-            raise HwmodelError(f"framework {fw.name} runs weights at {'/'.join(map(str, fw.allowed_weight_bits))} "
-                               f"bits, got weight_bits={self.weight_bits}")
+            raise HwmodelError(
+                f"framework {fw.name} runs weights at {'/'.join(map(str, fw.allowed_weight_bits))} "
+                f"bits, got weight_bits={self.weight_bits}"
+            )
         if self.kv_bits not in fw.allowed_kv_bits:
-            raise HwmodelError(f"framework {fw.name} keeps the KV cache at {'/'.join(map(str, fw.allowed_kv_bits))} "
-                               f"bits, got kv_bits={self.kv_bits}")
+            raise HwmodelError(
+                f"framework {fw.name} keeps the KV cache at {'/'.join(map(str, fw.allowed_kv_bits))} "
+                f"bits, got kv_bits={self.kv_bits}"
+            )
         self.params = params if params is not None else default_params()
         self.name = f"{self.llm.name}@{self.gpu.name}/{fw.name}"
         self.weights_bytes = resident_bytes(self.llm, self.weight_bits, self.kv_bits, 0)
         self._check_fits(0)
         p = self.params
         self.roofline = launch.Roofline(
-            bw_bytes_per_s=self.gpu.mem_bw_bytes_per_s, gemm_peak_ops_per_s=self.gpu.peak_ops_per_s(self.weight_bits),
-            attn_peak_ops_per_s=self.gpu.fp16_flops, eta_bw=p["eta_bw"], eta_compute=p[fw.compute_eff_param],
-            n_half_tokens=p["n_half_tokens"], t_kernel_s=p["t_kernel_s"],
-            eta_copy=p.values.get("eta_copy_hf"))
+            bw_bytes_per_s=self.gpu.mem_bw_bytes_per_s,
+            gemm_peak_ops_per_s=self.gpu.peak_ops_per_s(self.weight_bits),
+            attn_peak_ops_per_s=self.gpu.fp16_flops,
+            eta_bw=p["eta_bw"],
+            eta_compute=p[fw.compute_eff_param],
+            n_half_tokens=p["n_half_tokens"],
+            t_kernel_s=p["t_kernel_s"],
+            eta_copy=p.values.get("eta_copy_hf"),
+        )
         # the host that issues eager kernels: the framework's default, or another measured host's parameter
         self.c_op_s = p[host_op_param or fw.host_op_param]
         self.t_step_s = p["t_step_vllm_s"] if fw.engine_step else 0.0
@@ -165,7 +196,8 @@ class GpuEngine:
             what = "weights" if kv_tokens == 0 else f"weights + KV cache of {kv_tokens} tokens"
             raise DoesNotFitError(
                 f"{self.llm.name} does not fit {self.gpu.name}: {what} at W{self.weight_bits}/KV{self.kv_bits} need "
-                f"{need / 1e9:.2f} GB, the GPU has {self.gpu.memory_bytes / 1e9:.2f} GB")
+                f"{need / 1e9:.2f} GB, the GPU has {self.gpu.memory_bytes / 1e9:.2f} GB"
+            )
 
     def _attention_backend(self) -> tuple[str, Window | None]:
         """vLLM 0.6's attention backend for this model, and the window its kernels apply (None: full attention)."""
@@ -201,12 +233,22 @@ class GpuEngine:
         n_bytes, ops = float(prog.total_bytes()[0]), float(prog.total_ops()[0])
         u = utilisation(self.gpu, n_bytes, ops, t, self.weight_bits)
         rf = self.roofline
-        parts = {"memory": n_bytes / (rf.eta_bw * rf.bw_bytes_per_s),
-                 "compute": ops / (rf.eta_compute * rf.gemm_peak_ops_per_s),
-                 "kernel overhead": prog.n_kernels * rf.t_kernel_s}
+        parts = {
+            "memory": n_bytes / (rf.eta_bw * rf.bw_bytes_per_s),
+            "compute": ops / (rf.eta_compute * rf.gemm_peak_ops_per_s),
+            "kernel overhead": prog.n_kernels * rf.t_kernel_s,
+        }
         bound = "host" if busy < 0.7 * t else max(parts, key=lambda k: parts[k])
-        return OpCost(time_s=t, gpu_busy_s=busy, host_done_s=float(tl.host_done_s[0]), dram_bytes=n_bytes, ops=ops,
-                      kernels=prog.n_kernels, power_w=float(board_power_w(self.gpu, u, self.power_gamma)), bound=bound)
+        return OpCost(
+            time_s=t,
+            gpu_busy_s=busy,
+            host_done_s=float(tl.host_done_s[0]),
+            dram_bytes=n_bytes,
+            ops=ops,
+            kernels=prog.n_kernels,
+            power_w=float(board_power_w(self.gpu, u, self.power_gamma)),
+            bound=bound,
+        )
 
     def _head_rows(self, n: int) -> int:
         return n if self.llm.output_head == "value" else 1
@@ -214,8 +256,9 @@ class GpuEngine:
     def _decode_block(self, b: int) -> tuple[np.ndarray, np.ndarray]:
         if b not in self._decode_blocks:
             ctxs = np.arange(b * _BLOCK, (b + 1) * _BLOCK)
-            tl, prog = self._run(Pass.single(1, ctxs, window=self.window), graph=self.framework.decode_graph,
-                                 decode=True)
+            tl, prog = self._run(
+                Pass.single(1, ctxs, window=self.window), graph=self.framework.decode_graph, decode=True
+            )
             u = utilisation(self.gpu, prog.total_bytes(), prog.total_ops(), tl.total_s, self.weight_bits)
             self._decode_blocks[b] = (tl.total_s, board_power_w(self.gpu, u, self.power_gamma))
         return self._decode_blocks[b]
@@ -227,15 +270,29 @@ class GpuEngine:
         quantization kernels go with the projection they feed). Host launch overhead is not included: serving
         simulators model CPU overheads on their own."""
         p = Pass.single(n_tokens, ctx, 1, self.window)
-        prog = build_program(self.llm, self.framework.program, p, self.weight_bits,
-                             self.kv_bits, "auto")
+        prog = build_program(self.llm, self.framework.program, p, self.weight_bits, self.kv_bits, "auto")
         times = launch.PassTimes.of(prog, self.roofline)
-        out = dict.fromkeys(("input_norm", "qkv_proj", "rope", "kv_write", "attention", "o_proj", "residual_add",
-                             "post_norm", "up_proj", "act", "down_proj"), 0.0)
+        out = dict.fromkeys(
+            (
+                "input_norm",
+                "qkv_proj",
+                "rope",
+                "kv_write",
+                "attention",
+                "o_proj",
+                "residual_add",
+                "post_norm",
+                "up_proj",
+                "act",
+                "down_proj",
+            ),
+            0.0,
+        )
         for name, t in zip(prog.layer.names, np.asarray(times.layer)[:, 0]):
             out[kernel_operator(name)] += float(t)
-        out["embed"] = float(sum(t for name, t in zip(prog.prologue.names, np.asarray(times.prologue)[:, 0])
-                                 if name == "embedding"))
+        out["embed"] = float(
+            sum(t for name, t in zip(prog.prologue.names, np.asarray(times.prologue)[:, 0]) if name == "embedding")
+        )
         return out
 
     def prefill_cost(self, n_tokens: int, ctx: int = 0) -> OpCost:
@@ -269,8 +326,10 @@ class GpuEngine:
         head = n if self.llm.output_head == "value" else np.ones_like(n)
         tl, prog = self._run(Pass.single(n, c, head, self.window), graph=False)
         u = utilisation(self.gpu, prog.total_bytes(), prog.total_ops(), tl.total_s, self.weight_bits)
-        return (np.asarray(tl.total_s, dtype=float),
-                np.asarray(board_power_w(self.gpu, u, self.power_gamma), dtype=float))
+        return (
+            np.asarray(tl.total_s, dtype=float),
+            np.asarray(board_power_w(self.gpu, u, self.power_gamma), dtype=float),
+        )
 
     # ---- MemoryFacts
     @property
@@ -290,8 +349,9 @@ class GpuEngine:
         """One decode step at context ``ctx``, with its breakdown."""
         c = _count("context length", ctx, 0)
         self._check_fits(c + 1)
-        return self._cost(*self._run(Pass.single(1, c, window=self.window), graph=self.framework.decode_graph,
-                                     decode=True))
+        return self._cost(
+            *self._run(Pass.single(1, c, window=self.window), graph=self.framework.decode_graph, decode=True)
+        )
 
     def decode_s(self, ctx: int) -> float:
         """Decode one token at context length ``ctx`` (memoized per block of contexts)."""
@@ -310,15 +370,18 @@ class GpuEngine:
 
     def _decode_range(self, c0: int, n: int) -> tuple[np.ndarray, np.ndarray]:
         if n > _BLOCK:  # a long run (a whole generation): one vectorized pass, not memoized
-            tl, prog = self._run(Pass.single(1, np.arange(c0, c0 + n), window=self.window),
-                                 graph=self.framework.decode_graph, decode=True)
+            tl, prog = self._run(
+                Pass.single(1, np.arange(c0, c0 + n), window=self.window),
+                graph=self.framework.decode_graph,
+                decode=True,
+            )
             u = utilisation(self.gpu, prog.total_bytes(), prog.total_ops(), tl.total_s, self.weight_bits)
             return tl.total_s, board_power_w(self.gpu, u, self.power_gamma)
         blocks = range(c0 // _BLOCK, (c0 + n - 1) // _BLOCK + 1)
         t = np.concatenate([self._decode_block(b)[0] for b in blocks])
         pw = np.concatenate([self._decode_block(b)[1] for b in blocks])
         lo = c0 - blocks[0] * _BLOCK
-        return t[lo:lo + n], pw[lo:lo + n]
+        return t[lo : lo + n], pw[lo : lo + n]
 
     def ingest_s(self, n_tokens: int, ctx: int) -> float:
         """Forward passes over ``n_tokens`` tokens that arrive from elsewhere; logits discarded (KV filled)."""
@@ -354,8 +417,9 @@ class GpuEngine:
             raise HwmodelError("a decode batch needs at least one sequence")
         padded = self.framework.kv_layout == "padded"
         self._check_fits(len(cs) * (max(cs) + 1) if padded else sum(c + 1 for c in cs))
-        tl, _prog = self._run(Pass.decode_batch(np.array(cs), padded, self.window), graph=self.framework.decode_graph,
-                              decode=True)
+        tl, _prog = self._run(
+            Pass.decode_batch(np.array(cs), padded, self.window), graph=self.framework.decode_graph, decode=True
+        )
         return float(tl.total_s[0])
 
     def prefill_batch_cost(self, prompts: Sequence[int]) -> OpCost:
@@ -370,16 +434,24 @@ class GpuEngine:
             p = dataclasses.replace(p, head_rows=p.new_tokens)
         return self._cost(*self._run(p, graph=False))
 
-    def prefill_steps(self, prompts: Sequence[int], max_num_batched_tokens: int | None = None,
-                      max_num_seqs: int = DEFAULT_MAX_NUM_SEQS) -> list[tuple[list[int], float]]:
+    def prefill_steps(
+        self,
+        prompts: Sequence[int],
+        max_num_batched_tokens: int | None = None,
+        max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    ) -> list[tuple[list[int], float]]:
         """Waiting prompts prefilled as vLLM 0.6's scheduler batches them (no chunked prefill): whole prompts, first
         come first served, packed into a step while their tokens fit the token budget (default
         ``max(max_model_len, 2048)``, max_model_len = the LLM's context) and their count ``max_num_seqs``
         (:func:`gpu.vllm_sampler.pack_prefills`). Returns each step's prompts and time."""
-        budget = max_num_batched_tokens if max_num_batched_tokens is not None else \
-            max_batched_tokens(self.llm.max_position)
-        steps = pack_prefills([_count("prompt tokens", n, 1) for n in prompts], _count("token budget", budget, 1),
-                              _count("max_num_seqs", max_num_seqs, 1))
+        budget = (
+            max_num_batched_tokens if max_num_batched_tokens is not None else max_batched_tokens(self.llm.max_position)
+        )
+        steps = pack_prefills(
+            [_count("prompt tokens", n, 1) for n in prompts],
+            _count("token budget", budget, 1),
+            _count("max_num_seqs", max_num_seqs, 1),
+        )
         return [(step, self.prefill_batch_cost(step).time_s) for step in steps]
 
     def generate_s(self, prompt_tokens: int, output_tokens: int) -> float:
@@ -395,8 +467,11 @@ class GpuEngine:
         c = _count("context length", ctx, 0)
         self._check_fits(c + n)
         tl, _prog = self._run(Pass.single(n, c, self._head_rows(n), self.window), graph=False)
-        return PrefillTimeline(total_s=float(tl.total_s[0]), layer_end_s=tuple(float(x) for x in tl.layer_end_s[:, 0]),
-                               host_done_s=float(tl.host_done_s[0]))
+        return PrefillTimeline(
+            total_s=float(tl.total_s[0]),
+            layer_end_s=tuple(float(x) for x in tl.layer_end_s[:, 0]),
+            host_done_s=float(tl.host_done_s[0]),
+        )
 
     # ------------------------------------------------------------------------------------------------ power
     def decode_power_w(self, ctx: int) -> float:
@@ -437,13 +512,34 @@ class GpuEngine:
 
 
 _KERNEL_OPERATORS = (  # (kernel name or prefix, canonical operator), first match wins
-    ("fused_add_rmsnorm_1", "input_norm"), ("input_norm", "input_norm"), ("fused_add_rmsnorm_2", "post_norm"),
-    ("post_norm", "post_norm"), ("qkv_in.", "qkv_proj"), ("qkv_proj", "qkv_proj"), ("q_proj", "qkv_proj"),
-    ("k_proj", "qkv_proj"), ("v_proj", "qkv_proj"), ("rotary", "rope"), ("rope_", "rope"),
-    ("reshape_and_cache", "kv_write"), ("cache_cat_", "kv_write"), ("attention", "attention"), ("sdpa", "attention"),
-    ("transpose", "attention"), ("repeat_kv", "attention"), ("o_in.", "o_proj"), ("o_proj", "o_proj"),
-    ("residual_", "residual_add"), ("mlp_in.", "up_proj"), ("gate_up_proj", "up_proj"), ("gate_proj", "up_proj"),
-    ("up_proj", "up_proj"), ("silu_and_mul", "act"), ("silu", "act"), ("mul", "act"), ("down_in.", "down_proj"),
+    ("fused_add_rmsnorm_1", "input_norm"),
+    ("input_norm", "input_norm"),
+    ("fused_add_rmsnorm_2", "post_norm"),
+    ("post_norm", "post_norm"),
+    ("qkv_in.", "qkv_proj"),
+    ("qkv_proj", "qkv_proj"),
+    ("q_proj", "qkv_proj"),
+    ("k_proj", "qkv_proj"),
+    ("v_proj", "qkv_proj"),
+    ("rotary", "rope"),
+    ("rope_", "rope"),
+    ("reshape_and_cache", "kv_write"),
+    ("cache_cat_", "kv_write"),
+    ("attention", "attention"),
+    ("sdpa", "attention"),
+    ("transpose", "attention"),
+    ("repeat_kv", "attention"),
+    ("o_in.", "o_proj"),
+    ("o_proj", "o_proj"),
+    ("residual_", "residual_add"),
+    ("mlp_in.", "up_proj"),
+    ("gate_up_proj", "up_proj"),
+    ("gate_proj", "up_proj"),
+    ("up_proj", "up_proj"),
+    ("silu_and_mul", "act"),
+    ("silu", "act"),
+    ("mul", "act"),
+    ("down_in.", "down_proj"),
     ("down_proj", "down_proj"),
 )
 

@@ -21,6 +21,7 @@ Host side, two execution modes:
 The decoder layer repeats ``L`` times, so the eager queue over ``L * K`` kernels is solved per layer in closed form
 (a max-plus recurrence, exact; :func:`eager_reference` is the kernel-by-kernel loop the tests compare it with).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,7 +42,9 @@ class Roofline:
     eta_compute: float  # tensor-core efficiency of large GEMMs (fitted, per framework)
     n_half_tokens: float  # rows at which a GEMM reaches half of eta_compute (fixed)
     t_kernel_s: float  # per-kernel GPU overhead (fitted)
-    eta_copy: float | None = None  # sustained fraction of peak bandwidth of eager KV-cache copies (fitted; None: eta_bw)
+    eta_copy: float | None = (
+        None  # sustained fraction of peak bandwidth of eager KV-cache copies (fitted; None: eta_bw)
+    )
 
 
 #: eager PyTorch copies of the KV cache (gpu.kernels' hf program): ``torch.cat`` growing DynamicCache and the
@@ -81,8 +84,12 @@ class PassTimes:
 
     @staticmethod
     def of(prog: Program, rf: Roofline) -> PassTimes:
-        return PassTimes(block_times_s(prog.prologue, prog, rf), block_times_s(prog.layer, prog, rf),
-                         block_times_s(prog.epilogue, prog, rf), prog.layers)
+        return PassTimes(
+            block_times_s(prog.prologue, prog, rf),
+            block_times_s(prog.layer, prog, rf),
+            block_times_s(prog.epilogue, prog, rf),
+            prog.layers,
+        )
 
     def gpu_busy_s(self) -> np.ndarray:
         return column_sum(self.prologue) + self.layers * column_sum(self.layer) + column_sum(self.epilogue)
@@ -161,5 +168,6 @@ def then_eager(c_op_s: float, tail: np.ndarray, tl: Timeline) -> Timeline:
     """Kernels (GPU times ``tail``, kernels x points) the host issues after a pass it launched -- vLLM's sampler
     after the CUDA-graph replay: the host starts once it has launched the pass, each kernel waits for the GPU."""
     cpu, gpu = _queue(c_op_s, tail, tl.host_done_s, tl.total_s)
-    return Timeline(total_s=gpu, host_done_s=cpu, gpu_busy_s=tl.gpu_busy_s + column_sum(tail),
-                    layer_end_s=tl.layer_end_s)
+    return Timeline(
+        total_s=gpu, host_done_s=cpu, gpu_busy_s=tl.gpu_busy_s + column_sum(tail), layer_end_s=tl.layer_end_s
+    )

@@ -22,6 +22,7 @@ processing; :mod:`gpu.vllm_sampler`), 100 us [estimate]: vLLM issue #6801 (2024-
 reports sampling + input preparation + output processing + scheduling "can be 20ms" at a batch of 200 sequences;
 no measured point of the calibration set runs more than one sequence, so it is not fitted.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,18 @@ from pathlib import Path
 
 from hwmodel.params import ParamsFileError, load_values, params_path
 
-FITTED_NAMES = ("eta_bw", "t_kernel_s", "c_op_host_s", "c_op_edge_s", "t_step_vllm_s", "eta_compute_hf",
-                "eta_compute_vllm", "power_gamma", "eta_copy_hf", "c_op_host_qwen_s")
+FITTED_NAMES = (
+    "eta_bw",
+    "t_kernel_s",
+    "c_op_host_s",
+    "c_op_edge_s",
+    "t_step_vllm_s",
+    "eta_compute_hf",
+    "eta_compute_vllm",
+    "power_gamma",
+    "eta_copy_hf",
+    "c_op_host_qwen_s",
+)
 FIXED_VALUES: dict[str, float] = {"n_half_tokens": 16.0, "c_seq_vllm_s": 100e-6}
 
 
@@ -46,8 +57,10 @@ class GpuParams:
         try:
             return self.values[name]
         except KeyError:
-            raise ParamsFileError(f"GPU parameter '{name}' is missing (known: {', '.join(sorted(self.values))}); "
-                                  "re-run `hwmodel calibrate --fit`") from None
+            raise ParamsFileError(
+                f"GPU parameter '{name}' is missing (known: {', '.join(sorted(self.values))}); "
+                "re-run `hwmodel calibrate --fit`"
+            ) from None
 
     def replace(self, **changes: float) -> GpuParams:
         return GpuParams({**self.values, **changes})

@@ -9,6 +9,7 @@ about 168 W). ``P`` never exceeds TDP (``u <= 1``) and equals ``P_idle`` with no
 
 Energy of an operation = power x time (:meth:`gpu.latency.GpuEngine.decode_energy_j` and friends).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,9 @@ import numpy as np
 from hwmodel.specs import GpuSpec
 
 
-def utilisation(gpu: GpuSpec, n_bytes: np.ndarray | float, ops: np.ndarray | float, time_s: np.ndarray | float,
-                weight_bits: int) -> np.ndarray:
+def utilisation(
+    gpu: GpuSpec, n_bytes: np.ndarray | float, ops: np.ndarray | float, time_s: np.ndarray | float, weight_bits: int
+) -> np.ndarray:
     """Fraction of the bounding resource in use, averaged over ``time_s`` (clipped to [0, 1])."""
     t = np.asarray(time_s, dtype=np.float64)
     u_mem = np.asarray(n_bytes) / (t * gpu.mem_bw_bytes_per_s)
@@ -28,4 +30,4 @@ def utilisation(gpu: GpuSpec, n_bytes: np.ndarray | float, ops: np.ndarray | flo
 def board_power_w(gpu: GpuSpec, u: np.ndarray | float, gamma: float) -> np.ndarray:
     """Board power at utilisation ``u``: idle power plus the dynamic range to TDP scaled by ``u ** gamma``."""
     u = np.clip(np.asarray(u, dtype=np.float64), 0.0, 1.0)
-    return gpu.idle_power_w + (gpu.tdp_w - gpu.idle_power_w) * u ** gamma
+    return gpu.idle_power_w + (gpu.tdp_w - gpu.idle_power_w) * u**gamma

@@ -20,6 +20,7 @@ Per token (``V`` = vocabulary, ``T`` = ids generated so far, prompt included; sc
   ``min_tokens_to_keep`` fill, ``scatter`` (2), ``masked_fill`` -- 12;
 * ``softmax`` and ``multinomial`` (``exponential_``, ``div``, ``argmax``) replacing the greedy ``argmax`` -- 3 more.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,24 +39,43 @@ def sampling_block(vocab: int, p: Pass) -> Block:
     v = rows * vocab * FP32_BYTES
     t = rows * ids
     ks: list[tuple[str, np.ndarray]] = [
-        ("min_length.arange", rows * vocab * ID_BYTES), ("min_length.isin_eq", rows * vocab * (ID_BYTES + 1)),
-        ("min_length.isin_any", rows * vocab * 2), ("min_length.clone", 2 * v), ("min_length.where", 3 * v),
-        ("repetition.gather", t * (ID_BYTES + 2 * FP32_BYTES)), ("repetition.lt", t * (FP32_BYTES + 1)),
-        ("repetition.mul", 2 * t * FP32_BYTES), ("repetition.div", 2 * t * FP32_BYTES),
-        ("repetition.where", t * (3 * FP32_BYTES + 1)), ("repetition.clone", 2 * v),
+        ("min_length.arange", rows * vocab * ID_BYTES),
+        ("min_length.isin_eq", rows * vocab * (ID_BYTES + 1)),
+        ("min_length.isin_any", rows * vocab * 2),
+        ("min_length.clone", 2 * v),
+        ("min_length.where", 3 * v),
+        ("repetition.gather", t * (ID_BYTES + 2 * FP32_BYTES)),
+        ("repetition.lt", t * (FP32_BYTES + 1)),
+        ("repetition.mul", 2 * t * FP32_BYTES),
+        ("repetition.div", 2 * t * FP32_BYTES),
+        ("repetition.where", t * (3 * FP32_BYTES + 1)),
+        ("repetition.clone", 2 * v),
         ("repetition.scatter", t * (ID_BYTES + 2 * FP32_BYTES)),
         ("temperature.div", 2 * v),
-        ("top_k.topk_select", v), ("top_k.topk_gather", rows * 20 * 2 * FP32_BYTES), ("top_k.lt", v + v / 4),
+        ("top_k.topk_select", v),
+        ("top_k.topk_gather", rows * 20 * 2 * FP32_BYTES),
+        ("top_k.lt", v + v / 4),
         ("top_k.masked_fill", 2 * v + v / 4),
         ("top_p.sort_iota", rows * vocab * ID_BYTES),
         *((f"top_p.sort_pass{k}", 2 * (v + rows * vocab * ID_BYTES)) for k in range(4)),
-        ("top_p.softmax", 2 * v), ("top_p.cumsum", 2 * v), ("top_p.le", v + v / 4), ("top_p.keep_fill", rows),
-        ("top_p.clone", v / 2), ("top_p.scatter", rows * vocab * (ID_BYTES + 2)), ("top_p.masked_fill", 2 * v + v / 4),
-        ("sample.softmax", 2 * v), ("sample.exponential", v), ("sample.div", 3 * v),
+        ("top_p.softmax", 2 * v),
+        ("top_p.cumsum", 2 * v),
+        ("top_p.le", v + v / 4),
+        ("top_p.keep_fill", rows),
+        ("top_p.clone", v / 2),
+        ("top_p.scatter", rows * vocab * (ID_BYTES + 2)),
+        ("top_p.masked_fill", 2 * v + v / 4),
+        ("sample.softmax", 2 * v),
+        ("sample.exponential", v),
+        ("sample.div", 3 * v),
     ]
     m = len(rows)
-    return Block(tuple(n for n, _ in ks), np.full(len(ks), ELT, dtype=np.int8),
-                 np.vstack([np.broadcast_to(b, (m,)) for _, b in ks]), np.zeros((len(ks), m)))
+    return Block(
+        tuple(n for n, _ in ks),
+        np.full(len(ks), ELT, dtype=np.int8),
+        np.vstack([np.broadcast_to(b, (m,)) for _, b in ks]),
+        np.zeros((len(ks), m)),
+    )
 
 
 def with_sampling(prog: Program, vocab: int, p: Pass) -> Program:

@@ -32,6 +32,7 @@ parameters, and output processing appends each sampled token and detokenizes it.
 the host ``t_step_vllm_s + (b - 1) * c_seq_vllm_s`` before the GPU can start (``t_step_vllm_s``: the fitted cost
 of a one-sequence step).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,36 +60,65 @@ def sampler_block(vocab: int, p: Pass, decoding: str) -> Block:
     if decoding == "sample":
         ks += [("penalties.h2d_prompt", ids * ID_BYTES / 2), ("penalties.h2d_output", ids * ID_BYTES / 2)]
         for which in ("prompt", "output"):
-            ks += [(f"penalties.{which}_zeros", counts), (f"penalties.{which}_ones", ids * ID_BYTES / 2),
-                   (f"penalties.{which}_scatter_add", ids * ID_BYTES + counts),
-                   (f"penalties.{which}_gt0", counts + mask)]
-        ks += [("penalties.rep_repeat", v), ("penalties.rep_or", 3 * mask), ("penalties.rep_not", 2 * mask),
-               ("penalties.rep_nonzero", mask + rows * ID_BYTES), ("penalties.rep_index_put", mask + v),
-               ("penalties.rep_index_fill", v), ("penalties.logits_gt0", v + mask),
-               ("penalties.rep_div", 3 * v), ("penalties.rep_mul", 3 * v), ("penalties.rep_where", 3 * v + mask),
-               ("penalties.freq_mul", counts + v), ("penalties.freq_sub", 2 * v), ("penalties.pres_mul", mask + v),
-               ("penalties.pres_sub", 2 * v)]
+            ks += [
+                (f"penalties.{which}_zeros", counts),
+                (f"penalties.{which}_ones", ids * ID_BYTES / 2),
+                (f"penalties.{which}_scatter_add", ids * ID_BYTES + counts),
+                (f"penalties.{which}_gt0", counts + mask),
+            ]
+        ks += [
+            ("penalties.rep_repeat", v),
+            ("penalties.rep_or", 3 * mask),
+            ("penalties.rep_not", 2 * mask),
+            ("penalties.rep_nonzero", mask + rows * ID_BYTES),
+            ("penalties.rep_index_put", mask + v),
+            ("penalties.rep_index_fill", v),
+            ("penalties.logits_gt0", v + mask),
+            ("penalties.rep_div", 3 * v),
+            ("penalties.rep_mul", 3 * v),
+            ("penalties.rep_where", 3 * v + mask),
+            ("penalties.freq_mul", counts + v),
+            ("penalties.freq_sub", 2 * v),
+            ("penalties.pres_mul", mask + v),
+            ("penalties.pres_sub", 2 * v),
+        ]
     ks.append(("sampler.temperature", 2 * v))
     if decoding == "sample":
-        ks += [("top_p.sort_iota", rows * vocab * ID_BYTES),
-               *((f"top_p.sort_pass{k}", 2 * (v + rows * vocab * ID_BYTES)) for k in range(4)),
-               ("top_k.threshold_index", rows * ID_BYTES), ("top_k.gather", rows * FP32_BYTES),
-               ("top_k.lt", v + mask), ("top_k.masked_fill", 2 * v + mask),
-               ("top_p.softmax", 2 * v), ("top_p.cumsum", 2 * v), ("top_p.one_minus_p", rows * FP32_BYTES),
-               ("top_p.le", v + mask), ("top_p.last_fill", rows), ("top_p.masked_fill", 2 * v + mask),
-               ("top_p.arange", rows * vocab * ID_BYTES), ("top_p.scatter_inverse", 3 * rows * vocab * ID_BYTES),
-               ("top_p.gather", v + rows * vocab * ID_BYTES + v)]
+        ks += [
+            ("top_p.sort_iota", rows * vocab * ID_BYTES),
+            *((f"top_p.sort_pass{k}", 2 * (v + rows * vocab * ID_BYTES)) for k in range(4)),
+            ("top_k.threshold_index", rows * ID_BYTES),
+            ("top_k.gather", rows * FP32_BYTES),
+            ("top_k.lt", v + mask),
+            ("top_k.masked_fill", 2 * v + mask),
+            ("top_p.softmax", 2 * v),
+            ("top_p.cumsum", 2 * v),
+            ("top_p.one_minus_p", rows * FP32_BYTES),
+            ("top_p.le", v + mask),
+            ("top_p.last_fill", rows),
+            ("top_p.masked_fill", 2 * v + mask),
+            ("top_p.arange", rows * vocab * ID_BYTES),
+            ("top_p.scatter_inverse", 3 * rows * vocab * ID_BYTES),
+            ("top_p.gather", v + rows * vocab * ID_BYTES + v),
+        ]
     ks += [("sampler.softmax", 2 * v), ("sampler.log_softmax", 2 * v)]
     if decoding == "sample":
         ks += [("sample.exponential", v), ("sample.div", 3 * v), ("sample.argmax", v + rows * ID_BYTES)]
     else:
         ks.append(("greedy.argmax", v + rows * ID_BYTES))
-    ks += [("logprobs.gather", rows * (ID_BYTES + FP32_BYTES)), ("logprobs.rank_gt", v + mask),
-           ("logprobs.rank_sum", mask + rows * ID_BYTES), ("sampler.d2h_ids", rows * ID_BYTES)]
+    ks += [
+        ("logprobs.gather", rows * (ID_BYTES + FP32_BYTES)),
+        ("logprobs.rank_gt", v + mask),
+        ("logprobs.rank_sum", mask + rows * ID_BYTES),
+        ("sampler.d2h_ids", rows * ID_BYTES),
+    ]
     m = len(rows)
-    return Block(tuple(n for n, _ in ks), np.full(len(ks), ELT, dtype=np.int8),
-                 np.vstack([np.broadcast_to(np.asarray(b, dtype=np.float64), (m,)) for _, b in ks]),
-                 np.zeros((len(ks), m)))
+    return Block(
+        tuple(n for n, _ in ks),
+        np.full(len(ks), ELT, dtype=np.int8),
+        np.vstack([np.broadcast_to(np.asarray(b, dtype=np.float64), (m,)) for _, b in ks]),
+        np.zeros((len(ks), m)),
+    )
 
 
 def host_step_s(t_step_s: float, c_seq_s: float, seqs: int) -> float:
@@ -111,8 +141,10 @@ def pack_prefills(prompts: list[int], budget_tokens: int, max_num_seqs: int = DE
     used = 0
     for n in prompts:
         if n > budget_tokens:
-            raise HwmodelError(f"a prompt of {n} tokens exceeds the scheduler budget of {budget_tokens} tokens "
-                             "(vLLM refuses it: prompt longer than max_num_batched_tokens)")
+            raise HwmodelError(
+                f"a prompt of {n} tokens exceeds the scheduler budget of {budget_tokens} tokens "
+                "(vLLM refuses it: prompt longer than max_num_batched_tokens)"
+            )
         if cur and (used + n > budget_tokens or len(cur) == max_num_seqs):
             steps.append(cur)
             cur, used = [], 0

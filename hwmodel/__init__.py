@@ -4,6 +4,7 @@
 back-end, decode/prefill timing, physical bounds, system-A replays, system-B serving runs, sweeps, the frequency
 study, the validation table and the reproductions. Heavy modules load on first use.
 """
+
 from hwmodel import numba_cache as _numba_cache
 from hwmodel.errors import HwmodelError, SpecError
 
@@ -11,11 +12,43 @@ _numba_cache.install()  # every kernel caches in the project cache directory (or
 
 __version__ = "0.1.0"
 
-_API = ("Load", "OpTiming", "Replay", "Saturation", "Serving", "cluster_spec", "load", "saturation", "system",
-        "with_fields", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "decode_window", "make_engine",
-        "freq_study", "generate_trace", "gpu", "gpu_engine", "import_hf_config", "instruction_engine", "llm",
-        "prefill", "read_trace", "replay", "reproduce", "requests", "serve", "spec_library", "streaming_engine",
-        "sweep", "use_spec_dirs", "validation_table")
+_API = (
+    "Load",
+    "OpTiming",
+    "Replay",
+    "Saturation",
+    "Serving",
+    "cluster_spec",
+    "load",
+    "saturation",
+    "system",
+    "with_fields",
+    "board",
+    "physical_bounds",
+    "capabilities",
+    "decode",
+    "decode_curve",
+    "decode_window",
+    "make_engine",
+    "freq_study",
+    "generate_trace",
+    "gpu",
+    "gpu_engine",
+    "import_hf_config",
+    "instruction_engine",
+    "llm",
+    "prefill",
+    "read_trace",
+    "replay",
+    "reproduce",
+    "requests",
+    "serve",
+    "spec_library",
+    "streaming_engine",
+    "sweep",
+    "use_spec_dirs",
+    "validation_table",
+)
 
 __all__ = ["HwmodelError", "SpecError", "__version__", *_API]
 

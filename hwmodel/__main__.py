@@ -1,4 +1,5 @@
 """`python -m hwmodel` is the `hwmodel` command."""
+
 from hwmodel.cli import main
 
 main()

@@ -17,6 +17,7 @@ Every result has ``to_dict()`` (JSON-ready) and, where it is a table, ``records(
 with a one-line message. The CLI is a thin layer over these functions and the modules they call
 (docs/api.md).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -88,8 +89,9 @@ def with_fields(spec: Any, changes: Mapping[str, Any] | None = None, /, **fields
     else:
         origin = getattr(spec, "origin", "")
         if not origin or not Path(origin).is_file():
-            raise HwmodelError(f"with_fields needs a spec loaded from a TOML file (this {type(spec).__name__} has "
-                               "no origin file)")
+            raise HwmodelError(
+                f"with_fields needs a spec loaded from a TOML file (this {type(spec).__name__} has no origin file)"
+            )
         table = read_toml(Path(origin))
     merged = override(table, {**(changes or {}), **fields}, type(spec))
     where = f"{getattr(spec, 'origin', '') or getattr(spec, 'name', 'spec')} (with overrides from Python)"
@@ -107,8 +109,9 @@ def system(spec_name: str | Path = "config1", changes: Mapping[str, Any] | None 
     return with_fields(spec, changes, **fields) if (changes or fields) else spec
 
 
-def cluster_spec(spec_name: str | Path = "a100+7xu280", changes: Mapping[str, Any] | None = None, /,
-                 **fields: Any) -> Any:
+def cluster_spec(
+    spec_name: str | Path = "a100+7xu280", changes: Mapping[str, Any] | None = None, /, **fields: Any
+) -> Any:
     """A serving cluster (built-in name or TOML), optionally with fields changed (:func:`with_fields`); pass it
     to :func:`serve` or :func:`saturation`."""
     from hwmodel.serving.cluster import load_cluster
@@ -125,13 +128,15 @@ def streaming_engine(design: str | Path, clock_mhz: float | None = None) -> Any:
     return StreamingEngine(design, clock_hz=None if clock_mhz is None else clock_mhz * 1e6)
 
 
-def instruction_engine(design: str | Path = "glitches-u280", prefetch_ratio: int | None = None,
-                       clock_mhz: float | None = None) -> Any:
+def instruction_engine(
+    design: str | Path = "glitches-u280", prefetch_ratio: int | None = None, clock_mhz: float | None = None
+) -> Any:
     """The instruction-driven FPGA accelerator (GLITCHES-style) for a design name or TOML."""
     from fpga.instruction.engine import InstructionEngine
 
-    return InstructionEngine(design, prefetch_ratio=prefetch_ratio,
-                             clock_hz=None if clock_mhz is None else clock_mhz * 1e6)
+    return InstructionEngine(
+        design, prefetch_ratio=prefetch_ratio, clock_hz=None if clock_mhz is None else clock_mhz * 1e6
+    )
 
 
 def gpu_engine(gpu_name: str, llm_name: str, framework: str, weight_bits: int | None = None) -> Any:
@@ -188,8 +193,12 @@ class OpTiming:
         return self.n_tokens / self.energy_j if self.energy_j > 0 else math.nan
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j,
-                "tokens_per_s_per_w": self.tokens_per_s_per_w}
+        return {
+            **dataclasses.asdict(self),
+            "tokens_per_s": self.tokens_per_s,
+            "energy_j": self.energy_j,
+            "tokens_per_s_per_w": self.tokens_per_s_per_w,
+        }
 
 
 def decode(eng: Any, ctx: int = 0) -> OpTiming:
@@ -217,8 +226,9 @@ def decode_window(eng: Any, input_tokens: int = 1536, output_tokens: int = 512, 
     return _window(eng, input_tokens, output_tokens, stride)
 
 
-def decode_curve(eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress: bool | None = None
-                 ) -> list[dict[str, Any]]:
+def decode_curve(
+    eng: Any, ctxs: Sequence[int], *, exact: bool = False, progress: bool | None = None
+) -> list[dict[str, Any]]:
     """Decode time at each context, as records (``ctx``, ``seconds``, ``tokens_per_s``, and the power and energy of
     :func:`decode` wherever a context is evaluated by itself).
 
@@ -300,10 +310,17 @@ class _Bar:
             self._p.stop()
 
 
-def physical_bounds(llm_name: str, device: str, weight_bits: int | None = None, kv_bits: int | None = None,
-           ctx: int = 0, prefill_tokens: int = 1024) -> Any:
+def physical_bounds(
+    llm_name: str,
+    device: str,
+    weight_bits: int | None = None,
+    kv_bits: int | None = None,
+    ctx: int = 0,
+    prefill_tokens: int = 1024,
+) -> Any:
     """Physical floors of one point (``hwmodel bounds``); ``.as_dict()`` for JSON."""
-    from hwmodel.bounds import bounds as _bounds, default_bits
+    from hwmodel.bounds import bounds as _bounds
+    from hwmodel.bounds import default_bits
 
     dev = spec_library().device(device)
     wb, kb = default_bits(dev)
@@ -311,8 +328,14 @@ def physical_bounds(llm_name: str, device: str, weight_bits: int | None = None, 
 
 
 # ================================================================================================ system A
-def generate_trace(dataset: str, target: str = "qwen2.5-math-7b", backtracking: bool = True, *,
-                   limit: int | None = None, seed: int | None = None) -> Any:
+def generate_trace(
+    dataset: str,
+    target: str = "qwen2.5-math-7b",
+    backtracking: bool = True,
+    *,
+    limit: int | None = None,
+    seed: int | None = None,
+) -> Any:
     """A reasoning trace of ``dataset`` (math500, gsm8k, gaokao2023en, olympiadbench) (``workload generate``)."""
     from hwmodel.workload.generator import DEFAULT_SEED, generate
 
@@ -339,13 +362,26 @@ class Replay:
         return [jsonable(r) for r in self.rows]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy, "system": self.system, "summary": jsonable(self.summary),
-                "problems": len(self.rows)}
+        return {
+            "policy": self.policy,
+            "system": self.system,
+            "summary": jsonable(self.summary),
+            "problems": len(self.rows),
+        }
 
 
-def replay(trace: Any, policy: str = "heteroreason", system: Any = "config1", draft: str | None = None, *,
-           seeds: int | None = None, first_seed: int | None = None, limit: int | None = None,
-           backtracking: bool = True, progress: bool | None = None) -> Any:
+def replay(
+    trace: Any,
+    policy: str = "heteroreason",
+    system: Any = "config1",
+    draft: str | None = None,
+    *,
+    seeds: int | None = None,
+    first_seed: int | None = None,
+    limit: int | None = None,
+    backtracking: bool = True,
+    progress: bool | None = None,
+) -> Any:
     """Replay ``trace`` (a Trace or a path) with a system-A policy (``hwmodel reason policies``) on a built-in
     system, a system TOML or a spec from :func:`system`; ``draft`` names another device of the system for the draft
     role.
@@ -365,8 +401,17 @@ def replay(trace: Any, policy: str = "heteroreason", system: Any = "config1", dr
             raise HwmodelError("replay(..., seeds=N) takes a dataset name as trace (each seed generates its trace)")
         bar = _Bar(progress, seeds, f"replaying {seeds} traces of {trace}")
         try:
-            return run_seeds(trace, policy, system, seeds, first_seed=first_seed, limit=limit, draft=draft,
-                             backtracking=backtracking, on_seed=lambda _s: bar.advance())
+            return run_seeds(
+                trace,
+                policy,
+                system,
+                seeds,
+                first_seed=first_seed,
+                limit=limit,
+                draft=draft,
+                backtracking=backtracking,
+                on_seed=lambda _s: bar.advance(),
+            )
         finally:
             bar.close()
     if isinstance(trace, (str, Path)):
@@ -403,8 +448,9 @@ class Serving:
         return {"cluster": self.cluster, "scheduler": self.scheduler, "metrics": jsonable(self.metrics)}
 
 
-def requests(n: int, rate_per_s: float = math.inf, prompt: str = "1536", output: str = "512",
-             seed: int = 0) -> tuple[Any, ...]:
+def requests(
+    n: int, rate_per_s: float = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0
+) -> tuple[Any, ...]:
     """A Poisson request stream; lengths as the CLI writes them (``1536``, ``uniform:A:B``, ``lognormal:M:S:MAX``)."""
     from hwmodel.workload.requests import parse_length, poisson_stream
 
@@ -445,16 +491,24 @@ class Saturation:
         return dataclasses.asdict(self)
 
 
-def saturation(cluster: Any = "a100+7xu280", *, n: int = 200, prompt: str = "1536", output: str = "512",
-               scheduler: str = "fcfs", seed: int = 0) -> Saturation:
+def saturation(
+    cluster: Any = "a100+7xu280",
+    *,
+    n: int = 200,
+    prompt: str = "1536",
+    output: str = "512",
+    scheduler: str = "fcfs",
+    seed: int = 0,
+) -> Saturation:
     """The saturation rate of ``cluster`` for these request lengths: ``n`` requests all queued at t = 0."""
     spec = _cluster_spec(cluster)
     key = (repr(spec), n, prompt, output, scheduler, seed)
     if key not in _SATURATION:
         s = serve(spec, n=n, rate_per_s=math.inf, prompt=prompt, output=output, scheduler=scheduler, seed=seed)
         m = s.metrics
-        _SATURATION[key] = Saturation(spec.name, scheduler, m.requests, prompt, output, m.request_rate_per_s,
-                                      m.throughput_tok_per_s)
+        _SATURATION[key] = Saturation(
+            spec.name, scheduler, m.requests, prompt, output, m.request_rate_per_s, m.throughput_tok_per_s
+        )
     return _SATURATION[key]
 
 
@@ -467,9 +521,19 @@ def _cluster_spec(cluster: Any) -> Any:
     return load_cluster(cluster) if isinstance(cluster, (str, Path)) else cluster
 
 
-def serve(cluster: Any = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n: int = 200,
-          rate_per_s: float | Load = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0,
-          scheduler: str = "fcfs", seeds: int | None = None, progress: bool | None = None) -> Any:
+def serve(
+    cluster: Any = "a100+7xu280",
+    reqs: Sequence[Any] | None = None,
+    *,
+    n: int = 200,
+    rate_per_s: float | Load = math.inf,
+    prompt: str = "1536",
+    output: str = "512",
+    seed: int = 0,
+    scheduler: str = "fcfs",
+    seeds: int | None = None,
+    progress: bool | None = None,
+) -> Any:
     """Run a request stream on a built-in cluster, a cluster TOML or a spec from :func:`cluster_spec`
     (``hwmodel serve run``). ``rate_per_s`` is requests/s or ``hw.load(f)`` (a fraction of :func:`saturation`).
 
@@ -492,8 +556,14 @@ def serve(cluster: Any = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n:
         rate = float(rate_per_s)
         bar = _Bar(progress, seeds, f"serving {seeds} seeds on {spec.name}")
         try:
-            return run_seeds(resolve_cluster(spec), lambda s: requests(n, rate, prompt, output, s), seeds, seed,
-                             scheduler, on_seed=lambda _s: bar.advance())
+            return run_seeds(
+                resolve_cluster(spec),
+                lambda s: requests(n, rate, prompt, output, s),
+                seeds,
+                seed,
+                scheduler,
+                on_seed=lambda _s: bar.advance(),
+            )
         finally:
             bar.close()
     reqs = tuple(reqs) if reqs is not None else requests(n, rate_per_s, prompt, output, seed)
@@ -502,8 +572,13 @@ def serve(cluster: Any = "a100+7xu280", reqs: Sequence[Any] | None = None, *, n:
 
 
 # ================================================================================================ studies
-def sweep(spec: str | Path, out_dir: str | Path, workers: int | None = None, scheduler: str | None = None,
-          progress: bool = False) -> Any:
+def sweep(
+    spec: str | Path,
+    out_dir: str | Path,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = False,
+) -> Any:
     """Run (or resume) a design-space sweep and write its report, fronts and Pareto explorer; returns the
     :class:`hwmodel.dse.SweepReport` (``.fronts``, ``.feasible``, ``.column(metric)``)."""
     from hwmodel.dse import load_plan, read_report, run_sweep, write_report
@@ -542,11 +617,43 @@ def reproduce(study: str | None = None, out_dir: str | Path = "out") -> int:
     return res.exit_code
 
 
-__all__ = ["Load", "OpTiming", "Replay", "Saturation", "Serving", "cluster_spec", "load", "saturation", "system",
-           "with_fields", "board", "physical_bounds", "capabilities", "decode", "decode_curve", "decode_window", "make_engine",
-           "freq_study", "generate_trace", "gpu", "gpu_engine", "import_hf_config", "instruction_engine", "llm",
-           "prefill", "read_trace", "replay", "reproduce", "requests", "serve", "spec_library", "streaming_engine",
-           "sweep", "use_spec_dirs", "validation_table"]
+__all__ = [
+    "Load",
+    "OpTiming",
+    "Replay",
+    "Saturation",
+    "Serving",
+    "cluster_spec",
+    "load",
+    "saturation",
+    "system",
+    "with_fields",
+    "board",
+    "physical_bounds",
+    "capabilities",
+    "decode",
+    "decode_curve",
+    "decode_window",
+    "make_engine",
+    "freq_study",
+    "generate_trace",
+    "gpu",
+    "gpu_engine",
+    "import_hf_config",
+    "instruction_engine",
+    "llm",
+    "prefill",
+    "read_trace",
+    "replay",
+    "reproduce",
+    "requests",
+    "serve",
+    "spec_library",
+    "streaming_engine",
+    "sweep",
+    "use_spec_dirs",
+    "validation_table",
+]
 
 
 def _attach_field_docs() -> None:

@@ -12,12 +12,13 @@ model, the router and the experts the token is routed to), the output head (tied
 the embedding row gathered, scales, biases and norm gains, the KV cache read (``ctx`` tokens, a sliding window
 caps it) and the new token's K and V written.
 """
+
 from __future__ import annotations
 
 import dataclasses
 
 from hwmodel.errors import HwmodelError
-from hwmodel.graph import QuantScheme, Graph, build_graph, per_channel, resident_param_bytes
+from hwmodel.graph import Graph, QuantScheme, build_graph, per_channel, resident_param_bytes
 from hwmodel.specs import BoardSpec, GpuSpec, LlmSpec
 
 VALID_WEIGHT_BITS = (4, 8, 16)
@@ -37,8 +38,14 @@ class DecodeBytes:
 
     @property
     def total_bytes(self) -> int:
-        return (self.weights_bytes + self.head_bytes + self.scales_bytes + self.vectors_bytes + self.kv_bytes
-                + self.kv_write_bytes)
+        return (
+            self.weights_bytes
+            + self.head_bytes
+            + self.scales_bytes
+            + self.vectors_bytes
+            + self.kv_bytes
+            + self.kv_write_bytes
+        )
 
 
 def _check_bits(weight_bits: int, kv_bits: int) -> None:
@@ -58,12 +65,24 @@ def bytes_of(g: Graph) -> DecodeBytes:
     """A graph's memory traffic in the bounds' breakdown."""
     b = g.bytes
     head = sum(op.bytes.weights for op in g.epilogue if op.kind == "head")
-    return DecodeBytes(weights_bytes=b.weights - head, head_bytes=head, scales_bytes=b.metadata,
-                       vectors_bytes=b.bias + b.norm, kv_bytes=b.kv_read, kv_write_bytes=b.kv_write)
+    return DecodeBytes(
+        weights_bytes=b.weights - head,
+        head_bytes=head,
+        scales_bytes=b.metadata,
+        vectors_bytes=b.bias + b.norm,
+        kv_bytes=b.kv_read,
+        kv_write_bytes=b.kv_write,
+    )
 
 
-def decode_bytes(llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int,
-                 quant: QuantScheme | None = None, with_lm_head: bool = True) -> DecodeBytes:
+def decode_bytes(
+    llm: LlmSpec,
+    weight_bits: int,
+    kv_bits: int,
+    ctx_tokens: int,
+    quant: QuantScheme | None = None,
+    with_lm_head: bool = True,
+) -> DecodeBytes:
     """Bytes read from memory to decode one token after ``ctx_tokens`` cached tokens (``with_lm_head=False``: an
     ingested token, logits discarded: no final norm, no head)."""
     q = quant or scheme(weight_bits, kv_bits)
@@ -72,8 +91,9 @@ def decode_bytes(llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int,
     return bytes_of(build_graph(llm, q, "decode" if with_lm_head else "ingest", 1, ctx_tokens))
 
 
-def resident_bytes(llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int,
-                   quant: QuantScheme | None = None) -> int:
+def resident_bytes(
+    llm: LlmSpec, weight_bits: int, kv_bits: int, ctx_tokens: int, quant: QuantScheme | None = None
+) -> int:
     """Bytes that must sit in device memory: every parameter (all experts, the embedding table, scales, biases,
     gains) + the KV cache of ``ctx`` tokens."""
     q = quant or scheme(weight_bits, kv_bits)
@@ -137,8 +157,15 @@ def default_bits(device: BoardSpec | GpuSpec) -> tuple[int, int]:
     return (8, 8) if isinstance(device, BoardSpec) else (16, 16)
 
 
-def bounds(llm: LlmSpec, device: BoardSpec | GpuSpec, weight_bits: int, kv_bits: int, ctx_tokens: int,
-           prefill_tokens: int = 1024, with_lm_head: bool = True) -> Bounds:
+def bounds(
+    llm: LlmSpec,
+    device: BoardSpec | GpuSpec,
+    weight_bits: int,
+    kv_bits: int,
+    ctx_tokens: int,
+    prefill_tokens: int = 1024,
+    with_lm_head: bool = True,
+) -> Bounds:
     """Compute the decode bandwidth floors, the prefill compute floor and the memory fit of one point
     (``with_lm_head=False``: the decode floors of an ingested token). A streaming design's own floor, on its
     ports, precision and placement, is :func:`fpga.streaming.placement.design_floor`."""
@@ -147,9 +174,20 @@ def bounds(llm: LlmSpec, device: BoardSpec | GpuSpec, weight_bits: int, kv_bits:
     ops = prefill_ops(llm, prefill_tokens)
     peak_ops = device.peak_ops_per_s(weight_bits)
     return Bounds(
-        llm=llm.name, device=device.name, weight_bits=weight_bits, kv_bits=kv_bits, ctx_tokens=ctx_tokens,
-        prefill_tokens=prefill_tokens, bytes=db, peak_bw_bytes_per_s=peak_bw, measured_bw_bytes_per_s=meas_bw,
-        decode_floor_peak_s=db.total_bytes / peak_bw, decode_floor_measured_s=db.total_bytes / meas_bw,
-        prefill_ops=ops, peak_ops_per_s=peak_ops, prefill_compute_floor_s=ops / peak_ops,
-        resident_bytes=resident_bytes(llm, weight_bits, kv_bits, ctx_tokens), memory_bytes=mem,
+        llm=llm.name,
+        device=device.name,
+        weight_bits=weight_bits,
+        kv_bits=kv_bits,
+        ctx_tokens=ctx_tokens,
+        prefill_tokens=prefill_tokens,
+        bytes=db,
+        peak_bw_bytes_per_s=peak_bw,
+        measured_bw_bytes_per_s=meas_bw,
+        decode_floor_peak_s=db.total_bytes / peak_bw,
+        decode_floor_measured_s=db.total_bytes / meas_bw,
+        prefill_ops=ops,
+        peak_ops_per_s=peak_ops,
+        prefill_compute_floor_s=ops / peak_ops,
+        resident_bytes=resident_bytes(llm, weight_bits, kv_bits, ctx_tokens),
+        memory_bytes=mem,
     )

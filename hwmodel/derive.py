@@ -17,6 +17,7 @@ Two outcomes are not silent:
   never ends before the next one is due) is refused by the caller with a :class:`~hwmodel.errors.SpecError`
   naming the field (:func:`refuse`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -59,9 +60,11 @@ class Derivation:
         return just_above and self.cycles > whole and self.off_fraction > WARN_FRACTION
 
     def describe(self) -> str:
-        return (f"field '{self.field}' = {self.value:.6g} s is {self.exact_cycles:.6g} cycles at "
-                f"{self.clock_hz / 1e6:.6g} MHz ({self.clock_field}); it became {self.cycles} cycles "
-                f"({100 * self.off_fraction:+.3g} %)")
+        return (
+            f"field '{self.field}' = {self.value:.6g} s is {self.exact_cycles:.6g} cycles at "
+            f"{self.clock_hz / 1e6:.6g} MHz ({self.clock_field}); it became {self.cycles} cycles "
+            f"({100 * self.off_fraction:+.3g} %)"
+        )
 
 
 def ceil_cycles(seconds: float, clock_hz: float) -> int:
@@ -72,30 +75,62 @@ def ceil_cycles(seconds: float, clock_hz: float) -> int:
 _warned: set[tuple[str, str, float, float]] = set()
 
 
-def checked_cycles(seconds: float, clock_hz: float, *, origin: str, field: str, clock_field: str,
-                   minimum: int = 0) -> Derivation:
+def checked_cycles(
+    seconds: float, clock_hz: float, *, origin: str, field: str, clock_field: str, minimum: int = 0
+) -> Derivation:
     """``seconds`` in whole cycles of ``clock_hz`` (rounded up, at least ``minimum``), warning once per process
     (per file, field, value and clock) when the rounding is suspicious (see the module docstring)."""
     exact = seconds * clock_hz
-    d = Derivation(field=field, value=seconds, clock_hz=clock_hz, clock_field=clock_field, exact_cycles=exact,
-                   cycles=max(minimum, ceil_cycles(seconds, clock_hz)))
+    d = Derivation(
+        field=field,
+        value=seconds,
+        clock_hz=clock_hz,
+        clock_field=clock_field,
+        exact_cycles=exact,
+        cycles=max(minimum, ceil_cycles(seconds, clock_hz)),
+    )
     key = (origin, field, seconds, clock_hz)
     if d.suspicious and key not in _warned:
         _warned.add(key)
-        warnings.warn(f"{origin}: {d.describe()}: a value a hair above {math.floor(exact)} cycle(s) was probably "
-                      f"meant as {math.floor(exact)}; write it at this clock", RoundingWarning, stacklevel=2)
+        warnings.warn(
+            f"{origin}: {d.describe()}: a value a hair above {math.floor(exact)} cycle(s) was probably "
+            f"meant as {math.floor(exact)}; write it at this clock",
+            RoundingWarning,
+            stacklevel=2,
+        )
     return d
 
 
 def refuse(origin: str, d: Derivation, expected: str) -> SpecError:
     """The error for a derivation that makes a command impossible in its clock domain (the caller raises it)."""
-    return SpecError(origin, d.field, f"{expected} ({d.exact_cycles:.6g} -> {d.cycles} cycles at "
-                                      f"{d.clock_hz / 1e6:.6g} MHz, {d.clock_field})", d.value)
+    return SpecError(
+        origin,
+        d.field,
+        f"{expected} ({d.exact_cycles:.6g} -> {d.cycles} cycles at {d.clock_hz / 1e6:.6g} MHz, {d.clock_field})",
+        d.value,
+    )
 
 
 #: the HBM timings a controller counts in AXI cycles, in the order of the HbmSpec fields
-HBM_TIMINGS = ("tcl_s", "trcd_s", "trp_s", "tras_s", "trc_s", "tccds_s", "tccdl_s", "trrds_s", "trrdl_s", "tfaw_s",
-               "twtrs_s", "twtrl_s", "trtw_s", "twr_s", "trtp_s", "refresh_interval_s", "refresh_cycle_s")
+HBM_TIMINGS = (
+    "tcl_s",
+    "trcd_s",
+    "trp_s",
+    "tras_s",
+    "trc_s",
+    "tccds_s",
+    "tccdl_s",
+    "trrds_s",
+    "trrdl_s",
+    "tfaw_s",
+    "twtrs_s",
+    "twtrl_s",
+    "trtw_s",
+    "twr_s",
+    "trtp_s",
+    "refresh_interval_s",
+    "refresh_cycle_s",
+)
 
 
 def hbm_cycles(board: object) -> dict[str, Derivation]:
@@ -104,16 +139,27 @@ def hbm_cycles(board: object) -> dict[str, Derivation]:
     least 1 (a command takes a cycle)."""
     h = board.hbm  # type: ignore[attr-defined]
     origin = getattr(board, "origin", "") or f"board '{getattr(board, 'name', '?')}'"
-    out = {t: checked_cycles(getattr(h, t), h.axi_clock_hz, origin=origin, field="hbm." + t,
-                             clock_field="hbm.axi_clock_hz", minimum=0 if t == "tcl_s" else 1)
-           for t in HBM_TIMINGS}
+    out = {
+        t: checked_cycles(
+            getattr(h, t),
+            h.axi_clock_hz,
+            origin=origin,
+            field="hbm." + t,
+            clock_field="hbm.axi_clock_hz",
+            minimum=0 if t == "tcl_s" else 1,
+        )
+        for t in HBM_TIMINGS
+    }
     cl, refi, rfc = out["tcl_s"], out["refresh_interval_s"], out["refresh_cycle_s"]
     if cl.cycles > h.latency_page_hit_cycles:
-        raise refuse(origin, cl, f"at most latency_page_hit_cycles ({h.latency_page_hit_cycles}) in AXI cycles: a "
-                                 f"read's data cannot return before its column latency")
+        raise refuse(
+            origin,
+            cl,
+            f"at most latency_page_hit_cycles ({h.latency_page_hit_cycles}) in AXI cycles: a "
+            f"read's data cannot return before its column latency",
+        )
     if rfc.cycles >= refi.cycles:
-        raise refuse(origin, rfc, f"fewer AXI cycles than tREFI ({refi.cycles}): the channel would never leave "
-                                  f"refresh")
+        raise refuse(origin, rfc, f"fewer AXI cycles than tREFI ({refi.cycles}): the channel would never leave refresh")
     return out
 
 
@@ -130,14 +176,32 @@ def board_derived(board: object) -> list[tuple[str, object, str, str]]:
     rows.append(("hbm.port_wire_bw_bytes_per_s", wire, "B/s", "axi_port_width_bits / 8 x axi_clock_hz"))
     chan = min(h.granule_bytes * h.axi_clock_hz, h.port_bw_cap_bytes_per_s)
     off = 100 * (chan * h.ports_per_pc / h.pc_peak_bw_bytes_per_s - 1)
-    rows.append(("hbm.pc_derived_peak_bw_bytes_per_s", chan * h.ports_per_pc, "B/s",
-                 f"min(granule x axi clock, port cap) x ports_per_pc; {off:+.2f} % vs declared pc_peak_bw"))
-    rows.append(("hbm.derived_peak_bw_bytes_per_s", chan * h.ports_per_pc * h.pseudo_channels, "B/s",
-                 "per pseudo-channel x pseudo_channels"))
+    rows.append(
+        (
+            "hbm.pc_derived_peak_bw_bytes_per_s",
+            chan * h.ports_per_pc,
+            "B/s",
+            f"min(granule x axi clock, port cap) x ports_per_pc; {off:+.2f} % vs declared pc_peak_bw",
+        )
+    )
+    rows.append(
+        (
+            "hbm.derived_peak_bw_bytes_per_s",
+            chan * h.ports_per_pc * h.pseudo_channels,
+            "B/s",
+            "per pseudo-channel x pseudo_channels",
+        )
+    )
     for t, d in hbm_cycles(board).items():
         flag = " ROUNDED UP FROM NEAR-WHOLE" if d.suspicious else ""
-        rows.append((f"hbm.{t[:-2]}_cycles", d.cycles, "axi cycles",
-                     f"{d.exact_cycles:.4g} exact, {100 * d.off_fraction:+.1f} %{flag}"))
+        rows.append(
+            (
+                f"hbm.{t[:-2]}_cycles",
+                d.cycles,
+                "axi cycles",
+                f"{d.exact_cycles:.4g} exact, {100 * d.off_fraction:+.1f} %{flag}",
+            )
+        )
     return rows
 
 
@@ -150,9 +214,15 @@ def design_derived(design: object, board: object) -> list[tuple[str, object, str
     fk, fa = int(round(design.clock_hz)), int(round(h.axi_clock_hz))  # type: ignore[attr-defined]
     g = math.gcd(fk, fa)
     rows: list[tuple[str, object, str, str]] = [
-        ("kernel_to_axi_ticks", f"{fa // g}:{fk // g}", "", f"kernel {fk} Hz, AXI {fa} Hz (hbm.axi_clock_hz); "
-                                                             f"{100 * (fk / design.clock_hz - 1):+.2g} % from 1 Hz "  # type: ignore[attr-defined]
-                                                             f"rounding")]
+        (
+            "kernel_to_axi_ticks",
+            f"{fa // g}:{fk // g}",
+            "",
+            f"kernel {fk} Hz, AXI {fa} Hz (hbm.axi_clock_hz); "
+            f"{100 * (fk / design.clock_hz - 1):+.2g} % from 1 Hz "  # type: ignore[attr-defined]
+            f"rounding",
+        )
+    ]
     chan = min(h.granule_bytes * h.axi_clock_hz, h.port_bw_cap_bytes_per_s)
     for e in design.engines:  # type: ignore[attr-defined]
         if not e.ports:
@@ -160,7 +230,13 @@ def design_derived(design: object, board: object) -> list[tuple[str, object, str
         kernel = e.port_bytes * design.clock_hz  # type: ignore[attr-defined]
         bound = "kernel side" if kernel < chan else "channel"
         rows.append((f"{e.name}.port_bytes_per_kernel_cycle", e.port_bytes, "B", "port_width_bits / 8"))
-        rows.append((f"{e.name}.port_peak_bw_bytes_per_s", min(kernel, chan), "B/s",
-                     f"min(kernel {kernel / 1e9:.4g}, channel {chan / 1e9:.4g} GB/s): {bound} bound"))
+        rows.append(
+            (
+                f"{e.name}.port_peak_bw_bytes_per_s",
+                min(kernel, chan),
+                "B/s",
+                f"min(kernel {kernel / 1e9:.4g}, channel {chan / 1e9:.4g} GB/s): {bound} bound",
+            )
+        )
         rows.append((f"{e.name}.peak_bw_bytes_per_s", e.ports * min(kernel, chan), "B/s", f"{e.ports} ports"))
     return rows

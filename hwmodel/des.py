@@ -6,6 +6,7 @@ SimPy 4's event queue (``env._queue``, ``env._now``, ``env._eid``; the dependenc
 simulator that uses them books the same events in the same order as with SimPy's own calls, without a Python
 method call and an event object's checks per event.
 """
+
 from __future__ import annotations
 
 import heapq

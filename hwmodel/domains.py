@@ -5,6 +5,7 @@ Each check raises :class:`DomainError` (a :class:`~hwmodel.errors.HwmodelError`:
 message names where the value came from (a file and field, or a command-line option), what was expected and what
 was given, e.g. ``--clock-mhz: expected a kernel clock of board 'u280' in [6.25, 450] MHz, got 1e+12 MHz``.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,9 +35,14 @@ def device_count(v: int) -> str | None:
     """A schema check (:func:`hwmodel.schema.plain`) for the number of devices in one group."""
     if v < 1:
         return "a positive number"
-    return None if v <= MAX_DEVICES_PER_GROUP else (
-        f"a device count in [1, {MAX_DEVICES_PER_GROUP}] per group (a node holds at most a few dozen; "
-        "describe larger deployments as more nodes)")
+    return (
+        None
+        if v <= MAX_DEVICES_PER_GROUP
+        else (
+            f"a device count in [1, {MAX_DEVICES_PER_GROUP}] per group (a node holds at most a few dozen; "
+            "describe larger deployments as more nodes)"
+        )
+    )
 
 
 class DomainError(HwmodelError):
@@ -65,8 +71,10 @@ def kernel_clock_problem(board: Any, clock_hz: float) -> str | None:
     if not clock_hz > 0:
         return f"a positive kernel clock (board '{board.name}' runs [{MIN_KERNEL_CLOCK_HZ / 1e6:g}, {hi / 1e6:g}] MHz)"
     if not (math.isfinite(clock_hz) and MIN_KERNEL_CLOCK_HZ <= clock_hz <= hi):
-        return (f"a kernel clock of board '{board.name}' in [{MIN_KERNEL_CLOCK_HZ / 1e6:g}, {hi / 1e6:g}] MHz "
-                f"(MMCM floor; the board's max_kernel_clock_hz)")
+        return (
+            f"a kernel clock of board '{board.name}' in [{MIN_KERNEL_CLOCK_HZ / 1e6:g}, {hi / 1e6:g}] MHz "
+            f"(MMCM floor; the board's max_kernel_clock_hz)"
+        )
     return None
 
 
@@ -77,8 +85,9 @@ def check_kernel_clock(board: Any, clock_hz: float, where: str) -> None:
         raise DomainError(where, problem, f"{clock_hz / 1e6:g} MHz")
 
 
-def check_context(ctx: int, llm: Any, where: str, *, new_tokens: int = 1, max_ctx: int | None = None,
-                  design: str = "") -> None:
+def check_context(
+    ctx: int, llm: Any, where: str, *, new_tokens: int = 1, max_ctx: int | None = None, design: str = ""
+) -> None:
     """Raise DomainError when ``ctx`` tokens already in the KV cache plus ``new_tokens`` exceed the LLM's
     ``max_position``, or ``ctx`` exceeds a design's ``max_ctx`` (the KV-cache rows it reserves)."""
     limit = int(llm.max_position)
@@ -90,8 +99,11 @@ def check_context(ctx: int, llm: Any, where: str, *, new_tokens: int = 1, max_ct
         raise DomainError(where, f"at most {limit:,} tokens in the context ({why})", got)
     if max_ctx is not None and ctx > max_ctx:
         name = f"design '{design}'" if design else "the design"
-        raise DomainError(where, f"a context of at most {max_ctx:,} tokens ({name} max_ctx: the KV-cache rows it "
-                                 f"reserves in HBM)", f"{ctx:,}")
+        raise DomainError(
+            where,
+            f"a context of at most {max_ctx:,} tokens ({name} max_ctx: the KV-cache rows it reserves in HBM)",
+            f"{ctx:,}",
+        )
 
 
 def check_count(n: int, where: str, *, lo: int = 1, hi: int = MAX_COUNT) -> None:

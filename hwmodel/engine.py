@@ -11,6 +11,7 @@ device and the missing capability named -- never a ``hasattr`` probe at replay t
 Times are seconds, contexts and counts are tokens, power is watts, energy joules. ``ctx`` is the number of tokens
 already in the KV cache when the operation starts.
 """
+
 from __future__ import annotations
 
 import enum
@@ -187,12 +188,20 @@ class Sampled(Protocol):
 
 
 PROTOCOLS: dict[Capability, type] = {
-    Capability.DECODER: Decoder, Capability.PREFILLER: Prefiller, Capability.VECTOR_PREFILLER: VectorPrefiller,
-    Capability.INGESTER: Ingester, Capability.SCORER: Scorer, Capability.PREFILL_SCORER: PrefillScorer,
+    Capability.DECODER: Decoder,
+    Capability.PREFILLER: Prefiller,
+    Capability.VECTOR_PREFILLER: VectorPrefiller,
+    Capability.INGESTER: Ingester,
+    Capability.SCORER: Scorer,
+    Capability.PREFILL_SCORER: PrefillScorer,
     Capability.BATCH_DECODER: BatchDecoder,
-    Capability.PREFILL_TIMELINE: PrefillTimelined, Capability.OP_COSTED: OpCosted, Capability.POWERED: Powered,
-    Capability.MEMORY_FACTS: MemoryFacts, Capability.CONTEXT_BOUND: ContextBound,
-    Capability.OPERATOR_TIMES: OperatorTimed, Capability.SAMPLED: Sampled,
+    Capability.PREFILL_TIMELINE: PrefillTimelined,
+    Capability.OP_COSTED: OpCosted,
+    Capability.POWERED: Powered,
+    Capability.MEMORY_FACTS: MemoryFacts,
+    Capability.CONTEXT_BOUND: ContextBound,
+    Capability.OPERATOR_TIMES: OperatorTimed,
+    Capability.SAMPLED: Sampled,
 }
 
 
@@ -233,4 +242,5 @@ def require(engine: object, needed: Iterable[Capability], role: str, where: str 
             at = f"{where}: " if where else ""
             raise MissingCapabilityError(
                 f"{at}role '{role}' needs capability '{cap.value}', which device '{name}' does not have "
-                f"(it has: {', '.join(sorted(c.value for c in declared)) or 'none'})")
+                f"(it has: {', '.join(sorted(c.value for c in declared)) or 'none'})"
+            )

@@ -1,4 +1,5 @@
 """Errors a user can act on. The CLI prints their message on one line, without a traceback."""
+
 from __future__ import annotations
 
 

@@ -6,6 +6,7 @@ BRGCG map ``BA1,BA0,RA13,...,RA0,BG1,CA5,CA4,CA3,CA2,CA1,BG0`` (RC4ML/Shuhai hw/
 ``RA`` alone stands for all row bits (contiguous in every PG276 map); the number of row bits then follows from the
 capacity. Bit 0 of the list's last entry is bit 0 of the *granule* address (byte address / granule bytes).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -90,8 +91,8 @@ def parse_address_map(text: str) -> AddressMap:
     rows = [i for i, (f, _) in enumerate(parsed) if f == "RA"]
     if rows != list(range(rows[0], rows[-1] + 1)):
         raise ValueError("row bits (RA) must be contiguous")
-    high = tuple(reversed(parsed[:rows[0]]))
-    low = tuple(reversed(parsed[rows[-1] + 1:]))
+    high = tuple(reversed(parsed[: rows[0]]))
+    low = tuple(reversed(parsed[rows[-1] + 1 :]))
     for f in ("BA", "BG", "CA"):
         idx = sorted(k for g, k in low + high if g == f)
         first = 1 if f == "CA" else 0  # CA0 is the burst's own bit (BL4 in pseudo-channel mode)

@@ -13,6 +13,7 @@ config that names its epsilon otherwise) are absent from the spec, not invented.
 transformers modelling code of each family (transformers 4.51: modeling_llama, _mistral, _qwen2, _qwen3,
 _mixtral, _qwen2_moe, _qwen3_moe, _opt, _gpt2, _gptj, _gpt_neox, _phi3, _gemma2, _gemma3, _deepseek_v2).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,11 +24,21 @@ from typing import Any
 from hwmodel.errors import HwmodelError
 
 ARCHITECTURES = {
-    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
-    "Qwen3ForCausalLM": "qwen3", "MixtralForCausalLM": "mixtral", "Qwen2MoeForCausalLM": "qwen2_moe",
-    "Qwen3MoeForCausalLM": "qwen3_moe", "OPTForCausalLM": "opt", "GPT2LMHeadModel": "gpt2",
-    "GPTJForCausalLM": "gptj", "GPTNeoXForCausalLM": "gpt_neox", "Phi3ForCausalLM": "phi3",
-    "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text", "DeepseekV2ForCausalLM": "deepseek_v2",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "OPTForCausalLM": "opt",
+    "GPT2LMHeadModel": "gpt2",
+    "GPTJForCausalLM": "gptj",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "Phi3ForCausalLM": "phi3",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
 }
 MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2")
 QWEN = ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
@@ -37,40 +48,89 @@ OLD = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe"
 #: family -> {canonical (Llama) config key: the key this family names it with}
 KEY_NAMES: dict[str, dict[str, str]] = {
     "opt": {"intermediate_size": "ffn_dim", "hidden_act": "activation_function"},
-    "gpt2": {"num_hidden_layers": "n_layer", "hidden_size": "n_embd", "num_attention_heads": "n_head",
-             "intermediate_size": "n_inner", "max_position_embeddings": "n_positions",
-             "hidden_act": "activation_function", "rms_norm_eps": "layer_norm_epsilon"},
+    "gpt2": {
+        "num_hidden_layers": "n_layer",
+        "hidden_size": "n_embd",
+        "num_attention_heads": "n_head",
+        "intermediate_size": "n_inner",
+        "max_position_embeddings": "n_positions",
+        "hidden_act": "activation_function",
+        "rms_norm_eps": "layer_norm_epsilon",
+    },
     "gpt_neox": {"rms_norm_eps": "layer_norm_eps", "rope_theta": "rotary_emb_base"},
     "gemma2": {"hidden_act": "hidden_activation"},
     "gemma3_text": {"hidden_act": "hidden_activation"},
 }
 KEY_NAMES["gptj"] = {**KEY_NAMES["gpt2"], "rms_norm_eps": "layer_norm_epsilon"}
 #: activation names of the configs -> the spec's (gelu_new is the tanh approximation)
-ACTIVATIONS = {"silu": "silu", "gelu": "gelu", "gelu_pytorch_tanh": "gelu_pytorch_tanh", "gelu_new": "gelu_pytorch_tanh",
-               "relu": "relu"}
+ACTIVATIONS = {
+    "silu": "silu",
+    "gelu": "gelu",
+    "gelu_pytorch_tanh": "gelu_pytorch_tanh",
+    "gelu_new": "gelu_pytorch_tanh",
+    "relu": "relu",
+}
 
 #: fields that cannot change a shape, a byte or a MAC of inference
-NO_EFFECT = frozenset({
-    "_name_or_path", "architectures", "model_type", "transformers_version", "torch_dtype", "dtype",
-    "bos_token_id", "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "attention_dropout",
-    "output_router_logits", "router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob", "use_mrope",
-    "return_dict", "output_hidden_states", "output_attentions", "torchscript", "pruned_heads",
-    "auto_map", "tokenizer_class", "task_specific_params", "gradient_checkpointing",
-})
+NO_EFFECT = frozenset(
+    {
+        "_name_or_path",
+        "architectures",
+        "model_type",
+        "transformers_version",
+        "torch_dtype",
+        "dtype",
+        "bos_token_id",
+        "eos_token_id",
+        "pad_token_id",
+        "initializer_range",
+        "use_cache",
+        "attention_dropout",
+        "output_router_logits",
+        "router_aux_loss_coef",
+        "router_jitter_noise",
+        "norm_topk_prob",
+        "use_mrope",
+        "return_dict",
+        "output_hidden_states",
+        "output_attentions",
+        "torchscript",
+        "pruned_heads",
+        "auto_map",
+        "tokenizer_class",
+        "task_specific_params",
+        "gradient_checkpointing",
+    }
+)
 #: per family: fields that change no shape, byte or MAC (dropout, initialisation, numerics, scaling constants,
 #: the sequence-summary head of the double-heads GPT-2 model, a cache layout hint)
 FAMILY_NO_EFFECT: dict[str, frozenset[str]] = {
     "opt": frozenset({"dropout", "activation_dropout", "layerdrop", "init_std", "prefix"}),
-    "gpt2": frozenset({"resid_pdrop", "embd_pdrop", "attn_pdrop", "summary_type", "summary_use_proj",
-                       "summary_activation", "summary_proj_to_labels", "summary_first_dropout", "scale_attn_weights",
-                       "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "n_ctx"}),
-    "gpt_neox": frozenset({"hidden_dropout", "classifier_dropout", "attention_probs_dropout_prob",
-                           "hidden_dropout_prob"}),
+    "gpt2": frozenset(
+        {
+            "resid_pdrop",
+            "embd_pdrop",
+            "attn_pdrop",
+            "summary_type",
+            "summary_use_proj",
+            "summary_activation",
+            "summary_proj_to_labels",
+            "summary_first_dropout",
+            "scale_attn_weights",
+            "scale_attn_by_inverse_layer_idx",
+            "reorder_and_upcast_attn",
+            "n_ctx",
+        }
+    ),
+    "gpt_neox": frozenset(
+        {"hidden_dropout", "classifier_dropout", "attention_probs_dropout_prob", "hidden_dropout_prob"}
+    ),
     "phi3": frozenset({"resid_pdrop", "embd_pdrop", "original_max_position_embeddings"}),
     "gemma2": frozenset({"query_pre_attn_scalar", "cache_implementation", "hidden_act"}),
     "gemma3_text": frozenset({"query_pre_attn_scalar", "cache_implementation", "hidden_act", "rope_local_base_freq"}),
-    "deepseek_v2": frozenset({"aux_loss_alpha", "seq_aux", "routed_scaling_factor", "scoring_func", "ep_size",
-                              "n_group", "topk_group"}),
+    "deepseek_v2": frozenset(
+        {"aux_loss_alpha", "seq_aux", "routed_scaling_factor", "scoring_func", "ep_size", "n_group", "topk_group"}
+    ),
 }
 FAMILY_NO_EFFECT["gptj"] = FAMILY_NO_EFFECT["gpt2"]
 #: fields whose value must be the one the graph models (field -> (expected value, why))
@@ -117,8 +177,7 @@ def map_config(path: Path | str, name: str, hf_id: str | None = None) -> dict[st
         raise ImportHfError(f"{path}: expected a JSON object (a Hugging Face config.json)")
     archs = cfg.get("architectures")
     if not (isinstance(archs, list) and len(archs) == 1 and archs[0] in ARCHITECTURES):
-        raise ImportHfError(f"{path}: field 'architectures': expected one of {', '.join(ARCHITECTURES)}, got "
-                            f"{archs!r}")
+        raise ImportHfError(f"{path}: field 'architectures': expected one of {', '.join(ARCHITECTURES)}, got {archs!r}")
     fam = ARCHITECTURES[archs[0]]
     if cfg.get("model_type", fam) != fam:
         raise ImportHfError(f"{path}: field 'model_type': expected '{fam}' for {archs[0]}, got {cfg['model_type']!r}")
@@ -140,9 +199,14 @@ def map_config(path: Path | str, name: str, hf_id: str | None = None) -> dict[st
 
     put("hf_id", repo, "Hugging Face repository (config.json _name_or_path)" if hf_id is None else "--hf-id")
     put("architecture", fam, src("architectures") + f" = {archs[0]}")
-    for field, key in (("layers", "num_hidden_layers"), ("hidden", "hidden_size"),
-                       ("heads", "num_attention_heads"), ("intermediate", "intermediate_size"),
-                       ("vocab", "vocab_size"), ("max_position", "max_position_embeddings")):
+    for field, key in (
+        ("layers", "num_hidden_layers"),
+        ("hidden", "hidden_size"),
+        ("heads", "num_attention_heads"),
+        ("intermediate", "intermediate_size"),
+        ("vocab", "vocab_size"),
+        ("max_position", "max_position_embeddings"),
+    ):
         if key == "intermediate_size" and fam in ("gpt2", "gptj") and cfg.get("n_inner") is None:
             used.add("n_inner")
             put(field, 4 * out["hidden"][0], src(key) + " null: 4 x n_embd (GPT2MLP / GPTJMLP)")
@@ -153,8 +217,13 @@ def map_config(path: Path | str, name: str, hf_id: str | None = None) -> dict[st
         put(field, v, src(key))
     heads = out["heads"][0]
     kv = take("num_key_value_heads", int, heads)
-    put("kv_heads", kv, src("num_key_value_heads") if "num_key_value_heads" in cfg else
-        src("num_attention_heads") + " (no num_key_value_heads: multi-head attention)")
+    put(
+        "kv_heads",
+        kv,
+        src("num_key_value_heads")
+        if "num_key_value_heads" in cfg
+        else src("num_attention_heads") + " (no num_key_value_heads: multi-head attention)",
+    )
     if fam == "deepseek_v2":
         nope, rope = take("qk_nope_head_dim", int), take("qk_rope_head_dim", int)
         put("head_dim", nope + rope, src("qk_nope_head_dim") + " + qk_rope_head_dim (MLA query/key head)")
@@ -163,15 +232,21 @@ def map_config(path: Path | str, name: str, hf_id: str | None = None) -> dict[st
         hd = take("head_dim", int, None)
     if hd is None:
         if out["hidden"][0] % heads:
-            raise ImportHfError(f"{path}: field 'head_dim' is missing and hidden_size {out['hidden'][0]} is not a "
-                                f"multiple of num_attention_heads {heads}")
+            raise ImportHfError(
+                f"{path}: field 'head_dim' is missing and hidden_size {out['hidden'][0]} is not a "
+                f"multiple of num_attention_heads {heads}"
+            )
         put("head_dim", out["hidden"][0] // heads, src("hidden_size") + " / num_attention_heads")
     elif fam != "deepseek_v2":
         put("head_dim", hd, src("head_dim"))
     tied_default = fam in LEARNED + GEMMA
-    put("tied_embeddings", bool(take("tie_word_embeddings", bool, tied_default)),
-        src("tie_word_embeddings") if "tie_word_embeddings" in cfg else
-        f"{archs[0]} default ({'true' if tied_default else 'false'})")
+    put(
+        "tied_embeddings",
+        bool(take("tie_word_embeddings", bool, tied_default)),
+        src("tie_word_embeddings")
+        if "tie_word_embeddings" in cfg
+        else f"{archs[0]} default ({'true' if tied_default else 'false'})",
+    )
     if fam in OLD:
         put("rms_norm_eps", float(take("rms_norm_eps", (int, float), 1e-6)), src("rms_norm_eps"))
         put("rope_theta", float(take("rope_theta", (int, float), 10000.0)), src("rope_theta"))
@@ -179,19 +254,30 @@ def map_config(path: Path | str, name: str, hf_id: str | None = None) -> dict[st
         _positions_and_norms(fam, cfg, take, put, src, out, used, path)
     act = take("hidden_act", str, "silu")
     if act not in ACTIVATIONS:
-        raise ImportHfError(f"{path}: field '{names.get('hidden_act', 'hidden_act')}': expected one of "
-                            f"{', '.join(ACTIVATIONS)}, got {act!r}")
-    put("hidden_act", ACTIVATIONS[act], src("hidden_act") + ("" if ACTIVATIONS[act] == act else
-                                                             f" = {act} (the tanh approximation)"))
+        raise ImportHfError(
+            f"{path}: field '{names.get('hidden_act', 'hidden_act')}': expected one of "
+            f"{', '.join(ACTIVATIONS)}, got {act!r}"
+        )
+    put(
+        "hidden_act",
+        ACTIVATIONS[act],
+        src("hidden_act") + ("" if ACTIVATIONS[act] == act else f" = {act} (the tanh approximation)"),
+    )
     put("output_head", "lm", f"{archs[0]}: causal LM head over the vocabulary")
     _biases(fam, take, put, src)
-    put("qk_norm", fam in ("qwen3", "qwen3_moe", "gemma3_text"),
-        f"{fam} architecture: " + ("per-head RMSNorm on q and k" if fam in ("qwen3", "qwen3_moe", "gemma3_text")
-                                   else "no q/k norm"))
+    put(
+        "qk_norm",
+        fam in ("qwen3", "qwen3_moe", "gemma3_text"),
+        f"{fam} architecture: "
+        + ("per-head RMSNorm on q and k" if fam in ("qwen3", "qwen3_moe", "gemma3_text") else "no q/k norm"),
+    )
     _window(fam, cfg, take, put, src, out, used, path)
     if fam in GEMMA:
-        put("post_norms", True, f"{fam} architecture: post_attention_layernorm and post_feedforward_layernorm on "
-                                f"each branch output")
+        put(
+            "post_norms",
+            True,
+            f"{fam} architecture: post_attention_layernorm and post_feedforward_layernorm on each branch output",
+        )
         put("embed_scale", True, f"{fam} architecture: embeddings scaled by sqrt(hidden_size)")
         for field, key in (("attn_softcap", "attn_logit_softcapping"), ("final_softcap", "final_logit_softcapping")):
             used.add(key)
@@ -215,12 +301,18 @@ def map_config(path: Path | str, name: str, hf_id: str | None = None) -> dict[st
         if fam == "qwen2_moe":
             sh = take("shared_expert_intermediate_size", int, 0)
             put("shared_expert_intermediate", sh, src("shared_expert_intermediate_size"))
-            put("shared_expert_gate", sh > 0, "qwen2_moe architecture: sigmoid gate Linear(hidden, 1) on the shared "
-                                              "expert")
+            put(
+                "shared_expert_gate",
+                sh > 0,
+                "qwen2_moe architecture: sigmoid gate Linear(hidden, 1) on the shared expert",
+            )
         if fam == "deepseek_v2":
             n_sh = take("n_shared_experts", int, 0)
-            put("shared_expert_intermediate", n_sh * out["moe_intermediate"][0],
-                src("n_shared_experts") + " x moe_intermediate_size (DeepseekV2MoE: one MLP for the shared experts)")
+            put(
+                "shared_expert_intermediate",
+                n_sh * out["moe_intermediate"][0],
+                src("n_shared_experts") + " x moe_intermediate_size (DeepseekV2MoE: one MLP for the shared experts)",
+            )
             put("dense_layers", take("first_k_dense_replace", int, 0), src("first_k_dense_replace"))
     rope_scaling = cfg.get("rope_scaling")
     used.add("rope_scaling")
@@ -237,9 +329,11 @@ def map_config(path: Path | str, name: str, hf_id: str | None = None) -> dict[st
     quiet = NO_EFFECT | FAMILY_NO_EFFECT.get(fam, frozenset())
     unknown = sorted(k for k in cfg if k not in used and k not in quiet)
     if unknown:
-        raise ImportHfError(f"{path}: field '{unknown[0]}' is not mapped by import-hf for {archs[0]} (it may change "
-                            f"the model; refused rather than dropped)" +
-                            (f"; also unmapped: {', '.join(unknown[1:])}" if len(unknown) > 1 else ""))
+        raise ImportHfError(
+            f"{path}: field '{unknown[0]}' is not mapped by import-hf for {archs[0]} (it may change "
+            f"the model; refused rather than dropped)"
+            + (f"; also unmapped: {', '.join(unknown[1:])}" if len(unknown) > 1 else "")
+        )
     out["__notes__"] = (notes, "")
     return out
 
@@ -247,8 +341,16 @@ def map_config(path: Path | str, name: str, hf_id: str | None = None) -> dict[st
 Take = Any  # the closures of map_config: take(key, kind, default), put(field, value, source), src(key)
 
 
-def _positions_and_norms(fam: str, cfg: dict[str, Any], take: Take, put: Take, src: Take,
-                         out: dict[str, tuple[Any, str]], used: set[str], path: Path) -> None:
+def _positions_and_norms(
+    fam: str,
+    cfg: dict[str, Any],
+    take: Take,
+    put: Take,
+    src: Take,
+    out: dict[str, tuple[Any, str]],
+    used: set[str],
+    path: Path,
+) -> None:
     """Positions (learned table, full or partial RoPE), norm kind and epsilon, MLP kind and block layout of the
     families added in issue 26; a field a family does not have stays absent."""
     if "rms_norm_eps" in cfg or KEY_NAMES.get(fam, {}).get("rms_norm_eps") in cfg:
@@ -259,14 +361,19 @@ def _positions_and_norms(fam: str, cfg: dict[str, Any], take: Take, put: Take, s
             put("position_offset", 2, "OPTLearnedPositionalEmbedding: offset 2 (modeling_opt)")
             wpd = take("word_embed_proj_dim", int, out["hidden"][0])
             if wpd != out["hidden"][0]:
-                raise ImportHfError(f"{path}: field 'word_embed_proj_dim': expected hidden_size "
-                                    f"({out['hidden'][0]}) (project_in/project_out are not modelled), got {wpd}")
+                raise ImportHfError(
+                    f"{path}: field 'word_embed_proj_dim': expected hidden_size "
+                    f"({out['hidden'][0]}) (project_in/project_out are not modelled), got {wpd}"
+                )
     elif fam == "gptj":
         put("rope_theta", 10000.0, "GPT-J modelling code: fixed RoPE base 10000 (create_sinusoidal_positions)")
         put("rotary_dim", take("rotary_dim", int), src("rotary_dim"))
     elif fam == "gpt_neox":
-        theta = take("rope_theta", (int, float), None) if "rope_theta" in cfg else take("rotary_emb_base",
-                                                                                         (int, float), 10000.0)
+        theta = (
+            take("rope_theta", (int, float), None)
+            if "rope_theta" in cfg
+            else take("rotary_emb_base", (int, float), 10000.0)
+        )
         put("rope_theta", float(theta), src("rope_theta"))
         used.add("rotary_pct")
         pct = _field(path, cfg, "rotary_pct", (int, float), 0.25)
@@ -284,8 +391,12 @@ def _positions_and_norms(fam: str, cfg: dict[str, Any], take: Take, put: Take, s
         put("block", "parallel-one-norm", "GPTJBlock: attention and MLP read one ln_1 output, summed with the residual")
     elif fam == "gpt_neox":
         par = bool(take("use_parallel_residual", bool, True))
-        put("block", "parallel" if par else "sequential", src("use_parallel_residual") +
-            (": attention and MLP each with its own norm, summed with the residual" if par else ""))
+        put(
+            "block",
+            "parallel" if par else "sequential",
+            src("use_parallel_residual")
+            + (": attention and MLP each with its own norm, summed with the residual" if par else ""),
+        )
 
 
 def _biases(fam: str, take: Take, put: Take, src: Take) -> None:
@@ -316,8 +427,16 @@ def _biases(fam: str, take: Take, put: Take, src: Take) -> None:
         put("lm_head_bias", True, "GPTJForCausalLM: lm_head = Linear(n_embd, vocab_size) with a bias")
 
 
-def _window(fam: str, cfg: dict[str, Any], take: Take, put: Take, src: Take, out: dict[str, tuple[Any, str]],
-            used: set[str], path: Path) -> None:
+def _window(
+    fam: str,
+    cfg: dict[str, Any],
+    take: Take,
+    put: Take,
+    src: Take,
+    out: dict[str, tuple[Any, str]],
+    used: set[str],
+    path: Path,
+) -> None:
     """Sliding-window attention: one window for all layers (Mistral), the first N layers full (Qwen
     max_window_layers, layer_types), or full layers interleaved every P layers (Gemma 2: P = 2, Gemma 3:
     sliding_window_pattern, layer_types)."""
@@ -340,26 +459,45 @@ def _window(fam: str, cfg: dict[str, Any], take: Take, put: Take, src: Take, out
     if "layer_types" in cfg:
         used.add("layer_types")
         types = cfg["layer_types"]
-        if not (isinstance(types, list) and len(types) == n
-                and all(t in ("full_attention", "sliding_attention") for t in types)):
-            raise ImportHfError(f"{path}: field 'layer_types': expected {n} entries of "
-                                f"'full_attention' / 'sliding_attention', got {types!r}")
+        if not (
+            isinstance(types, list)
+            and len(types) == n
+            and all(t in ("full_attention", "sliding_attention") for t in types)
+        ):
+            raise ImportHfError(
+                f"{path}: field 'layer_types': expected {n} entries of "
+                f"'full_attention' / 'sliding_attention', got {types!r}"
+            )
         n_full = next((i for i, t in enumerate(types) if t == "sliding_attention"), len(types))
-        period = next((p for p in range(2, n + 1) if all((t == "full_attention") == ((i + 1) % p == 0)
-                                                         for i, t in enumerate(types))), 0)
+        period = next(
+            (
+                p
+                for p in range(2, n + 1)
+                if all((t == "full_attention") == ((i + 1) % p == 0) for i, t in enumerate(types))
+            ),
+            0,
+        )
         if period and n_full == 0:
             every, every_src = period, src("layer_types") + f": every {period}th layer full"
         elif any(t == "full_attention" for t in types[n_full:]):
-            raise ImportHfError(f"{path}: field 'layer_types': expected the first N layers full and the rest "
-                                f"sliding, or full layers every P layers; got {types!r}")
+            raise ImportHfError(
+                f"{path}: field 'layer_types': expected the first N layers full and the rest "
+                f"sliding, or full layers every P layers; got {types!r}"
+            )
         else:
             if n_full == len(types):
                 window = None
             full_layers = n_full
-    put("sliding_window", int(window or 0),
-        src("sliding_window") if window else src("sliding_window") + " (null or disabled: full attention)")
-    put("full_attention_layers", int(full_layers) if window else 0,
-        src("max_window_layers") if (window and fam in QWEN) else "all layers use the same attention")
+    put(
+        "sliding_window",
+        int(window or 0),
+        src("sliding_window") if window else src("sliding_window") + " (null or disabled: full attention)",
+    )
+    put(
+        "full_attention_layers",
+        int(full_layers) if window else 0,
+        src("max_window_layers") if (window and fam in QWEN) else "all layers use the same attention",
+    )
     if window and every:
         put("full_attention_every", every, every_src)
 
@@ -386,9 +524,12 @@ def _toml_value(v: Any) -> str:
 def to_toml(fields: dict[str, tuple[Any, str]], name: str, display_name: str | None = None) -> str:
     """The spec file text: every value with its source."""
     notes = fields.get("__notes__", ("", ""))[0]
-    lines = ['kind = "llm"', f"name = {json.dumps(name)}",
-             f"display_name = {json.dumps(display_name or fields['hf_id'][0].split('/')[-1])}",
-             f"notes = {json.dumps(notes)}"]
+    lines = [
+        'kind = "llm"',
+        f"name = {json.dumps(name)}",
+        f"display_name = {json.dumps(display_name or fields['hf_id'][0].split('/')[-1])}",
+        f"notes = {json.dumps(notes)}",
+    ]
     for k, (v, s) in fields.items():
         if k == "__notes__":
             continue
@@ -396,8 +537,9 @@ def to_toml(fields: dict[str, tuple[Any, str]], name: str, display_name: str | N
     return "\n".join(lines) + "\n"
 
 
-def import_hf(config: Path | str, name: str, out_dir: Path | str = ".", hf_id: str | None = None,
-              display_name: str | None = None) -> Path:
+def import_hf(
+    config: Path | str, name: str, out_dir: Path | str = ".", hf_id: str | None = None, display_name: str | None = None
+) -> Path:
     """Write ``out_dir/NAME.toml`` from a config.json and validate it by loading it; return its path."""
     from hwmodel.specs import load_spec_file
 

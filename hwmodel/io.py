@@ -10,6 +10,7 @@ named ``x.jsonl`` and plain text named ``x.jsonl.gz`` both read correctly. Other
 zip) are refused by name. Text is UTF-8 (a leading byte-order mark is dropped); a byte that is not UTF-8 is
 reported with its line and column.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -39,8 +40,9 @@ class InputFileError(SpecError):
     A :class:`SpecError` (so code that handles broken spec files handles unreadable ones too) with a line number.
     """
 
-    def __init__(self, path: object, expected: str, got: object = ..., *, line: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self, path: object, expected: str, got: object = ..., *, line: int | None = None, field: str | None = None
+    ) -> None:
         where = f"{path}" + (f":{line}" if line is not None else "")
         what = f" field '{field}':" if field else ""
         got_txt = "" if got is ... else f", got {got}"
@@ -107,18 +109,22 @@ def iter_lines(path: Path | str, what: str = "file") -> Iterator[tuple[int, str]
         with fh:
             for n, raw in enumerate(fh, start=1):
                 if n == 1 and raw.startswith(_BOM):
-                    raw = raw[len(_BOM):]
+                    raw = raw[len(_BOM) :]
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise InputFileError(path, "UTF-8 text", f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1}",
-                                         line=n) from None
+                    raise InputFileError(
+                        path, "UTF-8 text", f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1}", line=n
+                    ) from None
                 yield n, text
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise InputFileError(path, f"a complete gzip stream ({what})",
-                             f"truncated or corrupt data {f'after line {n}' if n else 'before the first line'} "
-                             f"({exc or type(exc).__name__})",
-                             line=n + 1) from None
+        raise InputFileError(
+            path,
+            f"a complete gzip stream ({what})",
+            f"truncated or corrupt data {f'after line {n}' if n else 'before the first line'} "
+            f"({exc or type(exc).__name__})",
+            line=n + 1,
+        ) from None
     except OSError as exc:
         raise InputFileError(path, f"a readable {what}", _os_problem(exc), line=n + 1) from None
 
@@ -173,6 +179,7 @@ def _json_key(k: Any) -> str:
 
 def parse_json(text: str, path: object, line: int | None = None, what: str = "JSON") -> Any:
     """``json.loads`` with an error naming the file and the line (NaN and Infinity literals refused)."""
+
     def _no_constant(name: str) -> Any:
         raise ValueError(name)
 

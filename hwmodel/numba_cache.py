@@ -25,6 +25,7 @@ packages in :data:`PACKAGES` next to this one) and keeps its kernels in
 module is imported; it costs nothing until Numba itself is imported (a one-shot import hook patches it then).
 Files outside the project keep Numba's own locators.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -86,8 +87,10 @@ def _warn_once(why: str) -> None:
     global _warned
     if not _warned:
         _warned = True
-        print(f"hwmodel: warning: Numba kernel cache not writable ({why}); kernels are compiled in every run",
-              file=sys.stderr)
+        print(
+            f"hwmodel: warning: Numba kernel cache not writable ({why}); kernels are compiled in every run",
+            file=sys.stderr,
+        )
 
 
 def _patch(numba_mod: ModuleType | None = None) -> None:
@@ -96,9 +99,9 @@ def _patch(numba_mod: ModuleType | None = None) -> None:
 
     if getattr(caching, "_hwmodel_locator", None) is not None:
         return
-    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")  # renamed in numba 0.61
-    base = getattr(caching, "_CacheLocator")
-    mixin = getattr(caching, "_SourceFileBackedLocatorMixin")
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # renamed in numba 0.61
+    base = caching._CacheLocator
+    mixin = caching._SourceFileBackedLocatorMixin
 
     class ProjectCacheLocator(mixin, base):  # type: ignore[misc, valid-type]
         """Numba locator for the project's sources: ``kernel_dir()/<numba's per-directory subpath>``."""

@@ -8,6 +8,7 @@ reproduces it). Floats are written with ``repr`` precision, so loading returns e
 
 ``HWMODEL_PARAMS_DIR`` points the readers at another directory of parameter files (a re-fit under study).
 """
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,14 @@ def load_values(path: Path | str) -> dict[str, float]:
     return out
 
 
-def write_params_file(path: Path | str, model: str, params: Mapping[str, Mapping[str, Any]],
-                      fixed: Mapping[str, Mapping[str, Any]], fit: Mapping[str, Any], description: str) -> None:
+def write_params_file(
+    path: Path | str,
+    model: str,
+    params: Mapping[str, Mapping[str, Any]],
+    fixed: Mapping[str, Mapping[str, Any]],
+    fit: Mapping[str, Any],
+    description: str,
+) -> None:
     """Write a parameter file (sorted keys, a trailing newline, so re-fits diff cleanly)."""
     doc = {"model": model, "description": description, "params": dict(params), "fixed": dict(fixed), "fit": dict(fit)}
     Path(path).parent.mkdir(parents=True, exist_ok=True)

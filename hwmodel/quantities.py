@@ -18,6 +18,7 @@ Every figure here is computed from an engine's own model, never typed:
 A test (``tests/test_quantities.py``) checks that the API, the CLI's ``--json`` and the validation row of the same
 point agree over GPU, streaming and instruction-driven engines.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,7 +43,7 @@ def _inner(eng: Any) -> Any:
 
 
 def engine_kind(eng: Any) -> str:
-    """"gpu", "instruction", "streaming" or "other": which power model answers for this engine."""
+    """ "gpu", "instruction", "streaming" or "other": which power model answers for this engine."""
     e = _inner(eng)
     if hasattr(e, "decode_power_w") and hasattr(e, "decode_energy_j"):
         return "gpu"
@@ -114,8 +115,12 @@ class DecodeFigures:
         return 1.0 / self.energy_per_token_j
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "tokens_per_s": self.tokens_per_s,
-                "energy_per_token_j": self.energy_per_token_j, "tokens_per_s_per_w": self.tokens_per_s_per_w}
+        return {
+            **dataclasses.asdict(self),
+            "tokens_per_s": self.tokens_per_s,
+            "energy_per_token_j": self.energy_per_token_j,
+            "tokens_per_s_per_w": self.tokens_per_s_per_w,
+        }
 
 
 def decode_point(eng: Any, ctx: int) -> DecodeFigures:
@@ -136,8 +141,9 @@ def decode_window(eng: Any, input_tokens: int, output_tokens: int, stride: int =
     ``input_tokens .. input_tokens + output_tokens - 1``; one simulated step per ``stride`` on engines without a
     vectorized decode)."""
     if input_tokens < 0 or output_tokens < 1:
-        raise HwmodelError(f"a decode window needs input_tokens >= 0 and output_tokens >= 1, got {input_tokens} "
-                           f"and {output_tokens}")
+        raise HwmodelError(
+            f"a decode window needs input_tokens >= 0 and output_tokens >= 1, got {input_tokens} and {output_tokens}"
+        )
     e = _inner(eng)
     if engine_kind(eng) == "gpu":
         import numpy as np
@@ -145,13 +151,13 @@ def decode_window(eng: Any, input_tokens: int, output_tokens: int, stride: int =
         steps = np.asarray(e.decode_steps_s(input_tokens, output_tokens), dtype=float)
         total_s = float(np.sum(steps))
         power = float(e.decode_energy_j(input_tokens, output_tokens)) / total_s
-        return DecodeFigures(str(eng.name), input_tokens, output_tokens, float(np.mean(steps)), power,
-                             output_tokens)
+        return DecodeFigures(str(eng.name), input_tokens, output_tokens, float(np.mean(steps)), power, output_tokens)
     ctxs = window_contexts(input_tokens, output_tokens, stride)
     times = [float(eng.decode_s(c)) for c in ctxs]
     energy = sum(decode_power_w(eng, c) * t for c, t in zip(ctxs, times, strict=True))
-    return DecodeFigures(str(eng.name), input_tokens, output_tokens, sum(times) / len(times), energy / sum(times),
-                         len(times))
+    return DecodeFigures(
+        str(eng.name), input_tokens, output_tokens, sum(times) / len(times), energy / sum(times), len(times)
+    )
 
 
 def prefill_figures(eng: Any, n_tokens: int, ctx: int = 0) -> dict[str, float]:

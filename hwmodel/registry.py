@@ -7,6 +7,7 @@ user files: :func:`load_plugin` imports a Python file by path, which registers w
 ``HWMODEL_PLUGINS`` (paths separated by ``os.pathsep``) names files every process loads on first use, so a worker
 process of a study sees the same registrations as its parent.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,8 +35,9 @@ class Registry(Generic[T]):
     then by registration (a built-in's rank fixes where it stands in reports; a user's addition without one comes
     last)."""
 
-    def __init__(self, what: str, package: str | None = None, *, suffix: str = "",
-                 rank: Callable[[T], float] | None = None) -> None:
+    def __init__(
+        self, what: str, package: str | None = None, *, suffix: str = "", rank: Callable[[T], float] | None = None
+    ) -> None:
         self.what = what
         self.package = package
         self.suffix = suffix

@@ -9,6 +9,7 @@ mean over seeds of each seed's percentile, with its t interval -- *not* a percen
 Used by the serving replicas (:mod:`hwmodel.serving.replicas`), the system-A replicas
 (:mod:`hwmodel.reasoning.replicas`), the API (``seeds=N``) and the CLI (``--seeds N``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -81,8 +82,14 @@ class Replicas:
     summary: dict[str, Interval]
 
     @classmethod
-    def of(cls, what: str, seeds: Iterable[int], runs: Iterable[Any], per_seed: Iterable[Mapping[str, Any]],
-           confidence: float = CONFIDENCE) -> Replicas:
+    def of(
+        cls,
+        what: str,
+        seeds: Iterable[int],
+        runs: Iterable[Any],
+        per_seed: Iterable[Mapping[str, Any]],
+        confidence: float = CONFIDENCE,
+    ) -> Replicas:
         flat = tuple(flatten(m) for m in per_seed)
         keys = [k for k in flat[0] if all(k in f and math.isfinite(f[k]) for f in flat)] if flat else []
         summary = {k: t_interval([f[k] for f in flat], confidence) for k in keys}
@@ -107,14 +114,20 @@ class Replicas:
         return [{"seed": s, **m} for s, m in zip(self.seeds, self.per_seed, strict=True)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"what": self.what, "seeds": list(self.seeds), "n_seeds": self.n,
-                "confidence": self.confidence,
-                "metrics": {k: v.to_dict() for k, v in self.summary.items()}}
+        return {
+            "what": self.what,
+            "seeds": list(self.seeds),
+            "n_seeds": self.n,
+            "confidence": self.confidence,
+            "metrics": {k: v.to_dict() for k, v in self.summary.items()},
+        }
 
     def markdown(self, metrics: Sequence[str]) -> str:
         """A Markdown table of ``metrics``: mean and interval, and how many seeds."""
-        title = (f"{self.what}: mean and {round(100 * self.confidence)} % confidence interval (Student t) over "
-                 f"{self.n} seeds ({self.seeds[0]}..{self.seeds[-1]})")
+        title = (
+            f"{self.what}: mean and {round(100 * self.confidence)} % confidence interval (Student t) over "
+            f"{self.n} seeds ({self.seeds[0]}..{self.seeds[-1]})"
+        )
         lines = [title, "", "| metric | mean | interval | std over seeds |", "|---|---|---|---|"]
         for m in metrics:
             iv = self[m]

@@ -18,6 +18,7 @@ Multi-token prefill is the back-end's choice (``prefill``):
 ``grid=1`` simulates every context (exact). The wrapper declares the capabilities it implements: decoder,
 prefiller, ingester, power by phase, and the wrapped engine's context bound.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,8 +33,16 @@ PREFILL_MODES = ("tokenwise", "engine")
 class ContextSampledEngine:
     """An engine whose per-token times are sampled every ``grid`` contexts (module docstring)."""
 
-    CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.CONTEXT_BOUND, Capability.SAMPLED})
+    CAPABILITIES = frozenset(
+        {
+            Capability.DECODER,
+            Capability.PREFILLER,
+            Capability.INGESTER,
+            Capability.POWERED,
+            Capability.CONTEXT_BOUND,
+            Capability.SAMPLED,
+        }
+    )
 
     def __init__(self, engine: Any, grid: int = 16, max_ctx: int | None = None, prefill: str = "tokenwise") -> None:
         if grid < 1:
@@ -62,8 +71,10 @@ class ContextSampledEngine:
         want = self.engine.prefill_s(2, c)
         got = self._token_s(c, False) + self._token_s(c + 1, True)
         if abs(want - got) > 1e-12 * max(1.0, abs(want)):
-            raise TypeError(f"{self.engine.name}: prefill_s is not token by token ({want} != {got}); "
-                            "sample it with prefill='engine'")
+            raise TypeError(
+                f"{self.engine.name}: prefill_s is not token by token ({want} != {got}); "
+                "sample it with prefill='engine'"
+            )
 
     def _point(self, table: dict[int, float], ctx: int, head: bool) -> float:
         v = table.get(ctx)

@@ -13,6 +13,7 @@ tables), ``tuple[T, ...]`` (TOML arrays, of scalars or of tables), ``dict[str, T
 ``T | None`` with a default of None. Unknown keys are refused, so a typo never silently falls back to a default.
 A class may define ``_validate(self)`` yielding ``(field, expected, got)`` for cross-field rules.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -199,8 +200,14 @@ def _build(cls: Any, table: Any, path: object, prefix: str, sources: dict[str, s
         close = difflib.get_close_matches(unknown[0], known, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise SpecError(path, prefix + unknown[0], f"a known field name ({hint}known: {', '.join(known)})")
-    missing = [f.name for f in dataclasses.fields(cls) if f.name in known and f.name not in table
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.name in known
+        and f.name not in table
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
     for f in dataclasses.fields(cls):
         if f.name not in known:
             continue
@@ -208,13 +215,13 @@ def _build(cls: Any, table: Any, path: object, prefix: str, sources: dict[str, s
         if f.name not in table:
             if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
                 continue
-            what = "a { value = ..., source = \"...\" } table" if f.metadata.get("sourced") else _type_name(hints[f.name])
+            what = 'a { value = ..., source = "..." } table' if f.metadata.get("sourced") else _type_name(hints[f.name])
             also = f"; also missing: {', '.join(prefix + m for m in missing[1:])}" if len(missing) > 1 else ""
             raise SpecError(path, key, f"this required field to be present ({what}){also}")
         raw = table[f.name]
         if f.metadata.get("sourced"):
             if not isinstance(raw, dict) or set(raw) != {"value", "source"}:
-                raise SpecError(path, key, "a table { value = ..., source = \"...\" }", raw)
+                raise SpecError(path, key, 'a table { value = ..., source = "..." }', raw)
             src = raw["source"]
             if not isinstance(src, str) or not src.strip():
                 raise SpecError(path, key + ".source", "a non-empty string naming where the value comes from", src)

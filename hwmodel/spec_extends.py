@@ -15,6 +15,7 @@ loader reads TOML through :func:`hwmodel.schema.read_toml`, which calls :func:`r
 :func:`override` applies a nested dict of new values to a parsed table the same way (the API's
 ``hw.with_fields``); a bare value given for a sourced leaf is sourced as ``"override from Python (hwmodel.api)"``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -25,9 +26,16 @@ from hwmodel.errors import SpecError
 
 _ROOT = Path(__file__).resolve().parent.parent
 #: built-in spec directories searched for a parent by name (after the extending file's own directory)
-BUILTIN_DIRS = (_ROOT / "hwmodel" / "reasoning" / "systems", _ROOT / "hwmodel" / "serving" / "clusters",
-                _ROOT / "fpga" / "designs", _ROOT / "fpga" / "designs" / "instruction", _ROOT / "fpga" / "boards",
-                _ROOT / "gpu" / "devices", _ROOT / "interconnect" / "links", _ROOT / "hwmodel" / "llms")
+BUILTIN_DIRS = (
+    _ROOT / "hwmodel" / "reasoning" / "systems",
+    _ROOT / "hwmodel" / "serving" / "clusters",
+    _ROOT / "fpga" / "designs",
+    _ROOT / "fpga" / "designs" / "instruction",
+    _ROOT / "fpga" / "boards",
+    _ROOT / "gpu" / "devices",
+    _ROOT / "interconnect" / "links",
+    _ROOT / "hwmodel" / "llms",
+)
 OVERRIDE_SOURCE = "override from Python (hwmodel.api)"
 
 
@@ -38,8 +46,11 @@ def _is_leaf(v: Any) -> bool:
 
 def _mark_inherited(table: Any, parent: str) -> Any:
     if _is_leaf(table):
-        return {**table, "source": f"{table.get('source', '')} [inherited from {parent}]"} if "source" in table \
+        return (
+            {**table, "source": f"{table.get('source', '')} [inherited from {parent}]"}
+            if "source" in table
             else dict(table)
+        )
     if isinstance(table, Mapping):
         return {k: _mark_inherited(v, parent) for k, v in table.items()}
     if isinstance(table, list):
@@ -74,12 +85,22 @@ def _find_parent(name: str, path: Path, kind: Any) -> Path:
 
         found = [f for f in found if read_toml(f).get("kind") == kind] or found
     if not found:
-        raise SpecError(path, "extends", f"the name of a spec beside this file or a built-in one "
-                                         f"(looked in {path.parent} and {len(BUILTIN_DIRS)} built-in directories)",
-                        name)
+        raise SpecError(
+            path,
+            "extends",
+            f"the name of a spec beside this file or a built-in one "
+            f"(looked in {path.parent} and {len(BUILTIN_DIRS)} built-in directories)",
+            name,
+        )
     if len(found) > 1:
-        raise SpecError(path, "extends", "a name that is one spec only (several match: "
-                        + ", ".join(str(f.relative_to(_ROOT)) for f in found) + "); give a relative path", name)
+        raise SpecError(
+            path,
+            "extends",
+            "a name that is one spec only (several match: "
+            + ", ".join(str(f.relative_to(_ROOT)) for f in found)
+            + "); give a relative path",
+            name,
+        )
     return found[0]
 
 
@@ -94,14 +115,16 @@ def resolve(table: dict[str, Any], path: Path, _chain: tuple[Path, ...] = ()) ->
     chain = (*_chain, Path(path).resolve())
     parent_path = _find_parent(name, Path(path), table.get("kind"))
     if parent_path.resolve() in chain:
-        raise SpecError(path, "extends", "a chain without cycles ("
-                        + " -> ".join(p.name for p in (*chain, parent_path)) + ")", name)
+        raise SpecError(
+            path, "extends", "a chain without cycles (" + " -> ".join(p.name for p in (*chain, parent_path)) + ")", name
+        )
     from hwmodel.io import read_toml
 
     parent = resolve(read_toml(parent_path), parent_path, chain)
     if "kind" in parent and "kind" in table and parent["kind"] != table["kind"]:
-        raise SpecError(path, "kind", f"{parent['kind']!r}, the kind of the spec it extends ({parent_path.name})",
-                        table["kind"])
+        raise SpecError(
+            path, "kind", f"{parent['kind']!r}, the kind of the spec it extends ({parent_path.name})", table["kind"]
+        )
     child = {k: v for k, v in table.items() if k != "extends"}
     return merge(_mark_inherited(parent, parent_path.stem), child)
 
@@ -166,7 +189,8 @@ def _apply_items(items: list[Any], changes: Mapping[str, Any], tp: Any, key: str
     for i, v in changes.items():
         n = int(i)
         if not 0 <= n < len(out) or not isinstance(out[n], Mapping) or not isinstance(v, Mapping):
-            raise SpecError("override", f"{key}.{i}", f"an index of an array of {len(out)} tables, with a table of "
-                            "changes", v)
+            raise SpecError(
+                "override", f"{key}.{i}", f"an index of an array of {len(out)} tables, with a table of changes", v
+            )
         out[n] = _apply(out[n], v, elem)
     return out

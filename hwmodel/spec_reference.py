@@ -8,6 +8,7 @@ default, whether it is required, its allowed values and its description, and a s
 JSON Schema (draft 2020-12) an editor can validate a TOML spec against as it is typed (e.g. with taplo or Even
 Better TOML: ``#:schema ./board.schema.json``). Fields other helpers add to a dataclass appear here by themselves.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,35 +46,72 @@ class Kind:
         return getattr(importlib.import_module(mod), name)
 
 
-KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("fpga-board", "hwmodel.specs:BoardSpec", "an FPGA accelerator card (`--spec-dir`, fpga/boards/)",
-         ("fpga/boards/*.toml",)),
-    Kind("llm", "hwmodel.specs:LlmSpec", "a decoder-only LLM's shapes (`--spec-dir`, hwmodel/llms/; "
-                                         "`specs import-hf` writes one)", ("hwmodel/llms/*.toml", "examples/llms/*.toml",
-                                                                           "calibration/llms/*.toml")),
-    Kind("gpu", "hwmodel.specs:GpuSpec", "a GPU (`--spec-dir`, gpu/devices/)", ("gpu/devices/*.toml",)),
-    Kind("link", "hwmodel.specs:LinkSpec", "a point-to-point link (`--spec-dir`, interconnect/links/)",
-         ("interconnect/links/*.toml",)),
-    Kind("design", "fpga.streaming.design:StreamingDesign", "a streaming FPGA decode design (`fpga decode --design FILE`, "
-                                                  "fpga/designs/)", ("fpga/designs/*.toml", "examples/designs/*.toml"),
-         values="either"),
-    Kind("instruction-design", "fpga.instruction.design:InstructionDesign",
-         "an instruction-driven FPGA design (`fpga instruction run --design FILE`, fpga/designs/instruction/)",
-         ("fpga/designs/instruction/*.toml",)),
-    Kind("cluster", "hwmodel.serving.cluster:ClusterSpec", "a serving cluster for system B (`serving run "
-                                                           "--cluster FILE`, hwmodel/serving/clusters/)",
-         ("hwmodel/serving/clusters/*.toml",)),
-    Kind("system", "hwmodel.reasoning.system:ReasoningSystem", "a system-A reasoning system (`reasoning run "
-                                                               "--system FILE`, hwmodel/reasoning/systems/)",
-         ("hwmodel/reasoning/systems/*.toml",)),
-    Kind("sweep", "hwmodel.dse.spec:SweepSection", "a design-space sweep (`sweep run FILE`, examples/sweeps/)",
-         ("examples/sweeps/*.toml",), table="sweep",
-         extra_tables=(("report", "hwmodel.dse.spec:ReportSection"),
-                       ("parameters", "axes: `name = [values]` or `{ min, max, step | num | factor }`; the names "
-                                      "are the evaluator's parameters (`sweep evaluators`)"),
-                       ("objectives", "`metric = \"min\" | \"max\"` for the evaluator's metrics"),
-                       ("constraints", "`metric = { min = ..., max = ... }` bounds on the evaluator's metrics"))),
-)}
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind(
+            "fpga-board",
+            "hwmodel.specs:BoardSpec",
+            "an FPGA accelerator card (`--spec-dir`, fpga/boards/)",
+            ("fpga/boards/*.toml",),
+        ),
+        Kind(
+            "llm",
+            "hwmodel.specs:LlmSpec",
+            "a decoder-only LLM's shapes (`--spec-dir`, hwmodel/llms/; `specs import-hf` writes one)",
+            ("hwmodel/llms/*.toml", "examples/llms/*.toml", "calibration/llms/*.toml"),
+        ),
+        Kind("gpu", "hwmodel.specs:GpuSpec", "a GPU (`--spec-dir`, gpu/devices/)", ("gpu/devices/*.toml",)),
+        Kind(
+            "link",
+            "hwmodel.specs:LinkSpec",
+            "a point-to-point link (`--spec-dir`, interconnect/links/)",
+            ("interconnect/links/*.toml",),
+        ),
+        Kind(
+            "design",
+            "fpga.streaming.design:StreamingDesign",
+            "a streaming FPGA decode design (`fpga decode --design FILE`, fpga/designs/)",
+            ("fpga/designs/*.toml", "examples/designs/*.toml"),
+            values="either",
+        ),
+        Kind(
+            "instruction-design",
+            "fpga.instruction.design:InstructionDesign",
+            "an instruction-driven FPGA design (`fpga instruction run --design FILE`, fpga/designs/instruction/)",
+            ("fpga/designs/instruction/*.toml",),
+        ),
+        Kind(
+            "cluster",
+            "hwmodel.serving.cluster:ClusterSpec",
+            "a serving cluster for system B (`serving run --cluster FILE`, hwmodel/serving/clusters/)",
+            ("hwmodel/serving/clusters/*.toml",),
+        ),
+        Kind(
+            "system",
+            "hwmodel.reasoning.system:ReasoningSystem",
+            "a system-A reasoning system (`reasoning run --system FILE`, hwmodel/reasoning/systems/)",
+            ("hwmodel/reasoning/systems/*.toml",),
+        ),
+        Kind(
+            "sweep",
+            "hwmodel.dse.spec:SweepSection",
+            "a design-space sweep (`sweep run FILE`, examples/sweeps/)",
+            ("examples/sweeps/*.toml",),
+            table="sweep",
+            extra_tables=(
+                ("report", "hwmodel.dse.spec:ReportSection"),
+                (
+                    "parameters",
+                    "axes: `name = [values]` or `{ min, max, step | num | factor }`; the names "
+                    "are the evaluator's parameters (`sweep evaluators`)",
+                ),
+                ("objectives", '`metric = "min" | "max"` for the evaluator\'s metrics'),
+                ("constraints", "`metric = { min = ..., max = ... }` bounds on the evaluator's metrics"),
+            ),
+        ),
+    )
+}
 
 
 def _extra_cls(what: str) -> Any:
@@ -147,8 +185,15 @@ def check_words(check: Callable[[Any], str | None] | None) -> str:
 
 def _default_words(f: dataclasses.Field) -> str:
     if f.default is not dataclasses.MISSING:
-        return "(absent)" if f.default is None else json.dumps(f.default) if isinstance(f.default, str) else repr(
-            f.default).lower() if isinstance(f.default, bool) else repr(f.default)
+        return (
+            "(absent)"
+            if f.default is None
+            else json.dumps(f.default)
+            if isinstance(f.default, str)
+            else repr(f.default).lower()
+            if isinstance(f.default, bool)
+            else repr(f.default)
+        )
     if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
         v = f.default_factory()  # type: ignore[misc]
         return "{}" if isinstance(v, dict) else "[]" if isinstance(v, (list, tuple)) else repr(v)
@@ -164,10 +209,20 @@ def fields(cls: Any, table: str = "") -> list[Field]:
     for f in _fields_of(cls):
         tp, _ = _unwrap(hints[f.name])
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
-        rows.append(Field(table=table, name=f.name, type=_type_word(hints[f.name]), unit=f.metadata.get("unit", ""),
-                          default=_default_words(f), required=required, allowed=check_words(f.metadata.get("check")),
-                          doc=f.metadata.get("doc", ""), sourced=bool(f.metadata.get("sourced"))))
-        sub = (f"{table}.{f.name}" if table else f.name)
+        rows.append(
+            Field(
+                table=table,
+                name=f.name,
+                type=_type_word(hints[f.name]),
+                unit=f.metadata.get("unit", ""),
+                default=_default_words(f),
+                required=required,
+                allowed=check_words(f.metadata.get("check")),
+                doc=f.metadata.get("doc", ""),
+                sourced=bool(f.metadata.get("sourced")),
+            )
+        )
+        sub = f"{table}.{f.name}" if table else f.name
         elem = tp
         if typing.get_origin(tp) is tuple:
             elem, sub = typing.get_args(tp)[0], sub + "[]"
@@ -191,8 +246,12 @@ def _value_schema(tp: Any, check: Any, values: str) -> dict[str, Any]:
     elif dataclasses.is_dataclass(tp):
         out = class_schema(tp, values)
     else:
-        out = {int: {"type": "integer"}, float: {"type": "number"}, bool: {"type": "boolean"},
-               str: {"type": "string"}}.get(tp, {})
+        out = {
+            int: {"type": "integer"},
+            float: {"type": "number"},
+            bool: {"type": "boolean"},
+            str: {"type": "string"},
+        }.get(tp, {})
     keywords = dict(getattr(check, "json", {}) or {})
     if out.get("type") == "string" and "minItems" in keywords:
         keywords["minLength"] = keywords.pop("minItems")
@@ -204,9 +263,12 @@ def _value_schema(tp: Any, check: Any, values: str) -> dict[str, Any]:
 
 
 def _sourced(inner: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": {"value": inner, "source": {"type": "string", "minLength": 1,
-                                                                       "pattern": r"\S"}},
-            "required": ["value", "source"], "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {"value": inner, "source": {"type": "string", "minLength": 1, "pattern": r"\S"}},
+        "required": ["value", "source"],
+        "additionalProperties": False,
+    }
 
 
 def class_schema(cls: Any, values: str = "per-field") -> dict[str, Any]:
@@ -216,8 +278,9 @@ def class_schema(cls: Any, values: str = "per-field") -> dict[str, Any]:
     required: list[str] = []
     for f in _fields_of(cls):
         inner = _value_schema(hints[f.name], f.metadata.get("check"), values)
-        words = " ".join(x for x in (f.metadata.get("doc", ""), f"[{f.metadata['unit']}]" if f.metadata.get("unit")
-                                     else "") if x)
+        words = " ".join(
+            x for x in (f.metadata.get("doc", ""), f"[{f.metadata['unit']}]" if f.metadata.get("unit") else "") if x
+        )
         if f.metadata.get("sourced"):
             schema = _sourced(inner)
         elif values == "either" and not dataclasses.is_dataclass(_unwrap(hints[f.name])[0]):
@@ -253,21 +316,32 @@ def json_schema(kind: str) -> dict[str, Any]:
         body["properties"]["kind"] = {"const": kind, "description": "spec kind"}
     body["properties"]["extends"] = {"type": "string", "description": EXTENDS_DOC}
     # a file that extends another gives only the fields it changes: nothing is required of it (its parent has them)
-    return {"$schema": DRAFT, "$id": f"https://hwmodel.invalid/schemas/{kind}.schema.json",
-            "title": f"hwmodel {kind} spec", "description": k.what, **_relaxed(body),
-            "if": {"not": {"required": ["extends"]}}, "then": body}
+    return {
+        "$schema": DRAFT,
+        "$id": f"https://hwmodel.invalid/schemas/{kind}.schema.json",
+        "title": f"hwmodel {kind} spec",
+        "description": k.what,
+        **_relaxed(body),
+        "if": {"not": {"required": ["extends"]}},
+        "then": body,
+    }
 
 
-EXTENDS_DOC = ("the name of a spec of the same kind this file extends (hwmodel/spec_extends.py): the file gives "
-               "only the fields it changes")
+EXTENDS_DOC = (
+    "the name of a spec of the same kind this file extends (hwmodel/spec_extends.py): the file gives "
+    "only the fields it changes"
+)
 
 
 def _relaxed(schema: Any) -> Any:
     """``schema`` with every required field dropped, at every depth (what an extending file may leave out); a sourced
     value still needs its ``value`` and ``source``."""
     if isinstance(schema, dict):
-        return {k: _relaxed(v) for k, v in schema.items()
-                if not (k == "anyOf" or (k == "required" and v != ["value", "source"]))}
+        return {
+            k: _relaxed(v)
+            for k, v in schema.items()
+            if not (k == "anyOf" or (k == "required" and v != ["value", "source"]))
+        }
     if isinstance(schema, list):
         return [_relaxed(v) for v in schema]
     return schema
@@ -316,38 +390,69 @@ def _examples(kind: str) -> dict[tuple[str, str], str]:
 
 
 def _table_rows(rows: list[Field], how: str, examples: dict[tuple[str, str], str]) -> list[str]:
-    out = ["| field | type | unit | default | required | allowed values | example | description |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| field | type | unit | default | required | allowed values | example | description |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         ex = examples.get((r.table, r.name), "")
-        written = ("`{ value, source }`" if r.sourced else "bare value or `{ value, source }`" if how == "either"
-                   else "bare value")
-        out.append("| " + " | ".join(_cell(x) for x in (
-            f"`{r.name}`", f"{r.type}, {written}" if r.type != "table" and not r.type.startswith("array of table")
-            and not r.type.startswith("table of table") else r.type, r.unit, f"`{r.default}`" if r.default else "",
-            "yes" if r.required else "no", r.allowed, f"`{ex}`" if ex else "", r.doc)) + " |")
+        written = (
+            "`{ value, source }`"
+            if r.sourced
+            else "bare value or `{ value, source }`"
+            if how == "either"
+            else "bare value"
+        )
+        out.append(
+            "| "
+            + " | ".join(
+                _cell(x)
+                for x in (
+                    f"`{r.name}`",
+                    f"{r.type}, {written}"
+                    if r.type != "table"
+                    and not r.type.startswith("array of table")
+                    and not r.type.startswith("table of table")
+                    else r.type,
+                    r.unit,
+                    f"`{r.default}`" if r.default else "",
+                    "yes" if r.required else "no",
+                    r.allowed,
+                    f"`{ex}`" if ex else "",
+                    r.doc,
+                )
+            )
+            + " |"
+        )
     return out
 
 
 def markdown() -> str:
     """docs/specs.md: every field of every spec kind."""
-    lines = ["# Spec reference", "",
-             "Generated from the schema by `hwmodel specs reference` (hwmodel/spec_reference.py); "
-             "tests/test_spec_reference.py fails when this file is out of date. `hwmodel specs schema KIND` prints "
-             "the same as JSON Schema for an editor.", "",
-             "A *sourced* field is written `key = { value = ..., source = \"...\" }` (the source: a document and "
-             "section, a repository file, or `[estimate]` with the reason); any other field is a bare value. "
-             "Unknown keys are refused, so a typo never falls back to a default. A field with a default may be "
-             "left out; a field with no default is required.", "",
-             "Derived, not declared: `hwmodel specs show BOARD` lists what follows from a board's fields (each "
-             "port's bytes per AXI cycle and wire rate, the per-channel peak from width x clock against the declared "
-             "peak, every DRAM timing in AXI cycles with its rounding), and `hwmodel fpga designs --verbose` what a "
-             "design's fields give on its board (kernel:AXI clock ratio, port bytes per kernel cycle, port peaks). "
-             "Timings round up to whole cycles (the JEDEC rule, hwmodel/derive.py); a value less than 1 % above a "
-             "whole number of cycles that rounds up to the next one warns with the file, the field, the value and "
-             "both cycle counts (it was almost surely meant as the lower count), and a timing that makes a command "
-             "impossible at the AXI clock (a refresh that never ends, a read latency below tCL) is refused.", "",
-             "| kind | what | shipped |", "|---|---|---|"]
+    lines = [
+        "# Spec reference",
+        "",
+        "Generated from the schema by `hwmodel specs reference` (hwmodel/spec_reference.py); "
+        "tests/test_spec_reference.py fails when this file is out of date. `hwmodel specs schema KIND` prints "
+        "the same as JSON Schema for an editor.",
+        "",
+        'A *sourced* field is written `key = { value = ..., source = "..." }` (the source: a document and '
+        "section, a repository file, or `[estimate]` with the reason); any other field is a bare value. "
+        "Unknown keys are refused, so a typo never falls back to a default. A field with a default may be "
+        "left out; a field with no default is required.",
+        "",
+        "Derived, not declared: `hwmodel specs show BOARD` lists what follows from a board's fields (each "
+        "port's bytes per AXI cycle and wire rate, the per-channel peak from width x clock against the declared "
+        "peak, every DRAM timing in AXI cycles with its rounding), and `hwmodel fpga designs --verbose` what a "
+        "design's fields give on its board (kernel:AXI clock ratio, port bytes per kernel cycle, port peaks). "
+        "Timings round up to whole cycles (the JEDEC rule, hwmodel/derive.py); a value less than 1 % above a "
+        "whole number of cycles that rounds up to the next one warns with the file, the field, the value and "
+        "both cycle counts (it was almost surely meant as the lower count), and a timing that makes a command "
+        "impossible at the AXI clock (a refresh that never ends, a read latency below tCL) is refused.",
+        "",
+        "| kind | what | shipped |",
+        "|---|---|---|",
+    ]
     for k in KINDS.values():
         lines.append(f"| [`{k.name}`](#{k.name}) | {_cell(k.what)} | {len(example_files(k.name))} |")
     for k in KINDS.values():
@@ -363,14 +468,22 @@ def markdown() -> str:
         for r in _extra_fields(k.name):
             tables.setdefault(r.table, []).append(r)
         for table, trs in tables.items():
-            title = "top level" if not table else f"`[{table.replace('[]', '')}]`" + (
-                " (an array of tables: `[[...]]`)" if table.endswith("[]") else "")
+            title = (
+                "top level"
+                if not table
+                else f"`[{table.replace('[]', '')}]`"
+                + (" (an array of tables: `[[...]]`)" if table.endswith("[]") else "")
+            )
             lines += [f"### {k.name}: {title}", ""] + _table_rows(trs, k.values, examples) + [""]
         for name, what in k.extra_tables:
             if _extra_cls(what) is None:
                 lines += [f"### {k.name}: `[{name}]`", "", what[0].upper() + what[1:] + ".", ""]
         ex = example_files(k.name)
         if ex:
-            lines += [f"Example: `{ex[0].relative_to(ROOT)}`" + (f" (and {len(ex) - 1} more shipped)" if len(ex) > 1
-                                                                 else "") + ".", ""]
+            lines += [
+                f"Example: `{ex[0].relative_to(ROOT)}`"
+                + (f" (and {len(ex) - 1} more shipped)" if len(ex) > 1 else "")
+                + ".",
+                "",
+            ]
     return "\n".join(lines).rstrip() + "\n"

@@ -1,4 +1,5 @@
 """Human-readable formatting of quantities whose unit is in the variable name."""
+
 from __future__ import annotations
 
 

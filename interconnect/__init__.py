@@ -1,4 +1,5 @@
 """Links between devices: PCIe generations, host-staged and peer-to-peer paths, network links."""
+
 from hwmodel.numba_cache import install as _install_numba_cache
 
 _install_numba_cache()  # the project's Numba kernel cache (hwmodel/numba_cache.py), before any kernel loads

@@ -18,6 +18,7 @@ overlapped with the prefill that produces it.
 
 Sizes are bytes; times seconds. The chunk size of the staging buffer is a design choice, not a hardware fact.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hwmodel.errors import HwmodelError
-from hwmodel.specs import BoardSpec, LinkSpec, library
 from hwmodel.graph import kv_cache_bytes
+from hwmodel.specs import BoardSpec, LinkSpec, library
 
 if TYPE_CHECKING:
     from gpu.latency import GpuEngine
@@ -92,8 +93,9 @@ class TransferPath:
             return 0.0
         return self.schedule([(0.0, b)], chunk_bytes)[-1]
 
-    def schedule(self, items: Sequence[tuple[float, float]], chunk_bytes: float = DEFAULT_CHUNK_BYTES,
-                 host_free_s: float = 0.0) -> list[float]:
+    def schedule(
+        self, items: Sequence[tuple[float, float]], chunk_bytes: float = DEFAULT_CHUNK_BYTES, host_free_s: float = 0.0
+    ) -> list[float]:
         """Send ``items`` = [(ready time, bytes), ...] in order; returns when each item has fully arrived.
 
         Multi-hop paths split every item into chunks of at most ``chunk_bytes`` that cross the hops store-and-
@@ -132,18 +134,24 @@ def direct_path(link: LinkSpec) -> TransferPath:
 
 def host_staged_path(src_link: LinkSpec, dst_link: LinkSpec) -> TransferPath:
     """GPU -> host memory over ``src_link``, then host -> FPGA over ``dst_link`` (chunks pipelined)."""
-    return TransferPath("host", (Hop.over(src_link), Hop.over(dst_link)), True,
-                        f"host-staged: {src_link.name} to host memory, then {dst_link.name}")
+    return TransferPath(
+        "host",
+        (Hop.over(src_link), Hop.over(dst_link)),
+        True,
+        f"host-staged: {src_link.name} to host memory, then {dst_link.name}",
+    )
 
 
 def p2p_path(src_link: LinkSpec, dst_link: LinkSpec) -> TransferPath:
     """GPU -> FPGA peer-to-peer through a PCIe switch (one DMA over both ports)."""
-    return TransferPath("p2p", (Hop.over(src_link, dst_link),), False,
-                        f"peer-to-peer over {src_link.name} and {dst_link.name} at once")
+    return TransferPath(
+        "p2p", (Hop.over(src_link, dst_link),), False, f"peer-to-peer over {src_link.name} and {dst_link.name} at once"
+    )
 
 
-def host_staged_s(n_bytes: float, src_link: LinkSpec, dst_link: LinkSpec,
-                  chunk_bytes: float = DEFAULT_CHUNK_BYTES) -> float:
+def host_staged_s(
+    n_bytes: float, src_link: LinkSpec, dst_link: LinkSpec, chunk_bytes: float = DEFAULT_CHUNK_BYTES
+) -> float:
     """``n_bytes`` GPU -> host -> FPGA, chunks pipelined over the two hops."""
     return host_staged_path(src_link, dst_link).time_s(n_bytes, chunk_bytes)
 
@@ -216,14 +224,25 @@ def check_migration_fits(llm: Any, board: BoardSpec, prompt_tokens: int, kv_bits
     need = resident_bytes(llm, 8, kv_bits, prompt_tokens)
     cap = board.hbm.capacity_bytes
     if need > cap:
-        raise DomainError("--prompt", f"a KV cache that fits board '{board.name}': KV {kv / 1e9:.2f} GB + W8 weights "
-                                      f"{(need - kv) / 1e9:.2f} GB within its {cap / 1e9:.2f} GB of HBM",
-                          f"{prompt_tokens:,} tokens ({need / 1e9:.2f} GB)")
+        raise DomainError(
+            "--prompt",
+            f"a KV cache that fits board '{board.name}': KV {kv / 1e9:.2f} GB + W8 weights "
+            f"{(need - kv) / 1e9:.2f} GB within its {cap / 1e9:.2f} GB of HBM",
+            f"{prompt_tokens:,} tokens ({need / 1e9:.2f} GB)",
+        )
 
 
-def kv_migration(engine: GpuEngine, fpga: BoardSpec | str, prompt_tokens: int, path: str = "host",
-                 kv_bits: int = 8, chunk_bytes: float = DEFAULT_CHUNK_BYTES, host_thread: str = "shared",
-                 src_link: LinkSpec | None = None, dst_link: LinkSpec | None = None) -> KvMigration:
+def kv_migration(
+    engine: GpuEngine,
+    fpga: BoardSpec | str,
+    prompt_tokens: int,
+    path: str = "host",
+    kv_bits: int = 8,
+    chunk_bytes: float = DEFAULT_CHUNK_BYTES,
+    host_thread: str = "shared",
+    src_link: LinkSpec | None = None,
+    dst_link: LinkSpec | None = None,
+) -> KvMigration:
     """Migrate the KV cache of a ``prompt_tokens`` prompt from ``engine``'s GPU to ``fpga`` during the prefill.
 
     Layer l's KV (K and V of every token, ``kv_bits`` per element after quantization on the GPU) is ready when the
@@ -237,8 +256,9 @@ def kv_migration(engine: GpuEngine, fpga: BoardSpec | str, prompt_tokens: int, p
     if host_thread not in HOST_THREADS:
         raise HwmodelError(f"host_thread must be one of {', '.join(HOST_THREADS)}, got {host_thread!r}")
     if kv_bits not in (4, 8, 16) or kv_bits > engine.kv_bits:
-        raise HwmodelError(f"migrated KV bits must be 4, 8 or 16 and at most the GPU's KV precision "
-                           f"({engine.kv_bits}), got {kv_bits}")
+        raise HwmodelError(
+            f"migrated KV bits must be 4, 8 or 16 and at most the GPU's KV precision ({engine.kv_bits}), got {kv_bits}"
+        )
     src = src_link or lib.link(engine.gpu.host_link)
     dst = dst_link or lib.link(board.host_link)
     route = path_between(path, src, dst)
@@ -258,7 +278,18 @@ def kv_migration(engine: GpuEngine, fpga: BoardSpec | str, prompt_tokens: int, p
     arrived = route.schedule([(r, layer_bytes) for r in ready], chunk_bytes, host_free_s=host_free)
     total_bytes = int(round(layer_bytes * llm.layers))
     alone = route.schedule([(0.0, layer_bytes)] * llm.layers, chunk_bytes)[-1]
-    return KvMigration(llm=llm.name, gpu=engine.gpu.name, fpga=board.name, path=path, prompt_tokens=prompt_tokens,
-                       layers=llm.layers, kv_bits=kv_bits, kv_bytes=total_bytes, prefill_s=prefill, transfer_s=alone,
-                       exposed_s=max(0.0, arrived[-1] - prefill), host_done_s=timeline.host_done_s,
-                       host_thread=host_thread)
+    return KvMigration(
+        llm=llm.name,
+        gpu=engine.gpu.name,
+        fpga=board.name,
+        path=path,
+        prompt_tokens=prompt_tokens,
+        layers=llm.layers,
+        kv_bits=kv_bits,
+        kv_bytes=total_bytes,
+        prefill_s=prefill,
+        transfer_s=alone,
+        exposed_s=max(0.0, arrived[-1] - prefill),
+        host_done_s=timeline.host_done_s,
+        host_thread=host_thread,
+    )

@@ -6,6 +6,7 @@
 - ``HWMODEL_TEST_TIMES=path``: append one JSON line per test with its wall time and its CPU time (this process
   and its finished subprocesses), so where the suite spends its time can be measured on a loaded machine.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,14 +33,40 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 #: test modules left out of ``--quick``: each builds a study, a validation table, an RTL simulation, a browser,
 #: a full-size (0.5B) integer model or runs hundreds of hypothesis examples of a simulator (measured with
 #: HWMODEL_TEST_TIMES; docs/testing.md)
-SLOW_MODULES = frozenset({
-    "test_readme", "test_validation", "test_notebooks", "test_browser", "test_kvmu_rtl", "test_kvmu_rtl_synth",
-    "test_kvmu_properties", "test_functional", "test_functional_cosim", "test_functional_kvmu",
-    "test_functional_ref", "test_streaming_equivalence", "test_streaming_validation", "test_reasoning_validation",
-    "test_reasoning_system", "test_reasoning_warmup", "test_serving_scale", "test_dse_runner", "test_dse_dask",
-    "test_study_runner", "test_study_freq", "test_backtrack_fit", "test_graph_conservation", "test_hbm",
-    "test_hbm_switch", "test_fuzz_readers", "test_api", "test_engine_roles", "test_interop", "test_calibration",
-})
+SLOW_MODULES = frozenset(
+    {
+        "test_readme",
+        "test_validation",
+        "test_notebooks",
+        "test_browser",
+        "test_kvmu_rtl",
+        "test_kvmu_rtl_synth",
+        "test_kvmu_properties",
+        "test_functional",
+        "test_functional_cosim",
+        "test_functional_kvmu",
+        "test_functional_ref",
+        "test_streaming_equivalence",
+        "test_streaming_validation",
+        "test_reasoning_validation",
+        "test_reasoning_system",
+        "test_reasoning_warmup",
+        "test_serving_scale",
+        "test_dse_runner",
+        "test_dse_dask",
+        "test_study_runner",
+        "test_study_freq",
+        "test_backtrack_fit",
+        "test_graph_conservation",
+        "test_hbm",
+        "test_hbm_switch",
+        "test_fuzz_readers",
+        "test_api",
+        "test_engine_roles",
+        "test_interop",
+        "test_calibration",
+    }
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,7 +94,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     try:
         return (yield)
     finally:
-        rec = {"test": item.nodeid, "wall_s": round(time.perf_counter() - wall0, 3),
-               "cpu_s": round(_cpu_s() - cpu0, 3)}
+        rec = {"test": item.nodeid, "wall_s": round(time.perf_counter() - wall0, 3), "cpu_s": round(_cpu_s() - cpu0, 3)}
         with Path(log).open("a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")

@@ -2,6 +2,7 @@
 file and breaks it the way users and disks do -- bytes (truncation, garbage, non-UTF-8, NUL, gzip with and without
 its name, truncated gzip), structure (a key deleted, duplicated, misspelt) and values (wrong types, impossible
 numbers) -- so every example exercises the reader's error paths, not just its happy path."""
+
 from __future__ import annotations
 
 import gzip
@@ -20,17 +21,51 @@ from hwmodel.errors import HwmodelError
 _counter = itertools.count()
 
 # Values that are wrong for (almost) every field: wrong types, or numbers no physical quantity takes.
-TOML_BAD_LITERALS = ("-1", "0", "-0.5", "nan", "inf", "-inf", "1e308", "-1e308", "100000000000000000000000",
-                     '"x"', '""', "true", "false", "[]", "[1, 2]", "{}", '{ value = -1, source = "s" }',
-                     '{ value = nan, source = "s" }', '{ value = 1 }', '{ source = "s" }', '{ value = 1, source = "" }',
-                     "1979-05-27", '"\\u0000"', "'[/bold]'")
-IMPOSSIBLE_TOML = ("-1", "nan", "inf", "-inf", '{ value = -1, source = "s" }', '{ value = nan, source = "s" }',
-                   '{ value = -inf, source = "s" }')
+TOML_BAD_LITERALS = (
+    "-1",
+    "0",
+    "-0.5",
+    "nan",
+    "inf",
+    "-inf",
+    "1e308",
+    "-1e308",
+    "100000000000000000000000",
+    '"x"',
+    '""',
+    "true",
+    "false",
+    "[]",
+    "[1, 2]",
+    "{}",
+    '{ value = -1, source = "s" }',
+    '{ value = nan, source = "s" }',
+    "{ value = 1 }",
+    '{ source = "s" }',
+    '{ value = 1, source = "" }',
+    "1979-05-27",
+    '"\\u0000"',
+    "'[/bold]'",
+)
+IMPOSSIBLE_TOML = (
+    "-1",
+    "nan",
+    "inf",
+    "-inf",
+    '{ value = -1, source = "s" }',
+    '{ value = nan, source = "s" }',
+    '{ value = -inf, source = "s" }',
+)
 JSON_BAD_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=6), st.lists(st.integers(-3, 3), max_size=3), st.dictionaries(st.text(max_size=3),
-                                                                                    st.integers(), max_size=2),
-    st.sampled_from(["False", "True", "nan", "-1", "", "[/bold]"]))
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6),
+    st.lists(st.integers(-3, 3), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.sampled_from(["False", "True", "nan", "-1", "", "[/bold]"]),
+)
 CSV_BAD_CELLS = ("", "-1", "0", "nan", "inf", "-inf", "x", "1e400", "1.5", '"', ",", "True", "\x00", "é")
 
 
@@ -44,25 +79,28 @@ def fresh(root: Path, name: str) -> Path:
 @st.composite
 def corrupt_bytes(draw: Any, good: bytes) -> bytes:
     """Byte-level damage of ``good``."""
-    kind = draw(st.sampled_from(["truncate", "garbage", "nonutf8", "nul", "flip", "gzip", "gzip-truncated",
-                                 "empty", "bom", "zstd", "crlf"]))
+    kind = draw(
+        st.sampled_from(
+            ["truncate", "garbage", "nonutf8", "nul", "flip", "gzip", "gzip-truncated", "empty", "bom", "zstd", "crlf"]
+        )
+    )
     n = len(good)
     at = draw(st.integers(0, max(0, n - 1)))
     if kind == "truncate":
         return good[:at]
     if kind == "garbage":
-        return good[:at] + draw(st.binary(min_size=1, max_size=16)) + good[at + draw(st.integers(0, 16)):]
+        return good[:at] + draw(st.binary(min_size=1, max_size=16)) + good[at + draw(st.integers(0, 16)) :]
     if kind == "nonutf8":
         return good[:at] + draw(st.sampled_from([b"\xff", b"\xfe\xff", b"\xc3", b"\xed\xa0\x80", b"\x80"])) + good[at:]
     if kind == "nul":
         return good[:at] + b"\x00" + good[at:]
     if kind == "flip":
-        return good[:at] + bytes([good[at] ^ (1 << draw(st.integers(0, 7)))]) + good[at + 1:] if n else good
+        return good[:at] + bytes([good[at] ^ (1 << draw(st.integers(0, 7)))]) + good[at + 1 :] if n else good
     if kind == "gzip":
         return gzip.compress(good, mtime=0)
     if kind == "gzip-truncated":
         z = gzip.compress(good, mtime=0)
-        return z[:draw(st.integers(2, max(2, len(z) - 1)))]
+        return z[: draw(st.integers(2, max(2, len(z) - 1)))]
     if kind == "bom":
         return b"\xef\xbb\xbf" + good
     if kind == "zstd":
@@ -115,16 +153,19 @@ def mutate_toml(draw: Any, good: str) -> str:
     i = draw(st.sampled_from(lines))
     all_lines = good.splitlines()
     if kind in ("value", "sourced-value"):
-        return replace_toml_value(good, i, draw(st.sampled_from(TOML_BAD_LITERALS)),
-                                  inside_sourced=kind == "sourced-value")
+        return replace_toml_value(
+            good, i, draw(st.sampled_from(TOML_BAD_LITERALS)), inside_sourced=kind == "sourced-value"
+        )
     if kind == "delete":
-        return "\n".join(all_lines[:i] + all_lines[i + 1:]) + "\n"
+        return "\n".join(all_lines[:i] + all_lines[i + 1 :]) + "\n"
     if kind == "duplicate":
-        return "\n".join(all_lines[:i + 1] + [all_lines[i]] + all_lines[i + 1:]) + "\n"
+        return "\n".join(all_lines[: i + 1] + [all_lines[i]] + all_lines[i + 1 :]) + "\n"
     if kind == "unknown":
         return "\n".join(all_lines[:i] + ["bogus_field_x = 1"] + all_lines[i:]) + "\n"
-    return "\n".join(all_lines[:i] + ["[" + draw(st.sampled_from(["", "x", "hbm", "[nodes]"])) + "]"]
-                     + all_lines[i:]) + "\n"
+    return (
+        "\n".join(all_lines[:i] + ["[" + draw(st.sampled_from(["", "x", "hbm", "[nodes]"])) + "]"] + all_lines[i:])
+        + "\n"
+    )
 
 
 def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
@@ -196,9 +237,9 @@ def mutate_csv(draw: Any, good: str, *, skip_comments: bool = True) -> str:
     elif kind == "add-cell":
         cells.insert(j, draw(st.sampled_from(CSV_BAD_CELLS)))
     elif kind == "drop-row":
-        return "\n".join(lines[:i] + lines[i + 1:]) + "\n"
+        return "\n".join(lines[:i] + lines[i + 1 :]) + "\n"
     elif kind == "dup-row":
-        return "\n".join(lines[:i + 1] + [lines[i]] + lines[i + 1:]) + "\n"
+        return "\n".join(lines[: i + 1] + [lines[i]] + lines[i + 1 :]) + "\n"
     lines[i] = ",".join(cells)
     return "\n".join(lines) + "\n"
 

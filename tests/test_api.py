@@ -1,5 +1,6 @@
 """The Python API (`import hwmodel as hw`): each entry point returns typed results with to_dict()/records() that
 match what the underlying models (and so the CLI) compute; API names never shadow a hwmodel submodule."""
+
 from __future__ import annotations
 
 import json

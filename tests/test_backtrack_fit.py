@@ -1,4 +1,5 @@
 """The backtracking parameter is fitted to the published accuracy gains (hwmodel/workload/backtrack_fit.py)."""
+
 from __future__ import annotations
 
 import pytest

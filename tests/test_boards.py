@@ -1,5 +1,6 @@
 """The board library (issue 26): every card loads with sourced values; memory sections a card lacks are absent,
 and whatever needs them stops with one line naming the board and the section."""
+
 from __future__ import annotations
 
 import re
@@ -53,7 +54,7 @@ def test_published_peaks() -> None:
 
 def test_a_board_needs_one_memory(tmp_path: Path) -> None:
     text = (BUILTIN_DIRS["fpga-board"] / "u250.toml").read_text().replace('name = "u250"', 'name = "nomem"')
-    text = text[:text.index("[ddr]")] + text[text.index("[resources]"):]
+    text = text[: text.index("[ddr]")] + text[text.index("[resources]") :]
     (tmp_path / "nomem.toml").write_text(text)
     with pytest.raises(SpecError, match="an \\[hbm\\] or a \\[ddr\\] section"):
         load_spec_file(tmp_path / "nomem.toml")

@@ -1,4 +1,5 @@
 """Physical floors: the reference numbers of shared/research/hardware.md s5, and their monotonicity."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,8 +31,13 @@ def test_fp16_llama2_7b_does_not_fit_u280_hbm_but_fits_v80() -> None:
     assert bounds(lib.llm("llama2-7b"), lib.board("v80"), 16, 16, 1024).fits
 
 
-@given(llm=st.sampled_from(library().names("llm")), wb=st.sampled_from([4, 8, 16]), kb=st.sampled_from([4, 8, 16]),
-       ctx=st.integers(0, 32768), extra=st.integers(1, 4096))
+@given(
+    llm=st.sampled_from(library().names("llm")),
+    wb=st.sampled_from([4, 8, 16]),
+    kb=st.sampled_from([4, 8, 16]),
+    ctx=st.integers(0, 32768),
+    extra=st.integers(1, 4096),
+)
 def test_more_context_or_bits_never_reads_fewer_bytes(llm: str, wb: int, kb: int, ctx: int, extra: int) -> None:
     spec = library().llm(llm)
     base = decode_bytes(spec, wb, kb, ctx).total_bytes

@@ -1,4 +1,5 @@
 """The T1 break-even study (hwmodel/reasoning/breakeven.py) on test platforms."""
+
 from __future__ import annotations
 
 import math

@@ -1,6 +1,7 @@
 """The HTML pages in a real headless browser (Chromium from the OS packages; `.ci/run` installs it): they load with
 no console message, the Pareto explorer draws one marker per front point, and a screenshot is not blank.
 Without a Chromium on PATH these tests skip with the reason."""
+
 from __future__ import annotations
 
 import re
@@ -10,24 +11,34 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.test_dse_support import spec_file
 
 from hwmodel.dse import load_plan, read_report, run_sweep, write_report
 from hwmodel.report.html import Study, write_index
 from hwmodel.report.perfetto import Slice, write_chrome_trace
+from tests.test_dse_support import spec_file
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (apt-get install chromium; "
-                                                            ".ci/run installs it)")
-_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
-          "--allow-file-access-from-files", "--window-size=1280,1000"]
+needs_browser = pytest.mark.skipif(
+    CHROMIUM is None, reason="no Chromium on PATH (apt-get install chromium; .ci/run installs it)"
+)
+_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
+    "--allow-file-access-from-files",
+    "--window-size=1280,1000",
+]
 
 
 def _browse(page: Path, *extra: str) -> tuple[str, list[str]]:
     """(stdout, console lines) of one headless Chromium run on ``page``."""
     assert CHROMIUM is not None
-    proc = subprocess.run([CHROMIUM, *_FLAGS, *extra, page.resolve().as_uri()], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [CHROMIUM, *_FLAGS, *extra, page.resolve().as_uri()], capture_output=True, text=True, timeout=120
+    )
     console = [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln]
     return proc.stdout, console
 
@@ -47,7 +58,9 @@ def _study_dir(root: Path) -> Study:
 
     d = root / "demo"
     d.mkdir(parents=True)
-    (d / "report.md").write_text("# Demo study\n\n| point | model | published |\n|---|---:|---:|\n| a | 1.24x | 1.28x |\n")
+    (d / "report.md").write_text(
+        "# Demo study\n\n| point | model | published |\n|---|---:|---:|\n| a | 1.24x | 1.28x |\n"
+    )
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.plot([0, 1, 2], [1, 3, 2])
     fig.savefig(d / "figure.png", dpi=80)
@@ -75,10 +88,12 @@ def test_index_page_loads_clean_and_renders_tables_figures_and_links(tmp_path: P
     assert shot.exists() and _not_blank(shot) > 0.02
 
 
-_IMAGE_CHECK = ("<script>window.addEventListener('load',()=>{const im=[...document.images];"
-                "document.body.setAttribute('data-images',String(im.length));"
-                "document.body.setAttribute('data-broken',String(im.filter(i=>!(i.complete&&i.naturalWidth>0))"
-                ".length));});</script></body>")
+_IMAGE_CHECK = (
+    "<script>window.addEventListener('load',()=>{const im=[...document.images];"
+    "document.body.setAttribute('data-images',String(im.length));"
+    "document.body.setAttribute('data-broken',String(im.filter(i=>!(i.complete&&i.naturalWidth>0))"
+    ".length));});</script></body>"
+)
 
 
 @needs_browser

@@ -1,4 +1,5 @@
 """Calibration: the measurement schema, the generic fit and report, and the committed GPU parameters."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -34,15 +35,26 @@ def test_reads_rows_with_conditions(tmp_path: Path) -> None:
     assert pts[0].origin.endswith("m.csv:3")
 
 
-@pytest.mark.parametrize("body, header, message", [
-    ("a,dev,y,2.5,s,fitted,paper,,3\n", "id,subject,quantity,value,unit,role,notes,x\n", "missing source"),
-    ("a,dev,y,fast,s,fitted,paper,,3\n", HEADER, "m.csv:3: column 'value': expected a number, got 'fast'"),
-    ("a,dev,y,-1,s,fitted,paper,,3\n", HEADER, "column 'value': expected a positive finite number"),
-    ("a,dev,y,1,s,guessed,paper,,3\n", HEADER, "column 'role': expected one of fitted, predicted, fitted-derived, got 'guessed'"),
-    ("a,dev,y,1,s,fitted,,,3\n", HEADER, "m.csv:3: column 'source': expected a value"),
-    ("a,dev,y,1,s,fitted,paper,,3\na,dev,y,1,s,fitted,paper,,3\n", HEADER, "m.csv:4: column 'id': 'a' is used twice"),
-    ("a,dev,y,1,s,fitted,paper\n", HEADER, "m.csv:3: expected 9 columns, got 7"),
-])
+@pytest.mark.parametrize(
+    "body, header, message",
+    [
+        ("a,dev,y,2.5,s,fitted,paper,,3\n", "id,subject,quantity,value,unit,role,notes,x\n", "missing source"),
+        ("a,dev,y,fast,s,fitted,paper,,3\n", HEADER, "m.csv:3: column 'value': expected a number, got 'fast'"),
+        ("a,dev,y,-1,s,fitted,paper,,3\n", HEADER, "column 'value': expected a positive finite number"),
+        (
+            "a,dev,y,1,s,guessed,paper,,3\n",
+            HEADER,
+            "column 'role': expected one of fitted, predicted, fitted-derived, got 'guessed'",
+        ),
+        ("a,dev,y,1,s,fitted,,,3\n", HEADER, "m.csv:3: column 'source': expected a value"),
+        (
+            "a,dev,y,1,s,fitted,paper,,3\na,dev,y,1,s,fitted,paper,,3\n",
+            HEADER,
+            "m.csv:4: column 'id': 'a' is used twice",
+        ),
+        ("a,dev,y,1,s,fitted,paper\n", HEADER, "m.csv:3: expected 9 columns, got 7"),
+    ],
+)
 def test_bad_rows_name_file_line_and_column(tmp_path: Path, body: str, header: str, message: str) -> None:
     with pytest.raises(MeasurementError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_measurements(_csv(tmp_path, body, header))
@@ -124,8 +136,14 @@ def test_every_fitted_point_within_5_percent_and_every_point_reported(gpu_rows: 
 
 def test_the_mission_anchor_points_are_fitted(gpu_rows: list) -> None:
     by_id = {r.id: r for r in gpu_rows}
-    for pid in ("glitches-a100-hf-llama2-prefill", "glitches-a100-hf-llama2-decode", "glitches-a100-hf-llama2-energy",
-                "qwen-a100-vllm-0.5b-in1", "qwen-a100-vllm-7b-in1", "orin-nano-w8a8-qwen0.5b-decode"):
+    for pid in (
+        "glitches-a100-hf-llama2-prefill",
+        "glitches-a100-hf-llama2-decode",
+        "glitches-a100-hf-llama2-energy",
+        "qwen-a100-vllm-0.5b-in1",
+        "qwen-a100-vllm-7b-in1",
+        "orin-nano-w8a8-qwen0.5b-decode",
+    ):
         assert by_id[pid].role == "fitted"
 
 
@@ -167,8 +185,12 @@ def test_calibrate_cli(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["calibrate", "--check", "--no-report"])
     assert r.exit_code == 0 and "matches a re-fit" in r.output
     r = CliRunner().invoke(main, ["calibrate", "--csv", str(tmp_path / "r.csv")])
-    assert r.exit_code == 0 and "predicted:" in r.output and (tmp_path / "r.csv").read_text().count("\n") == 1 + len(
-        load_measurements(get_family("gpu").measurements_path))
+    assert (
+        r.exit_code == 0
+        and "predicted:" in r.output
+        and (tmp_path / "r.csv").read_text().count("\n")
+        == 1 + len(load_measurements(get_family("gpu").measurements_path))
+    )
     r = CliRunner().invoke(main, ["calibrate", "--family", "tpu"])
     assert r.exit_code == 2 and "valid choices: fpga-instruction, fpga-power, gpu" in r.output
 
@@ -200,14 +222,24 @@ def test_families_by_import_path() -> None:
 def _line_family(choices: Mapping[str, str] | None = None) -> object:
     from calibration.family import Family
 
-    return Family(name="line", description="y = a x + b", params=(Param("a", 1.0, 0.0, 10.0), Param("b", 0.0, -5.0, 5.0)),
-                  fixed={}, fixed_docs={}, conditions=("x",), predict=_line, choices=dict(choices or {}))
+    return Family(
+        name="line",
+        description="y = a x + b",
+        params=(Param("a", 1.0, 0.0, 10.0), Param("b", 0.0, -5.0, 5.0)),
+        fixed={},
+        fixed_docs={},
+        conditions=("x",),
+        predict=_line,
+        choices=dict(choices or {}),
+    )
 
 
 def test_accounting_counts_least_squares_and_chosen_parameters(tmp_path: Path) -> None:
     from calibration.family import accounting
 
-    rows = "".join(f"p{x},dev,y,{3 * x + 2},s,{'fitted' if x < 4 else 'predicted'},synthetic,,{x}\n" for x in range(1, 6))
+    rows = "".join(
+        f"p{x},dev,y,{3 * x + 2},s,{'fitted' if x < 4 else 'predicted'},synthetic,,{x}\n" for x in range(1, 6)
+    )
     pts = load_measurements(_csv(tmp_path, rows))
     acc = accounting(_line_family({"c": "picked by a profile"}), pts)
     assert (acc.points_fitted, acc.free_params, acc.degrees_of_freedom, acc.points_predicted) == (3, 3, 0, 2)
@@ -249,10 +281,18 @@ def test_leave_one_out_refuses_a_point_that_alone_constrains_a_parameter(tmp_pat
     def predict(values: Mapping[str, float], pt: Measurement) -> float:
         return values["a"] * pt.number("x") + (values["c"] if pt.integer("x") == 9 else 0.0)
 
-    fam = Family(name="two", description="", params=(Param("a", 1.0, 0.0, 10.0), Param("c", 1.0, 0.0, 10.0)),
-                 fixed={}, fixed_docs={}, conditions=("x",), predict=predict)
-    pts = load_measurements(_csv(tmp_path, "p1,dev,y,2,s,fitted,s,,1\np2,dev,y,4,s,fitted,s,,2\n"
-                                           "p9,dev,y,20,s,fitted,s,,9\n"))
+    fam = Family(
+        name="two",
+        description="",
+        params=(Param("a", 1.0, 0.0, 10.0), Param("c", 1.0, 0.0, 10.0)),
+        fixed={},
+        fixed_docs={},
+        conditions=("x",),
+        predict=predict,
+    )
+    pts = load_measurements(
+        _csv(tmp_path, "p1,dev,y,2,s,fitted,s,,1\np2,dev,y,4,s,fitted,s,,2\np9,dev,y,20,s,fitted,s,,9\n")
+    )
     params = tmp_path / "two.json"
     write_fit(fam, fit(pts, predict, fam.params), params)
     loo = {r.id: r for r in leave_one_out(fam, pts, str(params))}

@@ -1,4 +1,5 @@
 """The `hwmodel` command line: help everywhere, JSON output, clear errors."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,23 @@ def test_every_command_has_help(path: tuple[str, ...]) -> None:
 
 
 def test_bounds_json() -> None:
-    r = CliRunner().invoke(main, ["bounds", "--llm", "qwen2.5-0.5b", "--device", "u280", "--weight-bits", "8",
-                                  "--kv-bits", "8", "--ctx", "0", "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "bounds",
+            "--llm",
+            "qwen2.5-0.5b",
+            "--device",
+            "u280",
+            "--weight-bits",
+            "8",
+            "--kv-bits",
+            "8",
+            "--ctx",
+            "0",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     assert data["decode_floor_peak_s"] * 1e3 == pytest.approx(1.07, abs=0.01)
@@ -38,8 +54,10 @@ def test_bounds_json() -> None:
 
 
 def test_bounds_reports_not_fitting() -> None:
-    r = CliRunner().invoke(main, ["bounds", "--llm", "llama2-7b", "--device", "u280", "--weight-bits", "16",
-                                  "--kv-bits", "16", "--ctx", "1024"])
+    r = CliRunner().invoke(
+        main,
+        ["bounds", "--llm", "llama2-7b", "--device", "u280", "--weight-bits", "16", "--kv-bits", "16", "--ctx", "1024"],
+    )
     assert r.exit_code == 0, r.output
     assert "NO:" in r.output
 

@@ -1,5 +1,6 @@
 """CLI hygiene over the whole command tree (issue #20 item 4, #19): help on every option, one clock option name
 and unit, NaN/inf refused by every float option, bounded seeds, checked Dask addresses."""
+
 from __future__ import annotations
 
 import math
@@ -38,16 +39,19 @@ def test_every_float_option_refuses_nan() -> None:
             p.type.convert("nan", p, None)
 
 
-@pytest.mark.parametrize("args", [
-    ["fpga", "decode", "--design", "draft-u280", "--clock-mhz", "nan"],
-    ["fpga", "decode", "--design", "draft-u280", "--freq-mhz", "inf"],
-    ["fpga", "profile-port", "--clock-mhz", "-inf"],
-    ["workload", "generate", "--dataset", "gsm8k", "--seed", "-1", "--out", "x.jsonl"],
-    ["serve", "run", "--seed", "-3"],
-    ["serve", "run", "--rate", "nan"],
-    ["sweep", "examples/sweeps/draft_u280.toml", "--scheduler", "not an address"],
-    ["sweep", "examples/sweeps/draft_u280.toml", "--scheduler", "tcp://host:99999"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["fpga", "decode", "--design", "draft-u280", "--clock-mhz", "nan"],
+        ["fpga", "decode", "--design", "draft-u280", "--freq-mhz", "inf"],
+        ["fpga", "profile-port", "--clock-mhz", "-inf"],
+        ["workload", "generate", "--dataset", "gsm8k", "--seed", "-1", "--out", "x.jsonl"],
+        ["serve", "run", "--seed", "-3"],
+        ["serve", "run", "--rate", "nan"],
+        ["sweep", "examples/sweeps/draft_u280.toml", "--scheduler", "not an address"],
+        ["sweep", "examples/sweeps/draft_u280.toml", "--scheduler", "tcp://host:99999"],
+    ],
+)
 def test_bad_numbers_and_addresses_are_usage_errors(args: list[str]) -> None:
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 2, r.output
@@ -99,8 +103,11 @@ def test_heartbeat_within_two_seconds_and_silent_with_json(monkeypatch: pytest.M
         if not as_json:
             assert started[-1].fired.wait(60)
 
-    cmd = click.Command("slow", callback=with_heartbeat("slow", slow),
-                        params=[click.Option(["--json", "as_json"], is_flag=True, help="JSON.")])
+    cmd = click.Command(
+        "slow",
+        callback=with_heartbeat("slow", slow),
+        params=[click.Option(["--json", "as_json"], is_flag=True, help="JSON.")],
+    )
     r = CliRunner().invoke(cmd, [])
     assert r.exit_code == 0 and "hwmodel slow: working" in r.stderr
     n = len(started)
@@ -121,5 +128,6 @@ def test_ctrl_c_is_clean(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(cs, "library", boom)
     r = CliRunner().invoke(main, ["specs", "list"])
-    assert r.exit_code == 130 and "interrupted" in r.output and r.exception is None or isinstance(r.exception,
-                                                                                                   SystemExit)
+    assert (
+        r.exit_code == 130 and "interrupted" in r.output and r.exception is None or isinstance(r.exception, SystemExit)
+    )

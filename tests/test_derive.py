@@ -1,4 +1,5 @@
 """Checked derivations (issue 26): board times that become whole AXI cycles report their rounding."""
+
 from __future__ import annotations
 
 import re
@@ -49,13 +50,16 @@ def test_shipped_boards_round_without_warning() -> None:
                 assert d.cycles >= d.exact_cycles - 1e-6
 
 
-@pytest.mark.parametrize(("seconds", "clock", "cycles", "warns"), [
-    (2.5063e-9, 399e6, 2, True),   # 1.00001 -> 2
-    (18e-9, 450e6, 9, False),      # 8.1 -> 9: ordinary JEDEC rounding
-    (2.2222e-9, 450e6, 1, False),  # 0.99999 -> 1: float noise absorbed
-    (9e-9, 450e6, 5, False),       # 4.05 -> 5: 1.25 % above a whole count, ordinary
-    (8.9e-9, 450e6, 5, True),      # 4.005 -> 5: 0.125 % above 4
-])
+@pytest.mark.parametrize(
+    ("seconds", "clock", "cycles", "warns"),
+    [
+        (2.5063e-9, 399e6, 2, True),  # 1.00001 -> 2
+        (18e-9, 450e6, 9, False),  # 8.1 -> 9: ordinary JEDEC rounding
+        (2.2222e-9, 450e6, 1, False),  # 0.99999 -> 1: float noise absorbed
+        (9e-9, 450e6, 5, False),  # 4.05 -> 5: 1.25 % above a whole count, ordinary
+        (8.9e-9, 450e6, 5, True),  # 4.005 -> 5: 0.125 % above 4
+    ],
+)
 def test_checked_cycles_rule(seconds: float, clock: float, cycles: int, warns: bool) -> None:
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")

@@ -1,15 +1,16 @@
 """The Dask runner on a LocalCluster (2 worker processes) gives exactly the local runner's results."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from tests.test_dse_support import spec_file
 
 from hwmodel.dse import load_plan, read_report, run_sweep, write_report
 from hwmodel.dse.runner import open_store
 from hwmodel.dse.store import rows_equal
 from hwmodel.errors import HwmodelError
+from tests.test_dse_support import spec_file
 
 GRID = "lanes = [8, 16, 32, 64]\nports = [4, 8, 16, 32]\nclock_mhz = [200, 300, 400]\nbits = [4, 8]\n"
 
@@ -20,11 +21,13 @@ def test_dask_local_cluster_matches_local_runner(tmp_path: Path) -> None:
     plan = load_plan(spec)
     local = run_sweep(plan, tmp_path / "local", workers=2, progress=False)
     assert local.remaining == 0
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=40) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    ) as cluster:
         # half the points first, then resume on the cluster by its address (what --scheduler does)
-        half = load_plan(spec_file(tmp_path, GRID.replace("[4, 8]", "[4]"), "lut_util = { max = 0.3 }\n",
-                                   name="half.toml"))
+        half = load_plan(
+            spec_file(tmp_path, GRID.replace("[4, 8]", "[4]"), "lut_util = { max = 0.3 }\n", name="half.toml")
+        )
         with distributed.Client(cluster) as client:
             first = run_sweep(half, tmp_path / "dask", client=client, chunk_size=4, progress=False)
         assert first.backend == "dask" and first.workers == 2 and first.remaining == 0

@@ -1,4 +1,5 @@
 """The instruction-decode evaluator: the instruction-driven model's numbers, prefetch limits, clear refusals."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,9 +11,8 @@ from hwmodel.errors import SpecError
 
 pytest.importorskip("fpga.instruction.engine")
 
-from fpga.instruction.prefetch import max_prefetch_ratio  # noqa: E402
 from fpga.instruction.engine import InstructionEngine, load_design  # noqa: E402
-
+from fpga.instruction.prefetch import max_prefetch_ratio  # noqa: E402
 from hwmodel.dse.instruction_eval import EVALUATOR, build_design  # noqa: E402
 
 
@@ -31,8 +31,10 @@ def test_metrics_match_the_instruction_model() -> None:
 
 def _spec(tmp_path: Path, params: str) -> Path:
     path = tmp_path / "s.toml"
-    path.write_text(f'[sweep]\nevaluator = "instruction-decode"\n[parameters]\n{params}\n'
-                    '[objectives]\nlatency_s = "min"\nenergy_per_token_j = "min"\n')
+    path.write_text(
+        f'[sweep]\nevaluator = "instruction-decode"\n[parameters]\n{params}\n'
+        '[objectives]\nlatency_s = "min"\nenergy_per_token_j = "min"\n'
+    )
     return path
 
 
@@ -47,13 +49,27 @@ def test_prefetch_beyond_the_buffers_is_screened_out(tmp_path: Path) -> None:
     assert [r.row.params["prefetch_ratio"] for r in rep.rows if r.feasible] == [kmax]
 
 
-@pytest.mark.parametrize("params, field, message", [
-    ("[parameters.datamover]\nport_width_bits = [384]", "parameters.datamover.port_width_bits",
-     "expected one of 64, 128, 256, 512, 1024, got 384"),
-    ("[parameters.mpe]\nrow_lane = [8]", "parameters.mpe.row_lane", "a parameter of evaluator 'instruction-decode'"),
-    ('design = "glitches-u281"', "parameters.design", "a built-in instruction design (draft-instr-u280, glitches-u280"),
-    ("prefetch_ratio = [0]", "parameters.prefetch_ratio", "at least 1"),
-])
+@pytest.mark.parametrize(
+    "params, field, message",
+    [
+        (
+            "[parameters.datamover]\nport_width_bits = [384]",
+            "parameters.datamover.port_width_bits",
+            "expected one of 64, 128, 256, 512, 1024, got 384",
+        ),
+        (
+            "[parameters.mpe]\nrow_lane = [8]",
+            "parameters.mpe.row_lane",
+            "a parameter of evaluator 'instruction-decode'",
+        ),
+        (
+            'design = "glitches-u281"',
+            "parameters.design",
+            "a built-in instruction design (draft-instr-u280, glitches-u280",
+        ),
+        ("prefetch_ratio = [0]", "parameters.prefetch_ratio", "at least 1"),
+    ],
+)
 def test_bad_instruction_specs_are_refused(tmp_path: Path, params: str, field: str, message: str) -> None:
     with pytest.raises(SpecError) as exc:
         load_plan(_spec(tmp_path, params))

@@ -1,4 +1,5 @@
 """Pareto fronts and top-k: properties over random point sets (2 and 3 objectives, min and max)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,12 +13,15 @@ from hwmodel.dse.pareto import dominates, pareto_front, top_k
 values_2_3 = st.integers(2, 3).flatmap(
     lambda k: st.tuples(
         st.lists(st.lists(st.integers(0, 6).map(float), min_size=k, max_size=k), min_size=0, max_size=60),
-        st.lists(st.sampled_from(["min", "max"]), min_size=k, max_size=k)))
+        st.lists(st.sampled_from(["min", "max"]), min_size=k, max_size=k),
+    )
+)
 
 
 def _brute_dominated(v: np.ndarray, senses: list[str]) -> np.ndarray:
-    return np.array([any(dominates(v[j], v[i], senses) for j in range(len(v)) if j != i) for i in range(len(v))],
-                    dtype=bool)
+    return np.array(
+        [any(dominates(v[j], v[i], senses) for j in range(len(v)) if j != i) for i in range(len(v))], dtype=bool
+    )
 
 
 @given(values_2_3)

@@ -1,4 +1,5 @@
 """The reasoning-replay evaluator: FPGA draft designs judged inside the system-A replay."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,14 +13,15 @@ pytest.importorskip("hwmodel.reasoning.system")
 pytest.importorskip("fpga.streaming.engine")
 
 from fpga.streaming.engine import simulate_token  # noqa: E402
-
 from hwmodel.dse.replay_eval import EVALUATOR  # noqa: E402
 
 
 def _spec(tmp_path: Path, params: str) -> Path:
     path = tmp_path / "s.toml"
-    path.write_text(f'[sweep]\nevaluator = "reasoning-replay"\n[parameters]\nproblems = 4\n{params}\n'
-                    '[objectives]\nlatency_per_problem_s = "min"\nenergy_per_token_j = "min"\n')
+    path.write_text(
+        f'[sweep]\nevaluator = "reasoning-replay"\n[parameters]\nproblems = 4\n{params}\n'
+        '[objectives]\nlatency_per_problem_s = "min"\nenergy_per_token_j = "min"\n'
+    )
     return path
 
 
@@ -39,8 +41,11 @@ def test_draft_designs_inside_the_replay(tmp_path: Path) -> None:
 
 
 def test_a_draft_design_for_another_llm_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match=r"field 'parameters.design': expected a draft design for config1's draft "
-                                        r"LLM qwen2.5-0.5b \(flexllm-u280 runs llama-3.2-1b\)"):
+    with pytest.raises(
+        SpecError,
+        match=r"field 'parameters.design': expected a draft design for config1's draft "
+        r"LLM qwen2.5-0.5b \(flexllm-u280 runs llama-3.2-1b\)",
+    ):
         load_plan(_spec(tmp_path, 'design = "flexllm-u280"\n'))
     with pytest.raises(SpecError, match="field 'parameters.policy': expected one of 'heteroreason'"):
         load_plan(_spec(tmp_path, 'policy = "baseline"\n'))

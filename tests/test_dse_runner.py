@@ -1,4 +1,5 @@
 """Sweep runner: resume after a kill, killed workers, Ctrl-C, torn files, constraint changes, reports."""
+
 from __future__ import annotations
 
 import json
@@ -13,13 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.test_dse_support import spec_file
 
 from hwmodel.dse import load_plan, read_report, run_sweep, write_report
 from hwmodel.dse.pareto import dominates
 from hwmodel.dse.runner import open_store
 from hwmodel.dse.store import rows_equal
 from hwmodel.errors import HwmodelError
+from tests.test_dse_support import spec_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,9 +30,15 @@ GRID = "lanes = [8, 16, 32, 64, 128]\nports = [4, 8, 16, 32]\nclock_mhz = [200, 
 
 def _cli(spec: Path, out: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "hwmodel", "sweep", str(spec), "--out", str(out), "--no-progress",
-                             *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "hwmodel", "sweep", str(spec), "--out", str(out), "--no-progress", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _rows_on_disk(out: Path) -> int:
@@ -152,11 +159,13 @@ def test_invalid_points_are_recorded_and_a_bug_stops_the_sweep_clearly(tmp_path:
     assert len(bad) == 2 and all("lanes = 16 is not a legal design" in r.why_not for r in bad)
     assert rep.counts()["invalid"] == 2 and rep.counts()["feasible"] == 4
 
-    spec = spec_file(tmp_path, "lanes = [8, 16, 32]\nports = [4, 8]\nclock_mhz = [300]\ncrash_lanes = 32\n",
-                     name="b.toml")
+    spec = spec_file(
+        tmp_path, "lanes = [8, 16, 32]\nports = [4, 8]\nclock_mhz = [300]\ncrash_lanes = 32\n", name="b.toml"
+    )
     plan = load_plan(spec)
-    with pytest.raises(HwmodelError,
-                       match=r"evaluator 'toy' raised ValueError: toy evaluator bug at point \{'lanes': 32"):
+    with pytest.raises(
+        HwmodelError, match=r"evaluator 'toy' raised ValueError: toy evaluator bug at point \{'lanes': 32"
+    ):
         run_sweep(plan, tmp_path / "b", workers=2, chunk_size=1, progress=False)
     rows = open_store(plan, tmp_path / "b").read()
     assert {r.params["lanes"] for r in rows.values()} <= {8, 16}  # what finished before the bug is kept
@@ -193,15 +202,25 @@ def test_results_file_is_locked_and_checked(tmp_path: Path) -> None:
 
 
 @settings(max_examples=12)
-@given(seed=st.integers(0, 10_000), lut_max=st.sampled_from([0.2, 0.4, 1.0]),
-       sampling=st.sampled_from(["random", "lhs"]))
-def test_reported_fronts_are_not_dominated_by_any_evaluated_point(tmp_path_factory: pytest.TempPathFactory,
-                                                                 seed: int, lut_max: float, sampling: str) -> None:
+@given(
+    seed=st.integers(0, 10_000), lut_max=st.sampled_from([0.2, 0.4, 1.0]), sampling=st.sampled_from(["random", "lhs"])
+)
+def test_reported_fronts_are_not_dominated_by_any_evaluated_point(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, lut_max: float, sampling: str
+) -> None:
     tmp = tmp_path_factory.mktemp("front")
-    params = ("lanes = [8, 16, 32, 64, 128, 256]\nports = { min = 2, max = 32 }\n"
-              "clock_mhz = { min = 150, max = 450 }\nbits = [4, 8, 16]\n")
-    plan = load_plan(spec_file(tmp, params, f"lut_util = {{ max = {lut_max} }}\n",
-                               extra=f'sampling = "{sampling}"\nsamples = 60\nseed = {seed}\n'))
+    params = (
+        "lanes = [8, 16, 32, 64, 128, 256]\nports = { min = 2, max = 32 }\n"
+        "clock_mhz = { min = 150, max = 450 }\nbits = [4, 8, 16]\n"
+    )
+    plan = load_plan(
+        spec_file(
+            tmp,
+            params,
+            f"lut_util = {{ max = {lut_max} }}\n",
+            extra=f'sampling = "{sampling}"\nsamples = 60\nseed = {seed}\n',
+        )
+    )
     run_sweep(plan, tmp / "out", workers=1, progress=False)
     rep = read_report(plan, tmp / "out")
     feasible = [r.row for r in rep.rows if r.feasible]
@@ -236,8 +255,10 @@ def test_results_read_back_exactly_as_planned(tmp_path: Path) -> None:
     from tests.test_dse_support import ENGINES_REF
 
     spec = tmp_path / "e.toml"
-    spec.write_text(f'[sweep]\nevaluator = "{ENGINES_REF}"\n[objectives]\nlatency_s = "min"\narea = "min"\n'
-                    '[parameters]\ndesign = ["a"]\n[parameters.x]\nlanes = [1, 2, 3]\n[parameters.y]\nports = [4]\n')
+    spec.write_text(
+        f'[sweep]\nevaluator = "{ENGINES_REF}"\n[objectives]\nlatency_s = "min"\narea = "min"\n'
+        '[parameters]\ndesign = ["a"]\n[parameters.x]\nlanes = [1, 2, 3]\n[parameters.y]\nports = [4]\n'
+    )
     plan = load_plan(spec)
     run_sweep(plan, tmp_path / "out", workers=1, progress=False)
     rows = open_store(plan, tmp_path / "out").read()

@@ -1,4 +1,5 @@
 """Sweep specs: every problem is refused with a one-line message naming the field, before any work starts."""
+
 from __future__ import annotations
 
 import json
@@ -6,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.test_dse_support import TOY_REF
 
 from hwmodel.cli import main
 from hwmodel.dse import load_plan
 from hwmodel.errors import HwmodelError, SpecError
+from tests.test_dse_support import TOY_REF
 
 GOOD_PARAMS = """
 [parameters]
@@ -25,8 +26,9 @@ energy_per_token_j = "min"
 """
 
 
-def write_spec(tmp_path: Path, body: str, *, params: str = GOOD_PARAMS, objectives: str = GOOD_OBJECTIVES,
-               sweep: str = "") -> Path:
+def write_spec(
+    tmp_path: Path, body: str, *, params: str = GOOD_PARAMS, objectives: str = GOOD_OBJECTIVES, sweep: str = ""
+) -> Path:
     path = tmp_path / "spec.toml"
     path.write_text(f'[sweep]\nevaluator = "{TOY_REF}"\n{sweep}\n{params}\n{objectives}\n{body}\n')
     return path
@@ -35,9 +37,19 @@ def write_spec(tmp_path: Path, body: str, *, params: str = GOOD_PARAMS, objectiv
 def test_good_spec_plans_points_with_defaults_and_stable_ids(tmp_path: Path) -> None:
     plan = load_plan(write_spec(tmp_path, ""))
     assert len(plan.points) == 3 * 4 * 2
-    assert plan.points[0].params == {"lanes": 16, "ports": 8, "clock_mhz": 200.0, "bits": 8, "sleep_s": 0.0,
-                                     "kill_marker": "", "kill_lanes": -1, "invalid_lanes": -1, "crash_lanes": -1,
-                                     "gate_file": "", "gate_lanes": -1}
+    assert plan.points[0].params == {
+        "lanes": 16,
+        "ports": 8,
+        "clock_mhz": 200.0,
+        "bits": 8,
+        "sleep_s": 0.0,
+        "kill_marker": "",
+        "kill_lanes": -1,
+        "invalid_lanes": -1,
+        "crash_lanes": -1,
+        "gate_file": "",
+        "gate_lanes": -1,
+    }
     assert isinstance(plan.points[0].params["clock_mhz"], float)  # coerced to the parameter's type
     assert len({p.id for p in plan.points}) == len(plan.points)
     assert [p.id for p in load_plan(write_spec(tmp_path, "")).points] == [p.id for p in plan.points]
@@ -45,45 +57,80 @@ def test_good_spec_plans_points_with_defaults_and_stable_ids(tmp_path: Path) -> 
     assert plan.constraints == {"dsp_util": (None, 1.0), "lut_util": (None, 1.0)}
 
 
-@pytest.mark.parametrize("kwargs, field, message", [
-    (dict(params=GOOD_PARAMS + "lanes_per_engine = [1]\n"), "parameters.lanes_per_engine",
-     "a parameter of evaluator 'toy' (did you mean 'lanes'? known: lanes, ports"),
-    (dict(params=GOOD_PARAMS.replace("[16, 32, 64]", "[]")), "parameters.lanes", "this range is empty"),
-    (dict(params=GOOD_PARAMS.replace("max = 32", "max = 4")), "parameters.ports", "this range is empty"),
-    (dict(params=GOOD_PARAMS + "bits = [4, 5]\n"), "parameters.bits[1]", "expected one of 4, 8, 16, got 5"),
-    (dict(params=GOOD_PARAMS.replace("[200, 300]", "[200, 900]")), "parameters.clock_mhz[1]", "at most 500"),
-    (dict(params=GOOD_PARAMS.replace("[16, 32, 64]", "[16.5]")), "parameters.lanes", "an integer, got 16.5"),
-    (dict(params="[parameters]\nlanes = [1]\nclock_mhz = [200]\n"), "parameters.ports",
-     "a value for required parameter 'ports'"),
-    (dict(params=GOOD_PARAMS.replace("[200, 300]", "{ min = 200, max = 300 }")), "parameters.clock_mhz",
-     "a continuous range needs sampling = \"random\" or \"lhs\""),
-    (dict(sweep='sampling = "lhs"'), "sweep.samples", "a positive number of points to draw"),
-    (dict(sweep="max_points = 10"), "parameters", "at most sweep.max_points = 10 points (this one has 24"),
-    (dict(objectives="[objectives]\nlatency = \"min\"\n"), "objectives.latency",
-     "did you mean 'latency_s'?"),
-    (dict(objectives="[objectives]\nlatency_s = \"lowest\"\n"), "objectives.latency_s", "\"min\" or \"max\""),
-    (dict(objectives=""), "objectives", "a non-empty table"),
-    (dict(body="[constraints]\nlut_utilisation = { max = 0.5 }\n"), "constraints.lut_utilisation",
-     "did you mean 'lut_util'?"),
-    (dict(body="[constraints]\nlut_util = { min = 0.6, max = 0.5 }\n"), "constraints.lut_util",
-     "min 0.6 > max 0.5: no value can satisfy it"),
-    (dict(body="[constraints]\nlut_util = { min = 1.5 }\n"), "constraints.lut_util",
-     "together they leave no value"),
-    (dict(body="[constraints]\nlatency_s = { max = -1.0 }\n"), "constraints.latency_s",
-     "it takes values in [0, inf], s; latency_s <= -1 is infeasible"),
-    (dict(body="[constraints]\nlut_util = { max = 0.001 }\n"), "constraints.lut_util",
-     "lut_util <= 0.001 fails at all 24 points (closest value 0.07385), before any simulation"),
-    (dict(body="[constraints]\nlatency_s = { max = 1e-5 }\n"), "constraints.latency_s",
-     "latency_s <= 1e-05 fails at all 24 points"),
-    (dict(body="[constraints]\nlut_util = { max = 0.1 }\ndsp_util = { min = 0.1 }\n"), "constraints",
-     "together they exclude all 24 points (0.1 <= dsp_util <= 1 excludes 8, lut_util <= 0.1 excludes 22)"),
-    (dict(body="[constraints]\nlut_util = { below = 0.2 }\n"), "constraints.lut_util.below", "a known field name"),
-    (dict(body="[report]\nfronts = [[\"latency_s\"]]\n"), "report.fronts[0]", "2 or 3 different objectives"),
-    (dict(body="[report]\nfronts = [[\"latency_s\", \"power_w\"]]\n"), "report.fronts[0]",
-     "objectives listed in [objectives]"),
-    (dict(body="[report]\ncolor_by = \"dsp\"\n"), "report.color_by", "did you mean 'dsp_util'?"),
-    (dict(body="[sweeps]\n"), "sweeps", "did you mean 'sweep'?"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field, message",
+    [
+        (
+            dict(params=GOOD_PARAMS + "lanes_per_engine = [1]\n"),
+            "parameters.lanes_per_engine",
+            "a parameter of evaluator 'toy' (did you mean 'lanes'? known: lanes, ports",
+        ),
+        (dict(params=GOOD_PARAMS.replace("[16, 32, 64]", "[]")), "parameters.lanes", "this range is empty"),
+        (dict(params=GOOD_PARAMS.replace("max = 32", "max = 4")), "parameters.ports", "this range is empty"),
+        (dict(params=GOOD_PARAMS + "bits = [4, 5]\n"), "parameters.bits[1]", "expected one of 4, 8, 16, got 5"),
+        (dict(params=GOOD_PARAMS.replace("[200, 300]", "[200, 900]")), "parameters.clock_mhz[1]", "at most 500"),
+        (dict(params=GOOD_PARAMS.replace("[16, 32, 64]", "[16.5]")), "parameters.lanes", "an integer, got 16.5"),
+        (
+            dict(params="[parameters]\nlanes = [1]\nclock_mhz = [200]\n"),
+            "parameters.ports",
+            "a value for required parameter 'ports'",
+        ),
+        (
+            dict(params=GOOD_PARAMS.replace("[200, 300]", "{ min = 200, max = 300 }")),
+            "parameters.clock_mhz",
+            'a continuous range needs sampling = "random" or "lhs"',
+        ),
+        (dict(sweep='sampling = "lhs"'), "sweep.samples", "a positive number of points to draw"),
+        (dict(sweep="max_points = 10"), "parameters", "at most sweep.max_points = 10 points (this one has 24"),
+        (dict(objectives='[objectives]\nlatency = "min"\n'), "objectives.latency", "did you mean 'latency_s'?"),
+        (dict(objectives='[objectives]\nlatency_s = "lowest"\n'), "objectives.latency_s", '"min" or "max"'),
+        (dict(objectives=""), "objectives", "a non-empty table"),
+        (
+            dict(body="[constraints]\nlut_utilisation = { max = 0.5 }\n"),
+            "constraints.lut_utilisation",
+            "did you mean 'lut_util'?",
+        ),
+        (
+            dict(body="[constraints]\nlut_util = { min = 0.6, max = 0.5 }\n"),
+            "constraints.lut_util",
+            "min 0.6 > max 0.5: no value can satisfy it",
+        ),
+        (
+            dict(body="[constraints]\nlut_util = { min = 1.5 }\n"),
+            "constraints.lut_util",
+            "together they leave no value",
+        ),
+        (
+            dict(body="[constraints]\nlatency_s = { max = -1.0 }\n"),
+            "constraints.latency_s",
+            "it takes values in [0, inf], s; latency_s <= -1 is infeasible",
+        ),
+        (
+            dict(body="[constraints]\nlut_util = { max = 0.001 }\n"),
+            "constraints.lut_util",
+            "lut_util <= 0.001 fails at all 24 points (closest value 0.07385), before any simulation",
+        ),
+        (
+            dict(body="[constraints]\nlatency_s = { max = 1e-5 }\n"),
+            "constraints.latency_s",
+            "latency_s <= 1e-05 fails at all 24 points",
+        ),
+        (
+            dict(body="[constraints]\nlut_util = { max = 0.1 }\ndsp_util = { min = 0.1 }\n"),
+            "constraints",
+            "together they exclude all 24 points (0.1 <= dsp_util <= 1 excludes 8, lut_util <= 0.1 excludes 22)",
+        ),
+        (dict(body="[constraints]\nlut_util = { below = 0.2 }\n"), "constraints.lut_util.below", "a known field name"),
+        (dict(body='[report]\nfronts = [["latency_s"]]\n'), "report.fronts[0]", "2 or 3 different objectives"),
+        (
+            dict(body='[report]\nfronts = [["latency_s", "power_w"]]\n'),
+            "report.fronts[0]",
+            "objectives listed in [objectives]",
+        ),
+        (dict(body='[report]\ncolor_by = "dsp"\n'), "report.color_by", "did you mean 'dsp_util'?"),
+        (dict(body="[sweeps]\n"), "sweeps", "did you mean 'sweep'?"),
+    ],
+)
 def test_bad_specs_are_refused_before_any_work(tmp_path: Path, kwargs: dict, field: str, message: str) -> None:
     spec = write_spec(tmp_path, kwargs.pop("body", ""), **kwargs)
     with pytest.raises(SpecError) as exc:
@@ -134,14 +181,16 @@ def test_parameters_named_after_design_parts(tmp_path: Path) -> None:
     # a nested table and a quoted dotted key are the same thing
     spec.write_text(head + '[parameters]\ndesign = "a"\n"y.lanes" = [1, 2]\n[parameters.x]\nlanes = [4, 8]\n')
     plan = load_plan(spec)
-    assert [p.params for p in plan.points][:2] == [{"design": "a", "y.lanes": 1, "x.lanes": 4},
-                                                   {"design": "a", "y.lanes": 1, "x.lanes": 8}]
+    assert [p.params for p in plan.points][:2] == [
+        {"design": "a", "y.lanes": 1, "x.lanes": 4},
+        {"design": "a", "y.lanes": 1, "x.lanes": 8},
+    ]
     spec.write_text(head + '[parameters]\ndesign = ["a", "b"]\n[parameters.y]\nlanes = [4]\n')
     with pytest.raises(SpecError, match=r"field 'parameters.y.lanes': expected an engine of design 'b' \(x\)"):
         load_plan(spec)
-    spec.write_text(head + '[parameters]\n[parameters.x]\nlane = [4]\n')
+    spec.write_text(head + "[parameters]\n[parameters.x]\nlane = [4]\n")
     with pytest.raises(SpecError, match=r"field 'parameters.x.lane': expected a parameter of evaluator 'toy-engines'"):
         load_plan(spec)
-    spec.write_text(head + '[parameters]\n[parameters.x]\nlanes = [0]\n')
+    spec.write_text(head + "[parameters]\n[parameters.x]\nlanes = [0]\n")
     with pytest.raises(SpecError, match=r"field 'parameters.x.lanes': expected at least 1, got 0"):
         load_plan(spec)

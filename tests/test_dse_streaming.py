@@ -1,4 +1,5 @@
 """The streaming-decode evaluator: same numbers as the streaming model, honest screen bounds, clear refusals."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +16,6 @@ from hwmodel.errors import SpecError
 pytest.importorskip("fpga.streaming.engine")
 
 from fpga.streaming.engine import load_design, simulate_token  # noqa: E402
-
 from hwmodel.dse.streaming_eval import EVALUATOR, build_design, simulate  # noqa: E402
 
 
@@ -29,15 +29,26 @@ def test_program_reuse_across_clocks_equals_simulate_token() -> None:
 
 
 def test_parameters_map_onto_the_design() -> None:
-    p = EVALUATOR.complete({"clock_mhz": 250.0, "weight_bits": 4, "port_width_bits": 256, "attn.port_width_bits": 512,
-                            "linear.lanes": 1024, "fifo_depth": 4})
+    p = EVALUATOR.complete(
+        {
+            "clock_mhz": 250.0,
+            "weight_bits": 4,
+            "port_width_bits": 256,
+            "attn.port_width_bits": 512,
+            "linear.lanes": 1024,
+            "fifo_depth": 4,
+        }
+    )
     d = build_design(p)
     assert d.clock_hz == 250e6 and d.weight_bits == 4 and d.fifo_depth == 4
     engines = {e.name: e for e in d.engines}
     assert engines["linear"].lanes == 1024 and engines["linear"].port_width_bits == 256
     assert engines["attn"].port_width_bits == 512  # the engine's own field beats the all-ports one
-    assert all(e.port_width_bits == load_design("draft-u280").engine_of(e.ops[0]).port_width_bits
-               for e in d.engines if not e.ports)
+    assert all(
+        e.port_width_bits == load_design("draft-u280").engine_of(e.ops[0]).port_width_bits
+        for e in d.engines
+        if not e.ports
+    )
 
 
 def test_metrics_are_consistent() -> None:
@@ -61,12 +72,18 @@ def test_clamp_policy_runs_at_the_reachable_clock() -> None:
 
 
 @settings(max_examples=8)
-@given(lanes=st.sampled_from([256, 1024, 4096]), ports=st.sampled_from([8, 16, 28]), bits=st.sampled_from([4, 8]),
-       mhz=st.sampled_from([150.0, 300.0, 450.0]), ctx=st.sampled_from([0, 512, 2048]))
+@given(
+    lanes=st.sampled_from([256, 1024, 4096]),
+    ports=st.sampled_from([8, 16, 28]),
+    bits=st.sampled_from([4, 8]),
+    mhz=st.sampled_from([150.0, 300.0, 450.0]),
+    ctx=st.sampled_from([0, 512, 2048]),
+)
 def test_screen_bounds_hold(lanes: int, ports: int, bits: int, mhz: float, ctx: int) -> None:
     """What the screen claims before simulating (exact metrics, the latency floor) holds after simulating."""
-    p = EVALUATOR.complete({"linear.lanes": lanes, "linear.ports": ports, "weight_bits": bits, "clock_mhz": mhz,
-                            "ctx": ctx})
+    p = EVALUATOR.complete(
+        {"linear.lanes": lanes, "linear.ports": ports, "weight_bits": bits, "clock_mhz": mhz, "ctx": ctx}
+    )
     assert EVALUATOR.screen is not None
     scr = EVALUATOR.screen(p)
     m = EVALUATOR.run(p)
@@ -79,20 +96,29 @@ def test_screen_bounds_hold(lanes: int, ports: int, bits: int, mhz: float, ctx: 
 
 def _spec(tmp_path: Path, params: str, constraints: str = "") -> Path:
     path = tmp_path / "s.toml"
-    path.write_text(f'[sweep]\nevaluator = "streaming-decode"\n[parameters]\n{params}\n'
-                    '[objectives]\nlatency_s = "min"\nenergy_per_token_j = "min"\n'
-                    f'[constraints]\n{constraints}\n')
+    path.write_text(
+        f'[sweep]\nevaluator = "streaming-decode"\n[parameters]\n{params}\n'
+        '[objectives]\nlatency_s = "min"\nenergy_per_token_j = "min"\n'
+        f"[constraints]\n{constraints}\n"
+    )
     return path
 
 
-@pytest.mark.parametrize("params, field, message", [
-    ('"linaer.lanes" = [1024]', "parameters.linaer.lanes", "an engine of design 'draft-u280' (linear, attn"),
-    ('[parameters.linear]\nlane = [1024]', "parameters.linear.lane", "a parameter of evaluator 'streaming-decode'"),
-    ('design = "draft-u281"', "parameters.design", "a built-in design (draft-u280, draft-v80, flexllm-draft-u280, flexllm-u280-mem-opt"),
-    ('board = ["u280", "u55"]', "parameters.board", "a fpga-board spec name"),
-    ('weight_bits = [6]', "parameters.weight_bits", "expected one of 4, 8, 16, got 6"),
-    ('port_width_bits = [384]', "parameters.port_width_bits", "expected one of 32, 64, 128, 256, 512, 1024"),
-])
+@pytest.mark.parametrize(
+    "params, field, message",
+    [
+        ('"linaer.lanes" = [1024]', "parameters.linaer.lanes", "an engine of design 'draft-u280' (linear, attn"),
+        ("[parameters.linear]\nlane = [1024]", "parameters.linear.lane", "a parameter of evaluator 'streaming-decode'"),
+        (
+            'design = "draft-u281"',
+            "parameters.design",
+            "a built-in design (draft-u280, draft-v80, flexllm-draft-u280, flexllm-u280-mem-opt",
+        ),
+        ('board = ["u280", "u55"]', "parameters.board", "a fpga-board spec name"),
+        ("weight_bits = [6]", "parameters.weight_bits", "expected one of 4, 8, 16, got 6"),
+        ("port_width_bits = [384]", "parameters.port_width_bits", "expected one of 32, 64, 128, 256, 512, 1024"),
+    ],
+)
 def test_bad_streaming_specs_are_refused(tmp_path: Path, params: str, field: str, message: str) -> None:
     with pytest.raises(SpecError) as exc:
         load_plan(_spec(tmp_path, params))
@@ -107,7 +133,7 @@ def test_infeasible_constraints_on_the_real_evaluator(tmp_path: Path) -> None:
 
 
 def test_small_sweep_end_to_end(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, 'clock_mhz = [200, 300]\nweight_bits = [4, 8]\n[parameters.linear]\nlanes = [1024, 16384]\n')
+    spec = _spec(tmp_path, "clock_mhz = [200, 300]\nweight_bits = [4, 8]\n[parameters.linear]\nlanes = [1024, 16384]\n")
     plan = load_plan(spec)
     assert [a.name for a in plan.axes][-1] == "clock_mhz"  # innermost: consecutive points share a program
     stats = run_sweep(plan, tmp_path / "out", workers=1, progress=False)

@@ -7,6 +7,7 @@ makes the evaluator refuse a point (HwmodelError) and ``crash_lanes`` makes it r
 ``gate_file`` holds every point at ``gate_lanes`` until that file exists: an event the interruption tests set
 themselves, so a sweep provably cannot finish before they interrupt it, however loaded the machine is.
 """
+
 from __future__ import annotations
 
 import os
@@ -59,22 +60,43 @@ def _evaluate(p: dict) -> dict[str, float]:
     latency = max(bytes_ / bw, 1e9 / compute) + 2e-4
     dsp_util, lut_util = _resources(p)
     power = 20 + 40 * dsp_util * f_hz / 300e6 + 0.5 * p["ports"]
-    return {"latency_s": latency, "tokens_per_s": 1 / latency, "energy_per_token_j": power * latency,
-            "dsp_util": dsp_util, "lut_util": lut_util, "power_w": power}
+    return {
+        "latency_s": latency,
+        "tokens_per_s": 1 / latency,
+        "energy_per_token_j": power * latency,
+        "dsp_util": dsp_util,
+        "lut_util": lut_util,
+        "power_w": power,
+    }
 
 
 TOY = Evaluator(
-    name="toy", version="1", doc="toy decode accelerator for tests",
-    params=(Param("lanes", int, low=1), Param("ports", int, low=1, high=32),
-            Param("clock_mhz", float, low=50, high=500),
-            Param("bits", int, choices=(4, 8, 16), default=8), Param("sleep_s", float, default=0.0),
-            Param("kill_marker", str, default=""), Param("kill_lanes", int, default=-1),
-            Param("invalid_lanes", int, default=-1), Param("crash_lanes", int, default=-1),
-            Param("gate_file", str, default=""), Param("gate_lanes", int, default=-1)),
-    metrics=(Metric("latency_s", "s", low=0.0), Metric("tokens_per_s", "1/s", low=0.0),
-             Metric("energy_per_token_j", "J", low=0.0), Metric("dsp_util", low=0.0), Metric("lut_util", low=0.0),
-             Metric("power_w", "W", low=0.0)),
-    evaluate=_evaluate, screen=_screen,
+    name="toy",
+    version="1",
+    doc="toy decode accelerator for tests",
+    params=(
+        Param("lanes", int, low=1),
+        Param("ports", int, low=1, high=32),
+        Param("clock_mhz", float, low=50, high=500),
+        Param("bits", int, choices=(4, 8, 16), default=8),
+        Param("sleep_s", float, default=0.0),
+        Param("kill_marker", str, default=""),
+        Param("kill_lanes", int, default=-1),
+        Param("invalid_lanes", int, default=-1),
+        Param("crash_lanes", int, default=-1),
+        Param("gate_file", str, default=""),
+        Param("gate_lanes", int, default=-1),
+    ),
+    metrics=(
+        Metric("latency_s", "s", low=0.0),
+        Metric("tokens_per_s", "1/s", low=0.0),
+        Metric("energy_per_token_j", "J", low=0.0),
+        Metric("dsp_util", low=0.0),
+        Metric("lut_util", low=0.0),
+        Metric("power_w", "W", low=0.0),
+    ),
+    evaluate=_evaluate,
+    screen=_screen,
     constraints={"dsp_util": (None, 1.0), "lut_util": (None, 1.0)},
 )
 
@@ -108,17 +130,23 @@ def _engine_eval(p: dict) -> dict[str, float]:
 
 
 TOY_ENGINES = Evaluator(
-    name="toy-engines", version="1", doc="parameters named after engines",
+    name="toy-engines",
+    version="1",
+    doc="parameters named after engines",
     params=(Param("design", str, choices=("a", "b"), default="a"),),
     metrics=(Metric("latency_s", "s", low=0.0), Metric("area", low=0.0)),
-    evaluate=_engine_eval, extra_param=_engine_param, check_space=_engine_space,
+    evaluate=_engine_eval,
+    extra_param=_engine_param,
+    check_space=_engine_space,
 )
 
 
 def spec_file(tmp_path: Path, params: str, constraints: str = "", name: str = "spec.toml", extra: str = "") -> Path:
     """A sweep spec over the toy evaluator with three objectives (latency, energy, DSP use)."""
     path = tmp_path / name
-    path.write_text(f'[sweep]\nname = "t"\nevaluator = "{TOY_REF}"\n{extra}\n[parameters]\n{params}\n'
-                    '[objectives]\nlatency_s = "min"\nenergy_per_token_j = "min"\ndsp_util = "min"\n'
-                    f'[constraints]\n{constraints}\n')
+    path.write_text(
+        f'[sweep]\nname = "t"\nevaluator = "{TOY_REF}"\n{extra}\n[parameters]\n{params}\n'
+        '[objectives]\nlatency_s = "min"\nenergy_per_token_j = "min"\ndsp_util = "min"\n'
+        f"[constraints]\n{constraints}\n"
+    )
     return path

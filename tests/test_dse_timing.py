@@ -1,4 +1,5 @@
 """Timing-closure heuristic: ceiling below the vendor's guidelines, monotone, documented anchor values."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Any engine in any role (issue 14): engines declare what they can do, roles refuse a device that lacks a
 capability with the role, device and capability named, and a policy, a back-end or a board is one new file."""
+
 from __future__ import annotations
 
 import re
@@ -36,8 +37,14 @@ def test_every_engine_class_implements_what_it_declares() -> None:
     edge = GpuEngine("orin-nano", "qwen2.5-0.5b", framework="edge-w8a8")
     stream = StreamingEngine("draft-u280", clock_hz=200e6)
     instr = InstructionEngine("draft-instr-u280")
-    for e in (gpu, edge, stream, instr, ContextSampledEngine(stream, 16),
-              ContextSampledEngine(instr, 16, prefill="engine")):
+    for e in (
+        gpu,
+        edge,
+        stream,
+        instr,
+        ContextSampledEngine(stream, 16),
+        ContextSampledEngine(instr, 16, prefill="engine"),
+    ):
         _declared_and_implemented(e)
     assert Capability.SCORER in capabilities(gpu) and Capability.SCORER not in capabilities(stream)
     assert list(stream.decode_steps_s(40, 3)) == [stream.decode_s(c) for c in (40, 41, 42)]
@@ -104,11 +111,11 @@ def _system_with(tmp_path: Path, extra: str, **roles: str) -> object:
     return load_system(str(path))
 
 
-_BOX = '''
+_BOX = """
 [devices.box]
 backend = { value = "decode-only", source = "test plugin" }
 attach = { value = "host-driven", source = "test" }
-'''
+"""
 
 
 def test_a_role_refuses_a_device_without_a_capability_it_needs(tmp_path: Path) -> None:
@@ -128,14 +135,16 @@ def test_a_role_refuses_a_device_without_a_capability_it_needs(tmp_path: Path) -
 
 
 def test_a_policy_is_one_new_file(tmp_path: Path) -> None:
-    (tmp_path / "late_t2.py").write_text(textwrap.dedent('''
+    (tmp_path / "late_t2.py").write_text(
+        textwrap.dedent("""
         from hwmodel.reasoning.policies import register
         from hwmodel.reasoning.policies.base import Policy
 
         register(Policy("late-t2", "+T2 late", "T2 whose target starts at submission, on the edge board",
                         step_ahead=True, sync="prefix-cache", draft_device="edge", prefetch_at="submit"),
                  replace=True)
-    '''))
+    """)
+    )
     from hwmodel.reasoning.policies import POLICIES, REGISTRY
 
     load_plugin(tmp_path / "late_t2.py")
@@ -153,7 +162,8 @@ def test_a_policy_is_one_new_file(tmp_path: Path) -> None:
 def test_a_policy_with_new_behaviour_is_one_new_file(tmp_path: Path) -> None:
     """A policy whose draft catches up differently (a host hold after each re-prefill) is one file: it overrides a
     hook, and the replay -- which knows no policy by name -- runs it."""
-    (tmp_path / "held_reprefill.py").write_text(textwrap.dedent('''
+    (tmp_path / "held_reprefill.py").write_text(
+        textwrap.dedent("""
         import dataclasses
         from hwmodel.reasoning.policies import register
         from hwmodel.reasoning.policies.base import Policy
@@ -171,17 +181,20 @@ def test_a_policy_with_new_behaviour_is_one_new_file(tmp_path: Path) -> None:
 
         register(HeldReprefill("held-reprefill", "+T2+T1 held", "re-prefill, then a host hold",
                                step_ahead=True, sync="reprefill", draft_device="fpga"), replace=True)
-    '''))
+    """)
+    )
     from hwmodel.reasoning.policies import REGISTRY
 
     module = load_plugin(tmp_path / "held_reprefill.py")
     try:
         trace = generate("gsm8k", "qwen2.5-math-7b", True, limit=6)
-        ref = summarize(run_trace(trace, "heteroreason-reprefill", build_platform("config1", "heteroreason-reprefill"),
-                                  "config1"))
+        ref = summarize(
+            run_trace(trace, "heteroreason-reprefill", build_platform("config1", "heteroreason-reprefill"), "config1")
+        )
         held = summarize(run_trace(trace, "held-reprefill", build_platform("config1", "held-reprefill"), "config1"))
-        synced = [a.tokens for p in trace.problems for j, a in enumerate(p.attempts)
-                  if a.by == "target" and not a.final]
+        synced = [
+            a.tokens for p in trace.problems for j, a in enumerate(p.attempts) if a.by == "target" and not a.final
+        ]
         assert module.CALLS == synced and synced  # the hook ran once per target step the draft built upon
         assert held.latency_total_s > ref.latency_total_s  # and its behaviour reached the timeline
         assert held.problems == ref.problems == 6
@@ -196,24 +209,29 @@ def test_a_board_is_one_new_file(tmp_path: Path) -> None:
 
     board = (ROOT / "fpga/boards/u280.toml").read_text()
     board = board.replace('name = "u280"', 'name = "u280-cool"').replace(
-        'static_power_w = { value = 37.3,', 'static_power_w = { value = 21.0,')
+        "static_power_w = { value = 37.3,", "static_power_w = { value = 21.0,"
+    )
     (tmp_path / "boards").mkdir()
     (tmp_path / "boards" / "u280-cool.toml").write_text(board)
     design = (ROOT / "fpga/designs/draft-u280.toml").read_text()
-    design = design.replace('name = "draft-u280"', 'name = "draft-cool"').replace('board = "u280"',
-                                                                                  'board = "u280-cool"')
+    design = design.replace('name = "draft-u280"', 'name = "draft-cool"').replace(
+        'board = "u280"', 'board = "u280-cool"'
+    )
     (tmp_path / "draft-cool.design.toml").write_text(design)
     set_extra_spec_dirs([tmp_path / "boards"])
     try:
         eng = StreamingEngine(str(tmp_path / "draft-cool.design.toml"), clock_hz=200e6)
         assert eng.power_w(Phase.IDLE) == 21.0
-        system = _system_with(tmp_path, f'''
+        system = _system_with(
+            tmp_path,
+            f'''
             [devices.cool]
             backend = {{ value = "streaming", source = "test" }}
-            design = {{ value = "{tmp_path / 'draft-cool.design.toml'}", source = "test" }}
+            design = {{ value = "{tmp_path / "draft-cool.design.toml"}", source = "test" }}
             clock_hz = {{ value = 200e6, source = "test" }}
             attach = {{ value = "host-driven", source = "test" }}
-            ''')
+            ''',
+        )
         pf = build_platform(system, "heteroreason", draft="cool")
         assert pf.draft.power_w(Phase.IDLE) == 21.0
     finally:
@@ -223,8 +241,12 @@ def test_a_board_is_one_new_file(tmp_path: Path) -> None:
 def test_no_device_kind_decisions_in_system_a() -> None:
     """The issue's check: nothing under hwmodel/reasoning asks what kind of device a role runs on."""
     pat = re.compile(r"draft_on|kind ==|isinstance\(.*Engine|hasattr\(")
-    hits = [f"{p}:{i}" for p in sorted((ROOT / "hwmodel/reasoning").rglob("*.py"))
-            for i, line in enumerate(p.read_text().splitlines(), 1) if pat.search(line)]
+    hits = [
+        f"{p}:{i}"
+        for p in sorted((ROOT / "hwmodel/reasoning").rglob("*.py"))
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pat.search(line)
+    ]
     assert hits == []
 
 
@@ -232,11 +254,13 @@ def test_a_dse_evaluator_registers_itself_from_one_file(tmp_path: Path, monkeypa
     from hwmodel.dse import evaluators
 
     plugin = tmp_path / "my_eval.py"
-    plugin.write_text(textwrap.dedent('''
+    plugin.write_text(
+        textwrap.dedent("""
         from hwmodel.dse.evaluators import register
         from hwmodel.dse.streaming_eval import EVALUATOR
         register(EVALUATOR, "clone-decode")
-    '''))
+    """)
+    )
     monkeypatch.setenv("HWMODEL_PLUGINS", str(plugin))
     try:
         assert "clone-decode" in evaluators.names()

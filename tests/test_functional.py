@@ -12,6 +12,7 @@ with the JAX side in a separate process and XLA limited to one thread; golden ve
 
 Run as a script (``python tests/test_functional.py ARGS_JSON``), this file is the JAX worker the tests start.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,13 +29,42 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "functional_small.npz"
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-SMALL_DIMS = {"name": "small-test", "layers": 3, "hidden": 64, "heads": 4, "kv_heads": 2, "head_dim": 16,
-              "intermediate": 160, "vocab": 600}
+SMALL_DIMS = {
+    "name": "small-test",
+    "layers": 3,
+    "hidden": 64,
+    "heads": 4,
+    "kv_heads": 2,
+    "head_dim": 16,
+    "intermediate": 160,
+    "vocab": 600,
+}
 SMALL_CAPACITY = 320
 SMALL_STEPS = 256
 FULL_STEPS = 32
-TRACE_KEYS = ("x", "x_m", "x_e", "acc_qkv", "qkv", "k_q", "k_m", "k_e", "v_q", "v_m", "v_e", "q_q", "attn_out",
-              "xo", "acc_o", "x2", "acc_gu", "xd", "acc_down", "h", "acc_pv")
+TRACE_KEYS = (
+    "x",
+    "x_m",
+    "x_e",
+    "acc_qkv",
+    "qkv",
+    "k_q",
+    "k_m",
+    "k_e",
+    "v_q",
+    "v_m",
+    "v_e",
+    "q_q",
+    "attn_out",
+    "xo",
+    "acc_o",
+    "x2",
+    "acc_gu",
+    "xd",
+    "acc_down",
+    "h",
+    "acc_pv",
+)
 
 
 def llm_from(dims: dict) -> object:
@@ -58,13 +88,14 @@ def _worker(args: dict) -> None:
 
     llm = llm_from(args["dims"])
     cap = args["capacity"]
-    m = DraftModel.from_synthetic(llm, seed=args["seed"], capacity=cap, decode_rows=args["rows"],
-                                  prefill_chunk=args["rows"], min_window=cap)
+    m = DraftModel.from_synthetic(
+        llm, seed=args["seed"], capacity=cap, decode_rows=args["rows"], prefill_chunk=args["rows"], min_window=cap
+    )
     out: dict[str, np.ndarray] = {"params_digest": np.array(m.params.digest())}
     if args.get("trace_prompt"):
         tr = m.trace_forward(args["trace_prompt"])
         out.update({f"trace0/{k}": tr[k] for k in (*TRACE_KEYS, "xf", "xf_m", "xf_e", "h0", "logits", "acc_lm")})
-        out.update({f"trace0/acc_s": tr["acc_s"], "trace0/w_q": tr["w_q"]})
+        out.update({"trace0/acc_s": tr["acc_s"], "trace0/w_q": tr["w_q"]})
     m.prefill(args["prompt"])
     tokens, logit_sha, logits = [], [], []
     for step in range(args["steps"]):
@@ -73,8 +104,11 @@ def _worker(args: dict) -> None:
         if step < args.get("keep_logits", 0):
             logits.append(lg)
         tokens.append(m.decode())
-    out.update(tokens=np.array(tokens), logit_sha=np.array(logit_sha), kv_sha=np.array(
-        [sha(v) for _k, v in sorted(m.kv_state().items())]))
+    out.update(
+        tokens=np.array(tokens),
+        logit_sha=np.array(logit_sha),
+        kv_sha=np.array([sha(v) for _k, v in sorted(m.kv_state().items())]),
+    )
     if logits:
         out["logits"] = np.stack(logits)
     if args.get("trace_late"):
@@ -89,16 +123,25 @@ def run_worker(tmp_path: Path, **args: object) -> dict[str, np.ndarray]:
     out = tmp_path / "jax_out.npz"
     args["out"] = str(out)
     env = dict(os.environ, XLA_FLAGS=ONE_THREAD, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, __file__, json.dumps(args)], env=env, capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run(
+        [sys.executable, __file__, json.dumps(args)], env=env, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     with np.load(out) as z:
         return {k: z[k] for k in z.files}
 
 
 # ============================================================================================== the numpy side
-def ref_run(dims: dict, seed: int, capacity: int, prompt: list[int], steps: int, trace_prompt: list[int] | None,
-            trace_late: list[int] | None, keep_logits: int = 0) -> dict:
+def ref_run(
+    dims: dict,
+    seed: int,
+    capacity: int,
+    prompt: list[int],
+    steps: int,
+    trace_prompt: list[int] | None,
+    trace_late: list[int] | None,
+    keep_logits: int = 0,
+) -> dict:
     from test_functional_ref import RefModel
 
     from fpga.functional.weights import SyntheticWeights
@@ -131,10 +174,12 @@ def compare_trace(jax_out: dict, prefix: str, recs: list[dict], ref_logits: list
         for row, rec in enumerate(recs):
             p = start + row
             for h, (acc_s, w_q) in enumerate(zip(rec["layers"][li]["acc_s"], rec["layers"][li]["w_q"])):
-                assert np.array_equal(jax_out[f"{prefix}/acc_s"][li][row, h, :p + 1], acc_s), \
+                assert np.array_equal(jax_out[f"{prefix}/acc_s"][li][row, h, : p + 1], acc_s), (
                     f"{prefix} layer {li} row {row} head {h}: attention score accumulators differ"
-                assert np.array_equal(jax_out[f"{prefix}/w_q"][li][row, h, :p + 1], w_q), \
+                )
+                assert np.array_equal(jax_out[f"{prefix}/w_q"][li][row, h, : p + 1], w_q), (
                     f"{prefix} layer {li} row {row} head {h}: int8 attention weights differ"
+                )
     assert np.array_equal(jax_out[f"{prefix}/xf"], np.stack([r["xf"] for r in recs]))
     assert np.array_equal(jax_out[f"{prefix}/acc_lm"], np.stack([a for _lg, a in ref_logits]))
     assert np.array_equal(jax_out[f"{prefix}/logits"], np.stack([lg for lg, _a in ref_logits]))
@@ -153,11 +198,21 @@ def _random_tokens(n: int, vocab: int, seed: int) -> list[int]:
 def small_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
     trace_prompt = _random_tokens(7, SMALL_DIMS["vocab"], 11)
     trace_late = _random_tokens(5, SMALL_DIMS["vocab"], 12)
-    jax_out = run_worker(tmp_path_factory.mktemp("small"), dims=SMALL_DIMS, seed=SMALL_SEED, capacity=SMALL_CAPACITY,
-                         rows=2, prompt=SMALL_PROMPT, steps=SMALL_STEPS, trace_prompt=trace_prompt,
-                         trace_late=trace_late, keep_logits=2)
-    ref = ref_run(SMALL_DIMS, SMALL_SEED, SMALL_CAPACITY, SMALL_PROMPT, SMALL_STEPS, trace_prompt, trace_late,
-                  keep_logits=2)
+    jax_out = run_worker(
+        tmp_path_factory.mktemp("small"),
+        dims=SMALL_DIMS,
+        seed=SMALL_SEED,
+        capacity=SMALL_CAPACITY,
+        rows=2,
+        prompt=SMALL_PROMPT,
+        steps=SMALL_STEPS,
+        trace_prompt=trace_prompt,
+        trace_late=trace_late,
+        keep_logits=2,
+    )
+    ref = ref_run(
+        SMALL_DIMS, SMALL_SEED, SMALL_CAPACITY, SMALL_PROMPT, SMALL_STEPS, trace_prompt, trace_late, keep_logits=2
+    )
     return jax_out, ref
 
 
@@ -182,9 +237,17 @@ def test_256_greedy_steps_identical(small_runs: tuple[dict, dict]) -> None:
 
 def ref_kv_sha(ref: dict, n: int) -> list[str]:
     r = ref["ref"]
-    want = {"k_q": r.kq[:, :n], "k_m": r.ks[:, :n, :, 0], "k_e": r.ks[:, :n, :, 1], "v_q": r.vq[:, :n],
-            "v_m": r.vs[:, :n, :, 0], "v_e": r.vs[:, :n, :, 1], "x_q": r.xf[:n], "x_m": r.xs[:n, 0],
-            "x_e": r.xs[:n, 1]}
+    want = {
+        "k_q": r.kq[:, :n],
+        "k_m": r.ks[:, :n, :, 0],
+        "k_e": r.ks[:, :n, :, 1],
+        "v_q": r.vq[:, :n],
+        "v_m": r.vs[:, :n, :, 0],
+        "v_e": r.vs[:, :n, :, 1],
+        "x_q": r.xf[:n],
+        "x_m": r.xs[:n, 0],
+        "x_e": r.xs[:n, 1],
+    }
     return [sha(v) for _k, v in sorted(want.items())]
 
 
@@ -199,14 +262,20 @@ def _digest_of(shas: list[str]) -> str:
 
 def test_golden_vectors(small_runs: tuple[dict, dict]) -> None:
     jax_out, ref = small_runs
-    ref_acc_qkv = np.stack([np.stack([rec["layers"][li]["acc_qkv"] for rec in ref["trace0"]])
-                            for li in range(SMALL_DIMS["layers"])])
+    ref_acc_qkv = np.stack(
+        [np.stack([rec["layers"][li]["acc_qkv"] for rec in ref["trace0"]]) for li in range(SMALL_DIMS["layers"])]
+    )
     if os.environ.get("HWMODEL_REGEN_GOLDEN"):
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(GOLDEN, prompt=np.array(SMALL_PROMPT), tokens=np.array(ref["tokens"]),
-                            logits_first=np.stack(ref["logits"]), logit_digest=np.array(_digest_of(ref["logit_sha"])),
-                            kv_sha=np.array(ref_kv_sha(ref, len(SMALL_PROMPT) + SMALL_STEPS)),
-                            trace0_acc_qkv_sha=np.array(sha(ref_acc_qkv)))
+        np.savez_compressed(
+            GOLDEN,
+            prompt=np.array(SMALL_PROMPT),
+            tokens=np.array(ref["tokens"]),
+            logits_first=np.stack(ref["logits"]),
+            logit_digest=np.array(_digest_of(ref["logit_sha"])),
+            kv_sha=np.array(ref_kv_sha(ref, len(SMALL_PROMPT) + SMALL_STEPS)),
+            trace0_acc_qkv_sha=np.array(sha(ref_acc_qkv)),
+        )
     with np.load(GOLDEN) as z:
         golden = {k: z[k] for k in z.files}
     assert golden["prompt"].tolist() == SMALL_PROMPT
@@ -233,8 +302,13 @@ def test_full_qwen2_5_0_5b_shapes_32_greedy_steps(tmp_path: Path) -> None:
     proc_args = dict(dims=dims, seed=1, capacity=64, rows=2, prompt=prompt, steps=FULL_STEPS)
     out = tmp_path / "jax_out.npz"
     env = dict(os.environ, XLA_FLAGS=ONE_THREAD, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, __file__, json.dumps({**proc_args, "out": str(out)})], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, json.dumps({**proc_args, "out": str(out)})],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         ref = ref_run(dims, 1, 64, prompt, FULL_STEPS, None, None)  # runs while the JAX process does
     finally:
@@ -264,8 +338,10 @@ def test_integer_primitives_match_the_reference_on_random_and_extreme_values() -
         fit = np.abs(x) < 2**61
         assert np.array_equal(np.asarray(intops.rshr(jnp.asarray(x[fit]), jnp.asarray(s[fit]))), rshr(x[fit], s[fit]))
         small = np.abs(x) < 2**57
-        assert np.array_equal(np.asarray(intops.requant32(jnp.asarray(x[small]), jnp.asarray(s_any[small]))),
-                              requant32(x[small], s_any[small]))
+        assert np.array_equal(
+            np.asarray(intops.requant32(jnp.asarray(x[small]), jnp.asarray(s_any[small]))),
+            requant32(x[small], s_any[small]),
+        )
         nonneg = np.abs(x[np.abs(x) < 2**62])
         assert np.array_equal(np.asarray(intops.bitlen(jnp.asarray(nonneg))), bitlen(nonneg))
         m = np.abs(rng.integers(0, 2**45, 3000))
@@ -278,8 +354,10 @@ def test_integer_primitives_match_the_reference_on_random_and_extreme_values() -
         assert np.asarray(intops.isqrt(jnp.asarray(mn))).tolist() == [isqrt_exact(v) for v in mn]
         sh = rng.integers(-20, 40, 2000)
         xs = rng.integers(-(2**20), 2**20, 2000)
-        assert np.array_equal(np.asarray(intops.shift(jnp.asarray(xs), jnp.asarray(sh))),
-                              np.array([int(shift(np.array(a), int(b))) for a, b in zip(xs, sh)]))
+        assert np.array_equal(
+            np.asarray(intops.shift(jnp.asarray(xs), jnp.asarray(sh))),
+            np.array([int(shift(np.array(a), int(b))) for a, b in zip(xs, sh)]),
+        )
         for scale in (0, 1, 100, 2**20, 2**45, 2**60):
             v = rng.integers(-scale - 1, scale + 1, (16, 96))
             q, a, ee = intops.quant8(jnp.asarray(v), -12)

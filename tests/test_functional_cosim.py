@@ -1,18 +1,27 @@
 """Co-simulation driver: functional tokens, each timed by a timing model at its context length."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
 
-from fpga.functional import DraftModel, quantize_model
-from fpga.functional import cosim
+from fpga.functional import DraftModel, cosim, quantize_model
 from fpga.functional.weights import SyntheticWeights
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import library
 
-LLM = dataclasses.replace(library().llm("qwen2.5-0.5b"), name="cosim-test", layers=2, hidden=32, heads=2,
-                          kv_heads=1, head_dim=16, intermediate=64, vocab=300)
+LLM = dataclasses.replace(
+    library().llm("qwen2.5-0.5b"),
+    name="cosim-test",
+    layers=2,
+    hidden=32,
+    heads=2,
+    kv_heads=1,
+    head_dim=16,
+    intermediate=64,
+    vocab=300,
+)
 PARAMS = quantize_model(LLM, SyntheticWeights(LLM, 2))  # seed 2: what `fpga run --seed 2` uses
 
 
@@ -82,8 +91,16 @@ def _tiny_design(tmp_path) -> tuple:
     root = Path(__file__).resolve().parent.parent
     spec_dir = tmp_path / "specs"
     spec_dir.mkdir()
-    repl = {"name": '"cosim-test"', "layers": 2, "hidden": 32, "heads": 2, "kv_heads": 1, "head_dim": 16,
-            "intermediate": 64, "vocab": 300}
+    repl = {
+        "name": '"cosim-test"',
+        "layers": 2,
+        "hidden": 32,
+        "heads": 2,
+        "kv_heads": 1,
+        "head_dim": 16,
+        "intermediate": 64,
+        "vocab": 300,
+    }
     lines = []
     for line in (root / "hwmodel" / "llms" / "qwen2.5-0.5b.toml").read_text().splitlines():
         key = line.split("=")[0].strip()
@@ -92,8 +109,9 @@ def _tiny_design(tmp_path) -> tuple:
         lines.append(line)
     (spec_dir / "cosim-test.toml").write_text("\n".join(lines) + "\n")
     design = (root / "fpga" / "designs" / "draft-u280.toml").read_text()
-    design = design.replace('name = "draft-u280"', 'name = "cosim-tiny"').replace('llm = "qwen2.5-0.5b"',
-                                                                                 'llm = "cosim-test"')
+    design = design.replace('name = "draft-u280"', 'name = "cosim-tiny"').replace(
+        'llm = "qwen2.5-0.5b"', 'llm = "cosim-test"'
+    )
     path = tmp_path / "cosim-tiny.toml"
     path.write_text(design)
     return spec_dir, path
@@ -110,8 +128,26 @@ def test_fpga_run_command_times_functional_tokens_with_the_streaming_model(tmp_p
 
     spec_dir, design = _tiny_design(tmp_path)
     out = tmp_path / "run.jsonl"
-    r = CliRunner().invoke(main, ["--spec-dir", str(spec_dir), "fpga", "run", "--design", str(design),
-                                  "--prompt-tokens", "6", "--steps", "5", "--seed", "2", "--out", str(out), "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "--spec-dir",
+            str(spec_dir),
+            "fpga",
+            "run",
+            "--design",
+            str(design),
+            "--prompt-tokens",
+            "6",
+            "--steps",
+            "5",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     res = json.loads(r.output)
     lines = [json.loads(x) for x in out.read_text().splitlines()]

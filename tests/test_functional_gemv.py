@@ -1,5 +1,6 @@
 """The host int8 GEMV of the LM head (fpga/functional/gemv.py) against plain numpy, and the draft model's decode with
 the host head against the all-XLA head: the same int32 accumulators, the same tokens."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,17 @@ def test_gemv_at_the_largest_inner_dimension_and_bad_operands() -> None:
         gemv_i8(w, x[:-1])
 
 
-LLM = dataclasses.replace(library().llm("qwen2.5-0.5b"), name="gemv-test", layers=2, hidden=64, heads=4, kv_heads=2,
-                          head_dim=16, intermediate=128, vocab=700)
+LLM = dataclasses.replace(
+    library().llm("qwen2.5-0.5b"),
+    name="gemv-test",
+    layers=2,
+    hidden=64,
+    heads=4,
+    kv_heads=2,
+    head_dim=16,
+    intermediate=128,
+    vocab=700,
+)
 
 
 def test_decode_with_the_host_head_is_bit_identical_to_the_xla_head() -> None:

@@ -1,6 +1,7 @@
 """The draft model's KV cache under KVMU control: speculation, rollback, shadow synchronization (ingest), accept and
 backtrack leave the cache bit-identical to a fresh prefill of the validated context, and the next tokens identical.
 Also: block size and padding never change a bit; misuse gives one-line errors."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +17,17 @@ from fpga.kvmu.model import CommandRefused, Kvmu
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import library
 
-LLM = dataclasses.replace(library().llm("qwen2.5-0.5b"), name="kvmu-test", layers=2, hidden=64, heads=4, kv_heads=2,
-                          head_dim=16, intermediate=128, vocab=500)
+LLM = dataclasses.replace(
+    library().llm("qwen2.5-0.5b"),
+    name="kvmu-test",
+    layers=2,
+    hidden=64,
+    heads=4,
+    kv_heads=2,
+    head_dim=16,
+    intermediate=128,
+    vocab=500,
+)
 CAP = 128
 PARAMS = quantize_model(LLM, SyntheticWeights(LLM, 3))
 
@@ -69,8 +79,7 @@ def test_rollback_then_ingest_equals_fresh_prefill(prompt: list[int], k: int, ah
 
 @settings(max_examples=8)
 @given(prompt=tokens, k1=st.integers(1, 8), k2=st.integers(1, 8))
-def test_accept_keeps_drafted_kv_identical_to_a_prefill_of_the_same_tokens(prompt: list[int], k1: int,
-                                                                          k2: int) -> None:
+def test_accept_keeps_drafted_kv_identical_to_a_prefill_of_the_same_tokens(prompt: list[int], k1: int, k2: int) -> None:
     """Accepted speculation is never recomputed: the KV written token by token while drafting equals the KV a
     block prefill of the same tokens writes."""
     m = fresh()

@@ -1,5 +1,6 @@
 """The Hugging Face safetensors loader (written with the ``safetensors`` library in Qwen2 naming, as a real
 checkpoint is), its checks, quantization at load, and the `hwmodel fpga accuracy` command on a tiny model."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +17,17 @@ from fpga.functional.weights import write_safetensors
 from hwmodel.cli import main
 from hwmodel.specs import library
 
-LLM = dataclasses.replace(library().llm("qwen2.5-0.5b"), name="loader-test", layers=2, hidden=32, heads=2,
-                          kv_heads=1, head_dim=16, intermediate=64, vocab=300)
+LLM = dataclasses.replace(
+    library().llm("qwen2.5-0.5b"),
+    name="loader-test",
+    layers=2,
+    hidden=32,
+    heads=2,
+    kv_heads=1,
+    head_dim=16,
+    intermediate=64,
+    vocab=300,
+)
 SRC = SyntheticWeights(LLM, 5)
 
 
@@ -52,15 +62,24 @@ def test_sharded_directory_and_extra_tensors(tmp_path: Path) -> None:
     names = list(expected_shapes(LLM))
     half = len(names) // 2
     save_file({n: SRC(n) for n in names[:half]}, str(tmp_path / "model-00001-of-00002.safetensors"))
-    save_file({n: SRC(n) for n in names[half:]} | {"lm_head.weight": SRC("model.embed_tokens.weight")},
-              str(tmp_path / "model-00002-of-00002.safetensors"))
+    save_file(
+        {n: SRC(n) for n in names[half:]} | {"lm_head.weight": SRC("model.embed_tokens.weight")},
+        str(tmp_path / "model-00002-of-00002.safetensors"),
+    )
     loaded = SafetensorsWeights(tmp_path, LLM)
     assert len(loaded.files) == 2
     assert quantize_model(LLM, loaded).digest() == quantize_model(LLM, SRC).digest()
 
 
-@pytest.mark.parametrize("name", ["model.layers.1.mlp.up_proj.weight", "model.layers.0.self_attn.k_proj.bias",
-                                  "model.norm.weight", "model.embed_tokens.weight"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "model.layers.1.mlp.up_proj.weight",
+        "model.layers.0.self_attn.k_proj.bias",
+        "model.norm.weight",
+        "model.embed_tokens.weight",
+    ],
+)
 def test_missing_tensor_is_named(tmp_path: Path, name: str) -> None:
     path = write_safetensors(tmp_path / "m.safetensors", LLM, SRC, drop=(name,))
     with pytest.raises(CheckpointError) as err:
@@ -70,9 +89,14 @@ def test_missing_tensor_is_named(tmp_path: Path, name: str) -> None:
     assert str(expected_shapes(LLM)[name]) in msg
 
 
-@pytest.mark.parametrize("name, shape", [("model.layers.0.self_attn.o_proj.weight", (32, 16)),
-                                         ("model.layers.1.input_layernorm.weight", (33,)),
-                                         ("model.embed_tokens.weight", (301, 32))])
+@pytest.mark.parametrize(
+    "name, shape",
+    [
+        ("model.layers.0.self_attn.o_proj.weight", (32, 16)),
+        ("model.layers.1.input_layernorm.weight", (33,)),
+        ("model.embed_tokens.weight", (301, 32)),
+    ],
+)
 def test_misshaped_tensor_is_named(tmp_path: Path, name: str, shape: tuple[int, ...]) -> None:
     path = write_safetensors(tmp_path / "m.safetensors", LLM, SRC, reshape={name: shape})
     with pytest.raises(CheckpointError) as err:
@@ -123,8 +147,16 @@ def _tiny_spec_dir(tmp_path: Path) -> Path:
     d = tmp_path / "specs"
     d.mkdir()
     src = (Path(__file__).resolve().parent.parent / "hwmodel" / "llms" / "qwen2.5-0.5b.toml").read_text()
-    repl = {"name": '"loader-test"', "layers": 2, "hidden": 32, "heads": 2, "kv_heads": 1, "head_dim": 16,
-            "intermediate": 64, "vocab": 300}
+    repl = {
+        "name": '"loader-test"',
+        "layers": 2,
+        "hidden": 32,
+        "heads": 2,
+        "kv_heads": 1,
+        "head_dim": 16,
+        "intermediate": 64,
+        "vocab": 300,
+    }
     lines = []
     for line in src.splitlines():
         key = line.split("=")[0].strip()
@@ -139,15 +171,32 @@ def _tiny_spec_dir(tmp_path: Path) -> Path:
 def test_accuracy_command_on_a_checkpoint(tmp_path: Path) -> None:
     spec_dir = _tiny_spec_dir(tmp_path)
     path = write_safetensors(tmp_path / "ckpt" / "model.safetensors", LLM, SRC)
-    r = CliRunner().invoke(main, ["--spec-dir", str(spec_dir), "fpga", "accuracy", "--llm", "loader-test",
-                                  "--checkpoint", str(path), "--prompts", "2", "--prompt-tokens", "12", "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "--spec-dir",
+            str(spec_dir),
+            "fpga",
+            "accuracy",
+            "--llm",
+            "loader-test",
+            "--checkpoint",
+            str(path),
+            "--prompts",
+            "2",
+            "--prompt-tokens",
+            "12",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     rep = json.loads(r.output)
     assert rep["positions"] == 24 and 0.5 <= rep["top1_agreement"] <= 1.0
     assert 0 < rep["logit_relative_rms_error"] < 0.5
     bad = write_safetensors(tmp_path / "bad" / "model.safetensors", LLM, SRC, drop=("model.norm.weight",))
-    r = CliRunner().invoke(main, ["--spec-dir", str(spec_dir), "fpga", "accuracy", "--llm", "loader-test",
-                                  "--checkpoint", str(bad)])
+    r = CliRunner().invoke(
+        main, ["--spec-dir", str(spec_dir), "fpga", "accuracy", "--llm", "loader-test", "--checkpoint", str(bad)]
+    )
     assert r.exit_code == 2
     assert "Error:" in r.output and "tensor 'model.norm.weight' is missing" in r.output
     assert "Traceback" not in r.output

@@ -6,6 +6,7 @@ rows), loops over heads, computes bit lengths by comparison, square roots with `
 divisions, and int8 matmuls with numpy's integer einsum. Other test modules import :class:`RefModel` and the
 primitives from here.
 """
+
 from __future__ import annotations
 
 import math
@@ -113,14 +114,14 @@ def ref_quantize_linear(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     e = np.zeros(rows, I64)
     step = 256
     for c0 in range(0, rows, step):
-        blk = np.asarray(w[c0:c0 + step]).astype(np.float64)
+        blk = np.asarray(w[c0 : c0 + step]).astype(np.float64)
         wamax = np.abs(blk).max(axis=1)
         live = wamax > 0
         s_w = wamax[live] / 127.0
-        w_q[c0:c0 + step][live] = np.clip(np.rint(blk[live] / s_w[:, None]), -127, 127)
+        w_q[c0 : c0 + step][live] = np.clip(np.rint(blk[live] / s_w[:, None]), -127, 127)
         f, E = np.frexp(wamax[live] / 16129.0)
-        m[c0:c0 + step][live] = np.rint(f * 32768.0)
-        e[c0:c0 + step][live] = E - 15
+        m[c0 : c0 + step][live] = np.rint(f * 32768.0)
+        e[c0 : c0 + step][live] = E - 15
     return w_q, m, e
 
 
@@ -134,9 +135,17 @@ def ref_quantize_gamma(g: np.ndarray) -> tuple[np.ndarray, int]:
 def ref_names(i: int) -> dict[str, str]:
     p = f"model.layers.{i}."
     a, m = p + "self_attn.", p + "mlp."
-    return {"ln1": p + "input_layernorm.weight", "ln2": p + "post_attention_layernorm.weight",
-            "q": a + "q_proj.", "k": a + "k_proj.", "v": a + "v_proj.", "o": a + "o_proj.weight",
-            "gate": m + "gate_proj.weight", "up": m + "up_proj.weight", "down": m + "down_proj.weight"}
+    return {
+        "ln1": p + "input_layernorm.weight",
+        "ln2": p + "post_attention_layernorm.weight",
+        "q": a + "q_proj.",
+        "k": a + "k_proj.",
+        "v": a + "v_proj.",
+        "o": a + "o_proj.weight",
+        "gate": m + "gate_proj.weight",
+        "up": m + "up_proj.weight",
+        "down": m + "down_proj.weight",
+    }
 
 
 def ref_quantize(llm, source: Callable[[str], np.ndarray]) -> dict:
@@ -174,11 +183,16 @@ def ref_tables(llm, positions: int) -> dict:
     i = np.arange(llm.head_dim // 2, dtype=np.float64)
     inv_freq = np.float64(llm.rope_theta) ** (-(2.0 * i) / llm.head_dim)
     angle = np.arange(positions, dtype=np.float64)[:, None] * inv_freq[None, :]
-    return {"exp2": exp2, "sig": sig, "cos": np.rint(np.cos(angle) * 16384.0).astype(I64),
-            "sin": np.rint(np.sin(angle) * 16384.0).astype(I64),
-            "cqk": frexp15(1.0 / (16129.0 * math.sqrt(llm.head_dim))), "cpv": frexp15(1.0 / 16129.0),
-            "eps_fix": int(np.rint(np.float64(llm.rms_norm_eps) * 2.0**40)),
-            "l2e": int(np.rint(math.log2(math.e) * 32768.0))}
+    return {
+        "exp2": exp2,
+        "sig": sig,
+        "cos": np.rint(np.cos(angle) * 16384.0).astype(I64),
+        "sin": np.rint(np.sin(angle) * 16384.0).astype(I64),
+        "cqk": frexp15(1.0 / (16129.0 * math.sqrt(llm.head_dim))),
+        "cpv": frexp15(1.0 / 16129.0),
+        "eps_fix": int(np.rint(np.float64(llm.rms_norm_eps) * 2.0**40)),
+        "l2e": int(np.rint(math.log2(math.e) * 32768.0)),
+    }
 
 
 # ============================================================================================ section 4: operations
@@ -275,7 +289,7 @@ class RefModel:
         llm, P, T = self.llm, self.P, self.T
         H, G, hd = llm.heads, llm.kv_heads, llm.head_dim
         R = H // G
-        qd, kvd, inter = llm.q_dim, llm.kv_dim, llm.intermediate
+        qd, kvd, _inter = llm.q_dim, llm.kv_dim, llm.intermediate
         E_q, m_e, e_e = P["emb"]
         h = requant32(E_q[tok].astype(I64) * 127 * m_e[tok], -(e_e[tok] + F_R))
         rec: dict = {"h0": h.copy(), "layers": []}
@@ -283,9 +297,9 @@ class RefModel:
             x, mx, ex = ref_rmsnorm_quant(h, lay["ln1"], T["eps_fix"])
             qkv, acc_qkv = ref_linear(x, mx, ex, lay["qkv"], F_A, lay["qkv_b"])
             cos_p, sin_p = T["cos"][p], T["sin"][p]
-            q = [ref_rope(qkv[i * hd:(i + 1) * hd], cos_p, sin_p) for i in range(H)]
-            k = [ref_rope(qkv[qd + g * hd: qd + (g + 1) * hd], cos_p, sin_p) for g in range(G)]
-            v = [qkv[qd + kvd + g * hd: qd + kvd + (g + 1) * hd] for g in range(G)]
+            q = [ref_rope(qkv[i * hd : (i + 1) * hd], cos_p, sin_p) for i in range(H)]
+            k = [ref_rope(qkv[qd + g * hd : qd + (g + 1) * hd], cos_p, sin_p) for g in range(G)]
+            v = [qkv[qd + kvd + g * hd : qd + kvd + (g + 1) * hd] for g in range(G)]
             for g in range(G):
                 kq, a, e = quant8(k[g], -F_A)
                 self.kq[li, p, g], self.ks[li, p, g] = kq, (a, e)
@@ -294,9 +308,17 @@ class RefModel:
             outs, att = [], []
             for hh in range(H):
                 g = hh // R
-                o, info = ref_attention_head(q[hh], p, self.kq[li, :, g], self.ks[li, :, g, 0],
-                                             self.ks[li, :, g, 1], self.vq[li, :, g], self.vs[li, :, g, 0],
-                                             self.vs[li, :, g, 1], T)
+                o, info = ref_attention_head(
+                    q[hh],
+                    p,
+                    self.kq[li, :, g],
+                    self.ks[li, :, g, 0],
+                    self.ks[li, :, g, 1],
+                    self.vq[li, :, g],
+                    self.vs[li, :, g, 0],
+                    self.vs[li, :, g, 1],
+                    T,
+                )
                 outs.append(o)
                 att.append(info)
             o = np.concatenate(outs)
@@ -311,15 +333,33 @@ class RefModel:
             y, acc_d = ref_linear(xd, md, ed, lay["down"], F_R)
             h = sat32(h + y)
             if collect:
-                rec["layers"].append({"x": x, "x_m": mx, "x_e": ex, "acc_qkv": acc_qkv, "qkv": qkv,
-                                      "k_q": self.kq[li, p].copy(), "v_q": self.vq[li, p].copy(),
-                                      "k_m": self.ks[li, p, :, 0].copy(), "k_e": self.ks[li, p, :, 1].copy(),
-                                      "v_m": self.vs[li, p, :, 0].copy(), "v_e": self.vs[li, p, :, 1].copy(),
-                                      "attn_out": o, "xo": xo, "acc_o": acc_o, "x2": x2,
-                                      "acc_gu": np.concatenate([acc_g, acc_u]), "xd": xd, "acc_down": acc_d,
-                                      "h": h.copy(), "acc_s": [a["acc_s"] for a in att],
-                                      "acc_pv": np.stack([a["acc_pv"] for a in att]),
-                                      "q_q": np.stack([a["q_q"] for a in att]), "w_q": [a["w_q"] for a in att]})
+                rec["layers"].append(
+                    {
+                        "x": x,
+                        "x_m": mx,
+                        "x_e": ex,
+                        "acc_qkv": acc_qkv,
+                        "qkv": qkv,
+                        "k_q": self.kq[li, p].copy(),
+                        "v_q": self.vq[li, p].copy(),
+                        "k_m": self.ks[li, p, :, 0].copy(),
+                        "k_e": self.ks[li, p, :, 1].copy(),
+                        "v_m": self.vs[li, p, :, 0].copy(),
+                        "v_e": self.vs[li, p, :, 1].copy(),
+                        "attn_out": o,
+                        "xo": xo,
+                        "acc_o": acc_o,
+                        "x2": x2,
+                        "acc_gu": np.concatenate([acc_g, acc_u]),
+                        "xd": xd,
+                        "acc_down": acc_d,
+                        "h": h.copy(),
+                        "acc_s": [a["acc_s"] for a in att],
+                        "acc_pv": np.stack([a["acc_pv"] for a in att]),
+                        "q_q": np.stack([a["q_q"] for a in att]),
+                        "w_q": [a["w_q"] for a in att],
+                    }
+                )
         xf, mf, ef = ref_rmsnorm_quant(h, P["norm"], T["eps_fix"])
         self.xf[p], self.xs[p] = xf, (mf, ef)
         rec.update(xf=xf, xf_m=mf, xf_e=ef)
@@ -355,8 +395,12 @@ def test_primitives_by_hand() -> None:
     assert rshr(np.array([6]), 0).tolist() == [6]
     assert bitlen(np.array([0, 1, 2, 3, 4, 2**40])).tolist() == [0, 1, 2, 2, 3, 41]
     assert requant32(np.array([5, -5, 2**40, 3]), np.array([1, 1, 0, -2])).tolist() == [3, -2, INT32_MAX, 12]
-    assert norm15(np.array([0, 100, 2**20 + 2**5, 2**16 - 1]), np.array([3, 3, 0, 0]))[0].tolist() == \
-        [0, 100, 2**14 + 1, 2**15]
+    assert norm15(np.array([0, 100, 2**20 + 2**5, 2**16 - 1]), np.array([3, 3, 0, 0]))[0].tolist() == [
+        0,
+        100,
+        2**14 + 1,
+        2**15,
+    ]
     assert shift(np.array([3, -3]), -2).tolist() == [12, -12]
 
 
@@ -470,8 +514,17 @@ def _tiny_llm():
 
     from hwmodel.specs import library
 
-    return dataclasses.replace(library().llm("qwen2.5-0.5b"), name="tiny", layers=2, hidden=64, heads=4,
-                               kv_heads=2, head_dim=16, intermediate=128, vocab=512)
+    return dataclasses.replace(
+        library().llm("qwen2.5-0.5b"),
+        name="tiny",
+        layers=2,
+        hidden=64,
+        heads=4,
+        kv_heads=2,
+        head_dim=16,
+        intermediate=128,
+        vocab=512,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,6 +3,7 @@ either accepts the file or refuses it with ONE line naming the file (and the fie
 traceback -- and an impossible value is never accepted. Commands are called in-process with click's CliRunner
 where a cheap command reads the file; elsewhere the library reader the commands use is called directly.
 Examples per reader: FUZZ_EXAMPLES (>= 200)."""
+
 from __future__ import annotations
 
 import gzip
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from tests.fuzzing import (
     IMPOSSIBLE_TOML,
     check_cli,
@@ -27,9 +29,16 @@ from tests.fuzzing import (
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ_EXAMPLES = 200
-FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                       HealthCheck.data_too_large, HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 
 
 @pytest.fixture(scope="module")
@@ -199,16 +208,26 @@ def _trace_text(root: Path) -> str:
 def test_trace_fuzz_cli(root: Path, data: st.DataObject) -> None:
     text = _trace_text(root)
     name = data.draw(st.sampled_from(["t.jsonl", "t.jsonl.gz"]))
-    blob = data.draw(corrupt_bytes(text.encode())) if data.draw(st.booleans()) else data.draw(
-        mutate_jsonl(text)).encode()
+    blob = (
+        data.draw(corrupt_bytes(text.encode())) if data.draw(st.booleans()) else data.draw(mutate_jsonl(text)).encode()
+    )
     p = fresh(root, name)
     p.write_bytes(blob)
     check_cli(["workload", "validate", str(p), "--system", "config1"], p)
 
 
-@pytest.mark.parametrize("field,value", [("prompt_tokens", -1), ("prompt_tokens", 0), ("prompt_tokens", 10**9),
-                                         ("prompt_tokens", 1.5), ("prompt_tokens", True), ("correct", "False"),
-                                         ("attempts", [])])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("prompt_tokens", -1),
+        ("prompt_tokens", 0),
+        ("prompt_tokens", 10**9),
+        ("prompt_tokens", 1.5),
+        ("prompt_tokens", True),
+        ("correct", "False"),
+        ("attempts", []),
+    ],
+)
 def test_trace_impossible_values_exit_2(root: Path, field: str, value: object) -> None:
     lines = _trace_text(root).splitlines()
     obj = json.loads(lines[1])
@@ -233,8 +252,13 @@ def test_trace_step_past_every_cap_and_empty_trace(root: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------------- RSD logs
 RSD_ROWS = [
-    {"idx": 0, "token_counts": [100, 47, 61], "turn_info": [[0, 1], [1, 2], [2, 1], [3, 2]],
-     "reward": [0.91, 0.42, 0.77, 0.1], "score": [True]},
+    {
+        "idx": 0,
+        "token_counts": [100, 47, 61],
+        "turn_info": [[0, 1], [1, 2], [2, 1], [3, 2]],
+        "reward": [0.91, 0.42, 0.77, 0.1],
+        "score": [True],
+    },
     {"idx": 3, "token_counts": [30, 0, 0], "turn_info": [[0, 1]], "reward": [0.8], "score": [False]},
 ]
 RSD_TEXT = "".join(json.dumps(r) + "\n" for r in RSD_ROWS)
@@ -243,33 +267,43 @@ RSD_TEXT = "".join(json.dumps(r) + "\n" for r in RSD_ROWS)
 @FUZZ
 @given(data=st.data())
 def test_rsd_fuzz_cli(root: Path, data: st.DataObject) -> None:
-    blob = data.draw(corrupt_bytes(RSD_TEXT.encode())) if data.draw(st.booleans()) else data.draw(
-        mutate_jsonl(RSD_TEXT)).encode()
+    blob = (
+        data.draw(corrupt_bytes(RSD_TEXT.encode()))
+        if data.draw(st.booleans())
+        else data.draw(mutate_jsonl(RSD_TEXT)).encode()
+    )
     p = fresh(root, "rsd.jsonl")
     p.write_bytes(blob)
     check_cli(["workload", "import-rsd", str(p), "--dataset", "math500", "--out", str(p.parent / "out.jsonl")], p)
 
 
-@pytest.mark.parametrize("row_change", [{"score": ["False"]}, {"score": "yes"}, {"score": [1]}, {"idx": 0.5},
-                                        {"idx": None}, {"idx": True}])
+@pytest.mark.parametrize(
+    "row_change", [{"score": ["False"]}, {"score": "yes"}, {"score": [1]}, {"idx": 0.5}, {"idx": None}, {"idx": True}]
+)
 def test_rsd_bad_score_or_idx_exit_2(root: Path, row_change: dict) -> None:
     p = fresh(root, "rsd.jsonl")
     p.write_text(json.dumps({**RSD_ROWS[1], **row_change}) + "\n")
-    assert check_cli(["workload", "import-rsd", str(p), "--dataset", "math500", "--out", str(p.parent / "o.jsonl")],
-                     p) == 2
+    assert (
+        check_cli(["workload", "import-rsd", str(p), "--dataset", "math500", "--out", str(p.parent / "o.jsonl")], p)
+        == 2
+    )
 
 
 def test_rsd_duplicate_ids_refused_at_import(root: Path) -> None:
     p = fresh(root, "rsd.jsonl")
     p.write_text(RSD_TEXT + json.dumps(RSD_ROWS[1]) + "\n")
-    assert check_cli(["workload", "import-rsd", str(p), "--dataset", "math500", "--out", str(p.parent / "o.jsonl")],
-                     p) == 2
+    assert (
+        check_cli(["workload", "import-rsd", str(p), "--dataset", "math500", "--out", str(p.parent / "o.jsonl")], p)
+        == 2
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- request streams
 REQ_CSV = "id,arrival_s,prompt_tokens,output_tokens\n0,0.0,128,32\n1,0.5,256,64\n2,1.25,64,16\n"
-REQ_JSONL = "".join(json.dumps({"id": i, "arrival_s": a, "prompt_tokens": p, "output_tokens": o}) + "\n"
-                    for i, a, p, o in [(0, 0.0, 128, 32), (1, 0.5, 256, 64), (2, 1.25, 64, 16)])
+REQ_JSONL = "".join(
+    json.dumps({"id": i, "arrival_s": a, "prompt_tokens": p, "output_tokens": o}) + "\n"
+    for i, a, p, o in [(0, 0.0, 128, 32), (1, 0.5, 256, 64), (2, 1.25, 64, 16)]
+)
 
 
 @FUZZ
@@ -296,9 +330,24 @@ def test_kvmu_commands_fuzz(root: Path, data: st.DataObject) -> None:
     else:
         lines = good.splitlines()
         i = data.draw(st.integers(0, len(lines) - 1))
-        lines[i] = data.draw(st.sampled_from(["init -1", "speculate x", "accept 3", "ingest", "wait 1e9",
-                                              "capacity 0", "rollback rollback", "speculate 99999999999999999999",
-                                              "mark 1", "\x00", "init 1.5", "frobnicate 2"]))
+        lines[i] = data.draw(
+            st.sampled_from(
+                [
+                    "init -1",
+                    "speculate x",
+                    "accept 3",
+                    "ingest",
+                    "wait 1e9",
+                    "capacity 0",
+                    "rollback rollback",
+                    "speculate 99999999999999999999",
+                    "mark 1",
+                    "\x00",
+                    "init 1.5",
+                    "frobnicate 2",
+                ]
+            )
+        )
         blob = ("\n".join(lines) + "\n").encode()
     p = fresh(root, "cmds.txt")
     p.write_bytes(blob)
@@ -310,8 +359,7 @@ def test_kvmu_commands_fuzz(root: Path, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_measurements_fuzz(root: Path, data: st.DataObject) -> None:
     good = (ROOT / "calibration/measurements/gpu.csv").read_text()
-    blob = data.draw(corrupt_bytes(good.encode())) if data.draw(st.booleans()) else data.draw(
-        mutate_csv(good)).encode()
+    blob = data.draw(corrupt_bytes(good.encode())) if data.draw(st.booleans()) else data.draw(mutate_csv(good)).encode()
     p = fresh(root, "m.csv")
     p.write_bytes(blob)
     check_reader(_measurements, p)
@@ -324,8 +372,11 @@ def test_params_file_fuzz(root: Path, data: st.DataObject) -> None:
     from tests.fuzzing import mutate_json_obj
 
     good = (ROOT / "calibration/params/gpu.json").read_text()
-    blob = data.draw(corrupt_bytes(good.encode())) if data.draw(st.booleans()) else json.dumps(
-        data.draw(mutate_json_obj(json.loads(good)))).encode()
+    blob = (
+        data.draw(corrupt_bytes(good.encode()))
+        if data.draw(st.booleans())
+        else json.dumps(data.draw(mutate_json_obj(json.loads(good)))).encode()
+    )
     p = fresh(root, "params.json")
     p.write_bytes(blob)
     check_reader(_params, p)
@@ -337,8 +388,11 @@ def test_prompt_file_fuzz(root: Path, data: st.DataObject) -> None:
     from tests.fuzzing import mutate_json_obj
 
     good = json.dumps([[1, 2, 3, 4], [5, 6, 7, 8]])
-    blob = data.draw(corrupt_bytes(good.encode())) if data.draw(st.booleans()) else json.dumps(
-        data.draw(mutate_json_obj(json.loads(good)))).encode()
+    blob = (
+        data.draw(corrupt_bytes(good.encode()))
+        if data.draw(st.booleans())
+        else json.dumps(data.draw(mutate_json_obj(json.loads(good)))).encode()
+    )
     p = fresh(root, "prompts.json")
     p.write_bytes(blob)
     check_reader(_prompts, p)
@@ -360,9 +414,8 @@ def test_checkpoint_fuzz(root: Path, data: st.DataObject) -> None:
 # ---------------------------------------------------------------------------------------------------- results journal
 @pytest.fixture(scope="module")
 def journal(root: Path) -> tuple[Path, str]:
-    from tests.test_dse_support import spec_file
-
     from hwmodel.dse import load_plan, run_sweep
+    from tests.test_dse_support import spec_file
 
     d = root / "journal"
     d.mkdir()
@@ -378,8 +431,11 @@ def test_results_journal_fuzz(root: Path, journal: tuple[Path, str], data: st.Da
     from hwmodel.dse.runner import open_store
 
     spec, good = journal
-    blob = data.draw(corrupt_bytes(good.encode())) if data.draw(st.booleans()) else data.draw(
-        mutate_csv(good, skip_comments=False)).encode()
+    blob = (
+        data.draw(corrupt_bytes(good.encode()))
+        if data.draw(st.booleans())
+        else data.draw(mutate_csv(good, skip_comments=False)).encode()
+    )
     out = fresh(root, "out")
     out.mkdir()
     (out / "results.csv").write_bytes(blob)

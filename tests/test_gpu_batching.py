@@ -1,5 +1,6 @@
 """vLLM mechanisms of the GPU model: per-sequence host cost, sampler settings, the sliding-window attention backend,
 and batched prefill packed to the scheduler's token budget (gpu.vllm_sampler, gpu.kernels.Window)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,7 +36,8 @@ def test_vllm_step_host_cost_grows_with_the_batch(b: int, ctx: int) -> None:
     # one more sequence: at least the host's per-sequence work before the GPU starts (and never faster)
     assert t2 - t1 >= e.c_seq_s * (1 - 1e-9)
     assert host_step_s(e.t_step_s, e.c_seq_s, b + 1) - host_step_s(e.t_step_s, e.c_seq_s, b) == pytest.approx(
-        e.params[C_SEQ_PARAM])
+        e.params[C_SEQ_PARAM]
+    )
 
 
 def test_sampling_settings_cost_more_than_greedy() -> None:
@@ -52,8 +54,10 @@ def test_sampling_settings_cost_more_than_greedy() -> None:
     ge, se = engine("rtx3090", "qwen2.5-0.5b", "vllm-eager"), engine("rtx3090", "qwen2.5-0.5b", "vllm-eager", "sample")
     assert se.decode_s(500) - ge.decode_s(500) >= 44 * ge.roofline.t_kernel_s * (1 - 1e-9)
     # the HF path keeps its own sampling kernels (gpu.sampling), untouched by vLLM's sampler
-    assert engine("a100-80gb", "qwen2.5-0.5b", "hf").decode_cost(10).kernels < \
-        engine("a100-80gb", "qwen2.5-0.5b", "hf", "sample").decode_cost(10).kernels
+    assert (
+        engine("a100-80gb", "qwen2.5-0.5b", "hf").decode_cost(10).kernels
+        < engine("a100-80gb", "qwen2.5-0.5b", "hf", "sample").decode_cost(10).kernels
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -87,8 +91,11 @@ def test_sliding_window_model_on_vllm_uses_xformers_and_the_paged_kernel() -> No
 
 
 @settings(max_examples=40, deadline=None)
-@given(prompts=st.lists(st.integers(1, 600), min_size=1, max_size=30), budget=st.integers(600, 2500),
-       seqs=st.integers(1, 8))
+@given(
+    prompts=st.lists(st.integers(1, 600), min_size=1, max_size=30),
+    budget=st.integers(600, 2500),
+    seqs=st.integers(1, 8),
+)
 def test_prefills_pack_whole_prompts_in_order_up_to_the_budget(prompts: list[int], budget: int, seqs: int) -> None:
     steps = pack_prefills(prompts, budget, seqs)
     assert [n for step in steps for n in step] == prompts  # first come first served, never split or skipped

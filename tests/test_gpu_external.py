@@ -1,4 +1,5 @@
 """Out-of-source GPU validation rows (hwmodel/validate/gpu_external.py): produced, labelled predicted, never fitted."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,9 +26,11 @@ def test_rows_are_produced_predicted_with_the_family_free_parameters() -> None:
 
 def _csv(tmp_path: Path, role: str, quantity: str = "batch_speedup", unit: str = "x") -> Path:
     p = tmp_path / "ext.csv"
-    p.write_text("id,subject,quantity,value,unit,role,source,notes,llm,framework,weight_bits,kv_bits,input_tokens,"
-                 "output_tokens,batch,decoding\n"
-                 f"x,a100-80gb,{quantity},2,{unit},{role},a page,,qwen2.5-0.5b,vllm,16,16,64,8,2,greedy\n")
+    p.write_text(
+        "id,subject,quantity,value,unit,role,source,notes,llm,framework,weight_bits,kv_bits,input_tokens,"
+        "output_tokens,batch,decoding\n"
+        f"x,a100-80gb,{quantity},2,{unit},{role},a page,,qwen2.5-0.5b,vllm,16,16,64,8,2,greedy\n"
+    )
     return p
 
 

@@ -1,4 +1,5 @@
 """GPU engine: physical properties (monotone, bandwidth floor, faster GPU never slower), API and errors."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,14 +19,18 @@ from hwmodel.errors import HwmodelError, UnknownNameError
 from hwmodel.specs import library
 
 COMBOS = [  # (gpu, llm, framework) that fit
-    ("a100-40gb", "llama2-7b", "hf"), ("a100-80gb", "qwen2.5-math-7b", "vllm"),
-    ("rtx3090", "qwen2.5-0.5b", "vllm-eager"), ("rtx3090", "skywork-prm-7b", "vllm"),
-    ("rtx3090", "qwen2.5-math-1.5b", "hf"), ("orin-nano", "qwen2.5-0.5b", "edge-w8a8"),
-    ("h200", "llama-3.2-1b", "vllm"), ("v100s", "qwen2.5-0.5b", "hf"),
+    ("a100-40gb", "llama2-7b", "hf"),
+    ("a100-80gb", "qwen2.5-math-7b", "vllm"),
+    ("rtx3090", "qwen2.5-0.5b", "vllm-eager"),
+    ("rtx3090", "skywork-prm-7b", "vllm"),
+    ("rtx3090", "qwen2.5-math-1.5b", "hf"),
+    ("orin-nano", "qwen2.5-0.5b", "edge-w8a8"),
+    ("h200", "llama-3.2-1b", "vllm"),
+    ("v100s", "qwen2.5-0.5b", "hf"),
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def engine(gpu: str, llm: str, fw: str) -> GpuEngine:
     return GpuEngine(gpu, llm, fw)
 
@@ -73,8 +78,12 @@ def test_prefill_never_beats_its_compute_floor(gpu: str, llm: str, fw: str) -> N
 @given(c=combo, bw=st.floats(1.0, 4.0), flops=st.floats(1.0, 4.0), n=st.integers(1, 2000), ctx=st.integers(0, 2000))
 def test_faster_gpu_never_slower(c: tuple[str, str, str], bw: float, flops: float, n: int, ctx: int) -> None:
     base = engine(*c)
-    fast_spec = dataclasses.replace(base.gpu, mem_bw_bytes_per_s=base.gpu.mem_bw_bytes_per_s * bw,
-                                    fp16_flops=base.gpu.fp16_flops * flops, int8_ops=base.gpu.int8_ops * flops)
+    fast_spec = dataclasses.replace(
+        base.gpu,
+        mem_bw_bytes_per_s=base.gpu.mem_bw_bytes_per_s * bw,
+        fp16_flops=base.gpu.fp16_flops * flops,
+        int8_ops=base.gpu.int8_ops * flops,
+    )
     fast = GpuEngine(fast_spec, base.llm, base.framework)
     assert fast.decode_s(ctx) <= base.decode_s(ctx)
     assert fast.prefill_s(n, ctx) <= base.prefill_s(n, ctx)

@@ -1,4 +1,5 @@
 """The launch-queue model: the closed form over repeated layers equals the kernel-by-kernel reference."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,10 +14,17 @@ from gpu.latency import GpuEngine
 times = st.lists(st.floats(min_value=0.0, max_value=1e-3, allow_nan=False), min_size=1, max_size=12)
 
 
-@given(c_op=st.floats(min_value=0.0, max_value=1e-4), pro=times, lay=times, epi=times,
-       layers=st.integers(min_value=1, max_value=9), start=st.floats(min_value=0.0, max_value=1e-2))
-def test_eager_closed_form_equals_reference(c_op: float, pro: list[float], lay: list[float], epi: list[float],
-                                            layers: int, start: float) -> None:
+@given(
+    c_op=st.floats(min_value=0.0, max_value=1e-4),
+    pro=times,
+    lay=times,
+    epi=times,
+    layers=st.integers(min_value=1, max_value=9),
+    start=st.floats(min_value=0.0, max_value=1e-2),
+)
+def test_eager_closed_form_equals_reference(
+    c_op: float, pro: list[float], lay: list[float], epi: list[float], layers: int, start: float
+) -> None:
     t = launch.PassTimes(np.array(pro)[:, None], np.array(lay)[:, None], np.array(epi)[:, None], layers)
     fast = launch.eager(c_op, t, start)
     ref = launch.eager_reference(c_op, t, start)
@@ -64,19 +72,27 @@ def test_host_bound_and_gpu_bound_limits() -> None:
     assert float(launch.eager(0.0, t).total_s[0]) == pytest.approx(40 * 1e-6)
 
 
-@given(n=st.lists(st.integers(1, 5000), min_size=1, max_size=4), ctx=st.integers(0, 5000),
-       program=st.sampled_from(["hf", "vllm", "w8a8"]), llm=st.sampled_from(["qwen2.5-0.5b", "llama2-7b",
-                                                                              "skywork-prm-7b"]),
-       head=st.sampled_from(["auto", "none"]), kv_bits=st.sampled_from([8, 16]))
-def test_affine_template_equals_direct_evaluation(n: list[int], ctx: int, program: str, llm: str, head: str,
-                                                  kv_bits: int) -> None:
+@given(
+    n=st.lists(st.integers(1, 5000), min_size=1, max_size=4),
+    ctx=st.integers(0, 5000),
+    program=st.sampled_from(["hf", "vllm", "w8a8"]),
+    llm=st.sampled_from(["qwen2.5-0.5b", "llama2-7b", "skywork-prm-7b"]),
+    head=st.sampled_from(["auto", "none"]),
+    kv_bits=st.sampled_from([8, 16]),
+)
+def test_affine_template_equals_direct_evaluation(
+    n: list[int], ctx: int, program: str, llm: str, head: str, kv_bits: int
+) -> None:
     from gpu.kernels import evaluate_program
     from hwmodel.specs import library
 
     spec = library().llm(llm)
     wb = 8 if program == "w8a8" else 16
-    for p in (Pass.single(np.array(n), ctx, head_rows=np.array(n)), Pass.decode_batch(np.array(n) + ctx, True),
-              Pass.decode_batch(np.array(n), False)):
+    for p in (
+        Pass.single(np.array(n), ctx, head_rows=np.array(n)),
+        Pass.decode_batch(np.array(n) + ctx, True),
+        Pass.decode_batch(np.array(n), False),
+    ):
         fast = build_program(spec, program, p, wb, kv_bits, head)
         ref = evaluate_program(spec, program, p, wb, kv_bits, head)
         for block in ("prologue", "layer", "epilogue"):

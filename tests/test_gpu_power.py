@@ -1,4 +1,5 @@
 """GPU power: bounded by idle and TDP, monotone in utilisation, energy = power x time, the fitted A100 point."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,10 @@ def test_utilisation_is_clipped() -> None:
     assert float(utilisation(gpu, 0.0, 0.0, 1.0, 16)) == 0.0
 
 
-@pytest.mark.parametrize("gpu, llm, fw", [("a100-40gb", "llama2-7b", "hf"), ("rtx3090", "qwen2.5-0.5b", "vllm"),
-                                          ("orin-nano", "qwen2.5-0.5b", "edge-w8a8")])
+@pytest.mark.parametrize(
+    "gpu, llm, fw",
+    [("a100-40gb", "llama2-7b", "hf"), ("rtx3090", "qwen2.5-0.5b", "vllm"), ("orin-nano", "qwen2.5-0.5b", "edge-w8a8")],
+)
 def test_every_phase_between_idle_and_tdp(gpu: str, llm: str, fw: str) -> None:
     e = GpuEngine(gpu, llm, fw)
     assert e.power_w(Phase.IDLE) == e.gpu.idle_power_w

@@ -1,13 +1,25 @@
 """The operator graph: what it counts for each phase and family feature (hand-checked shapes)."""
+
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
-
 from graph_gen import llm_shapes, quant_schemes
+from hypothesis import given
+from hypothesis import strategies as st
+
 from hwmodel.errors import HwmodelError
-from hwmodel.graph import (Bytes, QuantScheme, build_graph, decode, ingest, params_of, per_channel, prefill,
-                           resident_param_bytes, score, uniform_routing)
+from hwmodel.graph import (
+    Bytes,
+    QuantScheme,
+    decode,
+    ingest,
+    params_of,
+    per_channel,
+    prefill,
+    resident_param_bytes,
+    score,
+    uniform_routing,
+)
 from hwmodel.specs import library
 
 
@@ -54,7 +66,10 @@ def test_sliding_window_caps_the_cache_read() -> None:
     assert decode(w, q, 1000).find("attention").macs == decode(m, q, 63).find("attention").macs
     assert decode(w, q, 10).bytes == decode(m, q, 10).bytes
     half = dataclasses.replace(w, full_attention_layers=12)
-    assert decode(half, q, 1000).bytes.kv_read == (decode(m, q, 1000).bytes.kv_read + decode(w, q, 1000).bytes.kv_read) // 2
+    assert (
+        decode(half, q, 1000).bytes.kv_read
+        == (decode(m, q, 1000).bytes.kv_read + decode(w, q, 1000).bytes.kv_read) // 2
+    )
     # prefill pairs with a window: closed form = direct sum
     for ctx, n in ((0, 100), (30, 70), (200, 90)):
         a = prefill(w, q, n, ctx).find("attention").macs
@@ -123,8 +138,9 @@ def test_functional_model_layer_structure_is_checked_against_the_graph() -> None
     from fpga.functional.quantize import quantize_model
     from fpga.functional.weights import SyntheticWeights
 
-    m = dataclasses.replace(library().llm("qwen2.5-0.5b"), layers=1, hidden=64, heads=2, kv_heads=1, head_dim=32,
-                            intermediate=96, vocab=128)
+    m = dataclasses.replace(
+        library().llm("qwen2.5-0.5b"), layers=1, hidden=64, heads=2, kv_heads=1, head_dim=32, intermediate=96, vocab=128
+    )
     params = quantize_model(m, SyntheticWeights(m, 0))
     check_layer_structure(m, params)  # the datapath's tensors are the graph's fused operators
     bad = dataclasses.replace(params, gu_q=params.gu_q[:, :96])  # the up projection's rows missing

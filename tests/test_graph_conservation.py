@@ -1,16 +1,18 @@
 """Conservation: every back-end's compiled program moves exactly the graph's bytes per class and does exactly
 its MACs (integers, no tolerance), for the built-in designs and LLMs and for hypothesis-generated LLM shapes x
 contexts x quantization schemes; a deliberately broken lowering fails the same checks."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from graph_gen import llm_shapes
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fpga.streaming import lowering, program, program_format, templates
 from fpga.streaming.design import load_design
-from graph_gen import llm_shapes, quant_schemes
 from hwmodel.graph import Graph, QuantScheme, build_graph
 from hwmodel.specs import LlmSpec, library
 
@@ -37,8 +39,9 @@ def streaming_violations(prog: program_format.Program, g: Graph) -> list[str]:
     return out
 
 
-def _streaming_case(design_name: str, llm: LlmSpec, wb: int, kb: int, group: int, ctx: int,
-                    with_lm_head: bool) -> tuple[program_format.Program, Graph]:
+def _streaming_case(
+    design_name: str, llm: LlmSpec, wb: int, kb: int, group: int, ctx: int, with_lm_head: bool
+) -> tuple[program_format.Program, Graph]:
     d = load_design(design_name)
     d = dataclasses.replace(d, weight_bits=wb, kv_bits=kb, quant_group_size=group)
     board = d.board_spec()
@@ -65,8 +68,15 @@ def test_builtin_llms_on_a_streaming_design_conserve_the_graph(llm: str) -> None
 
 
 @settings(max_examples=220)
-@given(llm_shapes(), st.sampled_from([4, 8, 16]), st.sampled_from([4, 8, 16]), st.sampled_from([0, 0, 8, 32]),
-       st.integers(0, 400), st.booleans(), st.sampled_from(["draft-u280", "flexllm-u280"]))
+@given(
+    llm_shapes(),
+    st.sampled_from([4, 8, 16]),
+    st.sampled_from([4, 8, 16]),
+    st.sampled_from([0, 0, 8, 32]),
+    st.integers(0, 400),
+    st.booleans(),
+    st.sampled_from(["draft-u280", "flexllm-u280"]),
+)
 def test_streaming_programs_conserve_the_graph(m, wb, kb, group, ctx, head, design) -> None:  # type: ignore[no-untyped-def]
     prog, g = _streaming_case(design, m, wb, kb, group, ctx, head)
     assert streaming_violations(prog, g) == []
@@ -116,8 +126,14 @@ def instruction_violations(prog: iprogram.Program, g: Graph) -> list[str]:
     t = iprogram.program_traffic(prog)
     b = g.bytes
     emb = g.find("embed", "prologue").bytes
-    want = {"weights": b.weights - emb.weights, "metadata": b.metadata - emb.metadata + b.bias,
-            "gather": emb.weights + emb.metadata, "kv_read": b.kv_read, "kv_write": b.kv_write, "macs": g.macs}
+    want = {
+        "weights": b.weights - emb.weights,
+        "metadata": b.metadata - emb.metadata + b.bias,
+        "gather": emb.weights + emb.metadata,
+        "kv_read": b.kv_read,
+        "kv_write": b.kv_write,
+        "macs": g.macs,
+    }
     return [f"{k}: program {t[k]} != graph {v}" for k, v in want.items() if t[k] != v]
 
 
@@ -128,8 +144,10 @@ def test_builtin_instruction_designs_conserve_the_graph(design: str, ctx: int) -
     c = icomp.Compiler(d)
     q = ilayout.quant_of(d)
     assert instruction_violations(c.decode_program(ctx), build_graph(d.llm_spec, q, "decode", 1, ctx)) == []
-    assert instruction_violations(c.prefill_program(1, ctx, logits=False),
-                                  build_graph(d.llm_spec, q, "ingest", 1, ctx)) == []
+    assert (
+        instruction_violations(c.prefill_program(1, ctx, logits=False), build_graph(d.llm_spec, q, "ingest", 1, ctx))
+        == []
+    )
 
 
 @pytest.mark.parametrize("llm", sorted(library().names("llm")))
@@ -142,8 +160,15 @@ def test_builtin_llms_on_an_instruction_design_conserve_the_graph(llm: str) -> N
 
 
 @settings(max_examples=200)
-@given(llm_shapes(moe=False), st.sampled_from([4, 8, 16]), st.sampled_from([4, 8, 16]),
-       st.sampled_from([8, 32, 128]), st.sampled_from([4, 8, 16]), st.integers(0, 200), st.booleans())
+@given(
+    llm_shapes(moe=False),
+    st.sampled_from([4, 8, 16]),
+    st.sampled_from([4, 8, 16]),
+    st.sampled_from([8, 32, 128]),
+    st.sampled_from([4, 8, 16]),
+    st.integers(0, 200),
+    st.booleans(),
+)
 def test_instruction_programs_conserve_the_graph(m, wb, kb, group, zb, ctx, head) -> None:  # type: ignore[no-untyped-def]
     m = dataclasses.replace(m, sliding_window=0, max_position=512)
     d = load_instruction_design("glitches-u280")
@@ -213,8 +238,14 @@ def test_builtin_llms_gpu_kernel_lists_conserve_the_graph(framework: str, llm: s
 
 
 @settings(max_examples=200)
-@given(llm_shapes(moe=False), st.sampled_from(["hf", "vllm", "w8a8"]), st.sampled_from([4, 8, 16]),
-       st.sampled_from([8, 16]), st.integers(0, 5000), st.booleans())
+@given(
+    llm_shapes(moe=False),
+    st.sampled_from(["hf", "vllm", "w8a8"]),
+    st.sampled_from([4, 8, 16]),
+    st.sampled_from([8, 16]),
+    st.integers(0, 5000),
+    st.booleans(),
+)
 def test_gpu_kernel_lists_conserve_the_graph(m, framework, wb, kb, ctx, head) -> None:  # type: ignore[no-untyped-def]
     m = dataclasses.replace(m, sliding_window=0)  # the GPU kernel lists do not apply a window
     assert gpu_violations(*_gpu_case(m, framework, wb, kb, ctx, head)) == []

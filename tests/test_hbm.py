@@ -1,5 +1,6 @@
 """HBM channel model at bank level: fast model == cycle-stepped channel, JEDEC/PG276 rules, address maps, the
 switch, and what random and strided traffic get."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,8 +44,9 @@ def test_fast_channel_equals_cycle_stepped(data: st.DataObject) -> None:
     misses, bank conflicts, misaligned and partial accesses, mixed reads and writes."""
     base = library().board(data.draw(st.sampled_from(["u280", "v80"])))
     board = dataclasses.replace(base, hbm=small_hbm(data.draw, base))
-    p = hbm.hbm_params(board, data.draw(st.sampled_from([150e6, 300e6, 450e6])),
-                       refresh_phase_cycles=data.draw(st.integers(0, 5000)))
+    p = hbm.hbm_params(
+        board, data.draw(st.sampled_from([150e6, 300e6, 450e6])), refresh_phase_cycles=data.draw(st.integers(0, 5000))
+    )
     n = data.draw(st.integers(1, 25))
     t = 0
     addr = data.draw(st.integers(0, 1 << 14))
@@ -78,8 +80,9 @@ def test_sequential_stream_predicts_shuhai() -> None:
 def _bw(b, size: int, pattern: str, **kw) -> float:  # type: ignore[no-untyped-def]
     kw.setdefault("outstanding", 64)
     kw.setdefault("port_width_bits", 256)
-    return hbm.profile_bandwidth(b, 450e6, size, pattern=pattern, total_bytes=kw.pop("total", 1 << 20),
-                                 **kw)["bw_bytes_per_s"]
+    return hbm.profile_bandwidth(b, 450e6, size, pattern=pattern, total_bytes=kw.pop("total", 1 << 20), **kw)[
+        "bw_bytes_per_s"
+    ]
 
 
 def test_random_and_strided_traffic_are_activation_bound() -> None:
@@ -133,15 +136,24 @@ def test_access_rules_of_pg276() -> None:
     b = library().board("u280")
 
     def eff(size: int, offset: int = 0) -> float:
-        return hbm.profile_bandwidth(b, 450e6, size, outstanding=64, port_width_bits=1024, offset_bytes=offset,
-                                     stride_bytes=size if offset == 0 else 4 * size, total_bytes=1 << 20)["efficiency"]
+        return hbm.profile_bandwidth(
+            b,
+            450e6,
+            size,
+            outstanding=64,
+            port_width_bits=1024,
+            offset_bytes=offset,
+            stride_bytes=size if offset == 0 else 4 * size,
+            total_bytes=1 << 20,
+        )["efficiency"]
 
     # 32-B bursts reach at most half of 64-B ones (command rate); misaligned accesses need two commands (<= 50 %)
     assert eff(32) == pytest.approx(eff(64) / 2, rel=0.02)
     assert eff(64, offset=16) <= 0.5 * eff(64) * 1.02
     # an 8-B write costs a whole 32-B granule
-    w8 = hbm.profile_bandwidth(b, 450e6, 8, outstanding=64, port_width_bits=1024, stride_bytes=32, write=True,
-                               total_bytes=1 << 16)
+    w8 = hbm.profile_bandwidth(
+        b, 450e6, 8, outstanding=64, port_width_bits=1024, stride_bytes=32, write=True, total_bytes=1 << 16
+    )
     w32 = hbm.profile_bandwidth(b, 450e6, 32, outstanding=64, port_width_bits=1024, write=True, total_bytes=1 << 18)
     assert w8["efficiency"] == pytest.approx(w32["efficiency"] / 4, rel=0.05)
 
@@ -188,8 +200,9 @@ def test_idle_latency_by_page_state() -> None:
 def test_refresh_phase_moves_the_windows() -> None:
     b = library().board("u280")
     a = hbm.profile_bandwidth(b, 450e6, 4096, outstanding=64, port_width_bits=4096, total_bytes=1 << 16)
-    c = hbm.profile_bandwidth(b, 450e6, 4096, outstanding=64, port_width_bits=4096, total_bytes=1 << 16,
-                              refresh_phase_cycles=1700)
+    c = hbm.profile_bandwidth(
+        b, 450e6, 4096, outstanding=64, port_width_bits=4096, total_bytes=1 << 16, refresh_phase_cycles=1700
+    )
     assert a["seconds"] != c["seconds"]
 
 

@@ -1,5 +1,6 @@
 """`hwmodel fpga profile-port`: patterns, read/write mix, port-to-channel map, reordering, AXI IDs, plots, bad
 input."""
+
 from __future__ import annotations
 
 import json
@@ -24,13 +25,28 @@ def test_profile_port_patterns_map_and_plot(tmp_path: Path) -> None:
     assert bw("--pattern", "random", "--channels", "0:4") < 0.5 * bw("--pattern", "random")
     assert bw("--write-fraction", "0.5") < seq
     # the reorder queue passes bank conflicts; several AXI IDs lift the switch's per-ID ordering across channels
-    assert bw("--pattern", "random", "--sizes", "128") > 1.2 * bw("--pattern", "random", "--sizes", "128",
-                                                                  "--no-reorder")
-    assert bw("--pattern", "random", "--channels", "0:4", "--ids", "16") > 3 * bw("--pattern", "random",
-                                                                                 "--channels", "0:4")
+    assert bw("--pattern", "random", "--sizes", "128") > 1.2 * bw(
+        "--pattern", "random", "--sizes", "128", "--no-reorder"
+    )
+    assert bw("--pattern", "random", "--channels", "0:4", "--ids", "16") > 3 * bw(
+        "--pattern", "random", "--channels", "0:4"
+    )
     png = tmp_path / "p.png"
-    r = run(main, ["fpga", "profile-port", "--sizes", "64,4096", "--outstanding", "1,16", "--total-bytes", "65536",
-                   "--plot", str(png)])
+    r = run(
+        main,
+        [
+            "fpga",
+            "profile-port",
+            "--sizes",
+            "64,4096",
+            "--outstanding",
+            "1,16",
+            "--total-bytes",
+            "65536",
+            "--plot",
+            str(png),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert png.stat().st_size > 1000
 

@@ -1,15 +1,16 @@
 """hwmodel's HBM channel beside the stored Ramulator 2 results (hwmodel/validate/hbm_peer.py): the CI trace set is regenerated
 on hwmodel's side and compared with the peer; every difference over 15 % must carry a mechanism (hbm_peer.EXPLAINED,
 docs/hbm.md). The live peer is not built in CI (its source cannot be fetched there)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from hwmodel.validate import hbm_peer
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import library
+from hwmodel.validate import hbm_peer
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "hbm.md"
 

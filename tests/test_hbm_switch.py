@@ -2,6 +2,7 @@
 its cycle-stepped twin (fpga.hbm.reference): several pseudo-channels with their own refresh phases, one or several AXI IDs
 changing destination, read and write in-flight limits, reorder windows from 1 to 64, lateral hops, read/write
 mixes, drawn JEDEC timings and address maps."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,11 +41,24 @@ def test_port_profile_equals_cycle_stepped(data: st.DataObject) -> None:
     for c in range(n_pc):
         st_[c] = hbm.new_channel_state()
         hbm.set_refresh_phase(p, st_[c], phases[c])
-    last_k, _last_axi, lands = port_profile(p, st_, np.array(addrs, dtype=np.int64), np.array(chans, dtype=np.int64),
-                                            req, np.array(writes, dtype=np.int64), out_rd, out_wr, n_ids, window,
-                                            port_bytes, np.array(hops, dtype=np.int64), lateral)
-    land, _first, states = port_profile_stepped(p, phases, addrs, chans, req, writes, out_rd, out_wr, n_ids, window,
-                                                port_bytes, hops, lateral)
+    last_k, _last_axi, lands = port_profile(
+        p,
+        st_,
+        np.array(addrs, dtype=np.int64),
+        np.array(chans, dtype=np.int64),
+        req,
+        np.array(writes, dtype=np.int64),
+        out_rd,
+        out_wr,
+        n_ids,
+        window,
+        port_bytes,
+        np.array(hops, dtype=np.int64),
+        lateral,
+    )
+    land, _first, states = port_profile_stepped(
+        p, phases, addrs, chans, req, writes, out_rd, out_wr, n_ids, window, port_bytes, hops, lateral
+    )
     assert last_k == max(land)
     assert list(lands) == land
     # the twin keeps stepping until the last request lands, so a refresh may have closed rows after the last access
@@ -66,11 +80,23 @@ def test_reordering_passes_bank_conflicts_and_matches_twin() -> None:
     for window in (1, 64):
         st_ = np.zeros((1, hbm.CS_N), dtype=np.int64)
         st_[0] = hbm.new_channel_state()
-        args = (np.array(addrs, dtype=np.int64), np.zeros(n, dtype=np.int64), 128, np.zeros(n, dtype=np.int64),
-                16, 16, 1, window, 128, np.zeros(1, dtype=np.int64), 0)
+        args = (
+            np.array(addrs, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+            128,
+            np.zeros(n, dtype=np.int64),
+            16,
+            16,
+            1,
+            window,
+            128,
+            np.zeros(1, dtype=np.int64),
+            0,
+        )
         _last_k, last_axi, lands = port_profile(p, st_, *args)
-        land, first, _states = port_profile_stepped(p, [0], addrs, [0] * n, 128, [0] * n, 16, 16, 1, window, 128,
-                                                    [0], 0)
+        land, first, _states = port_profile_stepped(
+            p, [0], addrs, [0] * n, 128, [0] * n, 16, 16, 1, window, 128, [0], 0
+        )
         assert list(lands) == land
         out[window] = (last_axi, first)
     assert out[1][1] == sorted(out[1][1])
@@ -105,11 +131,25 @@ def test_masters_sharing_channels_equal_cycle_stepped(data: st.DataObject) -> No
         st_[c] = hbm.new_channel_state()
         hbm.set_refresh_phase(p, st_[c], phases[c])
     _last_k, _last_axi, lands = masters_profile(
-        p, st_, np.array(addrs, dtype=np.int64), np.array(chans, dtype=np.int64), np.array(masters, dtype=np.int64),
-        n_m, req, np.array(writes, dtype=np.int64), out_rd, out_wr, n_ids, window, 32,
-        np.array(hops, dtype=np.int64), lateral)
-    land, _first, _states = masters_profile_stepped(p, phases, addrs, chans, masters, req, writes, out_rd, out_wr,
-                                                    n_ids, window, 32, hops, lateral)
+        p,
+        st_,
+        np.array(addrs, dtype=np.int64),
+        np.array(chans, dtype=np.int64),
+        np.array(masters, dtype=np.int64),
+        n_m,
+        req,
+        np.array(writes, dtype=np.int64),
+        out_rd,
+        out_wr,
+        n_ids,
+        window,
+        32,
+        np.array(hops, dtype=np.int64),
+        lateral,
+    )
+    land, _first, _states = masters_profile_stepped(
+        p, phases, addrs, chans, masters, req, writes, out_rd, out_wr, n_ids, window, 32, hops, lateral
+    )
     assert list(lands) == land
 
 
@@ -124,12 +164,24 @@ def test_masters_contend_for_one_channel() -> None:
     def run(n_m: int) -> int:
         st_ = np.zeros((1, hbm.CS_N), dtype=np.int64)
         st_[0] = hbm.new_channel_state()
-        last_k, _a, _l = masters_profile(p, st_, np.tile(addrs, n_m), np.zeros(n * n_m, dtype=np.int64),
-                                         np.repeat(np.arange(n_m, dtype=np.int64), n), n_m, 256,
-                                         np.zeros(n * n_m, dtype=np.int64), 16, 16, 1, 64, 256,
-                                         np.zeros((n_m, 1), dtype=np.int64), 0)
+        last_k, _a, _l = masters_profile(
+            p,
+            st_,
+            np.tile(addrs, n_m),
+            np.zeros(n * n_m, dtype=np.int64),
+            np.repeat(np.arange(n_m, dtype=np.int64), n),
+            n_m,
+            256,
+            np.zeros(n * n_m, dtype=np.int64),
+            16,
+            16,
+            1,
+            64,
+            256,
+            np.zeros((n_m, 1), dtype=np.int64),
+            0,
+        )
         return last_k
 
     alone, shared = run(1), run(2)
     assert 1.7 * alone <= shared <= 2.3 * alone
-

@@ -1,5 +1,6 @@
 """`hwmodel specs import-hf`: the seven architectures map to sourced specs whose parameter counts match the
 published totals; any field it cannot map is refused with its name."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ from click.testing import CliRunner
 
 from hwmodel.cli import main
 from hwmodel.graph import decode, params_of, per_channel
-from hwmodel.hf_import import ImportHfError, import_hf
+from hwmodel.hf_import import import_hf
 from hwmodel.specs import SpecLibrary, load_spec_file
 
 FIX = Path(__file__).parent / "fixtures" / "hf"
@@ -75,20 +76,23 @@ def _variant(tmp_path: Path, base: str, **changes: object) -> Path:
     return p
 
 
-@pytest.mark.parametrize("base,changes,field", [
-    ("llama-3.1-8b", {"some_new_knob": 3}, "some_new_knob"),
-    ("qwen3-30b-a3b", {"mlp_only_layers": [0, 1]}, "mlp_only_layers"),
-    ("qwen3-30b-a3b", {"decoder_sparse_step": 2}, "decoder_sparse_step"),
-    ("llama-3.1-8b", {"architectures": ["BertModel"]}, "architectures"),
-    ("llama-3.1-8b", {"architectures": ["GPT2LMHeadModel"]}, "model_type"),
-    ("opt-125m", {"word_embed_proj_dim": 512}, "word_embed_proj_dim"),
-    ("opt-125m", {"do_layer_norm_before": False}, "do_layer_norm_before"),
-    ("gemma-2-2b", {"layer_types": ["sliding_attention"] * 13 + ["full_attention"] * 13}, "layer_types"),
-    ("llama-3.1-8b", {"hidden_size": None}, "hidden_size"),
-    ("llama-3.1-8b", {"hidden_act": "swish2"}, "hidden_act"),
-    ("mistral-7b-v0.1", {"quantization_config": {"quant_method": "awq"}}, "quantization_config"),
-    ("qwen3-8b", {"num_key_value_heads": 5}, "kv_heads"),
-])
+@pytest.mark.parametrize(
+    "base,changes,field",
+    [
+        ("llama-3.1-8b", {"some_new_knob": 3}, "some_new_knob"),
+        ("qwen3-30b-a3b", {"mlp_only_layers": [0, 1]}, "mlp_only_layers"),
+        ("qwen3-30b-a3b", {"decoder_sparse_step": 2}, "decoder_sparse_step"),
+        ("llama-3.1-8b", {"architectures": ["BertModel"]}, "architectures"),
+        ("llama-3.1-8b", {"architectures": ["GPT2LMHeadModel"]}, "model_type"),
+        ("opt-125m", {"word_embed_proj_dim": 512}, "word_embed_proj_dim"),
+        ("opt-125m", {"do_layer_norm_before": False}, "do_layer_norm_before"),
+        ("gemma-2-2b", {"layer_types": ["sliding_attention"] * 13 + ["full_attention"] * 13}, "layer_types"),
+        ("llama-3.1-8b", {"hidden_size": None}, "hidden_size"),
+        ("llama-3.1-8b", {"hidden_act": "swish2"}, "hidden_act"),
+        ("mistral-7b-v0.1", {"quantization_config": {"quant_method": "awq"}}, "quantization_config"),
+        ("qwen3-8b", {"num_key_value_heads": 5}, "kv_heads"),
+    ],
+)
 def test_unmappable_fields_are_refused_with_their_name(tmp_path: Path, base: str, changes: dict, field: str) -> None:
     from hwmodel.errors import HwmodelError
 
@@ -101,8 +105,9 @@ def test_unmappable_fields_are_refused_with_their_name(tmp_path: Path, base: str
 
 
 def test_cli_writes_a_spec_usable_with_spec_dir(tmp_path: Path) -> None:
-    r = CliRunner().invoke(main, ["specs", "import-hf", str(FIX / "qwen3-8b.json"), "--name", "my-qwen3",
-                                  "--out", str(tmp_path)])
+    r = CliRunner().invoke(
+        main, ["specs", "import-hf", str(FIX / "qwen3-8b.json"), "--name", "my-qwen3", "--out", str(tmp_path)]
+    )
     assert r.exit_code == 0, r.output
     spec = load_spec_file(tmp_path / "my-qwen3.toml", "llm")
     assert spec.name == "my-qwen3" and spec.layers == 36

@@ -1,6 +1,7 @@
 """Issue 26: the families added to `specs import-hf` and the graph (OPT, GPT-2, GPT-J, GPT-NeoX, Phi-3, Gemma 2,
 Gemma 3, DeepSeek-V2-Lite) reproduce their published parameter totals from the public config.json files, and the
 graph has each family's operators (and none it lacks)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,14 +21,26 @@ PUBLISHED = {
     # the card's table gives 6,053,381,344; the HF modules count 6,050,882,784 (0.04 % fewer: the card counts
     # the mesh-transformer-jax checkpoint); reported, not tuned
     "gpt-j-6b": ("gptj", 6_053_381_344, 0.0005, "EleutherAI/gpt-j-6b model card, hyper-parameter table"),
-    "pythia-160m": ("gpt_neox", 162_322_944, 0.0, "EleutherAI/pythia-160m model card / Pythia paper Table 1: "
-                                                  "total 162,322,944"),
-    "phi-3-mini-4k-instruct": ("phi3", 3_821_079_552, 0.0, "model card 3.8B; keras-hub phi3_presets.py params "
-                                                          "3821079552"),
+    "pythia-160m": (
+        "gpt_neox",
+        162_322_944,
+        0.0,
+        "EleutherAI/pythia-160m model card / Pythia paper Table 1: total 162,322,944",
+    ),
+    "phi-3-mini-4k-instruct": (
+        "phi3",
+        3_821_079_552,
+        0.0,
+        "model card 3.8B; keras-hub phi3_presets.py params 3821079552",
+    ),
     "gemma-2-2b": ("gemma2", 2.61e9, 0.002, "google/gemma-2-2b card: 2.61B (2,614,341,888)"),
     "gemma-3-1b-pt": ("gemma3_text", 1.0e9, 0.01, "Gemma 3 report Table 1: 1B (302M embedding + 698M)"),
-    "deepseek-v2-lite": ("deepseek_v2", 15.7e9, 0.003, "deepseek-ai/DeepSeek-V2-Lite card: 15.7B total, 2.4B "
-                                                       "activated"),
+    "deepseek-v2-lite": (
+        "deepseek_v2",
+        15.7e9,
+        0.003,
+        "deepseek-ai/DeepSeek-V2-Lite card: 15.7B total, 2.4B activated",
+    ),
 }
 
 
@@ -122,8 +135,11 @@ def test_lowerings_refuse_what_they_would_drop(lib: SpecLibrary) -> None:
     from gpu import kernels as gk
     from hwmodel.errors import HwmodelError
 
-    for name, gap in (("opt-125m", "learned position table"), ("gemma-2-2b", "post-norms"),
-                      ("gpt-j-6b", "LM-head bias")):
+    for name, gap in (
+        ("opt-125m", "learned position table"),
+        ("gemma-2-2b", "post-norms"),
+        ("gpt-j-6b", "LM-head bias"),
+    ):
         with pytest.raises(HwmodelError, match=gap):
             gk.evaluate_program(lib.llm(name), "vllm", gk.Pass.single(1, 10), 16, 16)
         with pytest.raises(HwmodelError, match=gap):

@@ -1,4 +1,5 @@
 """`hwmodel fpga prefetch-sweep | instruction ...`: JSON outputs, files written, one-line errors."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,23 @@ def _err(args: list[str]) -> str:
 
 def test_prefetch_sweep_json_and_csv(tmp_path: Path) -> None:
     out = tmp_path / "sweep.csv"
-    data = json.loads(_ok(["fpga", "prefetch-sweep", "--design", "glitches-u280", "--ratios", "1,2,99", "--seq", "64",
-                           "--json", "--csv", str(out)]))
+    data = json.loads(
+        _ok(
+            [
+                "fpga",
+                "prefetch-sweep",
+                "--design",
+                "glitches-u280",
+                "--ratios",
+                "1,2,99",
+                "--seq",
+                "64",
+                "--json",
+                "--csv",
+                str(out),
+            ]
+        )
+    )
     rows = {r["ratio"]: r for r in data["rows"]}
     assert rows[1]["speedup"] == 1.0 and rows[2]["speedup"] > 1.0
     assert rows[99]["fits"] is False and rows[99]["decode_s"] is None
@@ -34,8 +50,21 @@ def test_prefetch_sweep_json_and_csv(tmp_path: Path) -> None:
 
 
 def test_profile_hbm_json(tmp_path: Path) -> None:
-    data = json.loads(_ok(["fpga", "profile-hbm", "--board", "u280", "--sizes", "256,32K", "--json",
-                           "--plot", str(tmp_path / "p.png")]))
+    data = json.loads(
+        _ok(
+            [
+                "fpga",
+                "profile-hbm",
+                "--board",
+                "u280",
+                "--sizes",
+                "256,32K",
+                "--json",
+                "--plot",
+                str(tmp_path / "p.png"),
+            ]
+        )
+    )
     small, big = data["rows"]
     assert small["access_bytes"] == 256 and big["access_bytes"] == 32768
     assert small["scheduler_efficiency"] < big["scheduler_efficiency"] <= big["raw_efficiency"] <= 1.0

@@ -1,5 +1,6 @@
 """The cycle-level engine: identical to the cycle-stepped reference, the bandwidth floor, monotone in the issue
 cost, the Engine protocol, determinism, and the published GLITCHES points (fitted and predicted)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,8 +13,8 @@ from hypothesis.extra.numpy import arrays
 
 from fpga.instruction import isa
 from fpga.instruction.compiler import Compiler, load_stream_program
-from fpga.instruction.engine import InstructionEngine
 from fpga.instruction.design import load_design
+from fpga.instruction.engine import InstructionEngine
 from fpga.instruction.reference import ReferenceMachine
 from fpga.instruction.simulator import simulate_program
 from hwmodel.bounds import decode_bytes
@@ -22,8 +23,19 @@ from hwmodel.errors import HwmodelError
 from hwmodel.graph import params_of
 from hwmodel.specs import library
 
-COUNTERS = ("cycles", "instructions", "dm_instructions", "mpe_instructions", "sfu_instructions", "mpe_busy_cycles",
-            "sfu_busy_cycles", "read_bytes", "write_bytes", "requests", "macs")
+COUNTERS = (
+    "cycles",
+    "instructions",
+    "dm_instructions",
+    "mpe_instructions",
+    "sfu_instructions",
+    "mpe_busy_cycles",
+    "sfu_busy_cycles",
+    "read_bytes",
+    "write_bytes",
+    "requests",
+    "macs",
+)
 
 
 @st.composite
@@ -33,27 +45,45 @@ def small_machines(draw: st.DrawFn):  # noqa: ANN201
     heads = kv_heads * draw(st.sampled_from([1, 2]))
     head_dim = draw(st.sampled_from([32, 64]))
     hidden = heads * head_dim
-    llm = dataclasses.replace(library().llm("llama2-7b"), layers=draw(st.integers(1, 2)), hidden=hidden, heads=heads,
-                              kv_heads=kv_heads, head_dim=head_dim, intermediate=draw(st.sampled_from([96, 160])),
-                              vocab=draw(st.sampled_from([50, 200])), max_position=256)
+    llm = dataclasses.replace(
+        library().llm("llama2-7b"),
+        layers=draw(st.integers(1, 2)),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=draw(st.sampled_from([96, 160])),
+        vocab=draw(st.sampled_from([50, 200])),
+        max_position=256,
+    )
     channels = draw(st.sampled_from([1, 2, 4]))
     row_lanes = draw(st.sampled_from([2, 4]))
     tile = channels * row_lanes * draw(st.sampled_from([1, 2]))
     board = draw(st.sampled_from(["glitches-u280", "glitches-v80"]))
-    params = {"datamover.channels": channels, "tiling.mv_tile_rows": tile, "mpe.row_lanes": row_lanes,
-              "mpe.col_lanes": draw(st.sampled_from([8, 32])), "mpe.token_lanes": draw(st.sampled_from([1, 3])),
-              "mpe.pipeline_cycles": draw(st.integers(0, 8)), "mpe.mv_overhead_cycles": draw(st.integers(0, 5)),
-              "mpe.mm_efficiency": draw(st.sampled_from([1.0, 0.7, 0.33])),
-              "sfu.lanes": draw(st.sampled_from([4, 16])), "sfu.pipeline_cycles": draw(st.integers(0, 6)),
-              "datamover.port_width_bits": draw(st.sampled_from([64, 256])),
-              "datamover.request_queue_depth": draw(st.integers(1, 3)),
-              "datamover.outstanding": draw(st.integers(1, 3)),
-              "datamover.request_latency_cycles": draw(st.integers(0, 12)),
-              "scheduler.issue_cycles": draw(st.integers(0, 5)), "scheduler.unit_queue_depth": draw(st.integers(1, 4)),
-              "buffers.weight_bytes": draw(st.sampled_from([16384, 65536])), "buffers.scale_bytes": 4096,
-              "buffers.zero_bytes": 4096, "buffers.kv_bytes": 4 * 64 * channels * 4,
-              "tiling.prefill_token_block": draw(st.sampled_from([4, 16])),
-              "clock_hz": draw(st.sampled_from([200e6, 225e6, 300e6]))}
+    params = {
+        "datamover.channels": channels,
+        "tiling.mv_tile_rows": tile,
+        "mpe.row_lanes": row_lanes,
+        "mpe.col_lanes": draw(st.sampled_from([8, 32])),
+        "mpe.token_lanes": draw(st.sampled_from([1, 3])),
+        "mpe.pipeline_cycles": draw(st.integers(0, 8)),
+        "mpe.mv_overhead_cycles": draw(st.integers(0, 5)),
+        "mpe.mm_efficiency": draw(st.sampled_from([1.0, 0.7, 0.33])),
+        "sfu.lanes": draw(st.sampled_from([4, 16])),
+        "sfu.pipeline_cycles": draw(st.integers(0, 6)),
+        "datamover.port_width_bits": draw(st.sampled_from([64, 256])),
+        "datamover.request_queue_depth": draw(st.integers(1, 3)),
+        "datamover.outstanding": draw(st.integers(1, 3)),
+        "datamover.request_latency_cycles": draw(st.integers(0, 12)),
+        "scheduler.issue_cycles": draw(st.integers(0, 5)),
+        "scheduler.unit_queue_depth": draw(st.integers(1, 4)),
+        "buffers.weight_bytes": draw(st.sampled_from([16384, 65536])),
+        "buffers.scale_bytes": 4096,
+        "buffers.zero_bytes": 4096,
+        "buffers.kv_bytes": 4 * 64 * channels * 4,
+        "tiling.prefill_token_block": draw(st.sampled_from([4, 16])),
+        "clock_hz": draw(st.sampled_from([200e6, 225e6, 300e6])),
+    }
     design = load_design(board).with_params(params)
     k = draw(st.integers(1, 3))
     prefill = draw(st.booleans())
@@ -79,8 +109,9 @@ def test_fast_engine_equals_cycle_stepped_reference(machine) -> None:  # noqa: A
 
 
 def test_reference_agrees_on_the_load_stream() -> None:
-    d = load_design("glitches-u280").with_params({"datamover.channels": 4, "tiling.mv_tile_rows": 16,
-                                                   "mpe.row_lanes": 4})
+    d = load_design("glitches-u280").with_params(
+        {"datamover.channels": 4, "tiling.mv_tile_rows": 16, "mpe.row_lanes": 4}
+    )
     prog = load_stream_program(d, 300, 6)  # unaligned, sub-burst sizes
     assert simulate_program(d, prog)["cycles"] == ReferenceMachine(d).run(prog)["cycles"]
 
@@ -99,9 +130,17 @@ def test_free_issue_and_unlimited_requests_approach_the_bandwidth_floor() -> Non
     """LLaMA2-7B W4A8 on U280 with issue cost 0, no request latency, 64 requests in flight and an MPE wide enough
     not to bind: a decode step takes the bytes over the datamover ports' bandwidth, to within a few per cent."""
     base = load_design("glitches-u280")
-    d = base.with_params({"scheduler.issue_cycles": 0, "datamover.outstanding": 64,
-                          "datamover.request_latency_cycles": 0, "datamover.request_queue_depth": 64,
-                          "scheduler.unit_queue_depth": 64, "mpe.row_lanes": 128, "sfu.lanes": 1024})
+    d = base.with_params(
+        {
+            "scheduler.issue_cycles": 0,
+            "datamover.outstanding": 64,
+            "datamover.request_latency_cycles": 0,
+            "datamover.request_queue_depth": 64,
+            "scheduler.unit_queue_depth": 64,
+            "mpe.row_lanes": 128,
+            "sfu.lanes": 1024,
+        }
+    )
     ctx = 512
     run = InstructionEngine(d, prefetch_ratio=4).decode(ctx)
     port_bw = d.datamover.channels * d.datamover.port_width_bits / 8 * d.clock_hz
@@ -168,7 +207,7 @@ def test_calibration_report_fitted_within_5_percent() -> None:
     assert [r.id for r in derived] == ["glitches-u280-hbm-util"]  # an identity of the fit, not a prediction
     assert rows.index(fitted[-1]) < rows.index(derived[0]) < rows.index(predicted[0])
     # how close the predicted and fitted-derived points stay is guarded (tests/test_validation.py, guards.json)
-    from hwmodel.validate.guards import load_guards, limit
+    from hwmodel.validate.guards import limit, load_guards
 
     g = load_guards()["points"]  # keyed by row id: area | quantity | series | workload | setting | role
     for r in predicted + derived:
@@ -198,8 +237,13 @@ def test_resources_fit_and_oversized_designs_are_refused() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(arrays(np.int64, st.tuples(st.integers(0, 60), st.just(3)),
-              elements=st.one_of(st.integers(0, 40), st.integers(0, 2**40))))
+@given(
+    arrays(
+        np.int64,
+        st.tuples(st.integers(0, 60), st.just(3)),
+        elements=st.one_of(st.integers(0, 40), st.integers(0, 2**40)),
+    )
+)
 def test_packed_unique_rows_equal_numpys_row_unique(triples: np.ndarray) -> None:
     """channel_classes deduplicates the LD/ST (rows, ch0, nch) triples packed into integers: the same rows, in the
     same order, as np.unique(axis=0)."""

@@ -1,5 +1,6 @@
 """ISA encoding and the compiler: access sizes emerge from the lowering, buffers bound the prefetch ratio, the
 scoreboard fields respect every producer/consumer pair, context patching equals a fresh compile, bytes add up."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,28 +14,36 @@ from hypothesis import strategies as st
 
 from fpga.instruction import isa
 from fpga.instruction.compiler import Compiler, load_stream_program
+from fpga.instruction.design import DESIGN_DIR, design_names, load_design
 from fpga.instruction.layout import build_layout, linear_ops
 from fpga.instruction.prefetch import PrefetchError, group_bytes, max_prefetch_ratio, prefetch_fits
-from fpga.instruction.design import DESIGN_DIR, design_names, load_design
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.graph import params_of
 from hwmodel.specs import library
 
-LINEAR_OPS = {isa.OPID[n] for n in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
-                                    "lm_head")}
+LINEAR_OPS = {
+    isa.OPID[n] for n in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head")
+}
 
 
 def tiny_llm(**kw: int):  # noqa: ANN201
-    base = dict(layers=3, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=512, vocab=1000,
-                max_position=512)
+    base = dict(layers=3, hidden=256, heads=4, kv_heads=2, head_dim=64, intermediate=512, vocab=1000, max_position=512)
     base.update(kw)
     return dataclasses.replace(library().llm("llama2-7b"), **base)
 
 
 def tiny_design(**kw: float):  # noqa: ANN201
-    params = {"datamover.channels": 4, "tiling.mv_tile_rows": 16, "mpe.row_lanes": 4, "mpe.col_lanes": 16,
-              "buffers.weight_bytes": 65536, "buffers.scale_bytes": 8192, "buffers.zero_bytes": 8192,
-              "buffers.kv_bytes": 16384, "tiling.prefill_token_block": 16}
+    params = {
+        "datamover.channels": 4,
+        "tiling.mv_tile_rows": 16,
+        "mpe.row_lanes": 4,
+        "mpe.col_lanes": 16,
+        "buffers.weight_bytes": 65536,
+        "buffers.scale_bytes": 8192,
+        "buffers.zero_bytes": 8192,
+        "buffers.kv_bytes": 16384,
+        "tiling.prefill_token_block": 16,
+    }
     params.update(kw)
     return load_design("glitches-u280").with_params(params)
 
@@ -47,9 +56,11 @@ def layer0_loads(prog: np.ndarray, compiler: Compiler, name: str) -> dict[int, l
     rows_ch = math.ceil(m.out_features / lay.channels)
     out: dict[int, list[np.ndarray]] = {isa.BUF_WEIGHT: [], isa.BUF_SCALE: [], isa.BUF_ZERO: []}
     for row in prog[prog[:, isa.F_OP] == isa.OP_LD]:
-        for buf, addr, rb in ((isa.BUF_WEIGHT, m.weight_addr, m.weight_row_bytes),
-                              (isa.BUF_SCALE, m.scale_addr, m.meta_row_bytes_scale),
-                              (isa.BUF_ZERO, m.zero_addr, m.meta_row_bytes_zero)):
+        for buf, addr, rb in (
+            (isa.BUF_WEIGHT, m.weight_addr, m.weight_row_bytes),
+            (isa.BUF_SCALE, m.scale_addr, m.meta_row_bytes_scale),
+            (isa.BUF_ZERO, m.zero_addr, m.meta_row_bytes_zero),
+        ):
             if row[isa.F_TAG] == buf and base + addr <= row[isa.F_ADDR] < base + addr + rows_ch * rb:
                 out[buf].append(row)
     return out
@@ -184,8 +195,11 @@ def test_every_matrix_instruction_waits_for_its_loads(k: int, which: str) -> Non
             groups[0] = (left - 1, loads)
             if left == 1:
                 groups.pop(0)
-        elif row[isa.F_OP] in (isa.OP_MV, isa.OP_MM) and kv and row[isa.F_COLS if row[isa.F_TAG] == isa.OPID["pv"]
-                                                                     else isa.F_ROWS] > 1:
+        elif (
+            row[isa.F_OP] in (isa.OP_MV, isa.OP_MM)
+            and kv
+            and row[isa.F_COLS if row[isa.F_TAG] == isa.OPID["pv"] else isa.F_ROWS] > 1
+        ):
             assert need[isa.UNIT_DM] >= kv.pop(0) + 1
     assert not groups
 
@@ -248,7 +262,7 @@ def test_unknown_design_lists_choices() -> None:
 def test_bad_design_field_names_file_and_field(tmp_path: Path) -> None:
     text = (DESIGN_DIR / "glitches-u280.toml").read_text()
     bad = tmp_path / "bad.toml"
-    bad.write_text(text.replace('channels = { value = 32', 'channels = { value = -3'))
+    bad.write_text(text.replace("channels = { value = 32", "channels = { value = -3"))
     with pytest.raises(SpecError, match=r"bad.toml: field 'datamover.channels': expected a positive number"):
         load_design(bad)
     bad.write_text(text.replace('board = "u280"', 'board = "u2800"'))

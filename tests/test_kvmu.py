@@ -1,10 +1,12 @@
 """The KVMU's Python face and kernel on written scenarios: each command's effect, refusals and their messages,
 argument checks, the KV memory tags, cycle costs, recording on/off, and the kernel at the edges of int64."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from fpga.kvmu.codes import WRITER_NONE, WRITER_PCIE, WRITER_SAMPLER
 from fpga.kvmu.model import (
     Command,
     CommandRefused,
@@ -20,7 +22,6 @@ from fpga.kvmu.model import (
     run_commands,
     run_kernel,
 )
-from fpga.kvmu.codes import WRITER_NONE, WRITER_PCIE, WRITER_SAMPLER
 from hwmodel.errors import HwmodelError
 
 
@@ -71,24 +72,35 @@ def test_accept_without_step_ahead_leaves_nothing_pending() -> None:
     assert exc.value.status is Status.NOTHING_TO_VERIFY
 
 
-@pytest.mark.parametrize("setup, call, status, words", [
-    ([], lambda kv: kv.accept(), Status.NOTHING_TO_VERIFY, "submit a drafted step with `mark`"),
-    ([], lambda kv: kv.rollback(), Status.NOTHING_TO_VERIFY, "no step is under verification"),
-    ([], lambda kv: kv.speculate(11), Status.OVER_CAPACITY, "would pass the capacity 10"),
-    ([], lambda kv: kv.speculate(0), Status.BAD_COUNT, "integer >= 1, got 0"),
-    ([], lambda kv: kv.speculate(-3), Status.BAD_COUNT, "got -3"),
-    ([], lambda kv: kv.init(11), Status.INIT_OUT_OF_RANGE, "in 0..10"),
-    ([], lambda kv: kv.init(-1), Status.INIT_OUT_OF_RANGE, "got -1"),
-    ([], lambda kv: kv.ingest(-1), Status.BAD_COUNT, "got -1"),
-    ([], lambda kv: kv.ingest(11), Status.OVER_CAPACITY, "room for 10"),
-    ([], lambda kv: kv.mark(), Status.EMPTY_STEP, "no drafted token"),
-    ([], lambda kv: kv.idle(0), Status.BAD_COUNT, "got 0"),
-    ([("speculate", 2)], lambda kv: kv.ingest(1), Status.MUX_NOT_PCIE, "selects the local sampler"),
-    ([("speculate", 2), ("mark", None), ("speculate", 1)], lambda kv: kv.mark(), Status.STEP_PENDING,
-     "already under verification"),
-    ([("speculate", 2), ("mark", None), ("accept", None)], lambda kv: kv.ingest(1), Status.MUX_NOT_PCIE,
-     "init or rollback mode"),
-])
+@pytest.mark.parametrize(
+    "setup, call, status, words",
+    [
+        ([], lambda kv: kv.accept(), Status.NOTHING_TO_VERIFY, "submit a drafted step with `mark`"),
+        ([], lambda kv: kv.rollback(), Status.NOTHING_TO_VERIFY, "no step is under verification"),
+        ([], lambda kv: kv.speculate(11), Status.OVER_CAPACITY, "would pass the capacity 10"),
+        ([], lambda kv: kv.speculate(0), Status.BAD_COUNT, "integer >= 1, got 0"),
+        ([], lambda kv: kv.speculate(-3), Status.BAD_COUNT, "got -3"),
+        ([], lambda kv: kv.init(11), Status.INIT_OUT_OF_RANGE, "in 0..10"),
+        ([], lambda kv: kv.init(-1), Status.INIT_OUT_OF_RANGE, "got -1"),
+        ([], lambda kv: kv.ingest(-1), Status.BAD_COUNT, "got -1"),
+        ([], lambda kv: kv.ingest(11), Status.OVER_CAPACITY, "room for 10"),
+        ([], lambda kv: kv.mark(), Status.EMPTY_STEP, "no drafted token"),
+        ([], lambda kv: kv.idle(0), Status.BAD_COUNT, "got 0"),
+        ([("speculate", 2)], lambda kv: kv.ingest(1), Status.MUX_NOT_PCIE, "selects the local sampler"),
+        (
+            [("speculate", 2), ("mark", None), ("speculate", 1)],
+            lambda kv: kv.mark(),
+            Status.STEP_PENDING,
+            "already under verification",
+        ),
+        (
+            [("speculate", 2), ("mark", None), ("accept", None)],
+            lambda kv: kv.ingest(1),
+            Status.MUX_NOT_PCIE,
+            "init or rollback mode",
+        ),
+    ],
+)
 def test_refusals_change_nothing_but_the_cycle(setup: list, call, status: Status, words: str) -> None:
     kv = Kvmu(10)
     for name, arg in setup:
@@ -104,8 +116,16 @@ def test_refusals_change_nothing_but_the_cycle(setup: list, call, status: Status
     assert np.array_equal(kv.memory.writer, tags)
 
 
-@pytest.mark.parametrize("call", [lambda kv: kv.speculate(2.0), lambda kv: kv.speculate(True),
-                                  lambda kv: kv.init("3"), lambda kv: kv.ingest(None), lambda kv: kv.idle(1.5)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda kv: kv.speculate(2.0),
+        lambda kv: kv.speculate(True),
+        lambda kv: kv.init("3"),
+        lambda kv: kv.ingest(None),
+        lambda kv: kv.idle(1.5),
+    ],
+)
 def test_non_integer_arguments_are_rejected_without_a_cycle(call) -> None:
     kv = Kvmu(10)
     with pytest.raises(KvmuError, match="must be an integer") as exc:
@@ -159,9 +179,15 @@ def _random_legal_program(rng: np.random.Generator, capacity: int, n: int) -> li
     out: list[Command] = []
     while len(out) < n:
         choice = int(rng.integers(0, 7))
-        cmd = [Command(Op.SPECULATE, int(rng.integers(1, 5))), Command(Op.MARK), Command(Op.ACCEPT),
-               Command(Op.ROLLBACK), Command(Op.INGEST, int(rng.integers(1, 4))),
-               Command(Op.INIT, int(rng.integers(0, kv.ahead + 1))), Command(Op.WAIT, 2)][choice]
+        cmd = [
+            Command(Op.SPECULATE, int(rng.integers(1, 5))),
+            Command(Op.MARK),
+            Command(Op.ACCEPT),
+            Command(Op.ROLLBACK),
+            Command(Op.INGEST, int(rng.integers(1, 4))),
+            Command(Op.INIT, int(rng.integers(0, kv.ahead + 1))),
+            Command(Op.WAIT, 2),
+        ][choice]
         try:
             kv.apply(cmd)
         except CommandRefused:
@@ -251,9 +277,15 @@ def test_kernel_extreme_arguments_are_refused_not_wrapped() -> None:
     ops = np.array([Op.SPECULATE, Op.INGEST, Op.INIT, Op.INIT, Op.SPECULATE, Op.WAIT, Op.SPECULATE], np.int64)
     args = np.array([big, big, big, small, small, small, 3], np.int64)
     trace = run_kernel(ops, args, 5)
-    assert trace.commands["status"].tolist() == [Status.OVER_CAPACITY, Status.OVER_CAPACITY,
-                                                 Status.INIT_OUT_OF_RANGE, Status.INIT_OUT_OF_RANGE,
-                                                 Status.BAD_COUNT, Status.BAD_COUNT, Status.OK]
+    assert trace.commands["status"].tolist() == [
+        Status.OVER_CAPACITY,
+        Status.OVER_CAPACITY,
+        Status.INIT_OUT_OF_RANGE,
+        Status.INIT_OUT_OF_RANGE,
+        Status.BAD_COUNT,
+        Status.BAD_COUNT,
+        Status.OK,
+    ]
     assert trace.commands["ahead"].tolist() == [0, 0, 0, 0, 0, 0, 3]
     assert trace.n_cycles == 6 + 3
 

@@ -1,4 +1,5 @@
 """KVMU command files, `hwmodel kvmu trace`, and the VCD it writes, read back with pyvcd."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fpga.kvmu.model import CommandFileError, CycleCosts, Op, load_commands, parse_commands, read_vcd, run_commands, \
-    write_vcd
+from fpga.kvmu.model import (
+    CommandFileError,
+    CycleCosts,
+    Op,
+    load_commands,
+    parse_commands,
+    read_vcd,
+    run_commands,
+    write_vcd,
+)
 from fpga.kvmu.vcd import VcdError
 from hwmodel.cli import main
 
@@ -19,24 +28,31 @@ SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "kvmu" / "scenario
 def test_parse_commands_with_comments_and_capacity() -> None:
     prog = parse_commands("# hi\ncapacity 32\n\ninit 4   # start\nspeculate +3\nmark\nwait 2\n", "x.txt")
     assert prog.capacity == 32
-    assert [(c.op, c.arg, c.line) for c in prog.commands] == [(Op.INIT, 4, 4), (Op.SPECULATE, 3, 5),
-                                                               (Op.MARK, 0, 6), (Op.WAIT, 2, 7)]
+    assert [(c.op, c.arg, c.line) for c in prog.commands] == [
+        (Op.INIT, 4, 4),
+        (Op.SPECULATE, 3, 5),
+        (Op.MARK, 0, 6),
+        (Op.WAIT, 2, 7),
+    ]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("init 0\nspecul 3\n", "x.txt:2: unknown command 'specul'; expected one of init, speculate"),
-    ("init\n", "x.txt:1: 'init' needs one integer argument (the position"),
-    ("init 0\nspeculate\n", "x.txt:2: 'speculate' needs one integer argument (the number of drafted tokens)"),
-    ("init 0\n\ningest 2.5\n", "x.txt:3: the argument of 'ingest' must be an integer, got '2.5'"),
-    ("init 0x10\n", "x.txt:1: the argument of 'init' must be an integer, got '0x10'"),
-    ("accept now\n", "x.txt:1: 'accept' takes no argument, got 'now'"),
-    ("speculate 1 2\n", "x.txt:1: 'speculate' takes one argument, got 2"),
-    ("init 0\ncapacity 8\n", "x.txt:2: the 'capacity' directive must come before the first command"),
-    ("capacity 0\ninit 0\n", "x.txt:1: the capacity must be >= 1"),
-    ("capacity 8\ncapacity 9\n", "x.txt:2: 'capacity' given twice"),
-    ("wait 99999999999999999999\n", "x.txt:1: the argument of 'wait' 99999999999999999999 does not fit in 64 bits"),
-    ("# nothing\n\n", "x.txt: no commands"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("init 0\nspecul 3\n", "x.txt:2: unknown command 'specul'; expected one of init, speculate"),
+        ("init\n", "x.txt:1: 'init' needs one integer argument (the position"),
+        ("init 0\nspeculate\n", "x.txt:2: 'speculate' needs one integer argument (the number of drafted tokens)"),
+        ("init 0\n\ningest 2.5\n", "x.txt:3: the argument of 'ingest' must be an integer, got '2.5'"),
+        ("init 0x10\n", "x.txt:1: the argument of 'init' must be an integer, got '0x10'"),
+        ("accept now\n", "x.txt:1: 'accept' takes no argument, got 'now'"),
+        ("speculate 1 2\n", "x.txt:1: 'speculate' takes one argument, got 2"),
+        ("init 0\ncapacity 8\n", "x.txt:2: the 'capacity' directive must come before the first command"),
+        ("capacity 0\ninit 0\n", "x.txt:1: the capacity must be >= 1"),
+        ("capacity 8\ncapacity 9\n", "x.txt:2: 'capacity' given twice"),
+        ("wait 99999999999999999999\n", "x.txt:1: the argument of 'wait' 99999999999999999999 does not fit in 64 bits"),
+        ("# nothing\n\n", "x.txt: no commands"),
+    ],
+)
 def test_bad_command_files_name_the_line(text: str, message: str) -> None:
     with pytest.raises(CommandFileError) as exc:
         parse_commands(text, "x.txt")
@@ -68,20 +84,28 @@ def test_trace_json() -> None:
     data = json.loads(out)
     assert data["capacity"] == 64 and data["refused"] == 0 and data["n_commands"] == 15
     accept = next(r for r in data["commands"] if r["command"] == "accept")
-    assert (accept["valid"], accept["curr"], accept["ahead"], accept["mode"], accept["mux"]) == \
-        (13, 17, 17, "accept", "sampler")
+    assert (accept["valid"], accept["curr"], accept["ahead"], accept["mode"], accept["mux"]) == (
+        13,
+        17,
+        17,
+        "accept",
+        "sampler",
+    )
     assert accept["line"] == 12 and accept["start_cycle"] == 13 + 9  # 9 more cycles of 2-cycle speculation
 
 
-@pytest.mark.parametrize("text, message", [
-    ("capacity 10\ninit 2\nspeculate 3\naccept\n", "c.txt:4: accept refused (nothing_to_verify)"),
-    ("capacity 10\nspeculate 11\n", "c.txt:2: speculate 11 refused (over_capacity)"),
-    ("capacity 10\ninit 11\n", "c.txt:2: init 11 refused (init_out_of_range)"),
-    ("capacity 10\nspeculate -2\n", "c.txt:2: speculate -2 refused (bad_count)"),
-    ("init 0\nfoo 3\n", "c.txt:2: unknown command 'foo'"),
-    ("init\n", "c.txt:1: 'init' needs one integer argument"),
-    ("init 1.5\n", "c.txt:1: the argument of 'init' must be an integer, got '1.5'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("capacity 10\ninit 2\nspeculate 3\naccept\n", "c.txt:4: accept refused (nothing_to_verify)"),
+        ("capacity 10\nspeculate 11\n", "c.txt:2: speculate 11 refused (over_capacity)"),
+        ("capacity 10\ninit 11\n", "c.txt:2: init 11 refused (init_out_of_range)"),
+        ("capacity 10\nspeculate -2\n", "c.txt:2: speculate -2 refused (bad_count)"),
+        ("init 0\nfoo 3\n", "c.txt:2: unknown command 'foo'"),
+        ("init\n", "c.txt:1: 'init' needs one integer argument"),
+        ("init 1.5\n", "c.txt:1: the argument of 'init' must be an integer, got '1.5'"),
+    ],
+)
 def test_cli_errors_name_the_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "c.txt"
     path.write_text(text)
@@ -156,8 +180,14 @@ def test_scenario_vcd_reads_back_with_the_expected_values(tmp_path: Path) -> Non
     prog = load_commands(SCENARIO)
     pc = run_commands(prog.commands, 64).per_cycle()
     for cycle in range(34):
-        for name, vname in (("valid", "valid"), ("curr", "curr"), ("ahead", "ahead"), ("mode", "mode"),
-                            ("mux", "mux_sel"), ("cmd", "cmd")):
+        for name, vname in (
+            ("valid", "valid"),
+            ("curr", "curr"),
+            ("ahead", "ahead"),
+            ("mode", "mode"),
+            ("mux", "mux_sel"),
+            ("cmd", "cmd"),
+        ):
             assert waves.at_cycle(vname, cycle) == pc[name][cycle], (cycle, name)
 
 

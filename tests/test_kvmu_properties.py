@@ -11,6 +11,7 @@ and illegal):
   every per-command record, and its write port tags the same positions as the face's KV memory model;
 * a broken variant of each command (mutants below, one per rule of the table, plus a broken kernel) is caught.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -31,6 +32,7 @@ from hypothesis.stateful import (
 )
 
 import fpga.kvmu.kernel as kvmu_kernel
+from fpga.kvmu.codes import WRITER_PCIE, WRITER_SAMPLER
 from fpga.kvmu.model import (
     COMMAND_FIELDS,
     SIGNALS,
@@ -44,7 +46,6 @@ from fpga.kvmu.model import (
     kernel_per_cycle,
     run_kernel,
 )
-from fpga.kvmu.codes import WRITER_PCIE, WRITER_SAMPLER
 
 # ---------------------------------------------------------------------------------------------------------------
 # The spec, written from the transition table independently of fpga/kvmu/model.py and fpga/kvmu/kernel.py.
@@ -140,8 +141,9 @@ class SpecKvmu:
         self.cycle += n * slot
 
 
-def check_cycle_properties(cap: int, sig: dict[str, np.ndarray], ops: list[Op],
-                           args: list[int]) -> dict[str, np.ndarray]:
+def check_cycle_properties(
+    cap: int, sig: dict[str, np.ndarray], ops: list[Op], args: list[int]
+) -> dict[str, np.ndarray]:
     """Per-cycle properties of per-cycle signals (from reset); returns the KV write tags a harness derives from
     the write port."""
     n = sig["valid"].shape[0]
@@ -149,8 +151,12 @@ def check_cycle_properties(cap: int, sig: dict[str, np.ndarray], ops: list[Op],
     assert np.all((0 <= valid) & (valid <= curr) & (curr <= ahead) & (ahead <= cap)), "pointer order broken"
     for mode, mux in SPEC_MUX.items():
         assert np.all(sig["mux"][sig["mode"] == mode] == mux), f"mux does not follow mode {mode.name}"
-    tags = {"writer": np.zeros(cap, np.int8), "cycle": np.full(cap, -1, np.int64),
-            "command": np.full(cap, -1, np.int64), "writes": np.zeros(cap, np.int64)}
+    tags = {
+        "writer": np.zeros(cap, np.int8),
+        "cycle": np.full(cap, -1, np.int64),
+        "command": np.full(cap, -1, np.int64),
+        "writes": np.zeros(cap, np.int64),
+    }
     pv, pc, pa = 0, 0, 0
     for t in range(n):
         i = int(sig["cmd"][t])
@@ -172,8 +178,12 @@ def check_cycle_properties(cap: int, sig: dict[str, np.ndarray], ops: list[Op],
         elif op is Op.INGEST:
             assert (v, c, a) == ((pv + 1, pc + 1, pa + 1) if w >= 0 else (pv, pc, pa)), f"cycle {t}: ingest"
         elif moved:
-            expected = {Op.INIT: (arg, arg, arg), Op.MARK: (pv, pa, pa), Op.ACCEPT: (pc, pa, pa),
-                        Op.ROLLBACK: (pv, pv, pv)}[op]
+            expected = {
+                Op.INIT: (arg, arg, arg),
+                Op.MARK: (pv, pa, pa),
+                Op.ACCEPT: (pc, pa, pa),
+                Op.ROLLBACK: (pv, pv, pv),
+            }[op]
             assert (v, c, a) == expected, f"cycle {t}: {op.name} moved registers to {(v, c, a)}"
         pv, pc, pa = v, c, a
     return tags
@@ -181,9 +191,15 @@ def check_cycle_properties(cap: int, sig: dict[str, np.ndarray], ops: list[Op],
 
 # ---------------------------------------------------------------------------------------------------------------
 STATS: dict[str, Counter[tuple[Op, Status]]] = defaultdict(Counter)
-COSTS = st.builds(CycleCosts, init_cycles=st.integers(1, 3), speculate_cycles_per_token=st.integers(1, 3),
-                  mark_cycles=st.integers(1, 2), accept_cycles=st.integers(1, 3), rollback_cycles=st.integers(1, 2),
-                  ingest_cycles_per_token=st.integers(1, 3))
+COSTS = st.builds(
+    CycleCosts,
+    init_cycles=st.integers(1, 3),
+    speculate_cycles_per_token=st.integers(1, 3),
+    mark_cycles=st.integers(1, 2),
+    accept_cycles=st.integers(1, 3),
+    rollback_cycles=st.integers(1, 2),
+    ingest_cycles_per_token=st.integers(1, 3),
+)
 
 
 class KvmuMachine(RuleBasedStateMachine):
@@ -216,13 +232,17 @@ class KvmuMachine(RuleBasedStateMachine):
         STATS[type(self).__name__][(op, got)] += 1
         assert got is expected, f"{text}: face status {got.name}, the spec says {expected.name}"
         for name in ("valid", "curr", "ahead", "mode", "cycle", "n_commands"):
-            assert getattr(kv, name) == getattr(spec, name), \
+            assert getattr(kv, name) == getattr(spec, name), (
                 f"{text}: {name} = {getattr(kv, name)}, the spec says {getattr(spec, name)}"
+            )
         after = (kv.memory.writer, kv.memory.cycle, kv.memory.command, kv.memory.writes)
         for tag_before, tag_after in zip(below, after):
             assert np.array_equal(tag_before, tag_after[:floor]), f"{text}: a position below valid={floor} written"
-        for mine, theirs, what in zip(after, (spec.writer, spec.write_cycle, spec.write_cmd, spec.writes),
-                                      ("writer", "cycle", "command", "writes")):
+        for mine, theirs, what in zip(
+            after,
+            (spec.writer, spec.write_cycle, spec.write_cmd, spec.writes),
+            ("writer", "cycle", "command", "writes"),
+        ):
             bad = np.flatnonzero(mine != theirs)
             assert bad.size == 0, f"{text}: KV {what} tags differ from the spec at positions {bad.tolist()}"
         self.clean = True
@@ -248,6 +268,7 @@ class KvmuMachine(RuleBasedStateMachine):
         def call() -> None:
             written = self.kv.speculate(n)
             assert written == range(self.kv.ahead - n, self.kv.ahead), "speculate returned the wrong positions"
+
         self._issue(Op.SPECULATE, n, call)
 
     @rule(data=st.data())
@@ -257,6 +278,7 @@ class KvmuMachine(RuleBasedStateMachine):
         def call() -> None:
             written = self.kv.ingest(n)
             assert written == range(self.kv.ahead - n, self.kv.ahead), "ingest returned the wrong positions"
+
         self._issue(Op.INGEST, n, call)
 
     @rule(n=st.sampled_from([1, 2, 3, 1, 2, 3, 0, -1]))
@@ -296,8 +318,9 @@ class KvmuMachine(RuleBasedStateMachine):
     def mux_follows_mode(self) -> None:
         if hasattr(self, "kv"):
             self.clean = False
-            assert self.kv.mux_source is SPEC_MUX[self.kv.mode], \
+            assert self.kv.mux_source is SPEC_MUX[self.kv.mode], (
                 f"mux {self.kv.mux_source.name} in mode {self.kv.mode.name}"
+            )
             self.clean = True
 
     def teardown(self) -> None:
@@ -308,10 +331,12 @@ class KvmuMachine(RuleBasedStateMachine):
         kernel = run_kernel(ops, args, self.kv.capacity, self.kv.costs)
         dense = kernel_per_cycle(ops, args, self.kv.capacity, self.kv.costs)
         for name in COMMAND_FIELDS:
-            assert np.array_equal(face.commands[name], kernel.commands[name]), \
+            assert np.array_equal(face.commands[name], kernel.commands[name]), (
                 f"kernel and face disagree on per-command {name}"
-        assert face.n_cycles == kernel.n_cycles == dense["valid"].shape[0], \
+            )
+        assert face.n_cycles == kernel.n_cycles == dense["valid"].shape[0], (
             f"kernel ran {kernel.n_cycles} cycles ({dense['valid'].shape[0]} dense), face {face.n_cycles}"
+        )
         fc = face.per_cycle()
         for name in SIGNALS:
             bad = np.flatnonzero(fc[name] != dense[name])
@@ -320,8 +345,12 @@ class KvmuMachine(RuleBasedStateMachine):
             assert np.array_equal(face.runs[name], kernel.runs[name]), f"kernel and face disagree on runs of {name}"
         tags = check_cycle_properties(face.capacity, dense, self.ops, self.args)
         mem = self.kv.memory
-        for what, mine in (("writer", mem.writer), ("cycle", mem.cycle), ("command", mem.command),
-                           ("writes", mem.writes)):
+        for what, mine in (
+            ("writer", mem.writer),
+            ("cycle", mem.cycle),
+            ("command", mem.command),
+            ("writes", mem.writes),
+        ):
             assert np.array_equal(tags[what], mine), f"the kernel's write port and the KV memory disagree on {what}"
 
 

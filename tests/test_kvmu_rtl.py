@@ -5,6 +5,7 @@ tests skip and the command says what to install.
 
 Needs Icarus Verilog and cocotb (`.ci/run` installs iverilog; cocotb is in the dev extra); the tests that drive a
 simulator skip with the reason when either is missing."""
+
 from __future__ import annotations
 
 import re
@@ -27,10 +28,17 @@ needs_sim = pytest.mark.skipif(MISSING is not None, reason=f"no RTL simulator: {
 
 #: The signal each mutant's counterexample must first differ on (what the bug breaks first).
 FIRST_SIGNAL = {
-    "init_keeps_curr": "curr_ptr", "speculate_moves_curr": "curr_ptr", "accept_forgets_curr": "curr_ptr",
-    "rollback_keeps_ahead": "ahead_ptr", "ingest_keeps_valid": "valid_ptr", "ingest_from_sampler": "status",
-    "mark_moves_valid": "valid_ptr", "mux_stuck_on_sampler": "mux_sel", "write_port_on_curr": "kv_wr_addr",
-    "ingest_rewrites_last_verified": "kv_wr_addr", "capacity_off_by_one": "cmd_ready",
+    "init_keeps_curr": "curr_ptr",
+    "speculate_moves_curr": "curr_ptr",
+    "accept_forgets_curr": "curr_ptr",
+    "rollback_keeps_ahead": "ahead_ptr",
+    "ingest_keeps_valid": "valid_ptr",
+    "ingest_from_sampler": "status",
+    "mark_moves_valid": "valid_ptr",
+    "mux_stuck_on_sampler": "mux_sel",
+    "write_port_on_curr": "kv_wr_addr",
+    "ingest_rewrites_last_verified": "kv_wr_addr",
+    "capacity_off_by_one": "cmd_ready",
     "accept_curr_lands_late": "curr_ptr",
 }
 
@@ -77,8 +85,16 @@ def test_runs_cross_every_power_of_two() -> None:
 def test_schedule_follows_the_model_cycles() -> None:
     """The stimulus starts with two reset edges, holds the next command on the bus while one is busy, drives
     idle waits with cmd_valid low, and expects cmd_ready low exactly on the non-first cycles of bus commands."""
-    ex = Example(8, (BusCommand(int(Op.SPECULATE), 3), BusCommand(int(Op.MARK)), BusCommand(int(Op.WAIT), 2, True),
-                     BusCommand(int(Op.WAIT), 2), BusCommand(UNKNOWN_OP, 5)))
+    ex = Example(
+        8,
+        (
+            BusCommand(int(Op.SPECULATE), 3),
+            BusCommand(int(Op.MARK)),
+            BusCommand(int(Op.WAIT), 2, True),
+            BusCommand(int(Op.WAIT), 2),
+            BusCommand(UNKNOWN_OP, 5),
+        ),
+    )
     sch = schedule(ex)
     stim = sch.stimulus
     assert [(int(w) >> 36) & 1 for w in stim] == [1, 1] + [0] * 9  # rst
@@ -119,8 +135,9 @@ def test_schedule_of_resets_and_long_runs() -> None:
     from fpga.kvmu.verify.contract import RESET_OP
 
     S, W = int(Op.SPECULATE), int(Op.WAIT)
-    ex = Example(10**6, (BusCommand(S, 30), BusCommand(RESET_OP, 10), BusCommand(S, 2**16 + 1),
-                         BusCommand(W, 5000, True)))
+    ex = Example(
+        10**6, (BusCommand(S, 30), BusCommand(RESET_OP, 10), BusCommand(S, 2**16 + 1), BusCommand(W, 5000, True))
+    )
     sch = schedule(ex)
     assert sch.n_rows == 2 + 10 + 1 + 2**16 + 1 + 5000
     assert 100 < len(sch.observe) < 600
@@ -169,8 +186,9 @@ def test_reference_rtl_passes() -> None:
     # 300 of the default 1,000 examples: the long runs of the generator (up to 2**16 + 1 cycles) make the full
     # default run cost about a minute of CPU, too much for the test suite; `.ci/run`'s campaign sample and
     # docs/kvmu.md record the full default run
-    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(REFERENCE_RTL), "--top", "kvmu",
-                                    "--examples", "300"])
+    res = CliRunner().invoke(
+        main, ["kvmu", "verify", "--rtl", str(REFERENCE_RTL), "--top", "kvmu", "--examples", "300"]
+    )
     assert res.exit_code == 0, res.output
     assert "PASS kvmu: 300 of 300 examples passed" in res.output
     assert re.search(r"coverage \d+\.\d% of \d+ bins over 300 examples", res.output), res.output
@@ -201,13 +219,17 @@ def test_cli_failure_report_and_determinism(tmp_path: Path) -> None:
     rtl = write_mutants(tmp_path)["speculate_moves_curr"]
     outs = []
     for run in ("a", "b"):
-        res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(rtl), "--top", "kvmu", "--seed", "7",
-                                        "--out", str(tmp_path / run)])
+        res = CliRunner().invoke(
+            main, ["kvmu", "verify", "--rtl", str(rtl), "--top", "kvmu", "--seed", "7", "--out", str(tmp_path / run)]
+        )
         assert res.exit_code == 1, res.output
         outs.append(res.output.replace(str(tmp_path / run), "OUT"))
     assert outs[0] == outs[1]
-    assert re.search(r"FAIL kvmu: first difference at cycle \d+ \(command \d+: speculate \d+\): curr_ptr RTL=\d+ "
-                     r"model=\d+", outs[0]), outs[0]
+    assert re.search(
+        r"FAIL kvmu: first difference at cycle \d+ \(command \d+: speculate \d+\): curr_ptr RTL=\d+ "
+        r"model=\d+",
+        outs[0],
+    ), outs[0]
     assert "shrunk counterexample (command file):" in outs[0] and "OUT/rtl.vcd" in outs[0]
     # the counterexample file runs in `hwmodel kvmu trace`
     res = CliRunner().invoke(main, ["kvmu", "trace", str(tmp_path / "a" / "counterexample.txt"), "--keep-going"])

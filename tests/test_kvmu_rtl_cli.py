@@ -2,6 +2,7 @@
 (a fuzz test over RTL files, module names and options); --json always prints a report; a simulator that stops
 mid-run is a verdict (exit 1); --min-coverage gates a passing run; the mutation generator covers every operator
 class and a small fixed sample of its mutants is killed (the full campaign is in docs/kvmu.md)."""
+
 from __future__ import annotations
 
 import json
@@ -23,12 +24,33 @@ STOPS = REF.replace("    reg [1:0]       busy_op;\n", "    reg [1:0]       busy_
 #: Every output undriven (z).
 UNDRIVEN = REF.split("    // Opcodes")[0] + "endmodule\n"
 
-_SOURCES = [REF, REF[: len(REF) // 2], "", "module kvmu; endmodule\n", UNDRIVEN, STOPS,
-            "module other(input clk); endmodule\n", REF.replace("module kvmu", "module kvmu2")]
+_SOURCES = [
+    REF,
+    REF[: len(REF) // 2],
+    "",
+    "module kvmu; endmodule\n",
+    UNDRIVEN,
+    STOPS,
+    "module other(input clk); endmodule\n",
+    REF.replace("module kvmu", "module kvmu2"),
+]
 _TOPS = ["kvmu", "kvmu", "kvmu", "kvmu_tb", "", "1bad", "no_such", "kvmu; $finish", "a\nb", "kvmu2"]
-_OPTIONS = [("--examples", "1"), ("--examples", "3"), ("--examples", "0"), ("--examples", "x"), ("--seed", "5"),
-            ("--seed", "-1"), ("--seed", str(2**40)), ("--min-coverage", "100"), ("--min-coverage", "101"),
-            ("--simulator", "verilator"), ("--simulator", "ghdl"), ("--json",), ("--json",), ("--out", "FILE")]
+_OPTIONS = [
+    ("--examples", "1"),
+    ("--examples", "3"),
+    ("--examples", "0"),
+    ("--examples", "x"),
+    ("--seed", "5"),
+    ("--seed", "-1"),
+    ("--seed", str(2**40)),
+    ("--min-coverage", "100"),
+    ("--min-coverage", "101"),
+    ("--simulator", "verilator"),
+    ("--simulator", "ghdl"),
+    ("--json",),
+    ("--json",),
+    ("--out", "FILE"),
+]
 
 
 def _random_text(rng: random.Random) -> str:
@@ -84,8 +106,9 @@ def test_no_input_ends_in_a_traceback(tmp_path: Path) -> None:
 def test_simulator_that_stops_is_a_verdict(tmp_path: Path) -> None:
     rtl = tmp_path / "stops.v"
     rtl.write_text(STOPS)
-    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(rtl), "--top", "kvmu", "--out",
-                                    str(tmp_path / "o"), "--json"])
+    res = CliRunner().invoke(
+        main, ["kvmu", "verify", "--rtl", str(rtl), "--top", "kvmu", "--out", str(tmp_path / "o"), "--json"]
+    )
     assert res.exit_code == 1, res.output
     rep = json.loads(res.output)
     assert rep["verdict"] == "simulator error" and "simulator stopped" in rep["error"]
@@ -93,8 +116,7 @@ def test_simulator_that_stops_is_a_verdict(tmp_path: Path) -> None:
 
 @needs_sim
 def test_json_reports_a_build_error(tmp_path: Path) -> None:
-    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(tmp_path / "missing.v"), "--top", "kvmu",
-                                    "--json"])
+    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(tmp_path / "missing.v"), "--top", "kvmu", "--json"])
     assert res.exit_code == 2
     rep = json.loads(res.output)
     assert rep["verdict"] == "error" and "no such RTL file" in rep["error"]
@@ -128,8 +150,9 @@ def test_campaign_record_matches_the_generator_and_the_docs() -> None:
     survivor with its classification."""
     from fpga.kvmu.verify.mutate import generate
 
-    rows = [json.loads(ln) for ln in (Path(REFERENCE_RTL).parents[1] / "verify" / "campaign.jsonl")
-            .read_text().splitlines()]
+    rows = [
+        json.loads(ln) for ln in (Path(REFERENCE_RTL).parents[1] / "verify" / "campaign.jsonl").read_text().splitlines()
+    ]
     assert sorted(r["ident"] for r in rows) == sorted(m.ident for m in generate())
     doc = (Path(__file__).parents[1] / "docs" / "kvmu.md").read_text()
     for r in rows:
@@ -139,8 +162,15 @@ def test_campaign_record_matches_the_generator_and_the_docs() -> None:
 
 
 #: A fixed sample of the campaign (docs/kvmu.md, "Mutation campaign"): one killed mutant per operator class.
-CAMPAIGN_SAMPLE = ("m041_edcd03d5", "m038_3cae72e9", "m057_540f4d41", "m060_db594570", "m067_6bd37adb",
-                   "m068_6d80a062", "m072_aba23e51")
+CAMPAIGN_SAMPLE = (
+    "m041_edcd03d5",
+    "m038_3cae72e9",
+    "m057_540f4d41",
+    "m060_db594570",
+    "m067_6bd37adb",
+    "m068_6d80a062",
+    "m072_aba23e51",
+)
 
 
 @needs_sim
@@ -157,8 +187,10 @@ def test_campaign_sample_is_killed(tmp_path: Path) -> None:
 def test_systemverilog_source_is_accepted(tmp_path: Path) -> None:
     """A .sv file with always_ff and logic (Icarus builds with -g2012)."""
     sv = tmp_path / "kvmu_sv.sv"
-    sv.write_text(REF.replace("module kvmu #(", "module kvmu_sv #(")
-                  .replace("always @(posedge clk)", "always_ff @(posedge clk)")
-                  .replace("    reg [1:0]       busy_op;", "    logic [1:0]     busy_op;"))
+    sv.write_text(
+        REF.replace("module kvmu #(", "module kvmu_sv #(")
+        .replace("always @(posedge clk)", "always_ff @(posedge clk)")
+        .replace("    reg [1:0]       busy_op;", "    logic [1:0]     busy_op;")
+    )
     res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(sv), "--top", "kvmu_sv", "--examples", "5"])
     assert res.exit_code == 0 and "PASS kvmu_sv: 5 of 5" in res.output, res.output

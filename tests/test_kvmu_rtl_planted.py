@@ -5,6 +5,7 @@ inside a command, or after a refusal, exposes them), and a capacity-edge overflo
 capacities of 2**24 and more expose it). `hwmodel kvmu verify` with its default settings (1,000 examples, seed
 0) must fail each, with a counterexample that fails from reset on a fresh simulator and that the reference RTL
 passes -- or, for state that survives reset between two examples, with both examples."""
+
 from __future__ import annotations
 
 import difflib
@@ -37,7 +38,7 @@ EXPECT = {
 def _holds(name: str, example, before) -> bool:  # type: ignore[no-untyped-def]
     runs = [c.arg for c in example.commands if c.op in (1, 4, 6) and c.arg >= 1]
     if name.startswith("narrow_run_counter_"):
-        return max(runs, default=0) > 2**int(name.rsplit("_", 1)[1])
+        return max(runs, default=0) > 2 ** int(name.rsplit("_", 1)[1])
     if name == "capacity_edge_overflow":
         return example.capacity >= 2**24
     # a reset inside the example, or the reset between the two examples of "state survives reset"
@@ -64,8 +65,11 @@ def test_the_fixtures_are_the_reference_with_one_bug(planted: dict[str, Path]) -
         src = planted[name].read_text()
         assert src.startswith(f"// PLANTED BUG ({name})") and src != ref
         body = src.split("\n", 1)[1]
-        diff = [ln for ln in difflib.unified_diff(ref.splitlines(), body.splitlines(), lineterm="", n=0)
-                if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+        diff = [
+            ln
+            for ln in difflib.unified_diff(ref.splitlines(), body.splitlines(), lineterm="", n=0)
+            if ln[:1] in "+-" and not ln.startswith(("+++", "---"))
+        ]
         assert 1 <= len(diff) <= 3, (name, diff)
 
 
@@ -91,8 +95,20 @@ def test_planted_bug_is_caught_by_default(name: str, tmp_path: Path, planted, re
 def test_state_surviving_reset_reports_both_examples(tmp_path: Path, planted: dict[str, Path]) -> None:
     """The status-over-reset bug, through the CLI: whichever form the failure takes, the report is a verdict
     with exit 1 and a counterexample, never a traceback; --json prints the report."""
-    res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(planted["status_kept_over_reset"]),
-                                    "--top", "kvmu", "--out", str(tmp_path), "--json"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "kvmu",
+            "verify",
+            "--rtl",
+            str(planted["status_kept_over_reset"]),
+            "--top",
+            "kvmu",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+    )
     assert res.exit_code == 1, res.output
     rep = json.loads(res.output)
     assert rep["passed"] is False and rep["verdict"] in ("mismatch", "state survives reset")

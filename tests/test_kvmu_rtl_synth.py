@@ -1,5 +1,6 @@
 """The reference KVMU RTL's yosys counts: recorded with their source for the current fpga/kvmu/rtl/kvmu.v, reproduced
 by yosys when it is installed, and used by the resource model (and `hwmodel fpga designs`) for the KVMU."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,8 +10,8 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from fpga.streaming.design import load_design
 from fpga.kvmu.verify import synth
+from fpga.streaming.design import load_design
 from fpga.streaming.resources import estimate, kvmu_resources
 from hwmodel.cli import main
 
@@ -18,7 +19,8 @@ from hwmodel.cli import main
 def test_record_is_for_the_current_rtl() -> None:
     rec = synth.recorded()
     assert rec["rtl_sha256"] == synth.rtl_sha256(), (
-        "fpga/kvmu/rtl/kvmu.v changed since its yosys counts were recorded: run `hwmodel kvmu synth --write`")
+        "fpga/kvmu/rtl/kvmu.v changed since its yosys counts were recorded: run `hwmodel kvmu synth --write`"
+    )
     assert rec["source"].startswith(f"yosys {rec['yosys']}: ") and "synth_xilinx -family xcup" in rec["source"]
     cells = rec["cells"]
     assert rec["lut"] == sum(cells.get(c, 0) for c in synth.LUT_CELLS)

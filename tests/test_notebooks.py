@@ -2,6 +2,7 @@
 `import hwmodel as hw`, carry their outputs, and every number a fresh run prints equals the stored one within one
 unit of its last printed digit (what a reader compares with); the frequency-scaling notebook reproduces the
 README's figure."""
+
 from __future__ import annotations
 
 import re
@@ -22,15 +23,21 @@ def _texts(nb: object) -> list[str]:
     for cell in nb.cells:  # type: ignore[attr-defined]
         if cell.cell_type != "code":
             continue
-        out.append("\n".join(o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
-                             for o in cell.get("outputs", []) if o.get("output_type") != "error"))
+        out.append(
+            "\n".join(
+                o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
+                for o in cell.get("outputs", [])
+                if o.get("output_type") != "error"
+            )
+        )
     return out
 
 
 def _run(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", record_timing=False,
-                            resources={"metadata": {"path": str(ROOT)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", record_timing=False, resources={"metadata": {"path": str(ROOT)}}
+    ).execute()
     return _texts(nb)
 
 

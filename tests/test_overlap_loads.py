@@ -1,6 +1,7 @@
 """`[buffers] overlap_loads` of an instruction-driven design (fpga/instruction/compiler.py): with one buffer no load runs ahead
 of the compute before it. The fast engine equals the cycle-stepped reference either way, the bytes do not change,
 and a design without overlap is never faster."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,15 +28,20 @@ def test_no_overlap_equals_reference_moves_the_same_bytes_and_is_never_faster(ma
     ref = ReferenceMachine(one).run(prog)
     assert {c: fast[c] for c in COUNTERS} == {c: ref[c] for c in COUNTERS}
     both = simulate_program(design, _program(llm, design, k, ctx, n))
-    assert (fast["read_bytes"], fast["write_bytes"], fast["macs"]) == \
-        (both["read_bytes"], both["write_bytes"], both["macs"])
+    assert (fast["read_bytes"], fast["write_bytes"], fast["macs"]) == (
+        both["read_bytes"],
+        both["write_bytes"],
+        both["macs"],
+    )
     assert fast["cycles"] >= both["cycles"]
 
 
 def test_the_field_reads_from_toml(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from fpga.instruction.design import DESIGN_DIR
 
-    text = (DESIGN_DIR / "draft-instr-u280.toml").read_text().replace("[buffers]\n", "[buffers]\noverlap_loads = false\n")
+    text = (
+        (DESIGN_DIR / "draft-instr-u280.toml").read_text().replace("[buffers]\n", "[buffers]\noverlap_loads = false\n")
+    )
     p = tmp_path / "no-overlap.toml"
     p.write_text(text)
     d = load_design(p)

@@ -1,4 +1,5 @@
 """Link timing, two-hop host-staged pipelining, peer-to-peer, and KV migration overlapped with prefill."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,13 @@ def test_host_staged_pipelining_bounds(n: float, chunk: float) -> None:
     slow = n / min(GEN3.effective_bw_bytes_per_s, GEN4.effective_bw_bytes_per_s)
     chunks = -(-n // chunk)
     assert t >= slow + GEN3.latency_s - 1e-12
-    assert t <= n / GEN4.effective_bw_bytes_per_s + n / GEN3.effective_bw_bytes_per_s \
-        + chunks * (GEN3.latency_s + GEN4.latency_s) + 1e-12
+    assert (
+        t
+        <= n / GEN4.effective_bw_bytes_per_s
+        + n / GEN3.effective_bw_bytes_per_s
+        + chunks * (GEN3.latency_s + GEN4.latency_s)
+        + 1e-12
+    )
 
 
 def test_host_staged_overlaps_the_hops() -> None:
@@ -129,8 +135,22 @@ def test_faster_fpga_link_never_exposes_more(a100_hf: GpuEngine) -> None:
 
 
 def _migrate_json(prompt: int, *extra: str) -> dict:
-    r = CliRunner().invoke(main, ["migrate", "--llm", "llama2-7b", "--prompt", str(prompt), "--gpu", "a100-40gb",
-                                  "--fpga", "u280", *extra, "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "migrate",
+            "--llm",
+            "llama2-7b",
+            "--prompt",
+            str(prompt),
+            "--gpu",
+            "a100-40gb",
+            "--fpga",
+            "u280",
+            *extra,
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     return json.loads(r.output)
 
@@ -141,8 +161,9 @@ def test_migrate_cli_hidden_long_exposed_short() -> None:
         assert {"prefill_s", "transfer_s", "exposed_s", "hidden_fraction"} <= set(d)
     assert long["hidden_fraction"] >= 0.9 and short["hidden_fraction"] < 0.5
     assert _migrate_json(64, "--path", "p2p")["hidden_fraction"] >= 0.9
-    table = CliRunner().invoke(main, ["migrate", "--llm", "llama2-7b", "--prompt", "1536", "--gpu", "a100-40gb",
-                                      "--fpga", "u280"])
+    table = CliRunner().invoke(
+        main, ["migrate", "--llm", "llama2-7b", "--prompt", "1536", "--gpu", "a100-40gb", "--fpga", "u280"]
+    )
     assert "mostly hidden" in table.output and "exposed after the prefill" in table.output
 
 
@@ -150,8 +171,10 @@ def test_link_transfer_cli() -> None:
     r = CliRunner().invoke(main, ["link", "transfer", "--bytes", "12MB", "--link", "pcie-gen3-x16", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["time_s"] == pytest.approx(transfer_s(12e6, GEN3))
-    r = CliRunner().invoke(main, ["link", "transfer", "--bytes", "1GiB", "--path", "host", "--gpu", "a100-40gb",
-                                  "--fpga", "u280", "--json"])
+    r = CliRunner().invoke(
+        main,
+        ["link", "transfer", "--bytes", "1GiB", "--path", "host", "--gpu", "a100-40gb", "--fpga", "u280", "--json"],
+    )
     assert json.loads(r.output)["time_s"] == pytest.approx(host_staged_s(2**30, GEN4, GEN3))
     bad = CliRunner().invoke(main, ["link", "transfer", "--bytes", "12 parsecs", "--link", "pcie-gen3-x16"])
     assert bad.exit_code == 2 and "expected a size like" in bad.output
@@ -176,8 +199,12 @@ def _schedule_reference(route, items, chunk, host_free):  # chunk by chunk, hop 
     return done
 
 
-@given(items=st.lists(st.tuples(st.floats(0.0, 1e-2), st.floats(1.0, 5e7)), min_size=1, max_size=6),
-       chunk=st.floats(1e5, 2e7), host=st.floats(0.0, 2e-2), kind=st.sampled_from(["host", "p2p", "direct"]))
+@given(
+    items=st.lists(st.tuples(st.floats(0.0, 1e-2), st.floats(1.0, 5e7)), min_size=1, max_size=6),
+    chunk=st.floats(1e5, 2e7),
+    host=st.floats(0.0, 2e-2),
+    kind=st.sampled_from(["host", "p2p", "direct"]),
+)
 def test_schedule_scan_equals_chunk_by_chunk(items: list, chunk: float, host: float, kind: str) -> None:
     route = path_between(kind, GEN4, GEN3)
     fast = route.schedule(items, chunk, host_free_s=host)

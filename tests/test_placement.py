@@ -2,6 +2,7 @@
 moves exactly the graph's bytes less what the placement takes off HBM (integers, no tolerance, generated shapes),
 the fast engine equals the cycle-stepped reference on placed designs, the simulated token never beats the design's
 floor, and `hwmodel bounds --design` prints the floor `hwmodel fpga decode` prints."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,6 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fpga.streaming.design import DesignError, check_structure, load_design
+from fpga.streaming.engine import simulate_token
 from fpga.streaming.placement import (
     HOST_PLACEABLE,
     design_floor,
@@ -22,20 +24,24 @@ from fpga.streaming.placement import (
 )
 from fpga.streaming.program import compile_token
 from fpga.streaming.resources import estimate
-from fpga.streaming.engine import simulate_token
 from tests.streaming_gen import small_board, small_design, small_llm
 from tests.test_streaming_equivalence import assert_drawn_equivalent
 
 #: host placements that are legal (each op with what it needs)
-PLACEMENTS = [(), ("embed",), ("argmax",), ("lm_head", "argmax"), ("final_norm", "lm_head", "argmax"),
-              ("embed", "final_norm", "lm_head", "argmax")]
+PLACEMENTS = [
+    (),
+    ("embed",),
+    ("argmax",),
+    ("lm_head", "argmax"),
+    ("final_norm", "lm_head", "argmax"),
+    ("embed", "final_norm", "lm_head", "argmax"),
+]
 ONCHIP = [(), ("bias",), ("metadata",), ("bias", "metadata")]
 
 
 def placed(design, host_ops=(), onchip=()):  # type: ignore[no-untyped-def]
     """``design`` with ``host_ops`` taken off its engines and placed on the host, ``onchip`` classes resident."""
-    engines = tuple(dataclasses.replace(e, ops=tuple(op for op in e.ops if op not in host_ops))
-                    for e in design.engines)
+    engines = tuple(dataclasses.replace(e, ops=tuple(op for op in e.ops if op not in host_ops)) for e in design.engines)
     return dataclasses.replace(design, engines=engines, host_ops=tuple(host_ops), onchip_params=tuple(onchip))
 
 
@@ -56,8 +62,15 @@ def violations(prog, want: dict[str, int]) -> list[str]:  # type: ignore[no-unty
 
 
 @settings(max_examples=60, deadline=None)
-@given(llm_shapes(), st.sampled_from(PLACEMENTS), st.sampled_from(ONCHIP), st.integers(0, 300), st.booleans(),
-       st.sampled_from(["draft-u280", "flexllm-u280"]), st.sampled_from([0, 8]))
+@given(
+    llm_shapes(),
+    st.sampled_from(PLACEMENTS),
+    st.sampled_from(ONCHIP),
+    st.integers(0, 300),
+    st.booleans(),
+    st.sampled_from(["draft-u280", "flexllm-u280"]),
+    st.sampled_from([0, 8]),
+)
 def test_placed_programs_conserve_the_placed_graph(m, host, onchip, ctx, head, name, group) -> None:  # type: ignore[no-untyped-def]
     d = placed(dataclasses.replace(load_design(name), quant_group_size=group), host, onchip)
     prog = compile_token(d, d.board_spec(), m, ctx, head)
@@ -83,8 +96,10 @@ def test_head_on_the_host_ends_the_token_like_an_ingest() -> None:
     the token within a pipeline of the LM head's last block)."""
     d = load_design("draft-u280")
     ingest = simulate_token(d, 128, with_lm_head=False).cycles
-    times = [simulate_token(placed(d, host), 128).cycles
-             for host in (("final_norm", "lm_head", "argmax"), ("lm_head", "argmax"), ("argmax",), ())]
+    times = [
+        simulate_token(placed(d, host), 128).cycles
+        for host in (("final_norm", "lm_head", "argmax"), ("lm_head", "argmax"), ("argmax",), ())
+    ]
     assert times[0] == ingest
     assert times[0] < times[1] < min(times[2:]) and abs(times[2] - times[3]) < 100
 
@@ -94,8 +109,9 @@ def test_head_on_the_host_ends_the_token_like_an_ingest() -> None:
 def test_fast_engine_equals_reference_on_placed_designs(data: st.DataObject) -> None:
     llm = data.draw(small_llm())
     board = data.draw(small_board())
-    design = placed(data.draw(small_design(board, llm)), data.draw(st.sampled_from(PLACEMENTS)),
-                    data.draw(st.sampled_from(ONCHIP)))
+    design = placed(
+        data.draw(small_design(board, llm)), data.draw(st.sampled_from(PLACEMENTS)), data.draw(st.sampled_from(ONCHIP))
+    )
     assume(all(e.ops for e in design.engines))
     assert_drawn_equivalent(data, design, board, llm, max_ctx=30)
 
@@ -107,12 +123,15 @@ def test_a_token_never_beats_its_design_floor(host) -> None:  # type: ignore[no-
         assert simulate_token(d, ctx).seconds >= design_floor(d, ctx).floor_s
 
 
-@pytest.mark.parametrize("host, onchip, why", [
-    (("qkv",), (), "cannot run on the host"),
-    (("lm_head",), (), "needs 'argmax' on the host"),
-    (("final_norm", "argmax"), (), "needs 'lm_head'"),
-    ((), ("weights",), "not a parameter class"),
-])
+@pytest.mark.parametrize(
+    "host, onchip, why",
+    [
+        (("qkv",), (), "cannot run on the host"),
+        (("lm_head",), (), "needs 'argmax' on the host"),
+        (("final_norm", "argmax"), (), "needs 'lm_head'"),
+        ((), ("weights",), "not a parameter class"),
+    ],
+)
 def test_bad_placement_is_one_clear_line(host, onchip, why) -> None:  # type: ignore[no-untyped-def]
     d = dataclasses.replace(load_design("draft-u280"), host_ops=host, onchip_params=onchip)
     with pytest.raises(DesignError, match=why):

@@ -1,6 +1,7 @@
 """One number per quantity: the API, the CLI's ``--json`` and the validation row of the same point agree, for
 power, energy per token, tokens/s/W, latency and throughput, over GPU, streaming and instruction-driven engines
 (all computed by :mod:`hwmodel.quantities`)."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,20 @@ def _same_point(api: hw.OpTiming, cli: dict) -> None:
 def test_gpu_point_window_and_validation_rows_agree() -> None:
     g = hw.gpu_engine("a100-40gb", "llama2-7b", framework="hf")
     api = hw.decode(g, ctx=1536)
-    out = _cli("gpu", "decode", "--gpu", "a100-40gb", "--llm", "llama2-7b", "--framework", "hf", "--ctx", "1536",
-               "--output-tokens", "512")
+    out = _cli(
+        "gpu",
+        "decode",
+        "--gpu",
+        "a100-40gb",
+        "--llm",
+        "llama2-7b",
+        "--framework",
+        "hf",
+        "--ctx",
+        "1536",
+        "--output-tokens",
+        "512",
+    )
     _same_point(api, out["decode"])
     assert out["power_w"] == api.power_w and out["time_s"] == api.seconds  # the cost table's figures too
     assert api.power_w == g.decode_power_w(1536)  # power at the context asked for, not the reference context
@@ -55,8 +68,19 @@ def test_gpu_point_window_and_validation_rows_agree() -> None:
 def test_instruction_point_window_and_validation_row_agree() -> None:
     i = hw.instruction_engine("glitches-u280", prefetch_ratio=1)
     api = hw.decode(i, ctx=1536)
-    out = _cli("fpga", "instruction", "run", "--design", "glitches-u280", "--ratio", "1", "--ctx", "1536",
-               "--output-tokens", "512")
+    out = _cli(
+        "fpga",
+        "instruction",
+        "run",
+        "--design",
+        "glitches-u280",
+        "--ratio",
+        "1",
+        "--ctx",
+        "1536",
+        "--output-tokens",
+        "512",
+    )
     _same_point(api, out["decode"])
     assert out["power_w"] == api.power_w
     w = hw.decode_window(i, 1536, 512)
@@ -78,9 +102,7 @@ def test_streaming_point_and_validation_row_agree() -> None:
 
     assert api.power_w == token_power_w(s.design, s.token(256))  # the power at ctx 256, not the phase figure
     row = next(r for r in sv.rows() if r["unit"] == "x")
-    gpu_w = hw.decode_window(hw.gpu_engine(sv.A100, "llama-3.2-1b", framework="hf"), sv.PROMPT_TOKENS,
-                             sv.NEW_TOKENS)
-    fpga_w = hw.decode_window(hw.streaming_engine(sv.DESIGN), sv.PROMPT_TOKENS, sv.NEW_TOKENS,
-                              stride=sv.SAMPLE_STRIDE)
+    gpu_w = hw.decode_window(hw.gpu_engine(sv.A100, "llama-3.2-1b", framework="hf"), sv.PROMPT_TOKENS, sv.NEW_TOKENS)
+    fpga_w = hw.decode_window(hw.streaming_engine(sv.DESIGN), sv.PROMPT_TOKENS, sv.NEW_TOKENS, stride=sv.SAMPLE_STRIDE)
     assert row["model"] == pytest.approx(gpu_w.seconds_per_token / fpga_w.seconds_per_token, rel=1e-12)
     assert fpga_w.tokens_per_s == pytest.approx(1 / fpga_w.seconds_per_token)

@@ -8,6 +8,7 @@ The examples are collected from whatever the README holds when the tests are col
 is its own parametrized case (so pytest-xdist spreads them over its workers): commands that share a file they write
 or read (a path-like argument, e.g. `--out math500.jsonl.gz` then `--trace math500.jsonl.gz`) form one chain and
 run in README order in one scratch directory; every other command is a case of its own."""
+
 from __future__ import annotations
 
 import os
@@ -107,16 +108,20 @@ def test_readme_example_runs(chain: list[str], tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HWMODEL_PROGRESS": "0"}
     for cmd in chain:
         args = shlex.split(cmd)[1:]
-        proc = subprocess.run([sys.executable, "-m", "hwmodel", *args], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "-m", "hwmodel", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+        )
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
         assert proc.returncode == 0, f"README example fails: {cmd}: exit {proc.returncode}: {tail[0]}"
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("hwmodel calibrate [--cv]   # every point", "hwmodel calibrate"),
-    ("hwmodel validate [--out out/validation] [--json]", "hwmodel validate"),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("hwmodel calibrate [--cv]   # every point", "hwmodel calibrate"),
+        ("hwmodel validate [--out out/validation] [--json]", "hwmodel validate"),
+    ],
+)
 def test_optional_parts_and_comments_are_dropped(line: str, expected: str) -> None:
     assert clean(line) == expected
 
@@ -138,9 +143,11 @@ hwmodel serve plan cluster.toml  # [illustrative]
 ```"""
     assert chains(readme_commands(text)) == [
         ["hwmodel specs list"],
-        ["hwmodel workload generate --dataset math500 --limit 40 --out math500.jsonl.gz",
-         "hwmodel reason run --trace math500.jsonl.gz --policy heteroreason",
-         "hwmodel reason timeline --trace math500.jsonl.gz --out=t.json"],
+        [
+            "hwmodel workload generate --dataset math500 --limit 40 --out math500.jsonl.gz",
+            "hwmodel reason run --trace math500.jsonl.gz --policy heteroreason",
+            "hwmodel reason timeline --trace math500.jsonl.gz --out=t.json",
+        ],
         ["hwmodel fpga designs"],
         ["hwmodel sweep examples/sweeps/a.toml", "hwmodel sweep examples/sweeps/a.toml --report-only"],
         ["hwmodel export vidur --out vidur/a/"],

@@ -1,6 +1,7 @@
 """System A policies replayed on traces: same commits under every policy, one activity per device at a time,
 energy conservation, and the orderings the design implies. Engines here are small test engines with fixed
 per-token times (defined in this file only); the real device models are exercised by the reproduction."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -66,16 +67,21 @@ class FixedLinks:
         return hops * 2e-6 + n_bytes / 12e9
 
 
-
 def fixed_migration(n_tokens: int) -> PromptMigration:
     prefill = 0.004 + n_tokens * 2e-5
     transfer = 4e-6 + n_tokens * 6144 / 12e9
-    return PromptMigration(prefill_s=prefill, prefill_power_w=150.0, ready_s=prefill + transfer / 4,
-                           transfer_s=transfer, kv_bytes=n_tokens * 6144)
+    return PromptMigration(
+        prefill_s=prefill,
+        prefill_power_w=150.0,
+        ready_s=prefill + transfer / 4,
+        transfer_s=transfer,
+        kv_bytes=n_tokens * 6144,
+    )
 
 
-def make_platform(draft_device: str = "server", draft_speed: float = 1.0, prm_speed: float = 1.0,
-                  kvmu: bool = True) -> Platform:
+def make_platform(
+    draft_device: str = "server", draft_speed: float = 1.0, prm_speed: float = 1.0, kvmu: bool = True
+) -> Platform:
     """Test platform; ``draft_device`` as the policies name it: "server" (a GPU model server), "fpga" (a resident,
     host-driven draft), "edge" (a remote model server)."""
     resident = draft_device == "fpga"
@@ -85,12 +91,18 @@ def make_platform(draft_device: str = "server", draft_speed: float = 1.0, prm_sp
         draft = FixedEngine("gpu-draft", 0.010 / draft_speed, 2e-5 / draft_speed, busy_w=150.0)
     prm = FixedEngine("prm", 0.025 / prm_speed, 2.5e-4 / prm_speed, busy_w=300.0)
     target = FixedEngine("target", 0.025, 2.5e-4, busy_w=300.0)
-    return Platform(draft=TimedEngine(draft), prm=TimedEngine(prm), target=TimedEngine(target), links=FixedLinks(),
-                    device_names={"draft": draft.name, "prm": "gpu-prm", "target": "gpu-target"},
-                    prompt_migration=fixed_migration,
-                    api_call_overhead_s=0.002, draft_api_call_overhead_s=0.0 if resident else 0.002,
-                    draft_told_verdict=draft_device != "server",
-                    kvmu_factory=(lambda: Kvmu(1 << 16)) if kvmu else None)
+    return Platform(
+        draft=TimedEngine(draft),
+        prm=TimedEngine(prm),
+        target=TimedEngine(target),
+        links=FixedLinks(),
+        device_names={"draft": draft.name, "prm": "gpu-prm", "target": "gpu-target"},
+        prompt_migration=fixed_migration,
+        api_call_overhead_s=0.002,
+        draft_api_call_overhead_s=0.0 if resident else 0.002,
+        draft_told_verdict=draft_device != "server",
+        kvmu_factory=(lambda: Kvmu(1 << 16)) if kvmu else None,
+    )
 
 
 def platform_for(policy: str, **kw) -> Platform:  # noqa: ANN003
@@ -128,14 +140,20 @@ def build_problem(decisions: list[tuple[bool, bool]], lengths: list[int], backtr
     return Problem("math500", "x", 60, True, tuple(attempts))
 
 
-problems_st = st.tuples(st.lists(st.tuples(st.booleans(), st.booleans()), max_size=25),
-                        st.lists(st.integers(min_value=2, max_value=150), min_size=1, max_size=10), st.booleans())
+problems_st = st.tuples(
+    st.lists(st.tuples(st.booleans(), st.booleans()), max_size=25),
+    st.lists(st.integers(min_value=2, max_value=150), min_size=1, max_size=10),
+    st.booleans(),
+)
 
 
 @pytest.fixture(scope="module")
 def traces() -> dict[tuple[str, bool], Trace]:
-    return {(d, bt): generate(d, "qwen2.5-math-7b", bt, limit=60) for d in ("math500", "olympiadbench")
-            for bt in (False, True)}
+    return {
+        (d, bt): generate(d, "qwen2.5-math-7b", bt, limit=60)
+        for d in ("math500", "olympiadbench")
+        for bt in (False, True)
+    }
 
 
 # ------------------------------------------------------------------------------------------------ commits
@@ -168,8 +186,9 @@ def test_no_device_runs_two_things_at_once(args: tuple) -> None:
     decisions, lengths, backtracking = args
     problem = build_problem(decisions, lengths, backtracking)
     for name in POLICIES:
-        outcome, sim = simulate_problem(problem, TraceHeader(backtracking=backtracking), name, platform_for(name),
-                                        keep_log=True)
+        outcome, sim = simulate_problem(
+            problem, TraceHeader(backtracking=backtracking), name, platform_for(name), keep_log=True
+        )
         for role, acts in sim.activities().items():
             for a, b in zip(acts, acts[1:]):
                 assert a.end_s <= b.start_s + 1e-12, (name, role, a, b)
@@ -214,7 +233,7 @@ def test_energy_is_every_device_over_the_whole_run(traces: dict) -> None:
         for p in trace.problems[:20]:
             outcome, sim = simulate_problem(p, trace.header, name, pf, keep_log=True)
             lat = outcome.span_s
-            for role, dev in outcome.devices.items():
+            for dev in outcome.devices.values():
                 busy = sum(a.busy_s for a in dev.log)
                 active = sum(a.energy_j for a in dev.log)
                 assert dev.energy_j(lat) == pytest.approx(active + dev.idle_power_w * (lat - busy), rel=1e-12)
@@ -224,8 +243,9 @@ def test_energy_is_every_device_over_the_whole_run(traces: dict) -> None:
             assert quiet.latency_s == outcome.latency_s and quiet.comm_s == pytest.approx(outcome.comm_s, rel=1e-12)
             for role in outcome.devices:
                 assert quiet.devices[role].busy_s == pytest.approx(outcome.devices[role].busy_s, rel=1e-12)
-                assert quiet.devices[role].energy_j(lat) == pytest.approx(outcome.devices[role].energy_j(lat),
-                                                                          rel=1e-12)
+                assert quiet.devices[role].energy_j(lat) == pytest.approx(
+                    outcome.devices[role].energy_j(lat), rel=1e-12
+                )
 
 
 # ------------------------------------------------------------------------------------------------ orderings
@@ -300,11 +320,18 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     datasets = ("math500", "gsm8k")
     result, report = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1)
     units = study_mod.study_units(datasets, study_mod.CONFIGS, study_mod.STUDY_POLICIES, study_mod.DRAFT_PLACEMENTS)
-    assert len(units) == len(datasets) * (2 * len(study_mod.STUDY_POLICIES) - len(study_mod.FIRST_CONFIG_ONLY)
-                                          + 2 * len(study_mod.DRAFT_PLACEMENTS)
-                                          + 2 * len(study_mod.GPU_MODE_POLICIES))
-    variants = sum(1 if (u.policy in study_mod.WITH_BACKTRACKING_ONLY or u.draft
-                         or study_mod.base_config(u.config) != u.config) else 2 for u in units)
+    assert len(units) == len(datasets) * (
+        2 * len(study_mod.STUDY_POLICIES)
+        - len(study_mod.FIRST_CONFIG_ONLY)
+        + 2 * len(study_mod.DRAFT_PLACEMENTS)
+        + 2 * len(study_mod.GPU_MODE_POLICIES)
+    )
+    variants = sum(
+        1
+        if (u.policy in study_mod.WITH_BACKTRACKING_ONLY or u.draft or study_mod.base_config(u.config) != u.config)
+        else 2
+        for u in units
+    )
     assert len(result.rows) == variants * 6
     rows = read_csv(tmp_path / "problems.csv")
     assert len(rows) == len(result.rows)
@@ -319,18 +346,30 @@ def test_reproduction_pipeline_writes_every_output_and_resumes(tmp_path, monkeyp
     assert sum(t.startswith(("draft", "prm", "target")) for t in tracks) == 3
     assert len(list((tmp_path / "traces").glob("*.jsonl.gz"))) == len(datasets) * 2 * 2
     assert "Other draft devices" in text and "draft on fpga-instruction" in text
-    for section in ("Backtracking, fitted on accuracy", "What backtracking costs", "Invalidated step-ahead energy",
-                    "Both drafts", "vLLM with CUDA graphs", "T1 break-even"):
+    for section in (
+        "Backtracking, fitted on accuracy",
+        "What backtracking costs",
+        "Invalidated step-ahead energy",
+        "Both drafts",
+        "vLLM with CUDA graphs",
+        "T1 break-even",
+    ):
         assert section in text
     assert (tmp_path / "breakeven.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert read_csv(tmp_path / "breakeven.csv")
-    outputs = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*"))
-               if p.is_file() and p.name != "run.json"}
+    outputs = {
+        p.relative_to(tmp_path): p.read_bytes()
+        for p in sorted(tmp_path.rglob("*"))
+        if p.is_file() and p.name != "run.json"
+    }
     again, _ = reproduce_heteroreason(tmp_path, datasets=datasets, limit=6, jobs=1, resume=True)
     assert again.resumed_units == len(units)
     assert again.rows == result.rows
-    assert {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*"))
-            if p.is_file() and p.name != "run.json"} == outputs  # resumed: byte-identical outputs
+    assert {
+        p.relative_to(tmp_path): p.read_bytes()
+        for p in sorted(tmp_path.rglob("*"))
+        if p.is_file() and p.name != "run.json"
+    } == outputs  # resumed: byte-identical outputs
 
 
 # ------------------------------------------------------------------------------------------------ co-simulation
@@ -387,8 +426,9 @@ def test_cosimulation_drives_the_draft_model_and_writes_the_kvmu_waveform(tmp_pa
     problem = build_problem([(False, False), (True, False), (True, True), (False, False)], [12, 9, 15, 7, 5], True)
     header = TraceHeader(backtracking=True)
     model = FakeDraftModel(512)
-    result = cosimulate(problem, header, platform_for("heteroreason"), model, clock_hz=200e6,
-                        vcd_path=tmp_path / "kvmu.vcd")
+    result = cosimulate(
+        problem, header, platform_for("heteroreason"), model, clock_hz=200e6, vcd_path=tmp_path / "kvmu.vcd"
+    )
     rp = replay_of(problem, header)
     assert result.outcome.committed == rp.committed_sequence(problem)
     # the KV cache ends holding the prompt and the committed answer; every drafted token came from the model

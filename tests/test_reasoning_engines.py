@@ -1,5 +1,6 @@
 """The engine wrappers of the reasoning replay never change a device model's numbers (or, for the sampled FPGA
 engine, change them by a measured, bounded amount)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,10 @@ from tests.token_engine import TokenEngine as _TokenEngine
 def gpu_engines():  # noqa: ANN201
     from gpu.latency import GpuEngine
 
-    return {name: GpuEngine("rtx3090", name, framework="vllm-eager")
-            for name in ("qwen2.5-0.5b", "skywork-prm-7b", "qwen2.5-math-7b")}
+    return {
+        name: GpuEngine("rtx3090", name, framework="vllm-eager")
+        for name in ("qwen2.5-0.5b", "skywork-prm-7b", "qwen2.5-math-7b")
+    }
 
 
 def test_vectorized_gpu_prefill_equals_prefill_cost(gpu_engines) -> None:  # noqa: ANN001
@@ -126,5 +129,7 @@ def test_cumulative_tables_do_not_depend_on_query_order() -> None:
         piecewise.decode_span_s(ctx, n)
         piecewise.ingest_one_s(ctx + n)
     assert one_go.cum_table[:9001] == piecewise.cum_table[:9001]
-    assert [one_go.ingest_one_s(c) for c in range(0, 9000, 97)] == [piecewise.ingest_one_s(c) for c in range(0, 9000, 97)]
+    assert [one_go.ingest_one_s(c) for c in range(0, 9000, 97)] == [
+        piecewise.ingest_one_s(c) for c in range(0, 9000, 97)
+    ]
     assert one_go.decode_energy_j(123, 4567) == piecewise.decode_energy_j(123, 4567)

@@ -1,5 +1,6 @@
 """The GPU prefill plan (hwmodel/reasoning/prefill_plan.py): points computed ahead, in large passes, hold exactly
 the values a replay would compute on demand, and the plan covers almost every prefill a real replay asks for."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,10 @@ from hwmodel.reasoning.system import clear_engine_memo
 def gpu_engines():  # noqa: ANN201
     from gpu.latency import GpuEngine
 
-    return [GpuEngine("rtx3090", "qwen2.5-math-7b", framework="vllm-eager"),
-            GpuEngine("rtx3090", "skywork-prm-7b", framework="vllm")]
+    return [
+        GpuEngine("rtx3090", "qwen2.5-math-7b", framework="vllm-eager"),
+        GpuEngine("rtx3090", "skywork-prm-7b", framework="vllm"),
+    ]
 
 
 @settings(max_examples=20, deadline=None)
@@ -32,7 +35,7 @@ def test_a_points_value_does_not_depend_on_the_other_points_of_its_pass(gpu_engi
         t_rev, p_rev = eng.prefill_many(n[::-1], c[::-1])
         assert t.tolist() == t_rev[::-1].tolist() and p.tolist() == p_rev[::-1].tolist()
         for k in (0, len(points) - 1):
-            t1, p1 = eng.prefill_many(n[k:k + 1], c[k:k + 1])
+            t1, p1 = eng.prefill_many(n[k : k + 1], c[k : k + 1])
             assert (t1[0], p1[0]) == (t[k], p[k])
 
 
@@ -86,8 +89,11 @@ def test_scoring_passes_are_planned_as_the_prm_reads_them(gpu_engines) -> None: 
     prm = TimedEngine(gpu_engines[1])
     for cache in (False, True):
         codes = prefill_plan.score_points(trace.problems, replays, prm, cache)
-        want = {prm.engine.score_pass(a.tokens, ctx, cache)
-                for p, rp in zip(trace.problems, replays) for a, ctx in zip(p.attempts, rp.context_tokens)}
+        want = {
+            prm.engine.score_pass(a.tokens, ctx, cache)
+            for p, rp in zip(trace.problems, replays)
+            for a, ctx in zip(p.attempts, rp.context_tokens)
+        }
         assert {(int(x) >> 32, int(x) & 0xFFFFFFFF) for x in codes} == want
 
 

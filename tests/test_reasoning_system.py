@@ -1,5 +1,6 @@
 """System A on the project's real device models (the GPU model, PCIe, KVMU; the FPGA streaming model when this
 checkout has it), and the `hwmodel workload` / `hwmodel reason` commands."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -27,9 +28,16 @@ def trace():  # noqa: ANN201
     return generate("math500", "qwen2.5-math-7b", True, limit=25)
 
 
-@pytest.mark.parametrize("policies", [("baseline", "step-ahead", "edge-draft"),
-                                      pytest.param(("heteroreason", "heteroreason-reprefill"),
-                                                   marks=pytest.mark.skipif(not HAS_FPGA, reason="no fpga.streaming.engine"))])
+@pytest.mark.parametrize(
+    "policies",
+    [
+        ("baseline", "step-ahead", "edge-draft"),
+        pytest.param(
+            ("heteroreason", "heteroreason-reprefill"),
+            marks=pytest.mark.skipif(not HAS_FPGA, reason="no fpga.streaming.engine"),
+        ),
+    ],
+)
 def test_real_device_models_commit_the_trace_and_keep_communication_small(trace, policies) -> None:  # noqa: ANN001
     base = summarize(run_trace(trace, "baseline", build_platform("config1", "baseline"), "config1"))
     for name in policies:
@@ -72,13 +80,38 @@ def test_workload_and_reason_commands(tmp_path: Path, trace) -> None:  # noqa: A
     r = runner.invoke(main, ["workload", "validate", str(path)])
     assert r.exit_code == 2 and f"{path}:4: field 'prompt_tokenz'" in r.output
     good = write_trace(trace, tmp_path / "m.jsonl")
-    r = runner.invoke(main, ["reason", "run", "--trace", str(good), "--policy", "step-ahead", "--json",
-                             "--csv", str(tmp_path / "rows.csv")])
+    r = runner.invoke(
+        main,
+        [
+            "reason",
+            "run",
+            "--trace",
+            str(good),
+            "--policy",
+            "step-ahead",
+            "--json",
+            "--csv",
+            str(tmp_path / "rows.csv"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["problems"] == len(trace.problems)
     assert len((tmp_path / "rows.csv").read_text().splitlines()) == len(trace.problems) + 1
-    r = runner.invoke(main, ["reason", "timeline", "--trace", str(good), "--problem", trace.problems[0].id,
-                             "--policy", "baseline", "--out", str(tmp_path / "tl.json")])
+    r = runner.invoke(
+        main,
+        [
+            "reason",
+            "timeline",
+            "--trace",
+            str(good),
+            "--problem",
+            trace.problems[0].id,
+            "--policy",
+            "baseline",
+            "--out",
+            str(tmp_path / "tl.json"),
+        ],
+    )
     assert r.exit_code == 0 and json.loads((tmp_path / "tl.json").read_text())["traceEvents"]
     r = runner.invoke(main, ["reason", "run", "--trace", str(good), "--system", "config9"])
     assert r.exit_code == 2 and "config1" in r.output
@@ -94,18 +127,29 @@ def test_cosimulation_with_the_functional_draft_model(tmp_path: Path) -> None:
     from fpga.kvmu.vcd import read_vcd
     from hwmodel.reasoning.cosim import cosimulate
     from hwmodel.specs import library
+
     try:  # the test doubles of test_reasoning.py (a module of the tests folder, a package or not)
         from test_reasoning import build_problem, platform_for
     except ImportError:
         from tests.test_reasoning import build_problem, platform_for
 
-    tiny = dc.replace(library().llm("qwen2.5-0.5b"), name="tiny-qwen2", layers=1, hidden=64, heads=2, kv_heads=1,
-                      head_dim=32, intermediate=128, vocab=512)
+    tiny = dc.replace(
+        library().llm("qwen2.5-0.5b"),
+        name="tiny-qwen2",
+        layers=1,
+        hidden=64,
+        heads=2,
+        kv_heads=1,
+        head_dim=32,
+        intermediate=128,
+        vocab=512,
+    )
     problem = build_problem([(False, False), (True, False), (True, True), (False, False)], [6, 5, 7, 4, 3], True)
     header = TraceHeader(backtracking=True)
     model = functional.DraftModel.from_synthetic(tiny, seed=3, capacity=256, kvmu=Kvmu(256, record=True))
-    result = cosimulate(problem, header, platform_for("heteroreason"), model, clock_hz=200e6,
-                        vcd_path=tmp_path / "kvmu.vcd")
+    result = cosimulate(
+        problem, header, platform_for("heteroreason"), model, clock_hz=200e6, vcd_path=tmp_path / "kvmu.vcd"
+    )
     rp = replay_of(problem, header)
     assert model.valid == problem.prompt_tokens + rp.committed_tokens(problem)
     # replay the committed context through a fresh model: each committed draft step is what the model drafts
@@ -115,5 +159,5 @@ def test_cosimulation_with_the_functional_draft_model(tmp_path: Path) -> None:
         c, n = rp.context_tokens[i], problem.attempts[i].tokens
         if problem.attempts[i].by == "draft":
             check.prefill(kv[:c])
-            assert [check.decode() for _ in range(n)] == kv[c:c + n]
+            assert [check.decode() for _ in range(n)] == kv[c : c + n]
     assert read_vcd(tmp_path / "kvmu.vcd")

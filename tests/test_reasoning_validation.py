@@ -1,13 +1,28 @@
 """System A's validation rows keep the shared format and label their roles (a small replay: the full table is
 `hwmodel validate`'s)."""
+
 from __future__ import annotations
 
 import math
 
 from hwmodel.reasoning.validation import rows
 
-KEYS = {"area", "name", "quantity", "series", "setting", "model", "published", "band", "unit", "role", "families",
-        "workload", "source", "note"}
+KEYS = {
+    "area",
+    "name",
+    "quantity",
+    "series",
+    "setting",
+    "model",
+    "published",
+    "band",
+    "unit",
+    "role",
+    "families",
+    "workload",
+    "source",
+    "note",
+}
 
 
 def test_rows_have_the_shared_format_and_honest_roles() -> None:

@@ -1,5 +1,6 @@
 """The warm-up of the cycle-level drafts' samples (hwmodel/reasoning/warmup.py): samples simulated in other processes
 leave every table bit-identical to one filled on demand, and the plan covers what a replay reads."""
+
 from __future__ import annotations
 
 from hwmodel.reasoning import warmup
@@ -67,8 +68,12 @@ def test_csv_text_is_byte_identical_to_write_csv(tmp_path) -> None:  # noqa: ANN
     from hwmodel.report.tables import csv_lines, write_csv, write_csv_text
 
     fields = ["a", "b", "c", "d", "e"]
-    rows = [[1.5, float("nan"), "x,y", True, 3], [float("inf"), -0.0, 'q"uote', False, -7],
-            [1e-300, -float("inf"), "", None, 2**70], [0.1 + 0.2, 5e-324, "line\nbreak", 1, 0.0]]
+    rows = [
+        [1.5, float("nan"), "x,y", True, 3],
+        [float("inf"), -0.0, 'q"uote', False, -7],
+        [1e-300, -float("inf"), "", None, 2**70],
+        [0.1 + 0.2, 5e-324, "line\nbreak", 1, 0.0],
+    ]
     write_csv(tmp_path / "a.csv", (dict(zip(fields, r)) for r in rows), fields)
     write_csv_text(tmp_path / "b.csv", fields, [csv_lines(rows[:2]), csv_lines(rows[2:])])
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()

@@ -1,5 +1,6 @@
 """Replicas over seeds: Student-t intervals that are right, serving runs and system-A replays with ``seeds=N`` /
 ``--seeds N`` (means with intervals, per-seed records, error-bar plots), deterministic for the same seeds."""
+
 from __future__ import annotations
 
 import json
@@ -53,19 +54,39 @@ def test_serve_with_seeds_gives_means_with_intervals_and_is_deterministic(tmp_pa
 
 
 def test_cli_seeds_for_a_serving_run_and_a_system_a_replay(tmp_path) -> None:
-    res = CliRunner().invoke(main, ["serve", "run", "--n", "10", "--rate", "2", "--seeds", "3", "--json",
-                                    "--plot", str(tmp_path / "s.png"), "--out", str(tmp_path / "o")],
-                             catch_exceptions=False)
+    res = CliRunner().invoke(
+        main,
+        [
+            "serve",
+            "run",
+            "--n",
+            "10",
+            "--rate",
+            "2",
+            "--seeds",
+            "3",
+            "--json",
+            "--plot",
+            str(tmp_path / "s.png"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     assert d["n_seeds"] == 3 and set(d["metrics"]["ttft_s.p90"]) >= {"mean", "low", "high", "n"}
     assert (tmp_path / "s.png").exists() and (tmp_path / "o" / "seeds.csv").exists()
-    res = CliRunner().invoke(main, ["reason", "run", "--seeds", "2", "--limit", "3", "--plot",
-                                    str(tmp_path / "r.png")], catch_exceptions=False)
+    res = CliRunner().invoke(
+        main,
+        ["reason", "run", "--seeds", "2", "--limit", "3", "--plot", str(tmp_path / "r.png")],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     assert "2 seeds" in res.output and "latency_mean_s" in res.output and (tmp_path / "r.png").exists()
-    res = CliRunner().invoke(main, ["serve", "run", "--n", "10", "--load", "0.8", "--seeds", "2", "--json"],
-                             catch_exceptions=False)
+    res = CliRunner().invoke(
+        main, ["serve", "run", "--n", "10", "--load", "0.8", "--seeds", "2", "--json"], catch_exceptions=False
+    )
     sat = hw.saturation("a100+7xu280", n=10)
     assert res.exit_code == 0 and json.loads(res.output)["n_seeds"] == 2
     assert hw.serve(n=10, rate_per_s=hw.load(0.8), seeds=2).to_dict()["metrics"] == json.loads(res.output)["metrics"]
@@ -78,6 +99,7 @@ def test_cli_seeds_for_a_serving_run_and_a_system_a_replay(tmp_path) -> None:
 
 def test_replay_with_seeds_matches_single_replays() -> None:
     reps = hw.replay("gsm8k", "step-ahead", seeds=2, limit=3)
-    singles = [hw.replay(hw.generate_trace("gsm8k", limit=3, seed=s), "step-ahead").summary.latency_mean_s
-               for s in reps.seeds]
+    singles = [
+        hw.replay(hw.generate_trace("gsm8k", limit=3, seed=s), "step-ahead").summary.latency_mean_s for s in reps.seeds
+    ]
     assert reps["latency_mean_s"].mean == pytest.approx(statistics.fmean(singles))

@@ -1,12 +1,13 @@
 """Resource estimates and the power model (static + dynamic), against the board and the on-board power log."""
+
 from __future__ import annotations
 
 import pytest
 
 from fpga.streaming import power
 from fpga.streaming.design import load_design
-from fpga.streaming.resources import check_fits, estimate
 from fpga.streaming.engine import StreamingEngine
+from fpga.streaming.resources import check_fits, estimate
 from hwmodel.engine import Phase
 
 

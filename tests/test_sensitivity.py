@@ -1,5 +1,6 @@
 """The prediction band (hwmodel/studies/sensitivity.py): which fields count as guesses, their ranges, per-field movement and the
 joint band, on a latency function whose answer is known, and on the cycle model through `fpga decode --sensitivity`."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ import json
 from click.testing import CliRunner
 
 from fpga.streaming.design import load_design
-from hwmodel.studies.sensitivity import field_range, knobs, sensitivity
 from hwmodel.errors import HwmodelError
+from hwmodel.studies.sensitivity import field_range, knobs, sensitivity
 
 
 def test_sourced_fields_are_facts_and_the_rest_are_guesses() -> None:
@@ -25,8 +26,11 @@ def test_sourced_fields_are_facts_and_the_rest_are_guesses() -> None:
 def test_an_estimate_tag_makes_a_sourced_field_a_guess(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from fpga.streaming.design import DESIGN_DIR
 
-    text = (DESIGN_DIR / "draft-u280.toml").read_text().replace(
-        'fifo_depth = 8', 'fifo_depth = { value = 8, source = "[estimate] copied from the FlexLLM design" }')
+    text = (
+        (DESIGN_DIR / "draft-u280.toml")
+        .read_text()
+        .replace("fifo_depth = 8", 'fifo_depth = { value = 8, source = "[estimate] copied from the FlexLLM design" }')
+    )
     p = tmp_path / "mine.toml"
     p.write_text(text)
     assert {k.key: k.status for k in knobs(load_design(p))}["fifo_depth"] == "estimate"
@@ -65,17 +69,30 @@ def test_per_field_swing_and_joint_band_on_a_known_latency() -> None:
 def test_fpga_decode_sensitivity_json() -> None:
     from hwmodel.cli import main
 
-    r = CliRunner().invoke(main, ["fpga", "decode", "--design", "draft-u280", "--ctx", "64", "--sensitivity",
-                                  "--vary", "buffer_depth,fifo_depth", "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "fpga",
+            "decode",
+            "--design",
+            "draft-u280",
+            "--ctx",
+            "64",
+            "--sensitivity",
+            "--vary",
+            "buffer_depth,fifo_depth",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     band = json.loads(r.output)["sensitivity"]
     assert set(band) >= {"nominal_s", "fields", "band_s", "varied"}
     lo, hi = band["band_s"]
     assert lo < band["nominal_s"] < hi
-    assert all({"field", "status", "value", "low", "high", "low_s", "high_s", "swing_s"} <= set(f)
-               for f in band["fields"])
-    bad = CliRunner().invoke(main, ["fpga", "decode", "--design", "draft-u280", "--ctx-range", "0,64",
-                                    "--sensitivity"])
+    assert all(
+        {"field", "status", "value", "low", "high", "low_s", "high_s", "swing_s"} <= set(f) for f in band["fields"]
+    )
+    bad = CliRunner().invoke(main, ["fpga", "decode", "--design", "draft-u280", "--ctx-range", "0,64", "--sensitivity"])
     assert bad.exit_code != 0 and "one point at a time" in bad.output
     bad = CliRunner().invoke(main, ["fpga", "decode", "--design", "draft-u280", "--sensitivity", "--vary", "lanes"])
     assert bad.exit_code != 0 and "unknown field 'lanes'" in bad.output
@@ -88,8 +105,10 @@ def test_instruction_run_sensitivity_and_ingest() -> None:
     r = CliRunner().invoke(main, [*args, "--sensitivity", "--vary", "request_queue_depth,port_width_bits"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
-    assert {f["field"] for f in out["sensitivity"]["fields"]} == {"datamover.request_queue_depth",
-                                                                  "datamover.port_width_bits"}
+    assert {f["field"] for f in out["sensitivity"]["fields"]} == {
+        "datamover.request_queue_depth",
+        "datamover.port_width_bits",
+    }
     wide = next(f for f in out["sensitivity"]["fields"] if f["field"] == "datamover.port_width_bits")
     assert wide["high_s"] < out["sensitivity"]["nominal_s"] < wide["low_s"]  # a wider port streams faster
     from fpga.instruction.design import load_design as load_instr

@@ -1,6 +1,7 @@
 """Conservation of serving's memory accounting: the KV bytes a GPU engine and the serving simulator's device models
 reserve per request, and the parameter bytes they hold resident, equal the operator graph's (hwmodel.graph, the
 single source of bytes), exactly and as integers."""
+
 from __future__ import annotations
 
 import pytest

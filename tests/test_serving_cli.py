@@ -1,4 +1,5 @@
 """The serving CLI (`hwmodel serve`, `hwmodel workload requests`, `hwmodel reproduce glitches`) with stand-in engines."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ def fake_engines(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_serve_run_writes_metrics_requests_trace(tmp_path: Path, fake_engines: None) -> None:
-    r = CliRunner().invoke(main, ["serve", "run", "--cluster", "a100+7xu280", "--n", "30", "--rate", "0.5",
-                                  "--out", str(tmp_path)])
+    r = CliRunner().invoke(
+        main, ["serve", "run", "--cluster", "a100+7xu280", "--n", "30", "--rate", "0.5", "--out", str(tmp_path)]
+    )
     assert r.exit_code == 0, r.output
     assert "tok/s" in r.output and "node0/decode6" in r.output
     m = json.loads((tmp_path / "metrics.json").read_text())
@@ -35,26 +37,59 @@ def test_serve_run_writes_metrics_requests_trace(tmp_path: Path, fake_engines: N
 
 def test_serve_run_json_and_request_file(tmp_path: Path, fake_engines: None) -> None:
     f = tmp_path / "r.jsonl"
-    r = CliRunner().invoke(main, ["workload", "requests", "generate", "--n", "12", "--rate", "1",
-                                  "--prompt", "uniform:100:900", "--output", "lognormal:100:0.5:400", "-o", str(f)])
+    r = CliRunner().invoke(
+        main,
+        [
+            "workload",
+            "requests",
+            "generate",
+            "--n",
+            "12",
+            "--rate",
+            "1",
+            "--prompt",
+            "uniform:100:900",
+            "--output",
+            "lognormal:100:0.5:400",
+            "-o",
+            str(f),
+        ],
+    )
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(main, ["serve", "run", "--cluster", "2x-a100+7xu280", "--kv-path", "p2p", "--requests",
-                                  str(f), "--scheduler", "slo-aware", "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "serve",
+            "run",
+            "--cluster",
+            "2x-a100+7xu280",
+            "--kv-path",
+            "p2p",
+            "--requests",
+            str(f),
+            "--scheduler",
+            "slo-aware",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     m = json.loads(r.output)
     assert m["requests"] == 12 and m["scheduler"] == "slo-aware"
     assert set(m["kv_migrations"]) <= {"p2p", "network-p2p"}
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["serve", "run", "--cluster", "nope"], "unknown cluster 'nope'; valid choices: 2x-a100+7xu280"),
-    (["serve", "run", "--prompt", "uniform:9:3"], "--prompt 'uniform:9:3': field 'HI'"),
-    (["serve", "run", "--prompt", "4000", "--output", "200"], "prompt + output <= 4096"),
-    (["serve", "run", "--llm", "gpt-9"], "field 'llm': expected a known LLM"),
-    (["serve", "sweep", "--rates", "1,x"], "--rates: expected comma-separated numbers"),
-    (["workload", "requests", "validate", "missing.csv"], "expected an existing request file"),
-    (["reproduce", "glitches", "--gpu", "tpu9"], "unknown GPU 'tpu9'"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["serve", "run", "--cluster", "nope"], "unknown cluster 'nope'; valid choices: 2x-a100+7xu280"),
+        (["serve", "run", "--prompt", "uniform:9:3"], "--prompt 'uniform:9:3': field 'HI'"),
+        (["serve", "run", "--prompt", "4000", "--output", "200"], "prompt + output <= 4096"),
+        (["serve", "run", "--llm", "gpt-9"], "field 'llm': expected a known LLM"),
+        (["serve", "sweep", "--rates", "1,x"], "--rates: expected comma-separated numbers"),
+        (["workload", "requests", "validate", "missing.csv"], "expected an existing request file"),
+        (["reproduce", "glitches", "--gpu", "tpu9"], "unknown GPU 'tpu9'"),
+    ],
+)
 def test_errors_are_one_line(args: list[str], msg: str, fake_engines: None) -> None:
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 2, r.output
@@ -63,32 +98,54 @@ def test_errors_are_one_line(args: list[str], msg: str, fake_engines: None) -> N
 
 def test_bad_cluster_file_names_field(tmp_path: Path, fake_engines: None) -> None:
     p = tmp_path / "c.toml"
-    p.write_text('name = "c"\ndisplay_name = "c"\nllm = "llama2-7b"\n[[nodes]]\nname = "a"\n'
-                 'prefill = [{ device = "a100-40gb", count = 0 }]\n[nodes.host]\n'
-                 'sampling_s_per_logit = { value = 1e-9, source = "x" }\n')
+    p.write_text(
+        'name = "c"\ndisplay_name = "c"\nllm = "llama2-7b"\n[[nodes]]\nname = "a"\n'
+        'prefill = [{ device = "a100-40gb", count = 0 }]\n[nodes.host]\n'
+        'sampling_s_per_logit = { value = 1e-9, source = "x" }\n'
+    )
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", str(p)])
     assert r.exit_code == 2 and "c.toml: field 'nodes[0].prefill[0].count': expected a positive number" in r.output
     p.write_text(p.read_text().replace("count = 0", "count = 1").replace('"a100-40gb"', '"a100"'))
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", str(p)])
     assert r.exit_code == 2 and "field 'nodes[0].prefill[0].device': expected a GPU spec or an FPGA design" in r.output
-    p.write_text(p.read_text() + '[[nodes]]\nname = "b"\ndecode = [{ device = "x", count = 1 }]\n[nodes.host]\n'
-                 'sampling_s_per_logit = { value = 1e-9, source = "x" }\n')
+    p.write_text(
+        p.read_text() + '[[nodes]]\nname = "b"\ndecode = [{ device = "x", count = 1 }]\n[nodes.host]\n'
+        'sampling_s_per_logit = { value = 1e-9, source = "x" }\n'
+    )
     r = CliRunner().invoke(main, ["serve", "run", "--cluster", str(p)])
     assert r.exit_code == 2 and "field 'network': expected a [network] table" in r.output
 
 
 def test_serve_sweep_plot(tmp_path: Path, fake_engines: None) -> None:
-    r = CliRunner().invoke(main, ["serve", "sweep", "--cluster", "a100+7xu280", "--rates", "0.2,0.6", "--n", "20",
-                                  "--out", str(tmp_path)])
+    r = CliRunner().invoke(
+        main, ["serve", "sweep", "--cluster", "a100+7xu280", "--rates", "0.2,0.6", "--n", "20", "--out", str(tmp_path)]
+    )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "throughput_vs_load.png").stat().st_size > 1000
     assert len(json.loads((tmp_path / "sweep.json").read_text())) == 2
 
 
 def test_reproduce_glitches_quick(tmp_path: Path, fake_engines: None) -> None:
-    r = CliRunner().invoke(main, ["reproduce", "--out", str(tmp_path), "glitches", "--quick", "--requests", "40",
-                                  "--gpu", "h200", "--mix-requests", "16", "--scale-nodes", "3",
-                                  "--scale-requests", "300"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "reproduce",
+            "--out",
+            str(tmp_path),
+            "glitches",
+            "--quick",
+            "--requests",
+            "40",
+            "--gpu",
+            "h200",
+            "--mix-requests",
+            "16",
+            "--scale-nodes",
+            "3",
+            "--scale-requests",
+            "300",
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = tmp_path / "glitches"
     data = json.loads((out / "glitches.json").read_text())

@@ -1,4 +1,5 @@
 """Device-model tables of the serving simulator: decode prefix sums, the bisected step table, prefill plans."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,11 +22,15 @@ def step_function(block: int, base: float, per_block: float, jumps: dict[int, fl
 
 
 @settings(max_examples=60)
-@given(block=st.sampled_from([1, 7, 32, 64, 100]), per_block=st.floats(0, 1e-5),
-       jumps=st.dictionaries(st.integers(0, 5000), st.floats(0, 1e-3), max_size=3),
-       ranges=st.lists(st.tuples(st.integers(0, 4000), st.integers(1, 600)), min_size=1, max_size=6))
-def test_step_table_equals_exact_for_monotone_steps(block: int, per_block: float, jumps: dict[int, float],
-                                                    ranges: list[tuple[int, int]]) -> None:
+@given(
+    block=st.sampled_from([1, 7, 32, 64, 100]),
+    per_block=st.floats(0, 1e-5),
+    jumps=st.dictionaries(st.integers(0, 5000), st.floats(0, 1e-3), max_size=3),
+    ranges=st.lists(st.tuples(st.integers(0, 4000), st.integers(1, 600)), min_size=1, max_size=6),
+)
+def test_step_table_equals_exact_for_monotone_steps(
+    block: int, per_block: float, jumps: dict[int, float], ranges: list[tuple[int, int]]
+) -> None:
     f, _ = step_function(block, 0.02, per_block, jumps)
     exact, steps = DecodeTable(f, "exact"), DecodeTable(f, "steps")  # type: ignore[arg-type]
     for ctx0, n in ranges:
@@ -57,8 +62,12 @@ def test_step_table_does_not_depend_on_request_order() -> None:
 
 
 @settings(max_examples=60)
-@given(mode=st.sampled_from(["exact", "steps", "grid"]), ctx0=st.integers(0, 3000), n=st.integers(1, 600),
-       others=st.lists(st.integers(0, 4000), max_size=5))
+@given(
+    mode=st.sampled_from(["exact", "steps", "grid"]),
+    ctx0=st.integers(0, 3000),
+    n=st.integers(1, 600),
+    others=st.lists(st.integers(0, 4000), max_size=5),
+)
 def test_sums_do_not_depend_on_what_else_the_table_holds(mode: str, ctx0: int, n: int, others: list[int]) -> None:
     """A run on a warm disk cache (a table that already holds other contexts) reads bit-identical step sums."""
     f = lambda c: 0.02 + 1e-6 * (c // 32) + 1e-9 * ((c * 7919) % 13)  # noqa: E731

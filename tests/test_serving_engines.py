@@ -1,5 +1,6 @@
 """The serving simulator on the project's real device models (gpu.latency, fpga.instruction.engine): wiring, memory
 facts, the step-table assumption, and clear errors for designs that do not match the cluster."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,10 +50,13 @@ def test_fpga_decode_is_a_non_decreasing_step_function(factory: EngineFactory) -
 
 
 def test_design_for_another_llm_is_refused(factory: EngineFactory) -> None:
-    c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1}],
-                       "fpgas": [{"design": "glitches-u280", "count": 1}]}], llm="qwen2.5-0.5b")
-    with pytest.raises(SpecError, match="nodes\\[0\\].decode\\[0\\].device.*a design for the cluster's LLM "
-                                        "'qwen2.5-0.5b'"):
+    c = cluster_from(
+        [{"gpus": [{"device": "a100-40gb", "count": 1}], "fpgas": [{"design": "glitches-u280", "count": 1}]}],
+        llm="qwen2.5-0.5b",
+    )
+    with pytest.raises(
+        SpecError, match="nodes\\[0\\].decode\\[0\\].device.*a design for the cluster's LLM 'qwen2.5-0.5b'"
+    ):
         simulate(c, [Request(0, 0.0, 8, 2)], factory=factory)
 
 

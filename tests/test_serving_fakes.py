@@ -5,6 +5,7 @@ the simulator's bookkeeping can be checked against hand computations. The defaul
 GLITCHES single-device figures for LLaMA2-7B (A100 HF FP16: 175.85 ms prefill of 1536 tokens, 24.26 ms/token;
 U280 W4A8: ~5001 ms prefill, 21.50 ms/token) so the studies in the tests have realistic proportions.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,8 +25,9 @@ from hwmodel.specs import GpuSpec, LinkSpec, LlmSpec, SpecLibrary, library
 class AffineEngine:
     """prefill = a * n; decode(ctx) = b + c * ctx; batched step = b * (1 + growth * (B - 1)) + c * sum(ctx)."""
 
-    CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER,
-                              Capability.BATCH_DECODER, Capability.POWERED})
+    CAPABILITIES = frozenset(
+        {Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.BATCH_DECODER, Capability.POWERED}
+    )
 
     name: str
     prefill_per_token_s: float
@@ -57,18 +59,35 @@ class AffineEngine:
 
 
 # decode_s(ctx) averaged over ctx 1536..2046 equals the published per-token time
-A100_LIKE = dict(prefill_per_token_s=0.17585 / 1536, decode_base_s=0.02426 - 1791 * 2e-7, decode_per_ctx_s=2e-7,
-                 watts=250.0 * 0.4, idle_watts=35.0)
-U280_LIKE = dict(prefill_per_token_s=5.0012 / 1536, decode_base_s=0.0215 - 1791 * 1e-7, decode_per_ctx_s=1e-7,
-                 watts=46.0, idle_watts=20.0)
+A100_LIKE = dict(
+    prefill_per_token_s=0.17585 / 1536,
+    decode_base_s=0.02426 - 1791 * 2e-7,
+    decode_per_ctx_s=2e-7,
+    watts=250.0 * 0.4,
+    idle_watts=35.0,
+)
+U280_LIKE = dict(
+    prefill_per_token_s=5.0012 / 1536,
+    decode_base_s=0.0215 - 1791 * 1e-7,
+    decode_per_ctx_s=1e-7,
+    watts=46.0,
+    idle_watts=20.0,
+)
 
 
 class FakeFactory:
     """Builds DeviceModels from the cluster groups using AffineEngines (FPGA designs: 'fake-u280' family)."""
 
-    def __init__(self, gpu_kw: dict[str, Any] | None = None, fpga_kw: dict[str, Any] | None = None,
-                 fpga_memory_bytes: int = 8 * 2**30, fpga_weights_bytes: int | None = None,
-                 fpga_kv_bits: int = 8, gpu_memory_bytes: int | None = None, gpu_padded: bool = False) -> None:
+    def __init__(
+        self,
+        gpu_kw: dict[str, Any] | None = None,
+        fpga_kw: dict[str, Any] | None = None,
+        fpga_memory_bytes: int = 8 * 2**30,
+        fpga_weights_bytes: int | None = None,
+        fpga_kv_bits: int = 8,
+        gpu_memory_bytes: int | None = None,
+        gpu_padded: bool = False,
+    ) -> None:
         self.gpu_kw = gpu_kw or A100_LIKE
         self.fpga_kw = fpga_kw or U280_LIKE
         self.fpga_memory_bytes = fpga_memory_bytes
@@ -93,31 +112,50 @@ class FakeFactory:
         key = f"gpu:{spec.name}:{group.max_decode_batch}"
         if key not in self.built:
             self.built[key] = DeviceModel(
-                label=spec.name, engine=AffineEngine(spec.name, **self.gpu_kw, padded=self.gpu_padded),
+                label=spec.name,
+                engine=AffineEngine(spec.name, **self.gpu_kw, padded=self.gpu_padded),
                 llm=llm,
-                memory_bytes=self.gpu_memory_bytes or spec.memory_bytes, weights_bytes=resident_bytes(llm, 16, 16, 0), kv_bits=getattr(group, "kv_bits", None) or 16,
-                link=link, price_usd=spec.price_usd, max_decode_batch=group.max_decode_batch,
-                mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s, padded_batch=self.gpu_padded)
+                memory_bytes=self.gpu_memory_bytes or spec.memory_bytes,
+                weights_bytes=resident_bytes(llm, 16, 16, 0),
+                kv_bits=getattr(group, "kv_bits", None) or 16,
+                link=link,
+                price_usd=spec.price_usd,
+                max_decode_batch=group.max_decode_batch,
+                mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s,
+                padded_batch=self.gpu_padded,
+            )
         return self.built[key]
 
     def fpga(self, group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: str) -> DeviceModel:
         key = f"fpga:{group.device}"
         if key not in self.built:
             board = lib.board("u280")
-            weights = self.fpga_weights_bytes if self.fpga_weights_bytes is not None else \
-                resident_bytes(llm, 4, 8, 0)
+            weights = self.fpga_weights_bytes if self.fpga_weights_bytes is not None else resident_bytes(llm, 4, 8, 0)
             self.built[key] = DeviceModel(
-                label=group.device, engine=AffineEngine(group.device, **self.fpga_kw), llm=llm,
-                memory_bytes=self.fpga_memory_bytes, weights_bytes=weights, kv_bits=self.fpga_kv_bits,
-                link=lib.link(group.link or board.host_link), price_usd=board.price_usd, host_sampled=True)
+                label=group.device,
+                engine=AffineEngine(group.device, **self.fpga_kw),
+                llm=llm,
+                memory_bytes=self.fpga_memory_bytes,
+                weights_bytes=weights,
+                kv_bits=self.fpga_kv_bits,
+                link=lib.link(group.link or board.host_link),
+                price_usd=board.price_usd,
+                host_sampled=True,
+            )
         return self.built[key]
 
 
 # the stand-in FPGA design's name is known to the cluster loader through a builder of its own (adding a device
 # family is one registered builder)
-register_builder(Builder("fake", lambda name, _lib: name.startswith("fake-"),
-                         lambda group, llm, lib, where, field: FakeFactory().fpga(group, llm, lib, where, field),
-                         frozenset(), "stand-in FPGA designs named fake-*, tests only"))
+register_builder(
+    Builder(
+        "fake",
+        lambda name, _lib: name.startswith("fake-"),
+        lambda group, llm, lib, where, field: FakeFactory().fpga(group, llm, lib, where, field),
+        frozenset(),
+        "stand-in FPGA designs named fake-*, tests only",
+    )
+)
 
 
 def test_affine_engine_is_an_engine() -> None:

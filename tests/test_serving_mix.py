@@ -1,5 +1,6 @@
 """The workload-mix study (points, pure per-point runs, summary, break-even prices) and the system-B validation
 rows, on stand-in engines (fast); determinism across repeated runs and process splits."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hwmodel.serving import mix
 from hwmodel.serving import devices as devices_mod
+from hwmodel.serving import mix
 from tests.test_serving_fakes import FakeFactory
 
 
@@ -22,8 +23,14 @@ def test_grid_stays_within_the_context() -> None:
 def test_points_are_json_and_run_point_is_pure() -> None:
     pts = mix.points(requests=12, configs=("8xgpu", "gpu+7xfpga"), prompts=(256, 1536), outputs=(64, 512))
     assert json.loads(json.dumps(pts)) == pts
-    assert {p["workload"] for p in pts} == {"256+64", "256+512", "1536+64", "1536+512", "lognormal-long",
-                                            "lognormal-short"}
+    assert {p["workload"] for p in pts} == {
+        "256+64",
+        "256+512",
+        "1536+64",
+        "1536+512",
+        "lognormal-long",
+        "lognormal-short",
+    }
     a = [mix.run_point(p, FakeFactory()) for p in pts]
     b = [mix.run_point(p, FakeFactory()) for p in reversed(pts)][::-1]  # other order, fresh engines
     assert json.dumps(a) == json.dumps(b)  # bit-identical
@@ -36,8 +43,13 @@ def test_break_even_price_ratio_inverts_cost_efficiency() -> None:
 
 
 def test_summary_ratios_and_averages() -> None:
-    pts = mix.points(requests=12, configs=("8xgpu", "8xfpga", "gpu+7xfpga"), prompts=(256, 1536),
-                     outputs=(64, 512), distributions=("lognormal-long",))
+    pts = mix.points(
+        requests=12,
+        configs=("8xgpu", "8xfpga", "gpu+7xfpga"),
+        prompts=(256, 1536),
+        outputs=(64, 512),
+        distributions=("lognormal-long",),
+    )
     s = mix.summarize(mix.run(pts, factory=FakeFactory()))
     base = [r for r in s["rows"] if r["config"] == "8xgpu"]
     assert all(r["throughput_ratio"] == 1.0 for r in base)
@@ -72,8 +84,7 @@ def _throughputs(pts: list[dict[str, Any]]) -> list[float]:
 
 def test_split_across_workers_is_bit_identical() -> None:
     """Points are independent: any split over workers (here: halves, run apart) gives the same bytes."""
-    pts = mix.points(requests=10, configs=("8xgpu", "gpu+7xfpga"), prompts=(128, 512), outputs=(128,),
-                     distributions=())
+    pts = mix.points(requests=10, configs=("8xgpu", "gpu+7xfpga"), prompts=(128, 512), outputs=(128,), distributions=())
     whole = _throughputs(pts)
     halves = _throughputs(pts[1::2]), _throughputs(pts[0::2])
     merged = [0.0] * len(pts)
@@ -85,8 +96,7 @@ def test_mix_on_the_study_runner_resumes_to_the_same_results(tmp_path) -> None: 
     """The mix runs on hwmodel.studies.runner: a journal that holds only some points (a killed run) resumes to the
     uninterrupted results (the runner's own tests show local processes and Dask agree; forking here, after JAX
     started threads in this test process, could deadlock)."""
-    pts = mix.points(requests=8, configs=("8xgpu", "gpu+7xfpga"), prompts=(128, 512), outputs=(128,),
-                     distributions=())
+    pts = mix.points(requests=8, configs=("8xgpu", "gpu+7xfpga"), prompts=(128, 512), outputs=(128,), distributions=())
     mix.use_factory(FakeFactory())
     ref = mix.run(pts, journal=tmp_path / "full.jsonl")
     lines = (tmp_path / "full.jsonl").read_text().splitlines()

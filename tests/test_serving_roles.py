@@ -1,6 +1,7 @@
 """Roles and capabilities in system B: any engine with the capabilities a role needs takes it, a device without
 one is refused at load with the capability, the role and the device named; schedulers and device families are
 one file each."""
+
 from __future__ import annotations
 
 import math
@@ -45,9 +46,17 @@ class DecodeOnly:
 class DecodeOnlyFactory(FakeFactory):
     def fpga(self, group, llm, lib, where, field):  # type: ignore[no-untyped-def]
         m = super().fpga(group, llm, lib, where, field)
-        return DeviceModel(label=m.label, engine=DecodeOnly(m.label), llm=llm, memory_bytes=m.memory_bytes,
-                           weights_bytes=m.weights_bytes, kv_bits=m.kv_bits, link=m.link, price_usd=m.price_usd,
-                           host_sampled=True)
+        return DeviceModel(
+            label=m.label,
+            engine=DecodeOnly(m.label),
+            llm=llm,
+            memory_bytes=m.memory_bytes,
+            weights_bytes=m.weights_bytes,
+            kv_bits=m.kv_bits,
+            link=m.link,
+            price_usd=m.price_usd,
+            host_sampled=True,
+        )
 
 
 def test_decode_only_engine_takes_a_decode_pool() -> None:
@@ -60,8 +69,11 @@ def test_decode_only_engine_takes_a_decode_pool() -> None:
 
 def test_missing_capability_is_refused_with_role_and_device() -> None:
     c = cluster_from([{"fpgas": [{"design": "fake-u280", "count": 2}]}])  # no prefill pool: decoders prefill
-    with pytest.raises(MissingCapabilityError, match=r"nodes\[0\]\.decode\[0\] \(fake-u280\).*role 'decode pool' "
-                                                     r"needs capability 'prefiller'"):
+    with pytest.raises(
+        MissingCapabilityError,
+        match=r"nodes\[0\]\.decode\[0\] \(fake-u280\).*role 'decode pool' "
+        r"needs capability 'prefiller'",
+    ):
         simulate(c, [Request(0, 0.0, 8, 2)], factory=DecodeOnlyFactory())
 
 
@@ -71,20 +83,32 @@ def test_batching_needs_the_batch_decoder_capability() -> None:
 
     lib = library()
     with pytest.raises(Exception, match="batch-decoder"):
-        DeviceModel(label="x", engine=NoBatch("x", **A100_LIKE), llm=lib.llm("llama2-7b"), memory_bytes=80 * 2**30,
-                    weights_bytes=2**30, kv_bits=16, link=lib.link("pcie-gen4-x16"), price_usd=1.0,
-                    max_decode_batch=4)
+        DeviceModel(
+            label="x",
+            engine=NoBatch("x", **A100_LIKE),
+            llm=lib.llm("llama2-7b"),
+            memory_bytes=80 * 2**30,
+            weights_bytes=2**30,
+            kv_bits=16,
+            link=lib.link("pcie-gen4-x16"),
+            price_usd=1.0,
+            max_decode_batch=4,
+        )
 
 
 def test_no_device_kind_branch_in_serving() -> None:
-    out = subprocess.run(["grep", "-rnE", r"draft_on|kind ==|isinstance\(.*Engine|hasattr\(", "hwmodel/serving"],
-                         cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        ["grep", "-rnE", r"draft_on|kind ==|isinstance\(.*Engine|hasattr\(", "hwmodel/serving"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert out.stdout == "", out.stdout
 
 
 def test_scheduler_from_a_temporary_file(tmp_path: Path) -> None:
     f = tmp_path / "longest_output_first.py"
-    f.write_text('''
+    f.write_text("""
 from hwmodel.serving.schedulers import Scheduler, register_scheduler
 
 
@@ -96,11 +120,12 @@ class LongestOutputFirst(Scheduler):
 
     def key(self, rs):
         return (-rs.output_tokens, rs.arrival_s, rs.id)
-''')
+""")
     assert load_scheduler_file(f) == ["test-lof"]
     try:
-        c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1}], "fpgas": [{"design": "fake-u280",
-                                                                                  "count": 1}]}])
+        c = cluster_from(
+            [{"gpus": [{"device": "a100-40gb", "count": 1}], "fpgas": [{"design": "fake-u280", "count": 1}]}]
+        )
         reqs = [Request(0, 0.0, 64, 4)] + [Request(i, 0.001, 64, 4 + 10 * i) for i in range(1, 5)]
         res = simulate(c, reqs, make_scheduler("test-lof", Slo()), factory=FakeFactory(), record_segments=True)
         check_invariants(res, reqs)

@@ -1,4 +1,5 @@
 """Datacenter-scale serving runs: many nodes on one network, invariants, repeatability, the per-token reference."""
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,11 @@ def test_scale_fast_path_equals_per_token_reference() -> None:
     ref = simulate(cluster, reqs, factory=FakeFactory(), per_token_events=True)
     assert compute_metrics(fast).kv_migrations.get("network-host-staged", 0) > 0
     for a, b in zip(fast.requests, ref.requests):
-        assert (a.prefill_dev, a.decode_dev, a.steps_prefill_pool, a.steps_decode_pool) == \
-            (b.prefill_dev, b.decode_dev, b.steps_prefill_pool, b.steps_decode_pool)
+        assert (a.prefill_dev, a.decode_dev, a.steps_prefill_pool, a.steps_decode_pool) == (
+            b.prefill_dev,
+            b.decode_dev,
+            b.steps_prefill_pool,
+            b.steps_decode_pool,
+        )
         for f in ("t_prefill_start", "t_kv_ready", "t_first_token", "t_decode_start", "t_finish"):
             assert getattr(a, f) == pytest.approx(getattr(b, f), rel=1e-9, abs=1e-9, nan_ok=True), f

@@ -1,4 +1,5 @@
 """Serving simulator invariants over random streams and clusters, hand-computed cases, reference equivalence."""
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,9 @@ HOST = {"sampling_s_per_logit": {"value": 5.9e-9, "source": "test"}}
 GiB = 2**30
 
 
-def cluster_from(nodes: list[dict[str, Any]], kv_path: str = "host-staged", network: str | None = None,
-                 llm: str = "llama2-7b") -> Any:
+def cluster_from(
+    nodes: list[dict[str, Any]], kv_path: str = "host-staged", network: str | None = None, llm: str = "llama2-7b"
+) -> Any:
     def pools(n: dict[str, Any]) -> dict[str, Any]:  # shorthand: gpus -> prefill pool, fpgas (design) -> decode pool
         out = {k: v for k, v in n.items() if k not in ("gpus", "fpgas")}
         if n.get("gpus"):
@@ -34,8 +36,13 @@ def cluster_from(nodes: list[dict[str, Any]], kv_path: str = "host-staged", netw
             out["decode"] = [{("device" if k == "design" else k): v for k, v in g.items()} for g in n["fpgas"]]
         return out
 
-    table: dict[str, Any] = {"name": "test", "display_name": "test", "llm": llm, "kv_path": kv_path,
-                             "nodes": [{"host": HOST, **pools(n)} | {"name": f"n{i}"} for i, n in enumerate(nodes)]}
+    table: dict[str, Any] = {
+        "name": "test",
+        "display_name": "test",
+        "llm": llm,
+        "kv_path": kv_path,
+        "nodes": [{"host": HOST, **pools(n)} | {"name": f"n{i}"} for i, n in enumerate(nodes)],
+    }
     if network:
         table["network"] = {"link": network}
     return resolve_cluster(build(ClusterSpec, table, path="<test>"))
@@ -70,13 +77,23 @@ def check_invariants(res: SimResult, requests: list[Request]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ random runs
-device_groups = st.fixed_dictionaries({
-    "gpus": st.lists(st.fixed_dictionaries({"device": st.sampled_from(["a100-40gb", "rtx3090"]),
-                                            "count": st.integers(1, 2),
-                                            "max_decode_batch": st.integers(1, 4)}), max_size=1),
-    "fpgas": st.lists(st.fixed_dictionaries({"design": st.sampled_from(["fake-u280"]),
-                                             "count": st.integers(1, 3)}), max_size=1),
-}).filter(lambda n: n["gpus"] or n["fpgas"])
+device_groups = st.fixed_dictionaries(
+    {
+        "gpus": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "device": st.sampled_from(["a100-40gb", "rtx3090"]),
+                    "count": st.integers(1, 2),
+                    "max_decode_batch": st.integers(1, 4),
+                }
+            ),
+            max_size=1,
+        ),
+        "fpgas": st.lists(
+            st.fixed_dictionaries({"design": st.sampled_from(["fake-u280"]), "count": st.integers(1, 3)}), max_size=1
+        ),
+    }
+).filter(lambda n: n["gpus"] or n["fpgas"])
 
 
 @st.composite
@@ -84,8 +101,9 @@ def scenarios(draw: Any) -> tuple[Any, list[Request], str, FakeFactory]:
     nodes = draw(st.lists(device_groups, min_size=1, max_size=2))
     has_gpu = any(n["gpus"] for n in nodes)
     kv_path = draw(st.sampled_from(["host-staged", "p2p"]))
-    cluster = cluster_from([{k: v for k, v in n.items() if v} for n in nodes], kv_path,
-                           "ethernet-100g" if len(nodes) > 1 else None)
+    cluster = cluster_from(
+        [{k: v for k, v in n.items() if v} for n in nodes], kv_path, "ethernet-100g" if len(nodes) > 1 else None
+    )
     n = draw(st.integers(1, 25))
     rate = draw(st.sampled_from([0.5, 2.0, 20.0, math.inf]))
     prompt = Uniform(1, draw(st.sampled_from([64, 1536, 3000])))
@@ -96,9 +114,12 @@ def scenarios(draw: Any) -> tuple[Any, list[Request], str, FakeFactory]:
     fpga_kv_tokens = draw(st.sampled_from([2000, 3600, 20000] if has_gpu else [3600, 20000]))
     gpu_kv_tokens = draw(st.sampled_from([3600, 8000, 40000]))
     weights = 3 * GiB
-    factory = FakeFactory(fpga_memory_bytes=weights + llm.kv_bytes(fpga_kv_tokens, 8), fpga_weights_bytes=weights,
-                          gpu_memory_bytes=params_of(llm).total * 2 + llm.kv_bytes(gpu_kv_tokens, 16),
-                          gpu_padded=draw(st.booleans()))
+    factory = FakeFactory(
+        fpga_memory_bytes=weights + llm.kv_bytes(fpga_kv_tokens, 8),
+        fpga_weights_bytes=weights,
+        gpu_memory_bytes=params_of(llm).total * 2 + llm.kv_bytes(gpu_kv_tokens, 16),
+        gpu_padded=draw(st.booleans()),
+    )
     return cluster, reqs, draw(st.sampled_from(sorted(SCHEDULERS))), factory
 
 
@@ -118,8 +139,12 @@ def test_fast_path_equals_per_token_reference(case: tuple[Any, list[Request], st
     fast = simulate(cluster, reqs, sched, factory=factory, record_segments=True)
     ref = simulate(cluster, reqs, sched, factory=factory, per_token_events=True)
     for a, b in zip(sorted(fast.requests, key=lambda r: r.id), sorted(ref.requests, key=lambda r: r.id)):
-        assert (a.prefill_dev, a.decode_dev, a.steps_prefill_pool, a.steps_decode_pool) == \
-            (b.prefill_dev, b.decode_dev, b.steps_prefill_pool, b.steps_decode_pool)
+        assert (a.prefill_dev, a.decode_dev, a.steps_prefill_pool, a.steps_decode_pool) == (
+            b.prefill_dev,
+            b.decode_dev,
+            b.steps_prefill_pool,
+            b.steps_decode_pool,
+        )
         for f in ("t_prefill_start", "t_first_token", "t_decode_start", "t_finish"):
             assert getattr(a, f) == pytest.approx(getattr(b, f), rel=1e-9, abs=1e-9, nan_ok=True), f
 
@@ -145,21 +170,29 @@ def test_single_request_hybrid_timeline_by_hand() -> None:
     assert rs.t_prefill_end == pytest.approx(prefill + quant, rel=1e-12)
     glink = gpu.model.link
     sampling = 5.9e-9 * llm.vocab
-    assert rs.t_first_token == pytest.approx(rs.t_prefill_end + glink.latency_s + llm.vocab * 2 /
-                                             glink.effective_bw_bytes_per_s + sampling, rel=1e-12)
+    assert rs.t_first_token == pytest.approx(
+        rs.t_prefill_end + glink.latency_s + llm.vocab * 2 / glink.effective_bw_bytes_per_s + sampling, rel=1e-12
+    )
     # the last layer's 4 MiB staging chunks: the first crosses GPU->host, then the (slower) host->FPGA hop sends
     # all of them back to back
     layer = llm.kv_bytes(1536, 8) / llm.layers
     assert layer == 3 * 4 * 2**20  # 1536 tokens x 256 KB / 32 layers: exactly three staging chunks
     chunks = [4 * 2**20] * 3
     flink = fpga.model.link
-    tail = glink.latency_s + chunks[0] / glink.effective_bw_bytes_per_s + \
-        sum(flink.latency_s + c / flink.effective_bw_bytes_per_s for c in chunks)
+    tail = (
+        glink.latency_s
+        + chunks[0] / glink.effective_bw_bytes_per_s
+        + sum(flink.latency_s + c / flink.effective_bw_bytes_per_s for c in chunks)
+    )
     assert rs.t_kv_ready == pytest.approx(rs.t_prefill_end + tail, rel=1e-9)
     assert rs.decode_dev == fpga.index and rs.path_kind == "host-staged"
     steps = sum(U280_LIKE["decode_base_s"] + U280_LIKE["decode_per_ctx_s"] * ctx for ctx in range(1536, 2047))
-    per_token = flink.latency_s * 2 + llm.vocab * 2 / flink.effective_bw_bytes_per_s + sampling + \
-        4 / flink.effective_bw_bytes_per_s
+    per_token = (
+        flink.latency_s * 2
+        + llm.vocab * 2 / flink.effective_bw_bytes_per_s
+        + sampling
+        + 4 / flink.effective_bw_bytes_per_s
+    )
     assert rs.t_finish - rs.t_decode_start == pytest.approx(steps + 511 * per_token, rel=1e-9)
     m = compute_metrics(res)
     assert m.decode_tokens_decode_pool == 511 and m.decode_tokens_prefill_pool == 0
@@ -172,7 +205,8 @@ def test_gpu_only_saturation_throughput_by_hand() -> None:
     reqs = poisson_stream(80, math.inf, Fixed(1536), Fixed(512), seed=0)
     m = compute_metrics(simulate(c, reqs, factory=FakeFactory()))
     per_req = A100_LIKE["prefill_per_token_s"] * 1536 + sum(
-        A100_LIKE["decode_base_s"] + A100_LIKE["decode_per_ctx_s"] * ctx for ctx in range(1536, 2047))
+        A100_LIKE["decode_base_s"] + A100_LIKE["decode_per_ctx_s"] * ctx for ctx in range(1536, 2047)
+    )
     assert m.window_s == pytest.approx(10 * per_req, rel=1e-9)
     assert m.throughput_tok_per_s == pytest.approx(80 * 512 / (10 * per_req), rel=1e-9)
     assert all(d.utilization == pytest.approx(1.0) for d in m.devices)
@@ -197,9 +231,11 @@ def test_p2p_never_slower_and_network_slower_than_local() -> None:
     exposed = {}
     for kv_path in ("host-staged", "p2p"):
         for two in (False, True):
-            nodes = [{"gpus": [{"device": "a100-40gb", "count": 1}]}, {"fpgas": [{"design": "fake-u280", "count": 1}]}] \
-                if two else [{"gpus": [{"device": "a100-40gb", "count": 1}], "fpgas": [{"design": "fake-u280",
-                                                                                           "count": 1}]}]
+            nodes = (
+                [{"gpus": [{"device": "a100-40gb", "count": 1}]}, {"fpgas": [{"design": "fake-u280", "count": 1}]}]
+                if two
+                else [{"gpus": [{"device": "a100-40gb", "count": 1}], "fpgas": [{"design": "fake-u280", "count": 1}]}]
+            )
             c = cluster_from(nodes, kv_path, "ethernet-100g" if two else None)
             rs = simulate(c, r, factory=FakeFactory()).requests[0]
             exposed[kv_path, two] = rs.t_kv_ready - rs.t_prefill_end
@@ -245,8 +281,9 @@ def test_slo_aware_caps_gpu_batch_by_tpot() -> None:
     reqs = poisson_stream(16, math.inf, Fixed(256), Fixed(64), seed=0)
     # batched step = b * (1 + 0.05 (B - 1)) + c * sum(ctx): a TPOT SLO just above the batch-2 step allows only 2
     step2 = A100_LIKE["decode_base_s"] * 1.05 + A100_LIKE["decode_per_ctx_s"] * 2 * 400
-    res = simulate(c, reqs, "slo-aware", slo=Slo(ttft_s=100.0, tpot_s=step2 * 1.01), factory=FakeFactory(),
-                   record_segments=True)
+    res = simulate(
+        c, reqs, "slo-aware", slo=Slo(ttft_s=100.0, tpot_s=step2 * 1.01), factory=FakeFactory(), record_segments=True
+    )
     check_invariants(res, list(reqs))
     assert max(len(ids) for _, _, k, ids in res.devices[0].segments if k == "decode") == 2
     res_fcfs = simulate(c, reqs, "fcfs", factory=FakeFactory(), record_segments=True)
@@ -265,8 +302,7 @@ def test_two_node_cluster_uses_the_network_and_scales() -> None:
     one = compute_metrics(simulate(resolve_cluster(load_cluster("a100+7xu280")), reqs, factory=FakeFactory()))
     two = compute_metrics(simulate(resolve_cluster(load_cluster("2x-a100+7xu280")), reqs, factory=FakeFactory()))
     assert 1.9 < two.throughput_tok_per_s / one.throughput_tok_per_s < 2.1
-    dis = compute_metrics(simulate(resolve_cluster(load_cluster("a100-node+8xu280-node")), reqs,
-                                   factory=FakeFactory()))
+    dis = compute_metrics(simulate(resolve_cluster(load_cluster("a100-node+8xu280-node")), reqs, factory=FakeFactory()))
     assert set(dis.kv_migrations) == {"network-host-staged"}
 
 
@@ -275,8 +311,7 @@ def test_memory_aware_backfills_where_fcfs_blocks() -> None:
     memory-aware lets them through."""
     c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1, "max_decode_batch": 4}]}])
     llm = c.llm
-    reqs = [Request(0, 0.0, 2500, 500), Request(1, 0.01, 2500, 500)] + \
-        [Request(i, 0.02, 200, 100) for i in range(2, 5)]
+    reqs = [Request(0, 0.0, 2500, 500), Request(1, 0.01, 2500, 500)] + [Request(i, 0.02, 200, 100) for i in range(2, 5)]
     ttft = {}
     for sched in ("fcfs", "memory-aware"):
         f = FakeFactory(gpu_memory_bytes=params_of(llm).total * 2 + llm.kv_bytes(5000, 16))
@@ -314,8 +349,9 @@ def test_uncontended_migration_matches_interconnect_pcie(kv_path: str, pcie_path
     computes for the same GPU engine, board link, path and KV precision."""
     from interconnect.pcie import kv_migration
 
-    c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1}], "fpgas": [{"design": "fake-u280",
-                                                                                  "count": 1}]}], kv_path)
+    c = cluster_from(
+        [{"gpus": [{"device": "a100-40gb", "count": 1}], "fpgas": [{"design": "fake-u280", "count": 1}]}], kv_path
+    )
     res = simulate(c, [Request(0, 0.0, prompt, 2)], factory=_RealGpuFakeFpga())
     rs = res.requests[0]
     ref = kv_migration(res.devices[0].model.engine, "u280", prompt, pcie_path, kv_bits=8)
@@ -327,7 +363,6 @@ def test_slo_aware_never_starves_a_lone_request() -> None:
     """A TPOT SLO no GPU step can meet still lets each GPU decode one request at a time."""
     c = cluster_from([{"gpus": [{"device": "a100-40gb", "count": 1, "max_decode_batch": 4}]}])
     reqs = poisson_stream(6, math.inf, Fixed(100), Fixed(20), seed=0)
-    res = simulate(c, reqs, "slo-aware", slo=Slo(ttft_s=1.0, tpot_s=1e-6), factory=FakeFactory(),
-                   record_segments=True)
+    res = simulate(c, reqs, "slo-aware", slo=Slo(ttft_s=1.0, tpot_s=1e-6), factory=FakeFactory(), record_segments=True)
     check_invariants(res, list(reqs))
     assert max(len(ids) for _, _, k, ids in res.devices[0].segments if k == "decode") == 1

@@ -1,4 +1,5 @@
 """KV migration paths and link calendars: first-fit booking, no double use of a link, pipelining by layer."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,13 @@ from interconnect.pcie import Hop
 
 
 @settings(max_examples=200)
-@given(st.lists(st.tuples(st.sets(st.sampled_from("abc"), min_size=1), st.floats(0, 100), st.floats(0.01, 10)),
-                min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.tuples(st.sets(st.sampled_from("abc"), min_size=1), st.floats(0, 100), st.floats(0.01, 10)),
+        min_size=1,
+        max_size=40,
+    )
+)
 def test_calendar_books_disjoint_first_fit(bookings: list[tuple[set[str], float, float]]) -> None:
     cal = LinkCalendar()
     for keys, ready, dur in bookings:
@@ -22,7 +28,7 @@ def test_calendar_books_disjoint_first_fit(bookings: list[tuple[set[str], float,
         for k in keys_t:
             iv = cal.intervals(k)
             assert (t, t + dur) in iv
-            for (s0, e0), (s1, _e1) in zip(iv, iv[1:]):
+            for (_s0, e0), (s1, _e1) in zip(iv, iv[1:]):
                 assert e0 <= s1, f"link {k} double-booked"
         # first fit: no earlier start in [ready, t) would have been free on every key
         candidates = [ready] + [e for k in keys_t for _s, e in cal.intervals(k) if ready <= e < t]
@@ -70,8 +76,10 @@ def test_build_path_kinds() -> None:
     g3, g4, eth = lib.link("pcie-gen3-x16"), lib.link("pcie-gen4-x16"), lib.link("ethernet-100g")
     kw = dict(src=0, dst=1, src_link=g4, dst_link=g3, network=eth)
     hs = build_path("host-staged", src_node=0, dst_node=0, **kw)
-    assert hs.kind == "host-staged" and [s.bw_bytes_per_s for s in hs.stages] == [g4.effective_bw_bytes_per_s,
-                                                                                   g3.effective_bw_bytes_per_s]
+    assert hs.kind == "host-staged" and [s.bw_bytes_per_s for s in hs.stages] == [
+        g4.effective_bw_bytes_per_s,
+        g3.effective_bw_bytes_per_s,
+    ]
     p2p = build_path("p2p", src_node=0, dst_node=0, **kw)
     assert p2p.kind == "p2p" and p2p.stages[0].bw_bytes_per_s == g3.effective_bw_bytes_per_s
     assert set(p2p.stages[0].keys) == {("up", 0), ("down", 1)}
@@ -95,18 +103,32 @@ def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 @settings(max_examples=100)
-@given(kind=st.sampled_from(["host-staged", "p2p", "network-host-staged", "network-p2p"]),
-       kv_mb=st.floats(0.001, 600), layers=st.integers(1, 32), per_layer_s=st.floats(0, 0.02),
-       host_done_s=st.floats(0, 0.5), busy_until_s=st.floats(0, 0.3))
-def test_fast_fifo_equals_calendar_search(kind: str, kv_mb: float, layers: int, per_layer_s: float,
-                                          host_done_s: float, busy_until_s: float) -> None:
+@given(
+    kind=st.sampled_from(["host-staged", "p2p", "network-host-staged", "network-p2p"]),
+    kv_mb=st.floats(0.001, 600),
+    layers=st.integers(1, 32),
+    per_layer_s=st.floats(0, 0.02),
+    host_done_s=st.floats(0, 0.5),
+    busy_until_s=st.floats(0, 0.3),
+)
+def test_fast_fifo_equals_calendar_search(
+    kind: str, kv_mb: float, layers: int, per_layer_s: float, host_done_s: float, busy_until_s: float
+) -> None:
     """The uncontended fast path books what the general first-fit search books (up to float rounding: it shifts
     one layer's chunk pattern instead of summing the stage times again)."""
     lib = library()
     g4, g3, eth = lib.link("pcie-gen4-x16"), lib.link("pcie-gen3-x16"), lib.link("ethernet-100g")
     p2p = kind.endswith("p2p")
-    path = build_path("p2p" if p2p else "host-staged", src=0, dst=1, src_node=0,
-                      dst_node=1 if kind.startswith("network") else 0, src_link=g4, dst_link=g3, network=eth)
+    path = build_path(
+        "p2p" if p2p else "host-staged",
+        src=0,
+        dst=1,
+        src_node=0,
+        dst_node=1 if kind.startswith("network") else 0,
+        src_link=g4,
+        dst_link=g3,
+        network=eth,
+    )
     ready = [busy_until_s + per_layer_s * (i + 1) for i in range(layers)]
     cals = [LinkCalendar(), LinkCalendar()]
     for cal in cals:  # an earlier transfer on the GPU's link, finished before this one's first chunk is ready

@@ -1,6 +1,7 @@
 """Shared HBM ports (fpga/streaming/ports.py): engines whose ports name the same pseudo-channel contend for it under the
 design's arbitration. The fast engine equals the cycle-stepped reference on generated designs with shared channels
 (both arbitration policies), sharing only moves time (never bytes), and bad channel lists are one clear line."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,9 +11,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fpga.streaming.design import DesignError, check_structure, load_design
+from fpga.streaming.engine import simulate_token, validate_design
 from fpga.streaming.placement import design_floor
 from fpga.streaming.ports import channel_count, port_channels, shared
-from fpga.streaming.engine import simulate_token, validate_design
 from tests.streaming_gen import small_board, small_design, small_llm
 from tests.test_streaming_equivalence import assert_drawn_equivalent
 
@@ -29,7 +30,7 @@ def shared_design(draw, board, llm):  # type: ignore[no-untyped-def]
     assume(len(with_ports) >= 2)
     e = draw(st.sampled_from(with_ports))
     total = len(port_channels(d))
-    chans = draw(st.permutations(range(total)))[:e.ports]
+    chans = draw(st.permutations(range(total)))[: e.ports]
     d = share(d, e.name, chans, draw(st.sampled_from(["round-robin", "fixed-priority"])))
     assume(shared(d))
     return d
@@ -61,9 +62,14 @@ def test_sharing_moves_time_not_bytes() -> None:
     assert f.hbm_read_bytes == b.hbm_read_bytes
 
 
-@pytest.mark.parametrize("channels, why", [((0, 1), "lists 2 pseudo-channels for its 4 ports"),
-                                           ((0, 0, 1, 2), "names a pseudo-channel twice"),
-                                           ((0, 1, 2, -3), "must be >= 0")])
+@pytest.mark.parametrize(
+    "channels, why",
+    [
+        ((0, 1), "lists 2 pseudo-channels for its 4 ports"),
+        ((0, 0, 1, 2), "names a pseudo-channel twice"),
+        ((0, 1, 2, -3), "must be >= 0"),
+    ],
+)
 def test_bad_channel_lists_are_one_clear_line(channels, why) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(DesignError, match=why):
         check_structure(share(load_design("draft-u280"), "attn", channels))

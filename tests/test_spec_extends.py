@@ -1,6 +1,7 @@
 """``extends = "NAME"`` in spec files and overrides from Python (``hw.system``, ``hw.cluster_spec``,
 ``hw.with_fields``): the merged table is validated like a file, per-field sources say where each value came from,
 and bad input is one line naming the file and the field."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -57,8 +58,10 @@ def test_a_cluster_file_extends_a_built_in_and_a_spec_dir_llm_extends_a_built_in
     assert hw.cluster_spec("a100+7xu280", kv_path="p2p").kv_path == "p2p"
     d = tmp_path / "specs"
     d.mkdir()
-    (d / "llama2-7b-long.toml").write_text('extends = "llama2-7b"\nname = "llama2-7b-long"\n'
-                                           'max_position = { value = 8192, source = "what-if [estimate]" }\n')
+    (d / "llama2-7b-long.toml").write_text(
+        'extends = "llama2-7b"\nname = "llama2-7b-long"\n'
+        'max_position = { value = 8192, source = "what-if [estimate]" }\n'
+    )
     from hwmodel.specs import load_spec_file
 
     long = load_spec_file(d / "llama2-7b-long.toml")
@@ -87,8 +90,11 @@ def test_built_in_streaming_llama2_designs_and_the_back_end_of_every_built_in_cl
     from hwmodel.cli import main
 
     u, v = load_design("glitches-u280-streaming"), load_design("glitches-v80-streaming")
-    assert (v.llm, v.weight_bits, v.act_bits, v.kv_bits, v.max_ctx) == (u.llm, 4, 8, 8, u.max_ctx) == (
-        "llama2-7b", 4, 8, 8, 4096)
+    assert (
+        (v.llm, v.weight_bits, v.act_bits, v.kv_bits, v.max_ctx)
+        == (u.llm, 4, 8, 8, u.max_ctx)
+        == ("llama2-7b", 4, 8, 8, 4096)
+    )
     assert v.board == "v80" and v.clock_hz == 300e6
     res = CliRunner().invoke(main, ["serve", "clusters", "--json"], catch_exceptions=False)
     rows = {r["name"]: r for r in json.loads(res.output)}
@@ -102,6 +108,9 @@ def test_every_missing_field_of_a_table_is_named_in_the_one_error(tmp_path: Path
 
     f = tmp_path / "bad.toml"
     f.write_text('name = "x"\n[[nodes]]\nname = "n"\n')
-    with pytest.raises(SpecError, match=r"field 'display_name': expected this required field to be present "
-                                        r"\(a string\); also missing: llm"):
+    with pytest.raises(
+        SpecError,
+        match=r"field 'display_name': expected this required field to be present "
+        r"\(a string\); also missing: llm",
+    ):
         load_cluster(f)

@@ -1,5 +1,6 @@
 """docs/specs.md and `hwmodel specs schema KIND` are generated from the schema (issue 26): the file is fresh, every
 field of every kind is in it, and the JSON Schemas accept every shipped spec and reject malformed ones."""
+
 from __future__ import annotations
 
 import copy
@@ -25,7 +26,9 @@ DOC = ROOT / "docs" / "specs.md"
 
 
 def test_docs_specs_md_is_fresh() -> None:
-    assert DOC.read_text() == markdown(), "docs/specs.md is out of date: run `hwmodel specs reference --out docs/specs.md`"
+    assert DOC.read_text() == markdown(), (
+        "docs/specs.md is out of date: run `hwmodel specs reference --out docs/specs.md`"
+    )
 
 
 def test_every_field_of_every_kind_is_documented() -> None:
@@ -49,15 +52,18 @@ def test_schema_accepts_every_shipped_spec(kind: str) -> None:
         assert not errors, f"{path}: {errors[0].message} at {list(errors[0].path)}"
 
 
-@pytest.mark.parametrize(("kind", "file", "break_it"), [
-    ("fpga-board", "fpga/boards/u280.toml", lambda t: t["hbm"].update(stacks={"value": "two", "source": "x"})),
-    ("fpga-board", "fpga/boards/u280.toml", lambda t: t["hbm"].update(stacks=2)),  # no source
-    ("fpga-board", "fpga/boards/u280.toml", lambda t: t["hbm"].update(tccd_s={"value": 1e-9, "source": "x"})),
-    ("fpga-board", "fpga/boards/u280.toml", lambda t: t.pop("resources")),
-    ("llm", "hwmodel/llms/qwen2.5-0.5b.toml", lambda t: t.update(norm={"value": "batch", "source": "x"})),
-    ("llm", "hwmodel/llms/qwen2.5-0.5b.toml", lambda t: t.update(layers={"value": 0, "source": "x"})),
-    ("design", "fpga/designs/draft-u280.toml", lambda t: t.update(clock_hz="fast")),
-])
+@pytest.mark.parametrize(
+    ("kind", "file", "break_it"),
+    [
+        ("fpga-board", "fpga/boards/u280.toml", lambda t: t["hbm"].update(stacks={"value": "two", "source": "x"})),
+        ("fpga-board", "fpga/boards/u280.toml", lambda t: t["hbm"].update(stacks=2)),  # no source
+        ("fpga-board", "fpga/boards/u280.toml", lambda t: t["hbm"].update(tccd_s={"value": 1e-9, "source": "x"})),
+        ("fpga-board", "fpga/boards/u280.toml", lambda t: t.pop("resources")),
+        ("llm", "hwmodel/llms/qwen2.5-0.5b.toml", lambda t: t.update(norm={"value": "batch", "source": "x"})),
+        ("llm", "hwmodel/llms/qwen2.5-0.5b.toml", lambda t: t.update(layers={"value": 0, "source": "x"})),
+        ("design", "fpga/designs/draft-u280.toml", lambda t: t.update(clock_hz="fast")),
+    ],
+)
 def test_schema_rejects_a_malformed_spec(kind: str, file: str, break_it) -> None:  # type: ignore[no-untyped-def]
     table = copy.deepcopy(read_toml(ROOT / file))
     validator = jsonschema.Draft202012Validator(json_schema(kind))

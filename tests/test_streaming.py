@@ -1,5 +1,6 @@
 """Streaming decode model: physical floors, frequency scaling, scaling toward the bandwidth floor, refusals of
 impossible designs, memoization and the Engine interface."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +12,8 @@ from hypothesis import strategies as st
 
 from fpga.hbm import channel as hbm
 from fpga.streaming.design import DesignError, load_design
+from fpga.streaming.engine import DeadlockError, StreamingEngine, run_program, simulate_token, validate_design
 from fpga.streaming.program import compile_token
-from fpga.streaming.engine import (DeadlockError, StreamingEngine, run_program, simulate_token, validate_design)
 from hwmodel.engine import Engine, Phase
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import library
@@ -53,8 +54,13 @@ def test_no_token_beats_its_physical_floors(data: st.DataObject) -> None:
         assume(False)
         raise
     _floors_hold(res, board, design, llm, ctx)
-    assert sum(res.engine_cycles["mac0" if "mac0" in res.engine_cycles else next(iter(res.engine_cycles))]
-               [k] for k in ("busy", "drain", "stall_in", "stall_mem", "stall_out", "done")) == res.cycles
+    assert (
+        sum(
+            res.engine_cycles["mac0" if "mac0" in res.engine_cycles else next(iter(res.engine_cycles))][k]
+            for k in ("busy", "drain", "stall_in", "stall_mem", "stall_out", "done")
+        )
+        == res.cycles
+    )
 
 
 def test_draft_u280_latency_and_utilization() -> None:
@@ -101,8 +107,9 @@ def test_fifo_depth_one_back_pressures_and_is_never_faster() -> None:
     deep = simulate_token(d, 64)
     shallow = simulate_token(dataclasses.replace(d, fifo_depth=1), 64)
     assert shallow.cycles >= deep.cycles
-    assert sum(e["stall_out"] for e in shallow.engine_cycles.values()) > \
-        sum(e["stall_out"] for e in deep.engine_cycles.values())
+    assert sum(e["stall_out"] for e in shallow.engine_cycles.values()) > sum(
+        e["stall_out"] for e in deep.engine_cycles.values()
+    )
 
 
 def test_decode_time_grows_with_context() -> None:
@@ -132,16 +139,19 @@ def test_builtin_designs_validate_and_flexllm_matches_public_configuration() -> 
     assert f.engine_of("attention") is lin  # K and V caches share the 16 weight ports
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d.with_engine("attn", ports=5), "uses 33 HBM ports but board 'u280' has 32"),
-    (lambda d: d.with_engine("linear", lanes=0), "lanes must be > 0"),
-    (lambda d: dataclasses.replace(d, fifo_depth=0), "fifo_depth must be >= 1"),
-    (lambda d: d.with_engine("attn", buffer_depth=0), "buffer_depth"),
-    (lambda d: dataclasses.replace(d, llm="llama2-7b", weight_bits=16, kv_bits=16), "does not fit HBM"),
-    (lambda d: d.with_engine("linear", lanes=40000), "DSP"),
-    (lambda d: dataclasses.replace(d, clock_hz=600e6), "expected a kernel clock of board 'u280' in"),
-    (lambda d: d.with_engine("vec", ops=("rope", "attn_add", "ffn_add")), "not mapped to any engine: silu_mul"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.with_engine("attn", ports=5), "uses 33 HBM ports but board 'u280' has 32"),
+        (lambda d: d.with_engine("linear", lanes=0), "lanes must be > 0"),
+        (lambda d: dataclasses.replace(d, fifo_depth=0), "fifo_depth must be >= 1"),
+        (lambda d: d.with_engine("attn", buffer_depth=0), "buffer_depth"),
+        (lambda d: dataclasses.replace(d, llm="llama2-7b", weight_bits=16, kv_bits=16), "does not fit HBM"),
+        (lambda d: d.with_engine("linear", lanes=40000), "DSP"),
+        (lambda d: dataclasses.replace(d, clock_hz=600e6), "expected a kernel clock of board 'u280' in"),
+        (lambda d: d.with_engine("vec", ops=("rope", "attn_add", "ffn_add")), "not mapped to any engine: silu_mul"),
+    ],
+)
 def test_impossible_designs_are_refused(change, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(HwmodelError) as exc:
         validate_design(change(load_design("draft-u280")))
@@ -190,17 +200,34 @@ def test_cli_decode_profile_and_errors(tmp_path: Path) -> None:
     data = json.loads(r.output)
     assert data["ctx"] == 64 and data["seconds"] == pytest.approx(data["cycles"] / 300e6)
     assert 0 < data["hbm_utilization"] < 1
-    r = run(main, ["fpga", "decode", "--design", "draft-u280", "--ctx-range", "0:256:128", "--freq-mhz", "200",
-                   "--json"])
+    r = run(
+        main, ["fpga", "decode", "--design", "draft-u280", "--ctx-range", "0:256:128", "--freq-mhz", "200", "--json"]
+    )
     rows = json.loads(r.output)
     assert [row["ctx"] for row in rows] == [0, 128, 256] and all(row["clock_mhz"] == 200 for row in rows)
-    r = run(main, ["fpga", "profile-port", "--sizes", "64,4096", "--outstanding", "64", "--pattern", "random",
-                   "--total-bytes", "262144", "--json"])
+    r = run(
+        main,
+        [
+            "fpga",
+            "profile-port",
+            "--sizes",
+            "64,4096",
+            "--outstanding",
+            "64",
+            "--pattern",
+            "random",
+            "--total-bytes",
+            "262144",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     rnd = {row["req_bytes"]: row["bw_bytes_per_s"] for row in json.loads(r.output)}
     assert rnd[64] < 0.5 * rnd[4096]  # random small requests are activation-bound
     r = run(main, ["fpga", "decode", "--design", "draft-u280", "--ctx", "9999"])
-    assert r.exit_code == 2 and "Error: --ctx: expected a context of at most 4,096 tokens (design 'draft-u280'" in r.output
+    assert (
+        r.exit_code == 2 and "Error: --ctx: expected a context of at most 4,096 tokens (design 'draft-u280'" in r.output
+    )
     r = run(main, ["reproduce", "--out", str(tmp_path), "streaming"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "streaming" / "clock_sweep.csv").exists()
@@ -209,8 +236,10 @@ def test_cli_decode_profile_and_errors(tmp_path: Path) -> None:
 def _same_program(a, b) -> bool:  # type: ignore[no-untyped-def]
     import numpy as np
 
-    return all(np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
-               for x, y in ((getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)))
+    return all(
+        np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
+        for x, y in ((getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    )
 
 
 @settings(max_examples=60, deadline=None)

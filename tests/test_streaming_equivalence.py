@@ -2,6 +2,7 @@
 request's issue / first-data / end / landing cycle, every engine counter and every channel counter, on 200+
 generated small designs (engine mappings, lanes, ports, widths, bursts, buffers, FIFOs, precisions, clocks, boards
 with short refresh intervals and small rows, contexts)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +11,8 @@ from hypothesis import strategies as st
 
 from fpga.hbm import channel as hbm
 from fpga.streaming.design import DesignError
-from fpga.streaming.program import compile_token
 from fpga.streaming.engine import class_channels, run_kernel
+from fpga.streaming.program import compile_token
 from fpga.streaming.reference import run_reference
 from tests.streaming_gen import small_board, small_design, small_llm
 
@@ -21,8 +22,14 @@ from tests.streaming_gen import small_board, small_design, small_llm
 CHANNEL_SLOTS = [i for i in hbm.TRAFFIC_SLOTS if not hbm.CS_B_ROW <= i < hbm.CS_B_ROW + hbm.NB]
 
 
-def assert_equivalent(design, board, llm, ctx: int, with_lm_head: bool = True,  # type: ignore[no-untyped-def]
-                      refresh_phase: int = 0) -> int:
+def assert_equivalent(
+    design,
+    board,
+    llm,
+    ctx: int,
+    with_lm_head: bool = True,  # type: ignore[no-untyped-def]
+    refresh_phase: int = 0,
+) -> int:
     prog = compile_token(design, board, llm, ctx, with_lm_head, per_port=True)
     p = hbm.hbm_params(board, design.clock_hz, refresh_phase)
     status, total, start, cnt, issue, land, first, end, st_g, _sweeps = run_kernel(p, prog)
@@ -56,8 +63,9 @@ def assert_drawn_equivalent(data: st.DataObject, design, board, llm, max_ctx: in
     except DesignError as exc:
         assume("buffer_depth" not in str(exc))
         raise
-    assert_equivalent(design, board, llm, ctx, with_lm_head=data.draw(st.booleans()),
-                      refresh_phase=data.draw(st.integers(0, 4000)))
+    assert_equivalent(
+        design, board, llm, ctx, with_lm_head=data.draw(st.booleans()), refresh_phase=data.draw(st.integers(0, 4000))
+    )
 
 
 @settings(max_examples=200)

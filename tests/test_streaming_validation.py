@@ -1,5 +1,6 @@
 """Guards on the streaming model's on-board comparison (FlexLLM's deployed design vs the A100 HF figure) and on the
 mechanisms of the deployed design."""
+
 from __future__ import annotations
 
 import dataclasses

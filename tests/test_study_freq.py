@@ -1,4 +1,5 @@
 """Frequency-scaling study: linear projection vs the cycle model (HBM in its own clock domain)."""
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,24 @@ def test_curve_starts_at_the_measured_clock(study) -> None:  # type: ignore[no-u
 
 
 def test_cli_study_freq(tmp_path: Path) -> None:
-    r = CliRunner().invoke(main, ["study", "freq", "--design", "draft-u280", "--measured-mhz", "200",
-                                  "--target-mhz", "300", "--steps", "3", "--out", str(tmp_path), "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "study",
+            "freq",
+            "--design",
+            "draft-u280",
+            "--measured-mhz",
+            "200",
+            "--target-mhz",
+            "300",
+            "--steps",
+            "3",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["token"]["verdict"] == "HBM-bound" and len(d["files"]) == 3

@@ -1,5 +1,6 @@
 """The one study runner (hwmodel.studies.runner): journal and resume, bit-identical results whatever the worker
 count or back-end, and worker processes that exit when their parent dies."""
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,10 @@ def test_results_are_bit_identical_whatever_the_workers_and_in_point_order(tmp_p
 def test_dask_agrees_with_local(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     local = run_points("hwmodel.studies.probes:mix", POINTS, workers=1)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         dask = run_points("hwmodel.studies.probes:mix", POINTS, client=client, journal=tmp_path / "d.jsonl")
     assert dask.backend == "dask" and json.dumps(dask.results) == json.dumps(local.results)
 
@@ -84,8 +87,10 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path: Path, start_method: st
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     parent = subprocess.Popen([sys.executable, "-c", _PARENT, str(pid_dir), start_method], cwd=ROOT, env=env)
     try:
-        pids = _wait_for(lambda: [int(p.stem) for p in pid_dir.glob("*.pid")] if len(
-            list(pid_dir.glob("*.pid"))) == 2 else None, "two parked workers")
+        pids = _wait_for(
+            lambda: [int(p.stem) for p in pid_dir.glob("*.pid")] if len(list(pid_dir.glob("*.pid"))) == 2 else None,
+            "two parked workers",
+        )
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=DEADLINE_S)
 

@@ -1,4 +1,5 @@
 """`hwmodel validate`: the rows, their roles and bounds, the guards on every prediction, the README block."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,12 @@ from hwmodel.validate.table import Validation, build, markdown, summary, write
 @pytest.fixture(scope="module")
 def validation() -> Validation:
     opts = guards.load_guards().get("options") or {}
-    return build(cv=True, system_a_limit=opts.get("system_a_limit", 40), jobs=1,
-                 system_b_requests=opts.get("system_b_requests", 1000))
+    return build(
+        cv=True,
+        system_a_limit=opts.get("system_a_limit", 40),
+        jobs=1,
+        system_b_requests=opts.get("system_b_requests", 1000),
+    )
 
 
 def test_every_area_is_in_the_table_with_roles_and_sources(validation: Validation) -> None:
@@ -49,20 +54,25 @@ def test_free_parameters_are_counted_from_the_families(validation: Validation) -
     assert cards and all(r["free_params"] == acc["gpu"] + acc["fpga-instruction"] for r in cards)
 
 
-def test_a_fitted_value_against_another_figure_is_fitted_and_a_frozen_loo_is_identity(
-        validation: Validation) -> None:
+def test_a_fitted_value_against_another_figure_is_fitted_and_a_frozen_loo_is_identity(validation: Validation) -> None:
     opt = [r for r in validation.rows if r["name"].startswith("accuracy gain of backtracking with")]
     assert opt and all(r["role"] == "fitted" for r in opt)
     (best,) = [r for r in validation.rows if r["name"] == "glitches-u280-best-ratio" and r["role"] != "fitted"]
     assert best["role"] == "identity"
-    assert not any(s["role"] == "leave-one-out" and s["area"] == "FPGA instruction" and s["rows"] != 2
-                   for s in summary(validation.rows))
+    assert not any(
+        s["role"] == "leave-one-out" and s["area"] == "FPGA instruction" and s["rows"] != 2
+        for s in summary(validation.rows)
+    )
 
 
 def test_every_family_prediction_carries_a_band_and_the_report_counts_inside_and_outside(
-        validation: Validation) -> None:
-    banded = [r for r in validation.rows if r["role"] == "predicted" and r["area"] in
-              ("GPU", "edge", "FPGA instruction", "FPGA streaming")]
+    validation: Validation,
+) -> None:
+    banded = [
+        r
+        for r in validation.rows
+        if r["role"] == "predicted" and r["area"] in ("GPU", "edge", "FPGA instruction", "FPGA streaming")
+    ]
     assert banded
     for r in banded:
         lo, hi = r["model_band"]
@@ -183,8 +193,9 @@ def test_readme_lines_carry_every_qualifier(validation: Validation) -> None:
 
 def test_readme_block_is_current(validation: Validation) -> None:
     text = readme.README.read_text(encoding="utf-8")
-    assert readme.current_block(text) == readme.block(validation), \
+    assert readme.current_block(text) == readme.block(validation), (
         "README.md's table is stale: run `hwmodel validate --readme`"
+    )
 
 
 def test_outputs_are_written(validation: Validation, tmp_path: Path) -> None:
@@ -203,17 +214,19 @@ def test_band_rows() -> None:
     assert band_position(r) == "inside" and error(r) == 0.0
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"model": float("nan")}, "field 'model': expected a finite number"),
-    ({"role": "guessed"}, "field 'role': expected one of"),
-    ({"band": [1.0, 2.0]}, "expected exactly one of 'published'"),
-    ({"source": ""}, "field 'source': expected a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"model": float("nan")}, "field 'model': expected a finite number"),
+        ({"role": "guessed"}, "field 'role': expected one of"),
+        ({"band": [1.0, 2.0]}, "expected exactly one of 'published'"),
+        ({"source": ""}, "field 'source': expected a non-empty string"),
+    ],
+)
 def test_malformed_rows_are_one_line_errors(bad: dict, message: str) -> None:
     from hwmodel.validate.rows import check
 
-    base = {"area": "GPU", "name": "p", "model": 1.0, "published": 1.0, "unit": "s", "role": "predicted",
-            "source": "s"}
+    base = {"area": "GPU", "name": "p", "model": 1.0, "published": 1.0, "unit": "s", "role": "predicted", "source": "s"}
     with pytest.raises(HwmodelError, match=message):
         check({**base, **bad})
 
@@ -221,12 +234,25 @@ def test_malformed_rows_are_one_line_errors(bad: dict, message: str) -> None:
 def test_contributed_rows_are_the_registered_area_modules(monkeypatch: pytest.MonkeyPatch) -> None:
     from hwmodel.registry import Registry
 
-    rows_of = lambda s: [{"area": "FPGA streaming", "name": "flexllm decode", "model": 100.0,  # noqa: E731
-                          "published": 90.0, "band": None, "unit": "tokens/s", "role": "predicted", "free_params": 1,
-                          "workload": "w", "source": "s", "note": ""}]
+    rows_of = lambda s: [  # noqa: E731
+        {
+            "area": "FPGA streaming",
+            "name": "flexllm decode",
+            "model": 100.0,  # noqa: E731
+            "published": 90.0,
+            "band": None,
+            "unit": "tokens/s",
+            "role": "predicted",
+            "free_params": 1,
+            "workload": "w",
+            "source": "s",
+            "note": "",
+        }
+    ]
     only: Registry[providers.Provider] = Registry("validation provider")
-    only.register("hwmodel.validate.streaming", providers.Provider("hwmodel.validate.streaming", rows_of,
-                                                                   area_module=True))
+    only.register(
+        "hwmodel.validate.streaming", providers.Provider("hwmodel.validate.streaming", rows_of, area_module=True)
+    )
     monkeypatch.setattr(providers, "REGISTRY", only)
     rows, found = providers.contributed_rows(providers.Settings())
     assert "hwmodel.validate.streaming" in found

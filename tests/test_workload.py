@@ -1,4 +1,5 @@
 """Reasoning traces: schema and validator, RSD-log importer, data, and the generator's acceptance model."""
+
 from __future__ import annotations
 
 import hashlib
@@ -36,8 +37,9 @@ TARGETS = ("qwen2.5-math-7b", "qwen2.5-math-1.5b")
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def build_problem(decisions: list[tuple[bool, bool]], lengths: list[int], backtracking: bool, max_bt: int = 5,
-                  pid: str = "p") -> Problem:
+def build_problem(
+    decisions: list[tuple[bool, bool]], lengths: list[int], backtracking: bool, max_bt: int = 5, pid: str = "p"
+) -> Problem:
     """A valid problem from a list of (draft rejected?, target fails?) decisions, one per attempted step."""
     attempts: list[Attempt] = []
     committed = 0
@@ -76,7 +78,8 @@ def build_problem(decisions: list[tuple[bool, bool]], lengths: list[int], backtr
 problems_st = st.tuples(
     st.lists(st.tuples(st.booleans(), st.booleans()), min_size=0, max_size=30),
     st.lists(st.integers(min_value=2, max_value=200), min_size=1, max_size=12),
-    st.booleans())
+    st.booleans(),
+)
 
 
 def small_trace(backtracking: bool = True) -> Trace:
@@ -140,8 +143,7 @@ def test_rejection_rate_follows_dataset_difficulty() -> None:
     rates = {d: trace_stats(generate(d, "qwen2.5-math-7b", False))["step_reject_rate"] for d in DATASETS}
     assert rates["gsm8k"] < rates["math500"] < rates["gaokao2023en"]
     assert rates["gsm8k"] < rates["olympiadbench"]
-    tokens = {d: trace_stats(generate(d, "qwen2.5-math-7b", False))["committed_tokens_per_problem"]
-              for d in DATASETS}
+    tokens = {d: trace_stats(generate(d, "qwen2.5-math-7b", False))["committed_tokens_per_problem"] for d in DATASETS}
     assert tokens["gsm8k"] < tokens["math500"] < tokens["olympiadbench"]
 
 
@@ -235,12 +237,25 @@ def test_any_single_field_corruption_is_refused_with_its_line(args: tuple, data:
     decisions, lengths, backtracking = args
     p = build_problem(decisions, lengths, backtracking)
     header = TraceHeader(backtracking=backtracking)
-    lines = list(trace_lines(Trace(header, (p, Problem("math500", "q", 20, False, (Attempt(0, DRAFT, 3, 0.9,
-                                                                                          ACCEPT, True),))))))
+    lines = list(
+        trace_lines(Trace(header, (p, Problem("math500", "q", 20, False, (Attempt(0, DRAFT, 3, 0.9, ACCEPT, True),)))))
+    )
     obj = json.loads(lines[1])
     i = data.draw(st.integers(0, len(obj["attempts"]) - 1))
-    field, bad = data.draw(st.sampled_from([("tokens", 0), ("tokens", "12"), ("by", "oracle"), ("verdict", "maybe"),
-                                            ("step", -1), ("score", 1.5), ("final", "yes"), ("extra", 1)]))
+    field, bad = data.draw(
+        st.sampled_from(
+            [
+                ("tokens", 0),
+                ("tokens", "12"),
+                ("by", "oracle"),
+                ("verdict", "maybe"),
+                ("step", -1),
+                ("score", 1.5),
+                ("final", "yes"),
+                ("extra", 1),
+            ]
+        )
+    )
     obj["attempts"][i][field] = bad
     lines[1] = json.dumps(obj)
     with pytest.raises(TraceError) as exc:
@@ -261,20 +276,23 @@ def _mutate(lines: list[str], line_no: int, fn) -> str:  # noqa: ANN001
     return "\n".join(out)
 
 
-@pytest.mark.parametrize("mutation, field, why", [
-    (lambda o: o.pop("prompt_tokens"), "prompt_tokens", "required"),
-    (lambda o: o.update(prompt_tokens=0), "prompt_tokens", "integer >= 1"),
-    (lambda o: o.update(correct="yes"), "correct", "true or false"),
-    (lambda o: o.update(attempts=[]), "attempts", "non-empty"),
-    (lambda o: o.update(colour=1), "colour", "known field"),
-    (lambda o: o["attempts"][0].update(step=3), "attempts[0].step", "number of steps committed"),
-    (lambda o: o["attempts"][0].update(by="target"), "attempts[0].by", "'draft'"),
-    (lambda o: o["attempts"][0].update(score=0.1), "attempts[0].verdict", "'reject'"),
-    (lambda o: o["attempts"][0].update(verdict="backtrack"), "attempts[0].verdict", "'accept' or 'reject'"),
-    (lambda o: o["attempts"][0].update(score=None), "attempts[0].score", "every draft step is scored"),
-    (lambda o: o["attempts"][-1].update(final=False), "final", "must end the answer"),
-    (lambda o: o["attempts"].append(dict(o["attempts"][-1])), "final", "more attempt"),
-])
+@pytest.mark.parametrize(
+    "mutation, field, why",
+    [
+        (lambda o: o.pop("prompt_tokens"), "prompt_tokens", "required"),
+        (lambda o: o.update(prompt_tokens=0), "prompt_tokens", "integer >= 1"),
+        (lambda o: o.update(correct="yes"), "correct", "true or false"),
+        (lambda o: o.update(attempts=[]), "attempts", "non-empty"),
+        (lambda o: o.update(colour=1), "colour", "known field"),
+        (lambda o: o["attempts"][0].update(step=3), "attempts[0].step", "number of steps committed"),
+        (lambda o: o["attempts"][0].update(by="target"), "attempts[0].by", "'draft'"),
+        (lambda o: o["attempts"][0].update(score=0.1), "attempts[0].verdict", "'reject'"),
+        (lambda o: o["attempts"][0].update(verdict="backtrack"), "attempts[0].verdict", "'accept' or 'reject'"),
+        (lambda o: o["attempts"][0].update(score=None), "attempts[0].score", "every draft step is scored"),
+        (lambda o: o["attempts"][-1].update(final=False), "final", "must end the answer"),
+        (lambda o: o["attempts"].append(dict(o["attempts"][-1])), "final", "more attempt"),
+    ],
+)
 def test_malformed_problem_line_is_refused_with_line_and_field(mutation, field: str, why: str) -> None:  # noqa: ANN001
     lines = _valid_lines()
     text = _mutate(lines, 4, mutation)
@@ -300,8 +318,13 @@ def test_header_and_json_errors() -> None:
 
 
 def test_backtrack_rules() -> None:
-    ok = (Attempt(0, DRAFT, 5, 0.9, ACCEPT), Attempt(1, DRAFT, 5, 0.1, REJECT), Attempt(1, TARGET, 6, 0.2, BACKTRACK),
-          Attempt(0, TARGET, 7, 0.9, ACCEPT), Attempt(1, DRAFT, 5, 0.9, ACCEPT, True))
+    ok = (
+        Attempt(0, DRAFT, 5, 0.9, ACCEPT),
+        Attempt(1, DRAFT, 5, 0.1, REJECT),
+        Attempt(1, TARGET, 6, 0.2, BACKTRACK),
+        Attempt(0, TARGET, 7, 0.9, ACCEPT),
+        Attempt(1, DRAFT, 5, 0.9, ACCEPT, True),
+    )
     r = replay(Problem("d", "1", 10, True, ok), True)
     assert r.committed == (3, 4) and r.backtracks == 1 and r.context[4] == (3,)
     assert r.first_target_at_context == (False, False, True, True, False)
@@ -318,8 +341,13 @@ def test_backtrack_rules() -> None:
 # ------------------------------------------------------------------------------------------------ RSD importer
 def _rsd_rows() -> list[dict]:
     return [
-        {"idx": 0, "token_counts": [100, 47, 61], "turn_info": [[0, 1], [1, 2], [2, 1], [3, 2]],
-         "reward": [0.91, 0.42, 0.77, 0.1], "score": [True]},
+        {
+            "idx": 0,
+            "token_counts": [100, 47, 61],
+            "turn_info": [[0, 1], [1, 2], [2, 1], [3, 2]],
+            "reward": [0.91, 0.42, 0.77, 0.1],
+            "score": [True],
+        },
         {"idx": 3, "token_counts": [30, 0, 0], "turn_info": [[0, 1]], "reward": [0.8], "score": [False]},
     ]
 
@@ -340,14 +368,17 @@ def test_rsd_import_keeps_totals_and_structure(tmp_path: Path) -> None:
     assert trace.problems[1].id == "3" and not trace.problems[1].correct
 
 
-@pytest.mark.parametrize("row, field", [
-    ({"token_counts": [1, 2]}, "token_counts"),
-    ({"reward": [0.9]}, "reward"),
-    ({"turn_info": [[0, 1], [1, 1], [2, 1], [3, 2]]}, "turn_info[1]"),
-    ({"turn_info": [[0, 1], [5, 2], [2, 1], [3, 2]]}, "turn_info[1]"),
-    ({"idx": 99999}, "idx"),
-    ({"token_counts": [100, 1, 61]}, "token_counts"),
-])
+@pytest.mark.parametrize(
+    "row, field",
+    [
+        ({"token_counts": [1, 2]}, "token_counts"),
+        ({"reward": [0.9]}, "reward"),
+        ({"turn_info": [[0, 1], [1, 1], [2, 1], [3, 2]]}, "turn_info[1]"),
+        ({"turn_info": [[0, 1], [5, 2], [2, 1], [3, 2]]}, "turn_info[1]"),
+        ({"idx": 99999}, "idx"),
+        ({"token_counts": [100, 1, 61]}, "token_counts"),
+    ],
+)
 def test_rsd_import_errors_name_line_and_field(row: dict, field: str, tmp_path: Path) -> None:
     rows = _rsd_rows()
     rows[0] = {**rows[0], **row}

@@ -1,5 +1,6 @@
 """A token-by-token test engine (like the streaming FPGA: a prefill is its ingested tokens plus one decoded), shared
 by the tests of the sampled engine and of the warm-up."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,8 +13,7 @@ class TokenEngine:
     """Per-token times with a kink at context 1,000 and a jitter in the context, so sums round differently in
     another order; it refuses contexts beyond its KV reservation."""
 
-    CAPABILITIES = frozenset({Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.CONTEXT_BOUND})
+    CAPABILITIES = frozenset({Capability.PREFILLER, Capability.INGESTER, Capability.POWERED, Capability.CONTEXT_BOUND})
     name: str = "tokenwise"
     max_ctx: int = 2048
     calls: int = 0

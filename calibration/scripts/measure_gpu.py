@@ -23,6 +23,7 @@ Usage (on the machine with the GPU; needs torch, and transformers and/or vllm)::
 Run it from the repository root (it reads the spec library). Timings are wall clock with
 ``torch.cuda.synchronize()``; close other GPU jobs first.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,15 +51,30 @@ def hf_config(llm: LlmSpec) -> dict[str, Any]:
     """A transformers config.json for the spec's architecture (what both HF and vLLM build the model from)."""
     arch = {"qwen2": ("Qwen2ForCausalLM", "qwen2"), "llama": ("LlamaForCausalLM", "llama")}[llm.architecture]
     if llm.output_head != "lm":
-        raise SystemExit(f"{llm.name}: only causal LMs can be measured by this script (value head: time the "
-                         "backbone with the matching LM spec instead)")
+        raise SystemExit(
+            f"{llm.name}: only causal LMs can be measured by this script (value head: time the "
+            "backbone with the matching LM spec instead)"
+        )
     return {
-        "architectures": [arch[0]], "model_type": arch[1], "hidden_size": llm.hidden,
-        "num_hidden_layers": llm.layers, "num_attention_heads": llm.heads, "num_key_value_heads": llm.kv_heads,
-        "head_dim": llm.head_dim, "intermediate_size": llm.intermediate, "vocab_size": llm.vocab,
-        "tie_word_embeddings": llm.tied_embeddings, "rms_norm_eps": llm.rms_norm_eps, "rope_theta": llm.rope_theta,
-        "max_position_embeddings": llm.max_position, "hidden_act": "silu", "torch_dtype": "bfloat16",
-        "attention_bias": llm.qkv_bias, "use_cache": True, "bos_token_id": 0, "eos_token_id": 1,
+        "architectures": [arch[0]],
+        "model_type": arch[1],
+        "hidden_size": llm.hidden,
+        "num_hidden_layers": llm.layers,
+        "num_attention_heads": llm.heads,
+        "num_key_value_heads": llm.kv_heads,
+        "head_dim": llm.head_dim,
+        "intermediate_size": llm.intermediate,
+        "vocab_size": llm.vocab,
+        "tie_word_embeddings": llm.tied_embeddings,
+        "rms_norm_eps": llm.rms_norm_eps,
+        "rope_theta": llm.rope_theta,
+        "max_position_embeddings": llm.max_position,
+        "hidden_act": "silu",
+        "torch_dtype": "bfloat16",
+        "attention_bias": llm.qkv_bias,
+        "use_cache": True,
+        "bos_token_id": 0,
+        "eos_token_id": 1,
     }
 
 
@@ -112,10 +128,18 @@ def measure_vllm(llm: LlmSpec, prompts: list[int], decode_steps: int, eager: boo
     out: list[tuple[str, int, int, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "config.json").write_text(json.dumps(hf_config(llm)))
-        engine = vllm.LLM(model=tmp, load_format="dummy", skip_tokenizer_init=True, enforce_eager=eager,
-                          dtype="bfloat16", seed=0, max_model_len=max(prompts) + decode_steps + 8)
-        params = vllm.SamplingParams(max_tokens=decode_steps, min_tokens=decode_steps, ignore_eos=True,
-                                     temperature=0.0, detokenize=False)
+        engine = vllm.LLM(
+            model=tmp,
+            load_format="dummy",
+            skip_tokenizer_init=True,
+            enforce_eager=eager,
+            dtype="bfloat16",
+            seed=0,
+            max_model_len=max(prompts) + decode_steps + 8,
+        )
+        params = vllm.SamplingParams(
+            max_tokens=decode_steps, min_tokens=decode_steps, ignore_eos=True, temperature=0.0, detokenize=False
+        )
         for n in prompts:
             prompt = {"prompt_token_ids": [2 + (k * 7919) % (llm.vocab - 2) for k in range(n)]}
             engine.generate([prompt], params, use_tqdm=False)  # warm-up
@@ -157,15 +181,32 @@ def main(argv: list[str] | None = None) -> int:
         results = measure_vllm(llm, args.prompts, args.decode_steps, eager=args.framework == "vllm-eager")
         software = f"torch {torch.__version__}, vllm {vllm.__version__}"
     today = datetime.date.today().isoformat()
-    source = (f"calibration/scripts/measure_gpu.py on {device} ({platform.node()}), {software}, "
-              f"synthetic {llm.name}-shaped BF16 weights, batch 1, {today}")
+    source = (
+        f"calibration/scripts/measure_gpu.py on {device} ({platform.node()}), {software}, "
+        f"synthetic {llm.name}-shaped BF16 weights, batch 1, {today}"
+    )
     units = {"prefill_s": "s", "decode_s_per_token": "s", "generate_tokens_per_s": "tokens/s"}
-    points = [Measurement(
-        id=f"{args.gpu_spec}-{args.framework}-{llm.name}-{qty}-in{n_in}", subject=args.gpu_spec, quantity=qty,
-        value=value, unit=units[qty], role="predicted", source=source, notes="",
-        conditions={"llm": llm.name, "framework": args.framework, "weight_bits": "16", "kv_bits": "16",
-                    "input_tokens": str(n_in), "output_tokens": str(n_out) if n_out else ""})
-        for qty, n_in, n_out, value in results]
+    points = [
+        Measurement(
+            id=f"{args.gpu_spec}-{args.framework}-{llm.name}-{qty}-in{n_in}",
+            subject=args.gpu_spec,
+            quantity=qty,
+            value=value,
+            unit=units[qty],
+            role="predicted",
+            source=source,
+            notes="",
+            conditions={
+                "llm": llm.name,
+                "framework": args.framework,
+                "weight_bits": "16",
+                "kv_bits": "16",
+                "input_tokens": str(n_in),
+                "output_tokens": str(n_out) if n_out else "",
+            },
+        )
+        for qty, n_in, n_out, value in results
+    ]
     write_measurements(args.out, points, CONDITIONS)
     for p in points:
         print(f"{p.id}: {p.value:.6g} {p.unit}")

@@ -6,6 +6,7 @@ Public API: :class:`DraftModel` (``from_synthetic``, ``from_safetensors``, ``pre
 :class:`SafetensorsWeights`, :func:`write_safetensors`, :func:`quantize_model`, :class:`QuantizedParams`.
 Heavy imports (JAX) happen when :mod:`fpga.functional.model` is first used.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,5 +23,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["CheckpointError", "DraftModel", "DraftModelError", "QuantizedParams", "SafetensorsWeights",
-           "SyntheticWeights", "quantize_model", "write_safetensors"]
+__all__ = [
+    "CheckpointError",
+    "DraftModel",
+    "DraftModelError",
+    "QuantizedParams",
+    "SafetensorsWeights",
+    "SyntheticWeights",
+    "quantize_model",
+    "write_safetensors",
+]

@@ -13,6 +13,7 @@ matrix replaced by its per-channel int8 quantization (dequantized), activations 
 
 ``hwmodel fpga accuracy`` runs it; the table in docs/functional.md comes from that command.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -107,8 +108,16 @@ def float_reference(llm: LlmSpec, source: TensorSource, prompts: np.ndarray) -> 
     return hidden, head
 
 
-def _compare(P: int, T: int, got_logits: Logits, want_logits: Logits, llm: LlmSpec, label: str, datapath: str,
-             progress: Callable[[], object] | None) -> AccuracyReport:
+def _compare(
+    P: int,
+    T: int,
+    got_logits: Logits,
+    want_logits: Logits,
+    llm: LlmSpec,
+    label: str,
+    datapath: str,
+    progress: Callable[[], object] | None,
+) -> AccuracyReport:
     agree = top5 = 0
     sq_err = 0.0
     max_err = 0.0
@@ -132,13 +141,28 @@ def _compare(P: int, T: int, got_logits: Logits, want_logits: Logits, llm: LlmSp
     n = P * T
     rms = float(np.sqrt(sq_err / count))
     std = float(np.sqrt(max(sum_f2 / count - (sum_f / count) ** 2, 0.0)))
-    return AccuracyReport(llm=llm.name, weights=label, datapath=datapath, prompts=P, positions=n, top1_agreement=agree / n,
-                          top5_containment=top5 / n, logit_rms_error=rms, logit_max_abs_error=max_err,
-                          logit_relative_rms_error=rms / std if std > 0 else float("nan"), float_logit_std=std)
+    return AccuracyReport(
+        llm=llm.name,
+        weights=label,
+        datapath=datapath,
+        prompts=P,
+        positions=n,
+        top1_agreement=agree / n,
+        top5_containment=top5 / n,
+        logit_rms_error=rms,
+        logit_max_abs_error=max_err,
+        logit_relative_rms_error=rms / std if std > 0 else float("nan"),
+        float_logit_std=std,
+    )
 
 
-def measure(llm: LlmSpec, source: TensorSource, prompts: np.ndarray, weights_label: str,
-            progress: Callable[[], object] | None = None) -> AccuracyReport:
+def measure(
+    llm: LlmSpec,
+    source: TensorSource,
+    prompts: np.ndarray,
+    weights_label: str,
+    progress: Callable[[], object] | None = None,
+) -> AccuracyReport:
     """Teacher-forced comparison of the W8A8 integer model and the float64 reference on ``prompts`` (P, T)."""
     from fpga.functional.model import DraftModel
 
@@ -151,12 +175,18 @@ def measure(llm: LlmSpec, source: TensorSource, prompts: np.ndarray, weights_lab
         model.prefill(prompts[p])
         return model.logits(np.arange(T)).astype(np.float64) / 2.0**F_L
 
-    return _compare(P, T, got, lambda p: fref.logits(hidden[p], head), llm, weights_label, "W8A8 integer (this model)",
-                    progress)
+    return _compare(
+        P, T, got, lambda p: fref.logits(hidden[p], head), llm, weights_label, "W8A8 integer (this model)", progress
+    )
 
 
-def measure_weight_only(llm: LlmSpec, source: TensorSource, prompts: np.ndarray, weights_label: str,
-                        progress: Callable[[], object] | None = None) -> AccuracyReport:
+def measure_weight_only(
+    llm: LlmSpec,
+    source: TensorSource,
+    prompts: np.ndarray,
+    weights_label: str,
+    progress: Callable[[], object] | None = None,
+) -> AccuracyReport:
     """The ablation: float64 forward with int8 (per-channel) weights against the float64 reference."""
     prompts = np.asarray(prompts, np.int64)
     P, T = prompts.shape
@@ -164,13 +194,31 @@ def measure_weight_only(llm: LlmSpec, source: TensorSource, prompts: np.ndarray,
     hidden, head = float_reference(llm, source, prompts)
     hidden_q = fref.final_hidden(llm, q_source, prompts)
     head_q = fref.lm_head_weight(llm, q_source)
-    return _compare(P, T, lambda p: fref.logits(hidden_q[p], head_q), lambda p: fref.logits(hidden[p], head), llm,
-                    weights_label, "int8 weights only, float64 activations", progress)
+    return _compare(
+        P,
+        T,
+        lambda p: fref.logits(hidden_q[p], head_q),
+        lambda p: fref.logits(hidden[p], head),
+        llm,
+        weights_label,
+        "int8 weights only, float64 activations",
+        progress,
+    )
 
 
 def describe(reports: Sequence[AccuracyReport]) -> list[list[str]]:
     """Rows for a table (one per report)."""
-    return [[r.llm, r.weights, r.datapath, f"{r.prompts} x {r.positions // max(r.prompts, 1)}",
-             f"{r.top1_agreement:.1%}",
-             f"{r.top5_containment:.1%}", f"{r.logit_rms_error:.4f}", f"{r.logit_max_abs_error:.3f}",
-             f"{r.logit_relative_rms_error:.2%}"] for r in reports]
+    return [
+        [
+            r.llm,
+            r.weights,
+            r.datapath,
+            f"{r.prompts} x {r.positions // max(r.prompts, 1)}",
+            f"{r.top1_agreement:.1%}",
+            f"{r.top5_containment:.1%}",
+            f"{r.logit_rms_error:.4f}",
+            f"{r.logit_max_abs_error:.3f}",
+            f"{r.logit_relative_rms_error:.2%}",
+        ]
+        for r in reports
+    ]

@@ -8,6 +8,7 @@ edge GPU) plugs in the same way. Pairing: ``prefill`` of ``n`` prompt tokens is 
 token at context ``ctx = ahead`` and computes the logits of the next, which is one decode pass at that context,
 ``decode_s(ctx)``.
 """
+
 from __future__ import annotations
 
 import time
@@ -69,10 +70,17 @@ class CosimResult:
         return len(self.records) / self.decode_total_s if self.records and self.decode_total_s > 0 else float("nan")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"timing": self.timing, "llm": self.llm, "prompt": list(self.prompt), "prefill_s": self.prefill_s,
-                "decode_total_s": self.decode_total_s, "total_s": self.total_s,
-                "decode_tokens_per_s": self.decode_tokens_per_s, "tokens": self.tokens,
-                "records": [asdict(r) for r in self.records]}
+        return {
+            "timing": self.timing,
+            "llm": self.llm,
+            "prompt": list(self.prompt),
+            "prefill_s": self.prefill_s,
+            "decode_total_s": self.decode_total_s,
+            "total_s": self.total_s,
+            "decode_tokens_per_s": self.decode_tokens_per_s,
+            "tokens": self.tokens,
+            "records": [asdict(r) for r in self.records],
+        }
 
 
 def _cycles(timing: Any, ctx: int) -> int | None:
@@ -82,8 +90,13 @@ def _cycles(timing: Any, ctx: int) -> int | None:
     return int(token(ctx).cycles)
 
 
-def run(model: Any, timing: TimingProvider, prompt: Sequence[int], steps: int,
-        on_token: Callable[[TokenRecord], None] | None = None) -> CosimResult:
+def run(
+    model: Any,
+    timing: TimingProvider,
+    prompt: Sequence[int],
+    steps: int,
+    on_token: Callable[[TokenRecord], None] | None = None,
+) -> CosimResult:
     """Prefill ``prompt`` and greedily decode ``steps`` tokens with the functional ``model`` (a
     :class:`~fpga.functional.model.DraftModel`), timing every operation with ``timing``."""
     if steps < 0:
@@ -99,13 +112,25 @@ def run(model: Any, timing: TimingProvider, prompt: Sequence[int], steps: int,
         t0 = time.perf_counter()
         tok = model.decode()
         host_s = time.perf_counter() - t0
-        rec = TokenRecord(step=step, position=ctx, ctx=ctx, token=tok, decode_s=float(timing.decode_s(ctx)),
-                          cycles=_cycles(timing, ctx), host_s=host_s)
+        rec = TokenRecord(
+            step=step,
+            position=ctx,
+            ctx=ctx,
+            token=tok,
+            decode_s=float(timing.decode_s(ctx)),
+            cycles=_cycles(timing, ctx),
+            host_s=host_s,
+        )
         records.append(rec)
         if on_token is not None:
             on_token(rec)
-    return CosimResult(timing=getattr(timing, "name", type(timing).__name__), llm=model.llm.name,
-                       prompt=tuple(prompt), prefill_s=prefill_s, records=tuple(records))
+    return CosimResult(
+        timing=getattr(timing, "name", type(timing).__name__),
+        llm=model.llm.name,
+        prompt=tuple(prompt),
+        prefill_s=prefill_s,
+        records=tuple(records),
+    )
 
 
 def streaming_timing(design: str, clock_hz: float | None = None) -> Any:

@@ -13,6 +13,7 @@ the caller) and masks the positions after each row's own.
 All functions must be traced and called inside ``jax.enable_x64(True)``: the integer datapath needs int64
 intermediates (see :mod:`fpga.functional.intops`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,10 +54,21 @@ class Dims:
     @classmethod
     def of(cls, llm: LlmSpec, capacity: int) -> Dims:
         cqk = fmt.qk_constant(llm.head_dim)
-        return cls(layers=llm.layers, hidden=llm.hidden, heads=llm.heads, kv_heads=llm.kv_heads,
-                   head_dim=llm.head_dim, intermediate=llm.intermediate, vocab=llm.vocab, capacity=capacity,
-                   eps_fix=fmt.eps_fix(llm.rms_norm_eps), cqk_m=cqk.m, cqk_e=cqk.e,
-                   cpv_m=fmt.PV_CONSTANT.m, cpv_e=fmt.PV_CONSTANT.e)
+        return cls(
+            layers=llm.layers,
+            hidden=llm.hidden,
+            heads=llm.heads,
+            kv_heads=llm.kv_heads,
+            head_dim=llm.head_dim,
+            intermediate=llm.intermediate,
+            vocab=llm.vocab,
+            capacity=capacity,
+            eps_fix=fmt.eps_fix(llm.rms_norm_eps),
+            cqk_m=cqk.m,
+            cqk_e=cqk.e,
+            cpv_m=fmt.PV_CONSTANT.m,
+            cpv_e=fmt.PV_CONSTANT.e,
+        )
 
     @property
     def q_dim(self) -> int:
@@ -67,8 +79,25 @@ class Dims:
         return self.kv_heads * self.head_dim
 
 
-LAYER_KEYS = ("ln1_g", "ln1_f", "ln2_g", "ln2_f", "qkv_q", "qkv_m", "qkv_e", "qkv_b", "o_q", "o_m", "o_e",
-              "gu_q", "gu_m", "gu_e", "down_q", "down_m", "down_e")
+LAYER_KEYS = (
+    "ln1_g",
+    "ln1_f",
+    "ln2_g",
+    "ln2_f",
+    "qkv_q",
+    "qkv_m",
+    "qkv_e",
+    "qkv_b",
+    "o_q",
+    "o_m",
+    "o_e",
+    "gu_q",
+    "gu_m",
+    "gu_e",
+    "down_q",
+    "down_m",
+    "down_e",
+)
 CACHE_KV_KEYS = ("k_q", "k_m", "k_e", "v_q", "v_m", "v_e")
 STASH_KEYS = ("x_q", "x_m", "x_e")
 
@@ -89,11 +118,21 @@ def device_params(qp: QuantizedParams, llm: LlmSpec, capacity: int) -> DevicePar
     arrays = dict(qp.arrays())
     layers = [{k: jnp.asarray(arrays[k][i]) for k in LAYER_KEYS} for i in range(llm.layers)]
     emb = {k: jnp.asarray(arrays[k]) for k in ("emb_q", "emb_m", "emb_e")}
-    lm = {k: jnp.asarray(arrays[k]) for k in ("lm_q", "lm_m", "lm_e")} if qp.lm_q is not qp.emb_q else \
-        {"lm_q": emb["emb_q"], "lm_m": emb["emb_m"], "lm_e": emb["emb_e"]}
-    top = {**emb, **lm, "norm_g": jnp.asarray(arrays["norm_g"]), "norm_f": jnp.asarray(arrays["norm_f"]),
-           "exp2": jnp.asarray(fmt.exp2_table()), "sig": jnp.asarray(fmt.sigmoid_table()),
-           "cos": jnp.asarray(cos), "sin": jnp.asarray(sin)}
+    lm = (
+        {k: jnp.asarray(arrays[k]) for k in ("lm_q", "lm_m", "lm_e")}
+        if qp.lm_q is not qp.emb_q
+        else {"lm_q": emb["emb_q"], "lm_m": emb["emb_m"], "lm_e": emb["emb_e"]}
+    )
+    top = {
+        **emb,
+        **lm,
+        "norm_g": jnp.asarray(arrays["norm_g"]),
+        "norm_f": jnp.asarray(arrays["norm_f"]),
+        "exp2": jnp.asarray(fmt.exp2_table()),
+        "sig": jnp.asarray(fmt.sigmoid_table()),
+        "cos": jnp.asarray(cos),
+        "sin": jnp.asarray(sin),
+    }
     return DeviceParams(layers=layers, top=top)
 
 
@@ -101,25 +140,51 @@ def empty_cache(d: Dims) -> tuple[list[Cache], Cache]:
     """A zeroed KV buffer, one dict per layer: int8 K and V per (position, KV head, dim) and one scale ``(m, e)``
     per (position, KV head); and the stash of LM-head inputs ``(x, m, e)`` of every position."""
     C, G, hd = d.capacity, d.kv_heads, d.head_dim
-    layers = [{"k_q": jnp.zeros((C, G, hd), jnp.int8), "k_m": jnp.zeros((C, G), jnp.int32),
-               "k_e": jnp.zeros((C, G), jnp.int32), "v_q": jnp.zeros((C, G, hd), jnp.int8),
-               "v_m": jnp.zeros((C, G), jnp.int32), "v_e": jnp.zeros((C, G), jnp.int32)} for _ in range(d.layers)]
-    stash = {"x_q": jnp.zeros((C, d.hidden), jnp.int8), "x_m": jnp.zeros((C,), jnp.int32),
-             "x_e": jnp.zeros((C,), jnp.int32)}
+    layers = [
+        {
+            "k_q": jnp.zeros((C, G, hd), jnp.int8),
+            "k_m": jnp.zeros((C, G), jnp.int32),
+            "k_e": jnp.zeros((C, G), jnp.int32),
+            "v_q": jnp.zeros((C, G, hd), jnp.int8),
+            "v_m": jnp.zeros((C, G), jnp.int32),
+            "v_e": jnp.zeros((C, G), jnp.int32),
+        }
+        for _ in range(d.layers)
+    ]
+    stash = {
+        "x_q": jnp.zeros((C, d.hidden), jnp.int8),
+        "x_m": jnp.zeros((C,), jnp.int32),
+        "x_e": jnp.zeros((C,), jnp.int32),
+    }
     return layers, stash
 
 
 # ------------------------------------------------------------------------------------------------ operations
-def linear(x_q: jax.Array, m_x: jax.Array, e_x: jax.Array, w_q: jax.Array, m_w: jax.Array, e_w: jax.Array,
-           frac_out: int, bias: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+def linear(
+    x_q: jax.Array,
+    m_x: jax.Array,
+    e_x: jax.Array,
+    w_q: jax.Array,
+    m_w: jax.Array,
+    e_w: jax.Array,
+    frac_out: int,
+    bias: jax.Array | None = None,
+) -> tuple[jax.Array, jax.Array]:
     """int8 x int8 -> int32 accumulators, requantized per (row, channel) into int32 with ``frac_out`` bits
     (docs/w8a8.md 4.2). Returns ``(y, acc)``."""
     acc = matmul_i8(x_q, w_q)
     return requant_acc(acc, m_x, e_x, m_w, e_w, frac_out, bias), acc
 
 
-def requant_acc(acc: jax.Array, m_x: jax.Array, e_x: jax.Array, m_w: jax.Array, e_w: jax.Array, frac_out: int,
-                bias: jax.Array | None = None) -> jax.Array:
+def requant_acc(
+    acc: jax.Array,
+    m_x: jax.Array,
+    e_x: jax.Array,
+    m_w: jax.Array,
+    e_w: jax.Array,
+    frac_out: int,
+    bias: jax.Array | None = None,
+) -> jax.Array:
     """A linear layer's int32 accumulators (rows, channels) requantized per (row, channel) into int32 with
     ``frac_out`` fractional bits, plus the bias (docs/w8a8.md 4.2)."""
     mult = m_x.astype(I64)[:, None] * m_w.astype(I64)[None, :]
@@ -129,8 +194,7 @@ def requant_acc(acc: jax.Array, m_x: jax.Array, e_x: jax.Array, m_w: jax.Array, 
     return y
 
 
-def rmsnorm_quant(h: jax.Array, g_q: jax.Array, f_g: jax.Array, eps_fix: int
-                  ) -> tuple[jax.Array, jax.Array, jax.Array]:
+def rmsnorm_quant(h: jax.Array, g_q: jax.Array, f_g: jax.Array, eps_fix: int) -> tuple[jax.Array, jax.Array, jax.Array]:
     """RMSNorm fused with the per-token quantizer (docs/w8a8.md 4.3). ``h`` (rows, n) int32 in F_R."""
     h = h.astype(I64)
     n = h.shape[-1]
@@ -174,8 +238,18 @@ def silu(g: jax.Array, sig_table: jax.Array) -> jax.Array:
     return requant32(g * sig, 15)
 
 
-def attention(q: jax.Array, pos: jax.Array, k_q: jax.Array, k_m: jax.Array, k_e: jax.Array, v_q: jax.Array,
-              v_m: jax.Array, v_e: jax.Array, exp2: jax.Array, d: Dims) -> tuple[jax.Array, dict[str, jax.Array]]:
+def attention(
+    q: jax.Array,
+    pos: jax.Array,
+    k_q: jax.Array,
+    k_m: jax.Array,
+    k_e: jax.Array,
+    v_q: jax.Array,
+    v_m: jax.Array,
+    v_e: jax.Array,
+    exp2: jax.Array,
+    d: Dims,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Causal GQA attention of query rows ``q`` (B, H, hd) int32 at positions ``pos`` (B,) over the cache window
     ``k_q``/``v_q`` (W, G, hd) int8 with scales (W, G) (docs/w8a8.md 4.6). Returns ``(out (B, H*hd), internals)``."""
     B = q.shape[0]
@@ -213,8 +287,12 @@ def attention(q: jax.Array, pos: jax.Array, k_q: jax.Array, k_m: jax.Array, k_e:
     m1, e1 = norm15(a_w * r_s, e_w - 30 - s_e)
     m2, e2 = norm15(m1 * d.cpv_m, e1 + d.cpv_e)
     out = requant32(acc_o.astype(I64) * m2[..., None], -(e2 + e_ref + fmt.F_A)[..., None])
-    internals = {"acc_s": acc_s.reshape(B, d.heads, W), "acc_pv": acc_o.reshape(B, d.heads, hd),
-                 "q_q": q_q.reshape(B, d.heads, hd), "w_q": w_q.reshape(B, d.heads, W)}
+    internals = {
+        "acc_s": acc_s.reshape(B, d.heads, W),
+        "acc_pv": acc_o.reshape(B, d.heads, hd),
+        "q_q": q_q.reshape(B, d.heads, hd),
+        "w_q": w_q.reshape(B, d.heads, W),
+    }
     return out.reshape(B, d.heads * hd), internals
 
 
@@ -229,8 +307,17 @@ def _embed(top: Params, tokens: jax.Array) -> jax.Array:
 embed = jax.jit(_embed)
 
 
-def _layer(lp: Params, kv: Cache, top: Params, h: jax.Array, pos: jax.Array, valid: jax.Array, d: Dims,
-           window: int, collect: bool) -> tuple[jax.Array, Cache, dict[str, jax.Array]]:
+def _layer(
+    lp: Params,
+    kv: Cache,
+    top: Params,
+    h: jax.Array,
+    pos: jax.Array,
+    valid: jax.Array,
+    d: Dims,
+    window: int,
+    collect: bool,
+) -> tuple[jax.Array, Cache, dict[str, jax.Array]]:
     """One decoder layer over a block of rows (docs/w8a8.md 4.8): writes every valid row's K and V at its
     position, then attends over the first ``window`` positions. Returns the new residual, the layer's cache (the
     input cache is donated) and, with ``collect``, the layer's internals."""
@@ -244,8 +331,8 @@ def _layer(lp: Params, kv: Cache, top: Params, h: jax.Array, pos: jax.Array, val
     x, m_x, e_x = rmsnorm_quant(h, lp["ln1_g"], lp["ln1_f"], d.eps_fix)
     qkv, acc_qkv = linear(x, m_x, e_x, lp["qkv_q"], lp["qkv_m"], lp["qkv_e"], fmt.F_A, lp["qkv_b"])
     q = rope(qkv[:, :q_dim].reshape(B, H, hd), cos, sin)
-    k = rope(qkv[:, q_dim:q_dim + kv_dim].reshape(B, G, hd), cos, sin)
-    v = qkv[:, q_dim + kv_dim:].reshape(B, G, hd)
+    k = rope(qkv[:, q_dim : q_dim + kv_dim].reshape(B, G, hd), cos, sin)
+    v = qkv[:, q_dim + kv_dim :].reshape(B, G, hd)
     k_q, k_m, k_e = quant8(k, -fmt.F_A)
     v_q, v_m, v_e = quant8(v, -fmt.F_A)
     new = {"k_q": k_q, "k_m": k_m, "k_e": k_e, "v_q": v_q, "v_m": v_m, "v_e": v_e}
@@ -262,17 +349,37 @@ def _layer(lp: Params, kv: Cache, top: Params, h: jax.Array, pos: jax.Array, val
     h = sat32(h + y).astype(jnp.int32)
     out: dict[str, jax.Array] = {}
     if collect:
-        out = {"x": x, "x_m": m_x, "x_e": e_x, "acc_qkv": acc_qkv, "qkv": qkv, "k_q": k_q, "v_q": v_q,
-               "k_m": k_m, "k_e": k_e, "v_m": v_m, "v_e": v_e, "attn_out": o, "xo": xo, "acc_o": acc_o,
-               "x2": x2, "acc_gu": acc_gu, "xd": xd, "acc_down": acc_down, "h": h, **att}
+        out = {
+            "x": x,
+            "x_m": m_x,
+            "x_e": e_x,
+            "acc_qkv": acc_qkv,
+            "qkv": qkv,
+            "k_q": k_q,
+            "v_q": v_q,
+            "k_m": k_m,
+            "k_e": k_e,
+            "v_m": v_m,
+            "v_e": v_e,
+            "attn_out": o,
+            "xo": xo,
+            "acc_o": acc_o,
+            "x2": x2,
+            "acc_gu": acc_gu,
+            "xd": xd,
+            "acc_down": acc_down,
+            "h": h,
+            **att,
+        }
     return h, kv, out
 
 
 layer = jax.jit(_layer, static_argnames=("d", "window", "collect"), donate_argnames=("kv",))
 
 
-def _final(top: Params, stash: Cache, h: jax.Array, pos: jax.Array, valid: jax.Array, d: Dims
-           ) -> tuple[Cache, tuple[jax.Array, jax.Array, jax.Array]]:
+def _final(
+    top: Params, stash: Cache, h: jax.Array, pos: jax.Array, valid: jax.Array, d: Dims
+) -> tuple[Cache, tuple[jax.Array, jax.Array, jax.Array]]:
     """The final RMSNorm + quantizer; each valid row's LM-head input is stored at its position."""
     xf, m_f, e_f = rmsnorm_quant(h, top["norm_g"], top["norm_f"], d.eps_fix)
     write_pos = jnp.where(valid, pos, d.capacity)
@@ -284,9 +391,18 @@ def _final(top: Params, stash: Cache, h: jax.Array, pos: jax.Array, valid: jax.A
 final = jax.jit(_final, static_argnames=("d",), donate_argnames=("stash",))
 
 
-def forward(params: DeviceParams, kv: list[Cache], stash: Cache, tokens: Any, pos: Any, valid: Any, d: Dims,
-            window: int, collect: bool = False, h0: jax.Array | None = None
-            ) -> tuple[list[Cache], Cache, dict[str, Any]]:
+def forward(
+    params: DeviceParams,
+    kv: list[Cache],
+    stash: Cache,
+    tokens: Any,
+    pos: Any,
+    valid: Any,
+    d: Dims,
+    window: int,
+    collect: bool = False,
+    h0: jax.Array | None = None,
+) -> tuple[list[Cache], Cache, dict[str, Any]]:
     """Feed token rows ``tokens`` at positions ``pos`` (rows with ``valid`` False are padding and write nothing)
     through every layer; returns the new per-layer caches, the new stash and, with ``collect``, every layer's
     internals (stacked on a leading layer axis) plus the LM-head inputs. The input caches are donated. ``h0``, if
@@ -346,16 +462,18 @@ head_and_embed = jax.jit(_head_and_embed, static_argnames=("rows",))
 def _greedy_from_acc(top: Params, stash: Cache, prev: jax.Array, acc: jax.Array) -> jax.Array:
     """The greedy token at ``prev`` from its LM-head accumulators ``acc`` (vocab,) int32, computed on the host
     (:func:`fpga.functional.gemv.gemv_i8`): the same requantization and argmax as :func:`_greedy_at`."""
-    logits = requant_acc(acc[None, :], stash["x_m"][prev][None], stash["x_e"][prev][None], top["lm_m"],
-                         top["lm_e"], fmt.F_L)
+    logits = requant_acc(
+        acc[None, :], stash["x_m"][prev][None], stash["x_e"][prev][None], top["lm_m"], top["lm_e"], fmt.F_L
+    )
     return greedy(logits[0])
 
 
 greedy_from_acc = jax.jit(_greedy_from_acc)
 
 
-def _token_and_embed(top: Params, stash: Cache, prev: jax.Array, acc: jax.Array, rows: int
-                     ) -> tuple[jax.Array, jax.Array]:
+def _token_and_embed(
+    top: Params, stash: Cache, prev: jax.Array, acc: jax.Array, rows: int
+) -> tuple[jax.Array, jax.Array]:
     """:func:`_head_and_embed` from host-computed LM-head accumulators."""
     tok = _greedy_from_acc(top, stash, prev, acc)
     return tok, _embed(top, jnp.zeros((rows,), jnp.int32).at[0].set(tok))

@@ -6,6 +6,7 @@ SwiGLU with SiLU, bias on q/k/v, tied or untied LM head) in IEEE float64 with ex
 whole sequences (no KV cache). Weights are pulled from a tensor source one layer at a time, so memory stays at a
 few hundred MB for a 0.5B model.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -80,5 +81,5 @@ def logits(hidden: np.ndarray, head: np.ndarray, rows: int = 16384) -> np.ndarra
     """float64 logits (T, vocab) of final hidden states (T, hidden); the head is converted in row blocks."""
     out = np.empty((hidden.shape[0], head.shape[0]), np.float64)
     for r0 in range(0, head.shape[0], rows):
-        out[:, r0:r0 + rows] = hidden @ head[r0:r0 + rows].astype(np.float64).T
+        out[:, r0 : r0 + rows] = hidden @ head[r0 : r0 + rows].astype(np.float64).T
     return out

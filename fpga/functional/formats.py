@@ -3,6 +3,7 @@
 Tables and constants are built once at load time in IEEE float64 with numpy, rounded half to even
 (``numpy.rint``); at run time only their integer values are used.
 """
+
 from __future__ import annotations
 
 import math

@@ -9,6 +9,7 @@ but with its own thread pool beside XLA's it lost wall time on a loaded machine)
 :func:`gemv_i8_reference` is the plain reference (numpy, int64 products, no Numba) the equivalence test compares
 against; ``tests/test_functional_gemv.py`` also checks the int32 range for the largest inner dimension.
 """
+
 from __future__ import annotations
 
 import numba

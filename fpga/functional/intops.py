@@ -5,6 +5,7 @@ Every function here takes and returns integer arrays and is traced inside ``jax.
 the 64-bit products of requantization are exact. No float appears anywhere in this module, so XLA's fusion,
 reassociation and FMA contraction cannot change a single bit.
 """
+
 from __future__ import annotations
 
 import jax

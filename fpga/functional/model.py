@@ -15,6 +15,7 @@ Typical use (shadow synchronization after a rejected step)::
     m.ingest(target_tokens)            # the target's tokens: forward passes, logits discarded
     nxt = m.decode()                   # continues from the last target token
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -38,8 +39,12 @@ class DraftModelError(HwmodelError):
 
 
 #: quantized tensor -> the graph operators whose rows it stacks (the functional datapath's fusion)
-_TENSORS = {"qkv_q": ("q_proj", "k_proj", "v_proj"), "o_q": ("o_proj",), "gu_q": ("gate_proj", "up_proj"),
-            "down_q": ("down_proj",)}
+_TENSORS = {
+    "qkv_q": ("q_proj", "k_proj", "v_proj"),
+    "o_q": ("o_proj",),
+    "gu_q": ("gate_proj", "up_proj"),
+    "down_q": ("down_proj",),
+}
 
 
 def check_layer_structure(llm: LlmSpec, params: QuantizedParams) -> None:
@@ -48,14 +53,26 @@ def check_layer_structure(llm: LlmSpec, params: QuantizedParams) -> None:
     Raises :class:`DraftModelError` naming the feature or tensor."""
     from hwmodel.graph import build_graph, per_channel
 
-    unsupported = [name for name, on in (
-        ("a mixture of experts", llm.experts > 0), ("q/k norms", llm.qk_norm), ("LayerNorm", llm.norm == "layer"),
-        ("an ungated MLP", llm.mlp != "gated"), ("sliding-window attention", llm.sliding_window > 0),
-        ("an o-projection bias", llm.o_bias), ("MLP biases", llm.mlp_bias), ("a value head", llm.output_head != "lm"),
-        (f"the {llm.hidden_act} activation", llm.hidden_act != "silu")) if on]
+    unsupported = [
+        name
+        for name, on in (
+            ("a mixture of experts", llm.experts > 0),
+            ("q/k norms", llm.qk_norm),
+            ("LayerNorm", llm.norm == "layer"),
+            ("an ungated MLP", llm.mlp != "gated"),
+            ("sliding-window attention", llm.sliding_window > 0),
+            ("an o-projection bias", llm.o_bias),
+            ("MLP biases", llm.mlp_bias),
+            ("a value head", llm.output_head != "lm"),
+            (f"the {llm.hidden_act} activation", llm.hidden_act != "silu"),
+        )
+        if on
+    ]
     if unsupported:
-        raise DraftModelError(f"'{llm.name}' has {', '.join(unsupported)}, which the functional W8A8 datapath "
-                              f"(Qwen2/LLaMA layer) does not implement")
+        raise DraftModelError(
+            f"'{llm.name}' has {', '.join(unsupported)}, which the functional W8A8 datapath "
+            f"(Qwen2/LLaMA layer) does not implement"
+        )
     g = build_graph(llm, per_channel(8, 8), "decode", 1, 0)
     L = llm.layers
     for tensor, names in _TENSORS.items():
@@ -63,16 +80,23 @@ def check_layer_structure(llm: LlmSpec, params: QuantizedParams) -> None:
         want = (L, sum(o.out_features for o in ops), ops[0].in_features)
         got = tuple(getattr(params, tensor).shape)
         if got != want:
-            raise DraftModelError(f"'{llm.name}': tensor {tensor} has shape {got}, the graph's {'+'.join(names)} "
-                                  f"need {want}")
+            raise DraftModelError(
+                f"'{llm.name}': tensor {tensor} has shape {got}, the graph's {'+'.join(names)} need {want}"
+            )
     qkv_bias = g.find("q_proj").bias
     if qkv_bias and tuple(params.qkv_b.shape) != (L, params.qkv_q.shape[1]):
-        raise DraftModelError(f"'{llm.name}': the graph's q/k/v biases need qkv_b of shape "
-                              f"{(L, params.qkv_q.shape[1])}, got {tuple(params.qkv_b.shape)}")
+        raise DraftModelError(
+            f"'{llm.name}': the graph's q/k/v biases need qkv_b of shape "
+            f"{(L, params.qkv_q.shape[1])}, got {tuple(params.qkv_b.shape)}"
+        )
     head = next(o for o in g.epilogue if o.kind == "head")
-    for tensor, want in (("emb_q", (llm.vocab, llm.hidden)), ("lm_q", (head.out_features, head.in_features)),
-                         ("ln1_g", (L, g.find("attn_norm").in_features)), ("ln2_g", (L, g.find("ffn_norm").in_features)),
-                         ("norm_g", (g.find("final_norm", "epilogue").in_features,))):
+    for tensor, want in (
+        ("emb_q", (llm.vocab, llm.hidden)),
+        ("lm_q", (head.out_features, head.in_features)),
+        ("ln1_g", (L, g.find("attn_norm").in_features)),
+        ("ln2_g", (L, g.find("ffn_norm").in_features)),
+        ("norm_g", (g.find("final_norm", "epilogue").in_features,)),
+    ):
         got = tuple(getattr(params, tensor).shape)
         if got != want:
             raise DraftModelError(f"'{llm.name}': tensor {tensor} has shape {got}, the graph needs {want}")
@@ -104,12 +128,22 @@ class DraftModel:
     wall time (126.5 against 72.5 ms/token median, the same CPU time), though a 2-layer model gained 2.7 ms/token.
     """
 
-    def __init__(self, llm: LlmSpec, params: QuantizedParams, capacity: int = 2048, kvmu: Any = None,
-                 decode_rows: int = 2, prefill_chunk: int = 32, min_window: int = 64, host_head: bool = False
-                 ) -> None:
+    def __init__(
+        self,
+        llm: LlmSpec,
+        params: QuantizedParams,
+        capacity: int = 2048,
+        kvmu: Any = None,
+        decode_rows: int = 2,
+        prefill_chunk: int = 32,
+        min_window: int = 64,
+        host_head: bool = False,
+    ) -> None:
         if not isinstance(capacity, (int, np.integer)) or not 1 <= capacity <= min(MAX_CONTEXT, llm.max_position):
-            raise DraftModelError(f"KV capacity must be an integer in 1..{min(MAX_CONTEXT, llm.max_position)} "
-                                  f"positions for '{llm.name}', got {capacity!r}")
+            raise DraftModelError(
+                f"KV capacity must be an integer in 1..{min(MAX_CONTEXT, llm.max_position)} "
+                f"positions for '{llm.name}', got {capacity!r}"
+            )
         if decode_rows < 1 or prefill_chunk < 1 or min_window < 1:
             raise DraftModelError("decode_rows, prefill_chunk and min_window must be at least 1")
         check_layer_structure(llm, params)
@@ -123,8 +157,9 @@ class DraftModel:
         self._lm_q_host = np.ascontiguousarray(params.lm_q)
         self.kvmu = kvmu if kvmu is not None else default_kvmu(self.capacity)
         if getattr(self.kvmu, "capacity", self.capacity) != self.capacity:
-            raise DraftModelError(f"the KVMU's capacity ({self.kvmu.capacity}) differs from the KV buffer's "
-                                  f"({self.capacity})")
+            raise DraftModelError(
+                f"the KVMU's capacity ({self.kvmu.capacity}) differs from the KV buffer's ({self.capacity})"
+            )
         self.dims = dp.Dims.of(llm, self.capacity)
         self._tokens = np.full(self.capacity, -1, np.int64)
         with jax.enable_x64(True):
@@ -194,8 +229,9 @@ class DraftModel:
             p = np.full(rows, self.capacity, np.int64)
             p[0] = pos
             window = dp.window_for(pos + 1, self.capacity, self.min_window)
-            self._kv, self._stash, _ = dp.forward(self._params, self._kv, self._stash, None, p, np.arange(rows) == 0,
-                                                  d=self.dims, window=window, h0=h0)
+            self._kv, self._stash, _ = dp.forward(
+                self._params, self._kv, self._stash, None, p, np.arange(rows) == 0, d=self.dims, window=window, h0=h0
+            )
             tok = int(token)
         self._tokens[pos] = tok
         return tok
@@ -257,10 +293,17 @@ class DraftModel:
         with jax.enable_x64(True):
             kv = [{k: jax.numpy.array(v, copy=True) for k, v in c.items()} for c in self._kv]
             stash = {k: jax.numpy.array(v, copy=True) for k, v in self._stash.items()}
-            _kv, _stash, per_layer = dp.forward(self._params, kv, stash, np.asarray(toks, np.int32), pos,
-                                                np.ones(len(toks), bool), d=self.dims,
-                                                window=dp.window_for(int(pos[-1]) + 1, self.capacity,
-                                                                     self.min_window), collect=True)
+            _kv, _stash, per_layer = dp.forward(
+                self._params,
+                kv,
+                stash,
+                np.asarray(toks, np.int32),
+                pos,
+                np.ones(len(toks), bool),
+                d=self.dims,
+                window=dp.window_for(int(pos[-1]) + 1, self.capacity, self.min_window),
+                collect=True,
+            )
             logits, acc = dp.lm_head(self._params.top, per_layer["xf"], per_layer["xf_m"], per_layer["xf_e"])
             out = dp.as_numpy(per_layer)
             out["logits"] = np.asarray(logits)
@@ -286,8 +329,8 @@ class DraftModel:
         block is padded with rows that write nothing."""
         with jax.enable_x64(True):
             for i in range(0, len(toks), rows):
-                t = toks[i:i + rows]
-                p = positions[i:i + rows]
+                t = toks[i : i + rows]
+                p = positions[i : i + rows]
                 n = len(t)
                 tokens = np.zeros(rows, np.int32)
                 tokens[:n] = t
@@ -295,6 +338,7 @@ class DraftModel:
                 pos[:n] = p
                 valid = np.arange(rows) < n
                 window = dp.window_for(int(p.max()) + 1, self.capacity, self.min_window)
-                self._kv, self._stash, _ = dp.forward(self._params, self._kv, self._stash, tokens, pos, valid,
-                                                      d=self.dims, window=window)
+                self._kv, self._stash, _ = dp.forward(
+                    self._params, self._kv, self._stash, tokens, pos, valid, d=self.dims, window=window
+                )
         self._tokens[positions] = toks

@@ -4,6 +4,7 @@ The float tensors come from a :class:`TensorSource` (the synthetic generator or 
 time, so a 0.5B model never holds more than one float tensor at once. Everything here is float64 numpy with
 round-half-to-even; the result, :class:`QuantizedParams`, holds integers only.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,12 +30,17 @@ def layer_names(i: int) -> dict[str, str]:
     p = f"model.layers.{i}."
     return {
         "ln1": p + "input_layernorm.weight",
-        "q_w": p + "self_attn.q_proj.weight", "q_b": p + "self_attn.q_proj.bias",
-        "k_w": p + "self_attn.k_proj.weight", "k_b": p + "self_attn.k_proj.bias",
-        "v_w": p + "self_attn.v_proj.weight", "v_b": p + "self_attn.v_proj.bias",
+        "q_w": p + "self_attn.q_proj.weight",
+        "q_b": p + "self_attn.q_proj.bias",
+        "k_w": p + "self_attn.k_proj.weight",
+        "k_b": p + "self_attn.k_proj.bias",
+        "v_w": p + "self_attn.v_proj.weight",
+        "v_b": p + "self_attn.v_proj.bias",
         "o_w": p + "self_attn.o_proj.weight",
         "ln2": p + "post_attention_layernorm.weight",
-        "gate_w": p + "mlp.gate_proj.weight", "up_w": p + "mlp.up_proj.weight", "down_w": p + "mlp.down_proj.weight",
+        "gate_w": p + "mlp.gate_proj.weight",
+        "up_w": p + "mlp.up_proj.weight",
+        "down_w": p + "mlp.down_proj.weight",
     }
 
 
@@ -46,8 +52,19 @@ def expected_shapes(llm: LlmSpec) -> dict[str, tuple[int, ...]]:
         out["lm_head.weight"] = (llm.vocab, h)
     for i in range(llm.layers):
         n = layer_names(i)
-        out.update({n["ln1"]: (h,), n["q_w"]: (q, h), n["k_w"]: (kv, h), n["v_w"]: (kv, h), n["o_w"]: (h, q),
-                    n["ln2"]: (h,), n["gate_w"]: (inter, h), n["up_w"]: (inter, h), n["down_w"]: (h, inter)})
+        out.update(
+            {
+                n["ln1"]: (h,),
+                n["q_w"]: (q, h),
+                n["k_w"]: (kv, h),
+                n["v_w"]: (kv, h),
+                n["o_w"]: (h, q),
+                n["ln2"]: (h,),
+                n["gate_w"]: (inter, h),
+                n["up_w"]: (inter, h),
+                n["down_w"]: (h, inter),
+            }
+        )
         if llm.qkv_bias:
             out.update({n["q_b"]: (q,), n["k_b"]: (kv,), n["v_b"]: (kv,)})
     return out
@@ -73,7 +90,7 @@ def quantize_linear(w: np.ndarray, name: str = "weight") -> tuple[np.ndarray, np
     e_w = np.empty(rows, np.int32)
     step = max(1, _CHUNK_ELEMENTS // max(1, w.shape[1]))
     for r0 in range(0, rows, step):
-        c = _f64(name, w[r0:r0 + step])
+        c = _f64(name, w[r0 : r0 + step])
         wamax = np.max(np.abs(c), axis=1)
         nz = wamax > 0
         s_w = np.where(nz, wamax / 127.0, 1.0)
@@ -81,10 +98,10 @@ def quantize_linear(w: np.ndarray, name: str = "weight") -> tuple[np.ndarray, np
         np.rint(c, out=c)
         np.clip(c, -127, 127, out=c)
         c[~nz] = 0
-        w_q[r0:r0 + step] = c
+        w_q[r0 : r0 + step] = c
         f, e = np.frexp(wamax / 16129.0)
-        m_w[r0:r0 + step] = np.where(nz, np.rint(f * 2.0**15), 0)
-        e_w[r0:r0 + step] = np.where(nz, e - 15, 0)
+        m_w[r0 : r0 + step] = np.where(nz, np.rint(f * 2.0**15), 0)
+        e_w[r0 : r0 + step] = np.where(nz, e - 15, 0)
     return w_q, m_w, e_w
 
 
@@ -213,8 +230,30 @@ def quantize_model(llm: LlmSpec, source: TensorSource) -> QuantizedParams:
         lm_q, lm_m, lm_e = emb_q, emb_m, emb_e
     else:
         lm_q, lm_m, lm_e = lin("lm_head.weight")
-    return QuantizedParams(emb_q=emb_q, emb_m=emb_m, emb_e=emb_e, lm_q=lm_q, lm_m=lm_m, lm_e=lm_e,
-                           ln1_g=ln1_g, ln1_f=ln1_f, ln2_g=ln2_g, ln2_f=ln2_f, norm_g=norm_g,
-                           norm_f=np.asarray(norm_f, np.int32), qkv_q=qkv_q, qkv_m=qkv_m, qkv_e=qkv_e, qkv_b=qkv_b,
-                           o_q=o_q, o_m=o_m, o_e=o_e, gu_q=gu_q, gu_m=gu_m, gu_e=gu_e,
-                           down_q=down_q, down_m=down_m, down_e=down_e)
+    return QuantizedParams(
+        emb_q=emb_q,
+        emb_m=emb_m,
+        emb_e=emb_e,
+        lm_q=lm_q,
+        lm_m=lm_m,
+        lm_e=lm_e,
+        ln1_g=ln1_g,
+        ln1_f=ln1_f,
+        ln2_g=ln2_g,
+        ln2_f=ln2_f,
+        norm_g=norm_g,
+        norm_f=np.asarray(norm_f, np.int32),
+        qkv_q=qkv_q,
+        qkv_m=qkv_m,
+        qkv_e=qkv_e,
+        qkv_b=qkv_b,
+        o_q=o_q,
+        o_m=o_m,
+        o_e=o_e,
+        gu_q=gu_q,
+        gu_m=gu_m,
+        gu_e=gu_e,
+        down_q=down_q,
+        down_m=down_m,
+        down_e=down_e,
+    )

@@ -24,6 +24,7 @@ The class attributes hold these factors, so a study can make the model harder or
 Every tensor is drawn from its own generator seeded by ``(seed, crc32(name))``: a tensor does not depend on the
 order tensors are asked for, and the same seed gives the same weights on every platform (numpy PCG64).
 """
+
 from __future__ import annotations
 
 import json
@@ -88,7 +89,9 @@ class SyntheticWeights:
             if ".q_proj." in name or ".k_proj." in name:
                 k = max(1, shape[0] // 64)
                 idx = rng.choice(shape[0], size=k, replace=False)
-                b[idx] = (rng.choice([-1.0, 1.0], size=k) * rng.uniform(*self.bias_outlier_range, size=k)).astype(np.float32)
+                b[idx] = (rng.choice([-1.0, 1.0], size=k) * rng.uniform(*self.bias_outlier_range, size=k)).astype(
+                    np.float32
+                )
             return b
         # linear weight (out, in)
         fan_in = shape[1]
@@ -150,11 +153,13 @@ class SafetensorsWeights:
                 raise CheckpointError(f"{path}: tensor '{name}' is missing (LLM '{llm.name}' expects shape {shape})")
             got_shape, dtype = info[name]
             if got_shape != shape:
-                raise CheckpointError(f"{path}: tensor '{name}' has shape {got_shape}, expected {shape} "
-                                      f"(LLM '{llm.name}')")
+                raise CheckpointError(
+                    f"{path}: tensor '{name}' has shape {got_shape}, expected {shape} (LLM '{llm.name}')"
+                )
             if dtype not in _FLOAT_DTYPES:
-                raise CheckpointError(f"{path}: tensor '{name}' has dtype {dtype}, expected one of "
-                                      f"{', '.join(_FLOAT_DTYPES)}")
+                raise CheckpointError(
+                    f"{path}: tensor '{name}' has dtype {dtype}, expected one of {', '.join(_FLOAT_DTYPES)}"
+                )
 
     def __call__(self, name: str) -> np.ndarray:
         from safetensors import safe_open
@@ -165,8 +170,14 @@ class SafetensorsWeights:
             return st.get_tensor(name)
 
 
-def write_safetensors(path: Path | str, llm: LlmSpec, source: object, dtype: str = "float32",
-                      drop: tuple[str, ...] = (), reshape: Mapping[str, tuple[int, ...]] | None = None) -> Path:
+def write_safetensors(
+    path: Path | str,
+    llm: LlmSpec,
+    source: object,
+    dtype: str = "float32",
+    drop: tuple[str, ...] = (),
+    reshape: Mapping[str, tuple[int, ...]] | None = None,
+) -> Path:
     """Write a Hugging Face Qwen2-named checkpoint of ``llm`` from a tensor source (e.g. :class:`SyntheticWeights`)
     with the ``safetensors`` library, plus a ``config.json`` next to it. ``dtype`` is float32, float16 or bfloat16.
     ``drop`` and ``reshape`` corrupt it on purpose (for tests of the loader's checks)."""
@@ -191,12 +202,21 @@ def write_safetensors(path: Path | str, llm: LlmSpec, source: object, dtype: str
         tensors[name] = np.ascontiguousarray(t)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path), metadata={"format": "pt"})
-    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": llm.hidden,
-              "intermediate_size": llm.intermediate, "num_hidden_layers": llm.layers,
-              "num_attention_heads": llm.heads, "num_key_value_heads": llm.kv_heads, "vocab_size": llm.vocab,
-              "rms_norm_eps": llm.rms_norm_eps, "rope_theta": llm.rope_theta,
-              "max_position_embeddings": llm.max_position, "tie_word_embeddings": llm.tied_embeddings,
-              "torch_dtype": dtype}
+    config = {
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "hidden_size": llm.hidden,
+        "intermediate_size": llm.intermediate,
+        "num_hidden_layers": llm.layers,
+        "num_attention_heads": llm.heads,
+        "num_key_value_heads": llm.kv_heads,
+        "vocab_size": llm.vocab,
+        "rms_norm_eps": llm.rms_norm_eps,
+        "rope_theta": llm.rope_theta,
+        "max_position_embeddings": llm.max_position,
+        "tie_word_embeddings": llm.tied_embeddings,
+        "torch_dtype": dtype,
+    }
     (path.parent / "config.json").write_text(json.dumps(config, indent=2))
     return path
 

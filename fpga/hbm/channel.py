@@ -43,6 +43,7 @@ Developers: kernels that inline these functions (fpga/streaming/engine.py, fpga/
 recompiled after any edit here, because the project's Numba cache is keyed on every source file
 (:mod:`hwmodel.numba_cache`); there is nothing to delete by hand.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -118,13 +119,35 @@ CS_B_RD = 70  # 70..85 last read column command per bank (tRTP)
 CS_B_WR = 86  # 86..101 end of the last write data per bank (tWR)
 CS_N = 102
 
-CHANNEL_COUNTERS = ("busy_axi_cycles", "bus_bytes", "read_bytes", "write_bytes", "requests", "bursts",
-                    "row_misses", "activations", "refresh_defers")
-_COUNTER_SLOTS = (CS_BUSY, CS_BUS_BYTES, CS_RD_BYTES, CS_WR_BYTES, CS_REQS, CS_BURSTS, CS_ROW_MISSES, CS_ACTS,
-                  CS_REFRESH_DEFERS)
+CHANNEL_COUNTERS = (
+    "busy_axi_cycles",
+    "bus_bytes",
+    "read_bytes",
+    "write_bytes",
+    "requests",
+    "bursts",
+    "row_misses",
+    "activations",
+    "refresh_defers",
+)
+_COUNTER_SLOTS = (
+    CS_BUSY,
+    CS_BUS_BYTES,
+    CS_RD_BYTES,
+    CS_WR_BYTES,
+    CS_REQS,
+    CS_BURSTS,
+    CS_ROW_MISSES,
+    CS_ACTS,
+    CS_REFRESH_DEFERS,
+)
 #: slots that describe the traffic and timing history (equal between the fast model and the stepped reference)
-TRAFFIC_SLOTS = (CS_BUS_FREE, CS_LAST_COL, CS_LAST_DIR, CS_LAST_RD_COL, CS_LAST_WR_END, CS_LAST_ACT,
-                 CS_BURST_COL) + _COUNTER_SLOTS + (CS_LAST_END,) + tuple(range(CS_BG_COL, CS_N))
+TRAFFIC_SLOTS = (
+    (CS_BUS_FREE, CS_LAST_COL, CS_LAST_DIR, CS_LAST_RD_COL, CS_LAST_WR_END, CS_LAST_ACT, CS_BURST_COL)
+    + _COUNTER_SLOTS
+    + (CS_LAST_END,)
+    + tuple(range(CS_BG_COL, CS_N))
+)
 
 
 def clock_ticks(kernel_clock_hz: float, axi_clock_hz: float) -> tuple[int, int]:
@@ -171,11 +194,24 @@ def _static_params(board: BoardSpec, kernel_clock_hz: float) -> np.ndarray:
     cl = cyc["tcl_s"].cycles
     p[HP_CL] = cl
     p[HP_FRONT] = h.latency_page_hit_cycles - cl
-    for slot, t in ((HP_RCD, "trcd_s"), (HP_RP, "trp_s"), (HP_RAS, "tras_s"), (HP_RC, "trc_s"),
-                    (HP_CCDS, "tccds_s"), (HP_CCDL, "tccdl_s"), (HP_RRDS, "trrds_s"), (HP_RRDL, "trrdl_s"),
-                    (HP_FAW, "tfaw_s"), (HP_WTRS, "twtrs_s"), (HP_WTRL, "twtrl_s"), (HP_RTW, "trtw_s"),
-                    (HP_WR, "twr_s"), (HP_RTP, "trtp_s"), (HP_REFI, "refresh_interval_s"),
-                    (HP_RFC, "refresh_cycle_s")):
+    for slot, t in (
+        (HP_RCD, "trcd_s"),
+        (HP_RP, "trp_s"),
+        (HP_RAS, "tras_s"),
+        (HP_RC, "trc_s"),
+        (HP_CCDS, "tccds_s"),
+        (HP_CCDL, "tccdl_s"),
+        (HP_RRDS, "trrds_s"),
+        (HP_RRDL, "trrdl_s"),
+        (HP_FAW, "tfaw_s"),
+        (HP_WTRS, "twtrs_s"),
+        (HP_WTRL, "twtrl_s"),
+        (HP_RTW, "trtw_s"),
+        (HP_WR, "twr_s"),
+        (HP_RTP, "trtp_s"),
+        (HP_REFI, "refresh_interval_s"),
+        (HP_RFC, "refresh_cycle_s"),
+    ):
         p[slot] = cyc[t].cycles
     p[HP_CMD] = h.command_cycles
     p[HP_MISALIGN] = max(1, int(round(1.0 / h.misaligned_efficiency)))
@@ -332,8 +368,24 @@ def _run_delta(p: np.ndarray, per: int, c1: int, c2: int) -> int:
 
 
 @njit(cache=True)
-def _stream_run(p: np.ndarray, st: np.ndarray, c: int, ga: int, ga0: int, ga1: int, bmask: int, per: int,
-                c1: int, c2: int, c3: int, c4: int, ready: int, cmd_gap: int, ws: int, is_write: int) -> int:
+def _stream_run(
+    p: np.ndarray,
+    st: np.ndarray,
+    c: int,
+    ga: int,
+    ga0: int,
+    ga1: int,
+    bmask: int,
+    per: int,
+    c1: int,
+    c2: int,
+    c3: int,
+    c4: int,
+    ready: int,
+    cmd_gap: int,
+    ws: int,
+    is_write: int,
+) -> int:
     """Commit in closed form the row-hit granules ``ga ..`` of a streaming run (see channel_request_at) when the
     last ``per`` increments are the steady one and no other bound (arrival, burst command rate, read/write
     turnaround, refresh) can bind; returns the next granule, or -ga when the run does not apply (the caller then
@@ -398,8 +450,9 @@ def _stream_run(p: np.ndarray, st: np.ndarray, c: int, ga: int, ga0: int, ga1: i
 
 # ------------------------------------------------------------------------------------------ one request
 @njit(cache=True)
-def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr: int, nbytes: int,
-                       is_write: int) -> tuple[int, int]:
+def channel_request_at(
+    p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr: int, nbytes: int, is_write: int
+) -> tuple[int, int]:
     """Serve one request on channel ``c`` (a row of the state table ``st``) that reached the controller at AXI
     cycle ``arrival`` after every earlier one (rules in the module docstring).
 
@@ -470,13 +523,22 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
             if open_row != row:
                 t = ready if look else max(ready, st[c, CS_LAST_COL])
                 if open_row >= 0:
-                    pre = max(t, st[c, CS_B_ACT + bank] + p[HP_RAS], st[c, CS_B_RD + bank] + p[HP_RTP],
-                              st[c, CS_B_WR + bank] + p[HP_WR])
+                    pre = max(
+                        t,
+                        st[c, CS_B_ACT + bank] + p[HP_RAS],
+                        st[c, CS_B_RD + bank] + p[HP_RTP],
+                        st[c, CS_B_WR + bank] + p[HP_WR],
+                    )
                     a = pre + p[HP_RP]
                 else:
                     a = max(t, st[c, CS_CLOSED_AT])
-                a = max(a, st[c, CS_B_ACT + bank] + p[HP_RC], st[c, CS_LAST_ACT] + p[HP_RRDS],
-                        st[c, CS_BG_ACT + bg] + p[HP_RRDL], st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW])
+                a = max(
+                    a,
+                    st[c, CS_B_ACT + bank] + p[HP_RC],
+                    st[c, CS_LAST_ACT] + p[HP_RRDS],
+                    st[c, CS_BG_ACT + bg] + p[HP_RRDL],
+                    st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW],
+                )
                 act = a
                 col = max(col, a + p[HP_RCD])
             if col < ws:
@@ -540,15 +602,17 @@ def channel_request_at(p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr
 
 
 @njit(cache=True)
-def channel_request(p: np.ndarray, st: np.ndarray, arrival: int, addr: int, nbytes: int,
-                    is_write: int) -> tuple[int, int]:
+def channel_request(
+    p: np.ndarray, st: np.ndarray, arrival: int, addr: int, nbytes: int, is_write: int
+) -> tuple[int, int]:
     """:func:`channel_request_at` on a single channel state vector (made by :func:`new_channel_state`)."""
     return channel_request_at(p, st.reshape(1, CS_N), 0, arrival, addr, nbytes, is_write)
 
 
 @njit(cache=True, inline="always")
-def read_landing(p: np.ndarray, first: int, end: int, nbytes: int, port_bytes: int, prev_land: int,
-                 port_shift: int = -1) -> int:
+def read_landing(
+    p: np.ndarray, first: int, end: int, nbytes: int, port_bytes: int, prev_land: int, port_shift: int = -1
+) -> int:
     """Kernel cycle from which a read's data is usable: the port copies ``port_bytes`` per kernel cycle once the
     first beat has crossed and the previous request has landed, and cannot finish before the last beat crossed.
     (``port_shift`` = log2(port_bytes) when known, to avoid a division.)"""
@@ -586,8 +650,9 @@ def parse_pattern(text: str) -> tuple[str, int]:
     raise HwmodelError(f"pattern '{text}': expected one of {', '.join(PATTERNS)}")
 
 
-def pattern_addresses(pattern: str, n: int, req_bytes: int, pc_bytes: int, seed: int = 0,
-                      offset_bytes: int = 0) -> np.ndarray:
+def pattern_addresses(
+    pattern: str, n: int, req_bytes: int, pc_bytes: int, seed: int = 0, offset_bytes: int = 0
+) -> np.ndarray:
     """Byte addresses of ``n`` requests of ``req_bytes`` inside one pseudo-channel share of ``pc_bytes``:
     sequential, strided (start to start), or uniformly random request-aligned over a span (seeded)."""
     kind, arg = parse_pattern(pattern)
@@ -602,13 +667,28 @@ def pattern_addresses(pattern: str, n: int, req_bytes: int, pc_bytes: int, seed:
     return a % pc_bytes
 
 
-def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, *, outstanding: int = 16,
-                      port_width_bits: int = 512, stride_bytes: int | None = None, offset_bytes: int = 0,
-                      total_bytes: int = 8 << 20, write: bool = False, pattern: str | None = None,
-                      write_fraction: float | None = None, channels: tuple[int, ...] | None = None,
-                      port: int | None = None, seed: int = 0, refresh_phase_cycles: int = 0,
-                      outstanding_writes: int | None = None, axi_ids: int = 1,
-                      reorder: bool | None = None, masters: int = 1) -> dict[str, float]:
+def profile_bandwidth(
+    board: BoardSpec,
+    kernel_clock_hz: float,
+    req_bytes: int,
+    *,
+    outstanding: int = 16,
+    port_width_bits: int = 512,
+    stride_bytes: int | None = None,
+    offset_bytes: int = 0,
+    total_bytes: int = 8 << 20,
+    write: bool = False,
+    pattern: str | None = None,
+    write_fraction: float | None = None,
+    channels: tuple[int, ...] | None = None,
+    port: int | None = None,
+    seed: int = 0,
+    refresh_phase_cycles: int = 0,
+    outstanding_writes: int | None = None,
+    axi_ids: int = 1,
+    reorder: bool | None = None,
+    masters: int = 1,
+) -> dict[str, float]:
     """Effective bandwidth of one port: ``req_bytes`` requests in ``pattern`` (default sequential, or strided by
     ``stride_bytes``), a fraction ``write_fraction`` of them writes (all writes if ``write``), spread round-robin
     (sequential / strided) or at random (random) over the pseudo-channels ``channels`` (default: the port's own),
@@ -646,15 +726,19 @@ def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, 
         sd = seed + m
         rng = np.random.default_rng(sd + 1)
         if kind == "random":
-            ch = np.array(chans, dtype=np.int64)[rng.integers(0, len(chans), n)] if len(chans) > 1 else \
-                np.full(n, chans[0], dtype=np.int64)
+            ch = (
+                np.array(chans, dtype=np.int64)[rng.integers(0, len(chans), n)]
+                if len(chans) > 1
+                else np.full(n, chans[0], dtype=np.int64)
+            )
             addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, sd, offset_bytes)
         else:  # consecutive requests go to consecutive channels of the map, each channel's stream in order
             ch = np.array([chans[r % len(chans)] for r in range(n)], dtype=np.int64)
             addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, sd, offset_bytes)
             if len(chans) > 1:
-                addrs = pattern_addresses(pattern, -(-n // len(chans)), req_bytes, pc_bytes, sd,
-                                          offset_bytes)[np.arange(n) // len(chans)]
+                addrs = pattern_addresses(pattern, -(-n // len(chans)), req_bytes, pc_bytes, sd, offset_bytes)[
+                    np.arange(n) // len(chans)
+                ]
         wr = (rng.random(n) < wf).astype(np.int64) if 0.0 < wf < 1.0 else np.full(n, int(wf >= 1.0), np.int64)
         mport = (port + m) % h.axi_ports
         parts.append((addrs, ch, wr, [abs(c // seg - mport // seg) for c in range(n_pc)]))
@@ -669,30 +753,63 @@ def profile_bandwidth(board: BoardSpec, kernel_clock_hz: float, req_bytes: int, 
     if reorder is not None:
         h = dataclasses.replace(h, request_reordering=bool(reorder))
     window = controller_window(h)
-    last_k, last_axi, _lands = masters_profile(p, st, addrs, ch, np.repeat(np.arange(masters), n), masters,
-                                               req_bytes, writes, outstanding, outstanding_writes, axi_ids, window,
-                                               port_width_bits // 8, hops, h.lateral_hop_cycles)
+    last_k, last_axi, _lands = masters_profile(
+        p,
+        st,
+        addrs,
+        ch,
+        np.repeat(np.arange(masters), n),
+        masters,
+        req_bytes,
+        writes,
+        outstanding,
+        outstanding_writes,
+        axi_ids,
+        window,
+        port_width_bits // 8,
+        hops,
+        h.lateral_hop_cycles,
+    )
     nbytes = masters * n * req_bytes
     seconds = last_k / kernel_clock_hz
     peak = channel_peak_bytes_per_s(board)
     used = sorted(set(int(c) for c in ch))
     acts = int(st[used, CS_ACTS].sum())
-    return {"pattern": pattern, "req_bytes": req_bytes, "outstanding": outstanding,
-            "outstanding_writes": outstanding_writes, "axi_ids": axi_ids, "reorder_window": window,
-            "port_width_bits": port_width_bits, "kernel_clock_hz": kernel_clock_hz, "write_fraction": wf,
-            "channels": len(used), "lateral_hops_max": int(hops[:, used].max()), "bytes": nbytes,
-            "masters": masters, "seconds": seconds, "bw_bytes_per_s": nbytes / seconds,
-            "bw_per_master_bytes_per_s": nbytes / seconds / masters,
-            "channel_bw_bytes_per_s": nbytes / (last_axi / h.axi_clock_hz) / len(used),
-            "efficiency": nbytes / seconds / (peak * len(used)), "activations": acts,
-            "bytes_per_activation": nbytes / acts if acts else float("inf")}
+    return {
+        "pattern": pattern,
+        "req_bytes": req_bytes,
+        "outstanding": outstanding,
+        "outstanding_writes": outstanding_writes,
+        "axi_ids": axi_ids,
+        "reorder_window": window,
+        "port_width_bits": port_width_bits,
+        "kernel_clock_hz": kernel_clock_hz,
+        "write_fraction": wf,
+        "channels": len(used),
+        "lateral_hops_max": int(hops[:, used].max()),
+        "bytes": nbytes,
+        "masters": masters,
+        "seconds": seconds,
+        "bw_bytes_per_s": nbytes / seconds,
+        "bw_per_master_bytes_per_s": nbytes / seconds / masters,
+        "channel_bw_bytes_per_s": nbytes / (last_axi / h.axi_clock_hz) / len(used),
+        "efficiency": nbytes / seconds / (peak * len(used)),
+        "activations": acts,
+        "bytes_per_activation": nbytes / acts if acts else float("inf"),
+    }
 
 
 def sustained_channel_bw(board: BoardSpec) -> float:
     """Bytes/s one channel sustains on a long sequential 4 KB-request read stream with enough outstanding requests
     and a port that never limits (the condition of Shuhai's per-channel figure)."""
-    r = profile_bandwidth(board, board.hbm.axi_clock_hz, 4096, outstanding=64,
-                          port_width_bits=8 * board.hbm.granule_bytes * 16, total_bytes=64 << 20)
+    r = profile_bandwidth(
+        board,
+        board.hbm.axi_clock_hz,
+        4096,
+        outstanding=64,
+        port_width_bits=8 * board.hbm.granule_bytes * 16,
+        total_bytes=64 << 20,
+    )
     return float(r["channel_bw_bytes_per_s"])
 
 

@@ -4,6 +4,7 @@ order (plain Python, small runs only). Each channel is a :class:`fpga.streaming.
 as predicates) that is handed one request at a time by the controller's pick (:class:`_SchedChannel`); the port
 rules (read and write in-flight limits, per-ID ordering through the switch, lateral hops each way) and the switch's
 arbitration at each channel's input are tested as predicates each cycle."""
+
 from __future__ import annotations
 
 import collections
@@ -37,7 +38,7 @@ class _SchedChannel(_Channel):
 
     def _pick(self, m: int) -> None:
         best, best_k = None, None
-        for j, e in enumerate(self.pending[:self.window]):
+        for j, e in enumerate(self.pending[: self.window]):
             if e[1] + self.p[hbm.HP_FRONT] > m:
                 break  # not through the controller's front pipeline yet
             if any(self._where0(o[2]) == self._where0(e[2]) for o in self.pending[:j]):
@@ -68,18 +69,56 @@ class _SchedChannel(_Channel):
             super().step(m, on_first, on_end)
 
 
-def port_profile_stepped(p: np.ndarray, phases: list[int], addrs: list[int], chans: list[int], req_bytes: int,
-                         writes: list[int], out_rd: int, out_wr: int, n_ids: int, window: int, port_bytes: int,
-                         hops: list[int], lateral_cycles: int) -> tuple[list[int], list[int], list[np.ndarray]]:
+def port_profile_stepped(
+    p: np.ndarray,
+    phases: list[int],
+    addrs: list[int],
+    chans: list[int],
+    req_bytes: int,
+    writes: list[int],
+    out_rd: int,
+    out_wr: int,
+    n_ids: int,
+    window: int,
+    port_bytes: int,
+    hops: list[int],
+    lateral_cycles: int,
+) -> tuple[list[int], list[int], list[np.ndarray]]:
     """One port: :func:`masters_profile_stepped` with one master."""
-    return masters_profile_stepped(p, phases, addrs, chans, [0] * len(addrs), req_bytes, writes, out_rd, out_wr,
-                                   n_ids, window, port_bytes, [list(hops)], lateral_cycles)
+    return masters_profile_stepped(
+        p,
+        phases,
+        addrs,
+        chans,
+        [0] * len(addrs),
+        req_bytes,
+        writes,
+        out_rd,
+        out_wr,
+        n_ids,
+        window,
+        port_bytes,
+        [list(hops)],
+        lateral_cycles,
+    )
 
 
-def masters_profile_stepped(p: np.ndarray, phases: list[int], addrs: list[int], chans: list[int],
-                            masters: list[int], req_bytes: int, writes: list[int], out_rd: int, out_wr: int,
-                            n_ids: int, window: int, port_bytes: int, hops: list[list[int]], lateral_cycles: int
-                            ) -> tuple[list[int], list[int], list[np.ndarray]]:
+def masters_profile_stepped(
+    p: np.ndarray,
+    phases: list[int],
+    addrs: list[int],
+    chans: list[int],
+    masters: list[int],
+    req_bytes: int,
+    writes: list[int],
+    out_rd: int,
+    out_wr: int,
+    n_ids: int,
+    window: int,
+    port_bytes: int,
+    hops: list[list[int]],
+    lateral_cycles: int,
+) -> tuple[list[int], list[int], list[np.ndarray]]:
     """Several masters through the switch (the rules of :func:`fpga.hbm.scheduler.masters_profile`): each kernel cycle
     every master may put its next request into its own in-order switch FIFO; each AXI cycle, each channel's input
     takes the one FIFO head (its master's previous command entered before this cycle) that reached it earliest,
@@ -130,6 +169,7 @@ def masters_profile_stepped(p: np.ndarray, phases: list[int], addrs: list[int], 
                     m_entry[m] = ac
                     rr[c] = m
             for c, ch in enumerate(chs):
+
                 def on_first(r: int, mm: int) -> None:
                     first[r] = mm
 
@@ -137,6 +177,7 @@ def masters_profile_stepped(p: np.ndarray, phases: list[int], addrs: list[int], 
                     end[r] = mm
                     if writes[r]:
                         land[r] = a2k(mm + hops[masters[r]][c] * lateral_cycles)
+
                 ch.step(ac, on_first, on_end)
             ac += 1
             continue

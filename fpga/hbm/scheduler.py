@@ -25,17 +25,62 @@ What is modelled (docs/hbm.md, "Scheduling"):
 * **Return**: data of one ID returns in request order (the controller's reorder buffer); the kernel copies read
   data in program order, ``port_bytes`` per kernel cycle (:func:`fpga.hbm.channel.read_landing`).
 """
+
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from fpga.hbm.channel import (CS_B_ACT, CS_B_RD, CS_B_ROW, CS_B_WR, CS_BG_ACT, CS_BG_COL, CS_BG_WR_END, CS_BURST_COL,
-                      CS_CLOSED_AT, CS_FAW, CS_FAW_PTR, CS_LAST_ACT, CS_LAST_COL, CS_LAST_RD_COL, CS_LAST_WR_END,
-                      CS_REF_OFF, HP_BA_BITS, HP_CCDL, HP_CCDS, HP_CMD, HP_FAW, HP_FRONT, HP_G_SHIFT, HP_GRANULE,
-                      HP_LOOKAHEAD, HP_MISALIGN, HP_RAS, HP_RC, HP_RCD, HP_REF_PHASE, HP_REFI, HP_RFC, HP_RP,
-                      HP_RRDL, HP_RRDS, HP_RTP, HP_RTW, HP_WR, HP_WTRL, HP_WTRS, axi_to_kernel, channel_request_at,
-                      div_by, granule_bank, granule_row, kernel_to_axi, read_landing, refresh_offset)
+from fpga.hbm.channel import (
+    CS_B_ACT,
+    CS_B_RD,
+    CS_B_ROW,
+    CS_B_WR,
+    CS_BG_ACT,
+    CS_BG_COL,
+    CS_BG_WR_END,
+    CS_BURST_COL,
+    CS_CLOSED_AT,
+    CS_FAW,
+    CS_FAW_PTR,
+    CS_LAST_ACT,
+    CS_LAST_COL,
+    CS_LAST_RD_COL,
+    CS_LAST_WR_END,
+    CS_REF_OFF,
+    HP_BA_BITS,
+    HP_CCDL,
+    HP_CCDS,
+    HP_CMD,
+    HP_FAW,
+    HP_FRONT,
+    HP_G_SHIFT,
+    HP_GRANULE,
+    HP_LOOKAHEAD,
+    HP_MISALIGN,
+    HP_RAS,
+    HP_RC,
+    HP_RCD,
+    HP_REF_PHASE,
+    HP_REFI,
+    HP_RFC,
+    HP_RP,
+    HP_RRDL,
+    HP_RRDS,
+    HP_RTP,
+    HP_RTW,
+    HP_WR,
+    HP_WTRL,
+    HP_WTRS,
+    axi_to_kernel,
+    channel_request_at,
+    div_by,
+    granule_bank,
+    granule_row,
+    kernel_to_axi,
+    read_landing,
+    refresh_offset,
+)
 
 BIG = 1 << 62
 WAIT_CAP = 1 << 20  # AXI cycles: activation waits are ranked up to this
@@ -52,8 +97,9 @@ def refresh_closed_at(p: np.ndarray, off: int, a: int, b: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def pick_key(p: np.ndarray, st: np.ndarray, c: int, addr: int, is_write: int, ready: int, now: int,
-             closed_at: int) -> int:
+def pick_key(
+    p: np.ndarray, st: np.ndarray, c: int, addr: int, is_write: int, ready: int, now: int, closed_at: int
+) -> int:
     """PG276 priority of a pending request at AXI cycle ``now`` (smaller first): a row hit before a miss; then the
     earliest its first column command could issue - which promotes another bank group (tCCD_S, not tCCD_L), an
     access whose activation can issue at once over one that waits for a precharge or a bank timer (look-ahead
@@ -77,12 +123,24 @@ def pick_key(p: np.ndarray, st: np.ndarray, c: int, addr: int, is_write: int, re
         miss = 1
         t = ready if p[HP_LOOKAHEAD] else max(ready, st[c, CS_LAST_COL])
         if open_row >= 0:
-            a = max(t, st[c, CS_B_ACT + bank] + p[HP_RAS], st[c, CS_B_RD + bank] + p[HP_RTP],
-                    st[c, CS_B_WR + bank] + p[HP_WR]) + p[HP_RP]
+            a = (
+                max(
+                    t,
+                    st[c, CS_B_ACT + bank] + p[HP_RAS],
+                    st[c, CS_B_RD + bank] + p[HP_RTP],
+                    st[c, CS_B_WR + bank] + p[HP_WR],
+                )
+                + p[HP_RP]
+            )
         else:
             a = max(t, closed_at if closed_at >= 0 else st[c, CS_CLOSED_AT])
-        a = max(a, st[c, CS_B_ACT + bank] + p[HP_RC], st[c, CS_LAST_ACT] + p[HP_RRDS],
-                st[c, CS_BG_ACT + bg] + p[HP_RRDL], st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW])
+        a = max(
+            a,
+            st[c, CS_B_ACT + bank] + p[HP_RC],
+            st[c, CS_LAST_ACT] + p[HP_RRDS],
+            st[c, CS_BG_ACT + bg] + p[HP_RRDL],
+            st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW],
+        )
         col = max(col, a + p[HP_RCD])
     return miss * WAIT_CAP + min(max(col - now, 0), WAIT_CAP - 1)
 
@@ -94,9 +152,21 @@ def same_bank_row(p: np.ndarray, a: int, b: int) -> bool:
 
 
 @njit(cache=True)
-def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.ndarray, req_bytes: int,
-                 writes: np.ndarray, out_rd: int, out_wr: int, n_ids: int, window: int, port_bytes: int,
-                 hops: np.ndarray, lateral_cycles: int) -> tuple[int, int, np.ndarray]:
+def port_profile(
+    p: np.ndarray,
+    st: np.ndarray,
+    addrs: np.ndarray,
+    chans: np.ndarray,
+    req_bytes: int,
+    writes: np.ndarray,
+    out_rd: int,
+    out_wr: int,
+    n_ids: int,
+    window: int,
+    port_bytes: int,
+    hops: np.ndarray,
+    lateral_cycles: int,
+) -> tuple[int, int, np.ndarray]:
     """One port issuing requests ``addrs[r]`` (byte address inside pseudo-channel ``chans[r]``, a row of the state
     table ``st``) as the module docstring says, with an always-ready consumer: :func:`masters_profile` with one
     master.
@@ -104,15 +174,43 @@ def port_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.nda
     Returns (kernel cycle the last request landed, last AXI cycle any channel moved data, landing kernel cycle of
     every request)."""
     masters = np.zeros(len(addrs), dtype=np.int64)
-    return masters_profile(p, st, addrs, chans, masters, 1, req_bytes, writes, out_rd, out_wr, n_ids, window,
-                           port_bytes, hops.reshape(1, -1), lateral_cycles)
+    return masters_profile(
+        p,
+        st,
+        addrs,
+        chans,
+        masters,
+        1,
+        req_bytes,
+        writes,
+        out_rd,
+        out_wr,
+        n_ids,
+        window,
+        port_bytes,
+        hops.reshape(1, -1),
+        lateral_cycles,
+    )
 
 
 @njit(cache=True)
-def masters_profile(p: np.ndarray, st: np.ndarray, addrs: np.ndarray, chans: np.ndarray, masters: np.ndarray,
-                    n_masters: int, req_bytes: int, writes: np.ndarray, out_rd: int, out_wr: int, n_ids: int,
-                    window: int, port_bytes: int, hops: np.ndarray, lateral_cycles: int
-                    ) -> tuple[int, int, np.ndarray]:
+def masters_profile(
+    p: np.ndarray,
+    st: np.ndarray,
+    addrs: np.ndarray,
+    chans: np.ndarray,
+    masters: np.ndarray,
+    n_masters: int,
+    req_bytes: int,
+    writes: np.ndarray,
+    out_rd: int,
+    out_wr: int,
+    n_ids: int,
+    window: int,
+    port_bytes: int,
+    hops: np.ndarray,
+    lateral_cycles: int,
+) -> tuple[int, int, np.ndarray]:
     """Several masters (fabric ports) sharing the pseudo-channels through the switch: request ``r`` belongs to
     master ``masters[r]`` (each master issues its own requests in index order, with its own in-flight limits,
     AXI IDs - the ID of a master's ``k``-th request is ``k % n_ids`` - and read landing order); ``hops[m, c]``:

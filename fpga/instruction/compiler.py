@@ -39,6 +39,7 @@ The parts live in their own modules: :mod:`fpga.instruction.layout` (HBM layout)
 :mod:`fpga.instruction.scoreboard` (dependency pass), :mod:`fpga.instruction.program` (the program); this module
 lowers the decoder layers (:class:`Compiler`) and the datamover profile's load stream.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,20 +71,25 @@ class Compiler:
         self.C = design.datamover.channels
         if not prefetch_fits(design, self.llm, self.k):
             kmax = max_prefetch_ratio(design, self.llm)
-            raise PrefetchError(f"prefetch ratio {self.k} does not fit design '{design.name}': a group of {self.k} "
-                                f"tiles exceeds an on-chip buffer (largest ratio that fits: {kmax})")
+            raise PrefetchError(
+                f"prefetch ratio {self.k} does not fit design '{design.name}': a group of {self.k} "
+                f"tiles exceeds an on-chip buffer (largest ratio that fits: {kmax})"
+            )
         row_b = self.layout.kv_row_bytes
         chunk = design.buffers.kv_bytes // 4 // row_b // self.C * self.C  # K and V, double-buffered
         if chunk < self.C:
-            raise HwmodelError(f"design '{design.name}': buffers.kv_bytes {design.buffers.kv_bytes} holds fewer than "
-                               f"{4 * self.C} K/V rows of {row_b} B")
+            raise HwmodelError(
+                f"design '{design.name}': buffers.kv_bytes {design.buffers.kv_bytes} holds fewer than "
+                f"{4 * self.C} K/V rows of {row_b} B"
+            )
         self.kv_chunk_tokens = chunk
         self.kv_slot_bytes = chunk * row_b
         self._templates: dict[tuple[int, bool, int], tuple[list[Segment], list[list[tuple]]]] = {}
 
     # ------------------------------------------------------------------ building blocks
-    def _linear_steps(self, em: _Emitter, name: str, m: MatrixRegion, src: str, dst: str, tokens: int,
-                      layer: int, astride: int) -> list[_Step]:
+    def _linear_steps(
+        self, em: _Emitter, name: str, m: MatrixRegion, src: str, dst: str, tokens: int, layer: int, astride: int
+    ) -> list[_Step]:
         d, C = self.design, self.C
         tile = d.tiling.mv_tile_rows
         n_tiles = math.ceil(m.out_features / tile)
@@ -97,32 +103,78 @@ class Compiler:
             rows = r1 - r0
             ntile = g1 - g0
             nch = min(C, rows)
-            loads = [_Load(isa.BUF_WEIGHT, math.ceil(rows / C) * C * m.weight_row_bytes,
-                           _dm_row(isa.OP_LD, isa.BUF_WEIGHT, base + m.weight_addr + r0 // C * m.weight_row_bytes,
-                                   rows, m.weight_row_bytes, nch=nch, astride=astride, group=ntile))]
-            for buf, addr, rb in ((isa.BUF_SCALE, m.scale_addr, m.meta_row_bytes_scale),
-                                  (isa.BUF_ZERO, m.zero_addr, m.meta_row_bytes_zero)):
+            loads = [
+                _Load(
+                    isa.BUF_WEIGHT,
+                    math.ceil(rows / C) * C * m.weight_row_bytes,
+                    _dm_row(
+                        isa.OP_LD,
+                        isa.BUF_WEIGHT,
+                        base + m.weight_addr + r0 // C * m.weight_row_bytes,
+                        rows,
+                        m.weight_row_bytes,
+                        nch=nch,
+                        astride=astride,
+                        group=ntile,
+                    ),
+                )
+            ]
+            for buf, addr, rb in (
+                (isa.BUF_SCALE, m.scale_addr, m.meta_row_bytes_scale),
+                (isa.BUF_ZERO, m.zero_addr, m.meta_row_bytes_zero),
+            ):
                 if rb:
-                    loads.append(_Load(buf, math.ceil(rows / C) * C * rb,
-                                       _dm_row(isa.OP_LD, buf, base + addr + r0 // C * rb, rows, rb, nch=nch,
-                                               astride=astride, group=ntile)))
+                    loads.append(
+                        _Load(
+                            buf,
+                            math.ceil(rows / C) * C * rb,
+                            _dm_row(
+                                isa.OP_LD,
+                                buf,
+                                base + addr + r0 // C * rb,
+                                rows,
+                                rb,
+                                nch=nch,
+                                astride=astride,
+                                group=ntile,
+                            ),
+                        )
+                    )
             op = isa.OP_MV if tokens == 1 else isa.OP_MM
 
             def build(res: list[int], g0: int = g0, g1: int = g1) -> list[_Ins]:
                 out = []
                 for t in range(g0, g1):
                     trows = min((t + 1) * tile, m.out_features) - t * tile
-                    out.append(_Ins(_row(op, opid, rows=trows, row_bytes=m.in_features, stride=tokens),
-                                    reads=(*res, src_r), writes=(dst_r,), partial=True))
+                    out.append(
+                        _Ins(
+                            _row(op, opid, rows=trows, row_bytes=m.in_features, stride=tokens),
+                            reads=(*res, src_r),
+                            writes=(dst_r,),
+                            partial=True,
+                        )
+                    )
                 return out
 
             steps.append(_Step(loads, build))
         return steps
 
-    def _sfu(self, em: _Emitter, func: int, elements: int, passes: int, reads: Sequence[str],
-             writes: Sequence[str], note: tuple = ()) -> _Step:
-        ins = _Ins(_row(isa.OP_SFU, func, rows=elements, row_bytes=passes),
-                   reads=tuple(em.res(r) for r in reads), writes=tuple(em.res(w) for w in writes), note=note)
+    def _sfu(
+        self,
+        em: _Emitter,
+        func: int,
+        elements: int,
+        passes: int,
+        reads: Sequence[str],
+        writes: Sequence[str],
+        note: tuple = (),
+    ) -> _Step:
+        ins = _Ins(
+            _row(isa.OP_SFU, func, rows=elements, row_bytes=passes),
+            reads=tuple(em.res(r) for r in reads),
+            writes=tuple(em.res(w) for w in writes),
+            note=note,
+        )
         return _Step([], lambda _res: [ins])
 
     def _plain(self, ins: _Ins) -> _Step:
@@ -189,11 +241,25 @@ class Compiler:
                     loads = []
                     if chunks:
                         f = self._ctx_fields(("ld", which, g, i, layer), prior, new)
-                        row = _dm_row(isa.OP_LD, isa.BUF_KV, f["addr"], f["rows"], self.layout.kv_row_bytes,
-                                      nch=f["nch"], astride=astride, group=1)
-                        loads.append(_Load(isa.BUF_KV, self.kv_slot_bytes, row,
-                                           reads=() if decode else (em.res(kvmem),),
-                                           note=("ld", which, g, i, layer)))
+                        row = _dm_row(
+                            isa.OP_LD,
+                            isa.BUF_KV,
+                            f["addr"],
+                            f["rows"],
+                            self.layout.kv_row_bytes,
+                            nch=f["nch"],
+                            astride=astride,
+                            group=1,
+                        )
+                        loads.append(
+                            _Load(
+                                isa.BUF_KV,
+                                self.kv_slot_bytes,
+                                row,
+                                reads=() if decode else (em.res(kvmem),),
+                                note=("ld", which, g, i, layer),
+                            )
+                        )
                     extra = decode and i == n_chunks - 1
                     if which == "k":
                         note = ("qk", i)
@@ -205,15 +271,37 @@ class Compiler:
                         reads, dst, tag = ((sc, "v") if extra else (sc,)), "ao", isa.OPID["pv"]
                     fields.update(self._ctx_fields(note, prior, new))
 
-                    def build(res: list[int], fields: dict = fields, reads: tuple = reads, dst: str = dst,
-                              tag: int = tag, note: tuple = note) -> list[_Ins]:
-                        return [_Ins(_row(op, tag, **fields), reads=(*res, *(em.res(r) for r in reads)),
-                                     writes=(em.res(dst),), partial=True, note=note)]
+                    def build(
+                        res: list[int],
+                        fields: dict = fields,
+                        reads: tuple = reads,
+                        dst: str = dst,
+                        tag: int = tag,
+                        note: tuple = note,
+                    ) -> list[_Ins]:
+                        return [
+                            _Ins(
+                                _row(op, tag, **fields),
+                                reads=(*res, *(em.res(r) for r in reads)),
+                                writes=(em.res(dst),),
+                                partial=True,
+                                note=note,
+                            )
+                        ]
 
                     steps.append(_Step(loads, build))
                 if which == "k":
-                    steps.append(self._sfu(em, isa.SFU_SOFTMAX, self._ctx_fields(("softmax",), prior, new)["rows"],
-                                           3, (sc,), (sc,), note=("softmax",)))
+                    steps.append(
+                        self._sfu(
+                            em,
+                            isa.SFU_SOFTMAX,
+                            self._ctx_fields(("softmax",), prior, new)["rows"],
+                            3,
+                            (sc,),
+                            (sc,),
+                            note=("softmax",),
+                        )
+                    )
         return steps
 
     def _store_kv_steps(self, em: _Emitter, layer: int, astride: int, prior: int, new: int) -> list[_Step]:
@@ -226,19 +314,44 @@ class Compiler:
                 note = ("st", which, 0, layer)
                 f = self._ctx_fields(note, prior, new)
                 stride = addrs[1] - addrs[0] if llm.kv_heads > 1 else rb
-                row = _dm_row(isa.OP_ST, isa.BUF_KV, f["addr"], llm.kv_heads, rb, stride=stride, ch0=f["ch0"],
-                              nch=1, astride=astride)
-                steps.append(self._plain(_Ins(row, reads=(em.res(which),), note=note,
-                                              writes=tuple(em.res(f"kvmem{g}") for g in range(llm.kv_heads)))))
+                row = _dm_row(
+                    isa.OP_ST,
+                    isa.BUF_KV,
+                    f["addr"],
+                    llm.kv_heads,
+                    rb,
+                    stride=stride,
+                    ch0=f["ch0"],
+                    nch=1,
+                    astride=astride,
+                )
+                steps.append(
+                    self._plain(
+                        _Ins(
+                            row,
+                            reads=(em.res(which),),
+                            note=note,
+                            writes=tuple(em.res(f"kvmem{g}") for g in range(llm.kv_heads)),
+                        )
+                    )
+                )
             else:
                 for g in range(llm.kv_heads):
                     note = ("st", which, g, layer)
                     f = self._ctx_fields(note, prior, new)
-                    row = _dm_row(isa.OP_ST, isa.BUF_KV, f["addr"], f["rows"], rb, ch0=f["ch0"], nch=f["nch"],
-                                  astride=astride)
+                    row = _dm_row(
+                        isa.OP_ST, isa.BUF_KV, f["addr"], f["rows"], rb, ch0=f["ch0"], nch=f["nch"], astride=astride
+                    )
                     mem = em.res(f"kvmem{g}")
-                    steps.append(_Step([], lambda _res, row=row, which=which, mem=mem, note=note: [
-                        _Ins(row, reads=(em.res(which),), writes=(mem,), note=note)], fences=(mem,)))
+                    steps.append(
+                        _Step(
+                            [],
+                            lambda _res, row=row, which=which, mem=mem, note=note: [
+                                _Ins(row, reads=(em.res(which),), writes=(mem,), note=note)
+                            ],
+                            fences=(mem,),
+                        )
+                    )
         return steps
 
     def _layer_steps(self, em: _Emitter, layer: int, astride: int, prior: int, new: int) -> list[_Step]:
@@ -270,11 +383,20 @@ class Compiler:
     def _prologue_steps(self, em: _Emitter, new: int) -> list[_Step]:
         lay, C = self.layout, self.C
         # token ids are data: model the embedding rows as non-contiguous rows dealt over the channels
-        row = _dm_row(isa.OP_LD, isa.BUF_ACT, lay.embed_addr, new, lay.embed_row_bytes,
-                      stride=2 * lay.embed_row_bytes, nch=min(C, new))
+        row = _dm_row(
+            isa.OP_LD,
+            isa.BUF_ACT,
+            lay.embed_addr,
+            new,
+            lay.embed_row_bytes,
+            stride=2 * lay.embed_row_bytes,
+            nch=min(C, new),
+        )
         steps = [self._plain(_Ins(row, writes=(em.res("x"),)))]
-        for addr, rb in ((lay.embed.scale_addr, lay.embed.meta_row_bytes_scale),
-                         (lay.embed.zero_addr, lay.embed.meta_row_bytes_zero)):
+        for addr, rb in (
+            (lay.embed.scale_addr, lay.embed.meta_row_bytes_scale),
+            (lay.embed.zero_addr, lay.embed.meta_row_bytes_zero),
+        ):
             if rb:  # the rows' scales and zero points (dequantization of the gathered rows)
                 r = _dm_row(isa.OP_LD, isa.BUF_ACT, addr, new, rb, stride=2 * rb, nch=min(C, new))
                 steps.append(self._plain(_Ins(r, reads=(em.res("x"),), writes=(em.res("x"),))))
@@ -286,8 +408,14 @@ class Compiler:
             llm, lay, C = self.llm, self.layout, self.C
             steps.append(self._sfu(em, isa.SFU_RMSNORM, llm.hidden, 3, ("x",), ("xn",)))
             steps += self._linear_steps(em, "lm_head", lay.head, "xn", "logits", 1, -1, 0)
-            row = _dm_row(isa.OP_ST, isa.BUF_ACT, lay.logits_addr, llm.head_out_channels, _LOGIT_BYTES,
-                          nch=min(C, llm.head_out_channels))
+            row = _dm_row(
+                isa.OP_ST,
+                isa.BUF_ACT,
+                lay.logits_addr,
+                llm.head_out_channels,
+                _LOGIT_BYTES,
+                nch=min(C, llm.head_out_channels),
+            )
             steps.append(self._plain(_Ins(row, reads=(em.res("logits"),))))
         steps.append(self._plain(_Ins(_row(isa.OP_SYNC))))
         return steps
@@ -311,8 +439,13 @@ class Compiler:
         em.run_steps(self._epilogue_steps(em, logits))
         prog = _dependencies(em.out)
         cuts = [0, *marks, len(prog)]
-        parts = [(prog[cuts[i]:cuts[i + 1]], [(j - cuts[i], em.out[j].note) for j in range(cuts[i], cuts[i + 1])
-                                                if em.out[j].note]) for i in range(len(cuts) - 1)]
+        parts = [
+            (
+                prog[cuts[i] : cuts[i + 1]],
+                [(j - cuts[i], em.out[j].note) for j in range(cuts[i], cuts[i + 1]) if em.out[j].note],
+            )
+            for i in range(len(cuts) - 1)
+        ]
         segs: list[Segment] = [Segment(parts[0][0], 1)]
         seg_notes = [parts[0][1]]
         for body, note in parts[1:-1]:
@@ -337,8 +470,7 @@ class Compiler:
         segs, notes = self._templates[key]
         return [Segment(self._patch(s.instrs, n, prior, new), s.reps) for s, n in zip(segs, notes)]
 
-    _FIELD = {"addr": isa.F_ADDR, "rows": isa.F_ROWS, "row_bytes": isa.F_ROW_BYTES, "ch0": isa.F_CH0,
-              "nch": isa.F_NCH}
+    _FIELD = {"addr": isa.F_ADDR, "rows": isa.F_ROWS, "row_bytes": isa.F_ROW_BYTES, "ch0": isa.F_CH0, "nch": isa.F_NCH}
 
     def _patch(self, instrs: np.ndarray, notes: list[tuple[int, tuple]], prior: int, new: int) -> np.ndarray:
         if not notes:
@@ -376,8 +508,9 @@ class Compiler:
         if ctx < 0:
             raise HwmodelError(f"context length must be >= 0, got {ctx}")
         if ctx + new > self.llm.max_position:
-            raise HwmodelError(f"context {ctx} + {new} new tokens exceeds {self.llm.name}'s max_position "
-                               f"{self.llm.max_position}")
+            raise HwmodelError(
+                f"context {ctx} + {new} new tokens exceeds {self.llm.name}'s max_position {self.llm.max_position}"
+            )
 
 
 def metadata_fraction(design: InstructionDesign) -> float:
@@ -387,8 +520,9 @@ def metadata_fraction(design: InstructionDesign) -> float:
     return (q.scale_bits / 8 / q.group_size) / (design.weight_bits / 8)
 
 
-def load_stream_program(design: InstructionDesign, access_bytes: int, n_loads: int,
-                        with_metadata: bool = False) -> Program:
+def load_stream_program(
+    design: InstructionDesign, access_bytes: int, n_loads: int, with_metadata: bool = False
+) -> Program:
     """``n_loads`` independent LD instructions that each read ``access_bytes`` from every channel, sequential
     addresses, then SYNC: the datamover path alone, for the access-size profile (`hwmodel fpga profile-hbm`).
     ``with_metadata``: each weight LD is followed by the scale and zero-point LDs the lowering pairs with it

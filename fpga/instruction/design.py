@@ -10,6 +10,7 @@ with its reasoning, or "fitted" with the calibration that produced it.
 Built-in designs live in ``fpga/designs/instruction/*.toml`` (``fpga/designs/*.toml`` are the streaming
 accelerator's); :func:`load_design` takes a built-in name or a path.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +20,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
-from hwmodel.schema import (fraction, in_range, internal, load_toml_as, non_negative, one_of, plain, positive,
-                            read_toml, sourced)
+from hwmodel.schema import (
+    fraction,
+    in_range,
+    internal,
+    load_toml_as,
+    non_negative,
+    one_of,
+    plain,
+    positive,
+    read_toml,
+    sourced,
+)
 from hwmodel.specs import BoardSpec, LlmSpec, library
 
 DESIGN_DIR = Path(__file__).resolve().parents[1] / "designs" / "instruction"
@@ -28,8 +39,13 @@ KIND = "instruction-design"
 #: The calibration family whose parameter file supplies the fields a design omits (see :func:`load_design`).
 CALIBRATION_FAMILY = "fpga-instruction"
 #: Design fields that come from the calibration when a design TOML omits them (dotted paths).
-CALIBRATED_FIELDS = ("datamover.request_latency_cycles", "datamover.outstanding", "scheduler.issue_cycles",
-                     "mpe.mv_overhead_cycles", "mpe.mm_efficiency")
+CALIBRATED_FIELDS = (
+    "datamover.request_latency_cycles",
+    "datamover.outstanding",
+    "scheduler.issue_cycles",
+    "mpe.mv_overhead_cycles",
+    "mpe.mm_efficiency",
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -38,8 +54,11 @@ class QuantSpec:
 
     group_size: int = sourced(check=positive, doc="input channels sharing one scale / zero point")
     scale_bits: int = sourced(check=one_of(8, 16, 32), unit="bit")
-    zero_bits: int = sourced(check=one_of(0, 4, 8, 16, 32), unit="bit",
-                             doc="zero point (stored scaled: s*z, fp16); 0 for symmetric quantization (no zero point)")
+    zero_bits: int = sourced(
+        check=one_of(0, 4, 8, 16, 32),
+        unit="bit",
+        doc="zero point (stored scaled: s*z, fp16); 0 for symmetric quantization (no zero point)",
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -49,13 +68,19 @@ class MpeSpec:
     token_lanes: int = sourced(check=positive, doc="tokens processed in parallel in MM mode")
     row_lanes: int = sourced(check=positive, doc="output rows per cycle")
     col_lanes: int = sourced(check=positive, doc="input columns (dot-product length) per cycle")
-    pipeline_cycles: int = sourced(check=non_negative, unit="cycles",
-                                   doc="latency from the last MAC to the result in the output buffer")
-    mv_overhead_cycles: int = sourced(check=non_negative, unit="cycles", default=None,
-                                      doc="occupancy per MV/MM instruction beyond its MAC cycles (setup, "
-                                          "dequantization epilogue); omitted: the calibrated value")
-    mm_efficiency: float = sourced(check=fraction, default=None,
-                                   doc="fraction of the MAC peak reached in MM (prefill) mode; omitted: calibrated")
+    pipeline_cycles: int = sourced(
+        check=non_negative, unit="cycles", doc="latency from the last MAC to the result in the output buffer"
+    )
+    mv_overhead_cycles: int = sourced(
+        check=non_negative,
+        unit="cycles",
+        default=None,
+        doc="occupancy per MV/MM instruction beyond its MAC cycles (setup, "
+        "dequantization epilogue); omitted: the calibrated value",
+    )
+    mm_efficiency: float = sourced(
+        check=fraction, default=None, doc="fraction of the MAC peak reached in MM (prefill) mode; omitted: calibrated"
+    )
 
     @property
     def mv_lanes(self) -> int:
@@ -79,14 +104,21 @@ class DatamoverSpec:
     """The LD/ST engine: one AXI master per HBM pseudo-channel, in the kernel clock domain."""
 
     channels: int = sourced(check=positive, doc="HBM pseudo-channels (ports) the datamover uses")
-    port_width_bits: int = sourced(check=one_of(64, 128, 256, 512, 1024), unit="bit",
-                                   doc="kernel-side data width per port (bytes per kernel cycle x 8)")
+    port_width_bits: int = sourced(
+        check=one_of(64, 128, 256, 512, 1024),
+        unit="bit",
+        doc="kernel-side data width per port (bytes per kernel cycle x 8)",
+    )
     request_queue_depth: int = sourced(check=in_range(1, 1024), doc="requests waiting per channel")
-    outstanding: int = sourced(check=in_range(1, 1024), default=None,
-                               doc="requests in flight per channel; omitted: the calibrated value")
-    request_latency_cycles: int = sourced(check=non_negative, unit="cycles", default=None,
-                                          doc="datamover overhead per request before it reaches the HBM switch; "
-                                              "omitted: the calibrated value")
+    outstanding: int = sourced(
+        check=in_range(1, 1024), default=None, doc="requests in flight per channel; omitted: the calibrated value"
+    )
+    request_latency_cycles: int = sourced(
+        check=non_negative,
+        unit="cycles",
+        default=None,
+        doc="datamover overhead per request before it reaches the HBM switch; omitted: the calibrated value",
+    )
 
     @property
     def port_bytes_per_cycle(self) -> int:
@@ -97,8 +129,12 @@ class DatamoverSpec:
 class SchedulerSpec:
     """In-order instruction scheduler: fetch/decode/issue cost, per-unit instruction queues."""
 
-    issue_cycles: int = sourced(check=non_negative, unit="cycles", default=None,
-                                doc="scheduler occupancy per instruction (0: no issue limit); omitted: calibrated")
+    issue_cycles: int = sourced(
+        check=non_negative,
+        unit="cycles",
+        default=None,
+        doc="scheduler occupancy per instruction (0: no issue limit); omitted: calibrated",
+    )
     unit_queue_depth: int = sourced(check=in_range(1, 4096), doc="instructions waiting per unit (DM, MPE, SFU)")
 
 
@@ -110,10 +146,12 @@ class BufferSpec:
     scale_bytes: int = sourced(check=positive, unit="B")
     zero_bytes: int = sourced(check=positive, unit="B")
     kv_bytes: int = sourced(check=positive, unit="B", doc="K/V tiles of one head during attention")
-    overlap_loads: bool = plain(default=True,
-                                doc="true: loads of later tiles run ahead of the current compute into free ring "
-                                    "space (double buffering, software prefetch); false: one buffer, a load waits "
-                                    "for the compute that reads what it overwrites (no load/compute overlap)")
+    overlap_loads: bool = plain(
+        default=True,
+        doc="true: loads of later tiles run ahead of the current compute into free ring "
+        "space (double buffering, software prefetch); false: one buffer, a load waits "
+        "for the compute that reads what it overwrites (no load/compute overlap)",
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -133,8 +171,10 @@ class InstructionDesign:
     name: str = plain(doc="the name used on the command line")
     display_name: str = plain()
     notes: str = plain(default="")
-    role: str = plain(check=one_of("calibrated", "predicted"),
-                      doc="'calibrated': its fitted values come from board measurements; 'predicted': no measurement")
+    role: str = plain(
+        check=one_of("calibrated", "predicted"),
+        doc="'calibrated': its fitted values come from board measurements; 'predicted': no measurement",
+    )
     board: str = plain(doc="FPGA board spec name")
     llm: str = plain(doc="LLM spec name")
     clock_hz: float = sourced(check=positive, unit="Hz", doc="kernel clock")
@@ -154,8 +194,11 @@ class InstructionDesign:
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:
         if self.tiling.mv_tile_rows % self.datamover.channels:
-            yield "tiling.mv_tile_rows", f"a multiple of datamover.channels ({self.datamover.channels})", \
-                self.tiling.mv_tile_rows
+            yield (
+                "tiling.mv_tile_rows",
+                f"a multiple of datamover.channels ({self.datamover.channels})",
+                self.tiling.mv_tile_rows,
+            )
         if self.tiling.mv_tile_rows % self.mpe.row_lanes:
             yield "tiling.mv_tile_rows", f"a multiple of mpe.row_lanes ({self.mpe.row_lanes})", self.tiling.mv_tile_rows
 
@@ -218,8 +261,9 @@ def calibrated_values() -> dict[str, float]:
     return load_values(params_path(CALIBRATION_FAMILY))
 
 
-def _fill_calibrated(design: InstructionDesign, fields: list[str],
-                     values: Mapping[str, float] | None = None) -> InstructionDesign:
+def _fill_calibrated(
+    design: InstructionDesign, fields: list[str], values: Mapping[str, float] | None = None
+) -> InstructionDesign:
     from hwmodel.params import params_path
 
     values = calibrated_values() if values is None else values
@@ -259,8 +303,9 @@ def load_design(name_or_path: str | Path, calibrated: Mapping[str, float] | None
         design = _fill_calibrated(design, missing, calibrated)
     lib = library()
     if design.board not in lib.names("fpga-board"):
-        raise SpecError(path, "board", "an FPGA board spec name (" + ", ".join(lib.names("fpga-board")) + ")",
-                        design.board)
+        raise SpecError(
+            path, "board", "an FPGA board spec name (" + ", ".join(lib.names("fpga-board")) + ")", design.board
+        )
     if design.llm not in lib.names("llm"):
         raise SpecError(path, "llm", "an LLM spec name (" + ", ".join(lib.names("llm")) + ")", design.llm)
     from hwmodel.domains import kernel_clock_problem

@@ -6,6 +6,7 @@ a compute step needs, and the on-chip buffers as rings of allocations.
 a design with ``[buffers] overlap_loads = false`` has one buffer and no load runs ahead. :func:`_row` and
 :func:`_dm_row` build instruction rows in the fields of :mod:`fpga.instruction.isa`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -81,8 +82,12 @@ class _Emitter:
         self._res: dict[str, int] = {}
         self._next_res = 0
         b = design.buffers
-        self.rings = {isa.BUF_WEIGHT: _Ring("weight", b.weight_bytes), isa.BUF_SCALE: _Ring("scale", b.scale_bytes),
-                      isa.BUF_ZERO: _Ring("zero", b.zero_bytes), isa.BUF_KV: _Ring("kv", b.kv_bytes)}
+        self.rings = {
+            isa.BUF_WEIGHT: _Ring("weight", b.weight_bytes),
+            isa.BUF_SCALE: _Ring("scale", b.scale_bytes),
+            isa.BUF_ZERO: _Ring("zero", b.zero_bytes),
+            isa.BUF_KV: _Ring("kv", b.kv_bytes),
+        }
 
     def res(self, name: str) -> int:
         if name not in self._res:
@@ -143,7 +148,28 @@ def _row(op: int, tag: int = 0, **fields: int) -> list[int]:
     return r
 
 
-def _dm_row(op: int, buf: int, addr: int, rows: int, row_bytes: int, *, stride: int | None = None, ch0: int = 0,
-            nch: int, astride: int = 0, group: int = 0) -> list[int]:
-    return _row(op, buf, addr=addr, astride=astride, rows=rows, row_bytes=row_bytes,
-                stride=row_bytes if stride is None else stride, ch0=ch0, nch=nch, group=group)
+def _dm_row(
+    op: int,
+    buf: int,
+    addr: int,
+    rows: int,
+    row_bytes: int,
+    *,
+    stride: int | None = None,
+    ch0: int = 0,
+    nch: int,
+    astride: int = 0,
+    group: int = 0,
+) -> list[int]:
+    return _row(
+        op,
+        buf,
+        addr=addr,
+        astride=astride,
+        rows=rows,
+        row_bytes=row_bytes,
+        stride=row_bytes if stride is None else stride,
+        ch0=ch0,
+        nch=nch,
+        group=group,
+    )

@@ -12,6 +12,7 @@ The modules behind it: :mod:`fpga.instruction.isa` (instruction encoding), :mod:
 :mod:`fpga.instruction.simulator` (Numba engine),
 :mod:`fpga.instruction.reference` (cycle-stepped reference).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -68,10 +69,17 @@ class RunResult:
         return self.counters["sfu_busy_cycles"] / self.cycles
 
     def as_dict(self) -> dict[str, Any]:
-        return {"seconds": self.seconds, "cycles": self.cycles, "clock_hz": self.clock_hz,
-                "hbm_bytes": self.hbm_bytes, "achieved_bw_bytes_per_s": self.achieved_bw_bytes_per_s,
-                "hbm_utilization": self.hbm_utilization, "mpe_busy_fraction": self.mpe_busy_fraction,
-                "sfu_busy_fraction": self.sfu_busy_fraction, "counters": dict(self.counters)}
+        return {
+            "seconds": self.seconds,
+            "cycles": self.cycles,
+            "clock_hz": self.clock_hz,
+            "hbm_bytes": self.hbm_bytes,
+            "achieved_bw_bytes_per_s": self.achieved_bw_bytes_per_s,
+            "hbm_utilization": self.hbm_utilization,
+            "mpe_busy_fraction": self.mpe_busy_fraction,
+            "sfu_busy_fraction": self.sfu_busy_fraction,
+            "counters": dict(self.counters),
+        }
 
 
 def _resolve(design: InstructionDesign | str | Path) -> InstructionDesign:
@@ -85,11 +93,20 @@ class InstructionEngine:
     own clock, so time does not scale with it).
     """
 
-    CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.MEMORY_FACTS, Capability.CONTEXT_BOUND})
+    CAPABILITIES = frozenset(
+        {
+            Capability.DECODER,
+            Capability.PREFILLER,
+            Capability.INGESTER,
+            Capability.POWERED,
+            Capability.MEMORY_FACTS,
+            Capability.CONTEXT_BOUND,
+        }
+    )
 
-    def __init__(self, design: InstructionDesign | str | Path, prefetch_ratio: int | None = None,
-                 clock_hz: float | None = None) -> None:
+    def __init__(
+        self, design: InstructionDesign | str | Path, prefetch_ratio: int | None = None, clock_hz: float | None = None
+    ) -> None:
         d = _resolve(design)
         if clock_hz is not None:
             from hwmodel.domains import check_kernel_clock
@@ -134,8 +151,12 @@ class InstructionEngine:
     # ---- runs
     def run(self, program: Program) -> RunResult:
         counters = instruction_sim.simulate_program(self.design, program)
-        return RunResult(cycles=counters["cycles"], clock_hz=self.design.clock_hz, counters=counters,
-                         peak_bw_bytes_per_s=self.board.hbm.peak_bw_bytes_per_s)
+        return RunResult(
+            cycles=counters["cycles"],
+            clock_hz=self.design.clock_hz,
+            counters=counters,
+            peak_bw_bytes_per_s=self.board.hbm.peak_bw_bytes_per_s,
+        )
 
     def _decode_uncached(self, ctx: int) -> RunResult:
         return self.run(self.compiler.decode_program(ctx))
@@ -203,12 +224,19 @@ def _compiler_for_structure(structure: InstructionDesign, k: int) -> Compiler:
 def structure_of(design: InstructionDesign) -> InstructionDesign:
     """The design with every field the compiler does not read set to a canonical value (cache key)."""
     return dataclasses.replace(
-        design, name="", display_name="", notes="", clock_hz=1.0, prefetch_ratio=1, mpe=dataclasses.replace(
-            design.mpe, pipeline_cycles=0, mv_overhead_cycles=0, mm_efficiency=1.0),
+        design,
+        name="",
+        display_name="",
+        notes="",
+        clock_hz=1.0,
+        prefetch_ratio=1,
+        mpe=dataclasses.replace(design.mpe, pipeline_cycles=0, mv_overhead_cycles=0, mm_efficiency=1.0),
         sfu=dataclasses.replace(design.sfu, pipeline_cycles=0, lanes=1),
-        datamover=dataclasses.replace(design.datamover, port_width_bits=256, request_queue_depth=1, outstanding=1,
-                                      request_latency_cycles=0),
-        scheduler=dataclasses.replace(design.scheduler, issue_cycles=1, unit_queue_depth=1))
+        datamover=dataclasses.replace(
+            design.datamover, port_width_bits=256, request_queue_depth=1, outstanding=1, request_latency_cycles=0
+        ),
+        scheduler=dataclasses.replace(design.scheduler, issue_cycles=1, unit_queue_depth=1),
+    )
 
 
 __all__ += ["max_prefetch_ratio", "build_layout", "structure_of"]

@@ -29,6 +29,7 @@ rows ``j, j + NCH, ...`` of the instruction, i.e. ``ceil((ROWS - j) / NCH)`` row
 ``ADDR + ((CH0 + j) div C) * STRIDE``; they are contiguous when ``STRIDE == ROW_BYTES`` (one burst train) and
 separate rows otherwise.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,22 @@ import numpy as np
 F_OP, F_UNIT, F_TAG, F_ADDR, F_ASTRIDE, F_ROWS, F_ROW_BYTES, F_STRIDE, F_CH0, F_NCH = range(10)
 F_WAIT_DM, F_WAIT_MPE, F_WAIT_SFU, F_GROUP = range(10, 14)
 N_FIELDS = 14
-FIELD_NAMES = ("op", "unit", "tag", "addr", "astride", "rows", "row_bytes", "stride", "ch0", "nch",
-               "wait_dm", "wait_mpe", "wait_sfu", "group")
+FIELD_NAMES = (
+    "op",
+    "unit",
+    "tag",
+    "addr",
+    "astride",
+    "rows",
+    "row_bytes",
+    "stride",
+    "ch0",
+    "nch",
+    "wait_dm",
+    "wait_mpe",
+    "wait_sfu",
+    "group",
+)
 F_COLS = F_ROW_BYTES  # MV/MM: input columns
 F_TOKENS = F_STRIDE  # MV/MM: tokens
 F_PASSES = F_ROW_BYTES  # SFU: passes over the elements
@@ -63,8 +78,7 @@ SFU_RMSNORM, SFU_ROPE, SFU_SOFTMAX, SFU_SILU_MUL, SFU_ADD, SFU_QUANT = range(6)
 SFU_NAMES = ("rmsnorm", "rope", "softmax", "silu_mul", "add", "quant")
 
 # ---- what an MV/MM computes (TAG of MV/MM)
-MATMUL_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head",
-                "qk", "pv")
+MATMUL_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head", "qk", "pv")
 OPID = {name: i for i, name in enumerate(MATMUL_NAMES)}
 
 
@@ -96,14 +110,22 @@ def describe(instr: np.ndarray) -> str:
     deps = f"  wait[{waits}]" if waits else ""
     if op in (OP_LD, OP_ST):
         per_ch = request_bytes(instr)
-        size = f"{int(per_ch.max())} B/ch" if per_ch.min() == per_ch.max() else f"{int(per_ch.min())}-{int(per_ch.max())} B/ch"
-        body = (f"{BUF_NAMES[int(instr[F_TAG])]:6s} rows={int(instr[F_ROWS])} x {int(instr[F_ROW_BYTES])} B "
-                f"ch={int(instr[F_CH0])}+{int(instr[F_NCH])} addr=0x{int(instr[F_ADDR]):x} ({size})")
+        size = (
+            f"{int(per_ch.max())} B/ch"
+            if per_ch.min() == per_ch.max()
+            else f"{int(per_ch.min())}-{int(per_ch.max())} B/ch"
+        )
+        body = (
+            f"{BUF_NAMES[int(instr[F_TAG])]:6s} rows={int(instr[F_ROWS])} x {int(instr[F_ROW_BYTES])} B "
+            f"ch={int(instr[F_CH0])}+{int(instr[F_NCH])} addr=0x{int(instr[F_ADDR]):x} ({size})"
+        )
         if op == OP_LD and instr[F_GROUP] > 1:
             body += f" coalesced x{int(instr[F_GROUP])}"
     elif op in (OP_MV, OP_MM):
-        body = (f"{MATMUL_NAMES[int(instr[F_TAG])]:9s} rows={int(instr[F_ROWS])} cols={int(instr[F_COLS])} "
-                f"tokens={int(instr[F_TOKENS])}")
+        body = (
+            f"{MATMUL_NAMES[int(instr[F_TAG])]:9s} rows={int(instr[F_ROWS])} cols={int(instr[F_COLS])} "
+            f"tokens={int(instr[F_TOKENS])}"
+        )
     elif op == OP_SFU:
         body = f"{SFU_NAMES[int(instr[F_TAG])]:9s} elements={int(instr[F_ROWS])} passes={int(instr[F_PASSES])}"
     else:

@@ -7,6 +7,7 @@ per-channel block of ``layer_stride_bytes`` (weights, metadata, its K/V cache), 
 shifted by a constant. Shapes and bytes come from the operator graph (:mod:`hwmodel.graph`) under the design's
 convention (:func:`quant_of`). See :mod:`fpga.instruction.compiler` for the whole lowering.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -73,21 +74,30 @@ def _matrix_bytes(design: InstructionDesign, op: Op) -> tuple[int, int, int]:
     """(weight, scale (+ bias), zero-point) bytes of one output row of graph operator ``op``."""
     q = quant_of(design)
     bias = q.vector_bytes if op.bias else 0
-    return q.weight_row_bytes(op.in_features), q.scale_row_bytes(op.in_features) + bias, \
-        q.zero_row_bytes(op.in_features)
+    return (
+        q.weight_row_bytes(op.in_features),
+        q.scale_row_bytes(op.in_features) + bias,
+        q.zero_row_bytes(op.in_features),
+    )
 
 
 def layer_graph(design: InstructionDesign, llm: LlmSpec) -> Graph:
     """The decode graph the lowering reads its matrices from; refuses what it cannot lower."""
     if llm.experts:
-        raise HwmodelError(f"design '{design.name}': {llm.name} is a mixture of experts; the instruction lowering "
-                           f"has no expert dispatch (use a streaming design)")
+        raise HwmodelError(
+            f"design '{design.name}': {llm.name} is a mixture of experts; the instruction lowering "
+            f"has no expert dispatch (use a streaming design)"
+        )
     if llm.lowering_gaps:  # issue 26 families: refuse rather than drop their extra parameters
-        raise HwmodelError(f"design '{design.name}': {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
-                           f"here yet (bounds and the operator graph handle them)")
+        raise HwmodelError(
+            f"design '{design.name}': {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
+            f"here yet (bounds and the operator graph handle them)"
+        )
     if llm.sliding_window:
-        raise HwmodelError(f"design '{design.name}': {llm.name} uses sliding-window attention; the instruction "
-                           f"lowering walks the whole cache (use a streaming design)")
+        raise HwmodelError(
+            f"design '{design.name}': {llm.name} uses sliding-window attention; the instruction "
+            f"lowering walks the whole cache (use a streaming design)"
+        )
     return build_graph(llm, quant_of(design), "decode", 1, 0)
 
 
@@ -105,8 +115,10 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
     board = design.board_spec
     C = design.datamover.channels
     if C > board.hbm.axi_ports:
-        raise HwmodelError(f"design '{design.name}': datamover.channels {C} exceeds the {board.hbm.axi_ports} "
-                           f"HBM ports of {board.name}")
+        raise HwmodelError(
+            f"design '{design.name}': datamover.channels {C} exceeds the {board.hbm.axi_ports} "
+            f"HBM ports of {board.name}"
+        )
     cursor = 0
     quantized = design.weight_bits < 16
 
@@ -124,8 +136,7 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
         cursor = _align(cursor + rows_ch * srow, _ALIGN_BYTES) if (quantized or op.bias) else cursor
         z = cursor
         cursor = _align(cursor + rows_ch * zrow, _ALIGN_BYTES) if quantized else cursor
-        return MatrixRegion(in_f, out_f, w, s, z, wrow, srow if (quantized or op.bias) else 0,
-                            zrow if quantized else 0)
+        return MatrixRegion(in_f, out_f, w, s, z, wrow, srow if (quantized or op.bias) else 0, zrow if quantized else 0)
 
     # globals: embedding table (with its per-row scales and zero points), output head, logits buffer
     embed_row = q.weight_row_bytes(llm.hidden)
@@ -158,14 +169,29 @@ def build_layout(design: InstructionDesign, llm: LlmSpec | None = None) -> Layou
     used = layer_base + llm.layers * stride
     cap = board.hbm.capacity_bytes // C  # each channel's share of the HBM (ports sharing a PC split it)
     if used > cap:
-        raise HwmodelError(f"design '{design.name}': {llm.name} at W{design.weight_bits}/KV{design.kv_bits} with a "
-                           f"{llm.max_position}-token KV cache needs {used / 2**20:.0f} MiB per channel; "
-                           f"{board.name} gives each of its {C} channels {cap / 2**20:.0f} MiB")
+        raise HwmodelError(
+            f"design '{design.name}': {llm.name} at W{design.weight_bits}/KV{design.kv_bits} with a "
+            f"{llm.max_position}-token KV cache needs {used / 2**20:.0f} MiB per channel; "
+            f"{board.name} gives each of its {C} channels {cap / 2**20:.0f} MiB"
+        )
 
     res = resident_param_bytes(llm, q)
     weights = res.weights + res.metadata + res.bias  # norm gains live on chip
-    return Layout(channels=C, layer_base=layer_base, layer_stride_bytes=stride, linears=linears,
-                  k_addr=tuple(k_addr), v_addr=tuple(v_addr), kv_row_bytes=kv_row, kv_rows_per_channel=kv_rows_ch,
-                  embed_addr=embed_addr, embed_row_bytes=embed_row, embed=embed, head=head, logits_addr=logits_addr,
-                  channel_bytes_used=used, weights_bytes=weights,
-                  kv_bytes_per_token=kv_cache_bytes(llm, design.kv_bits, 1))
+    return Layout(
+        channels=C,
+        layer_base=layer_base,
+        layer_stride_bytes=stride,
+        linears=linears,
+        k_addr=tuple(k_addr),
+        v_addr=tuple(v_addr),
+        kv_row_bytes=kv_row,
+        kv_rows_per_channel=kv_rows_ch,
+        embed_addr=embed_addr,
+        embed_row_bytes=embed_row,
+        embed=embed,
+        head=head,
+        logits_addr=logits_addr,
+        channel_bytes_used=used,
+        weights_bytes=weights,
+        kv_bytes_per_token=kv_cache_bytes(llm, design.kv_bits, 1),
+    )

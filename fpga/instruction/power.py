@@ -18,15 +18,14 @@ Resources of the units (coefficients of :mod:`fpga.streaming.resources`, first-o
 * scheduler: an instruction fetch buffer and the scoreboard (a port-sized adapter of logic, estimate);
 * buffers (weight, scale, zero, K/V) and the activations of one prefill token block in URAM.
 """
+
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from fpga.streaming import power
-
-from fpga.streaming import resources
 from fpga.instruction.design import InstructionDesign
+from fpga.streaming import power, resources
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
 
@@ -45,19 +44,39 @@ def unit_resources(design: InstructionDesign) -> dict[str, dict[str, int]]:
     buf_bytes = design.buffers.weight_bytes + design.buffers.scale_bytes + design.buffers.zero_bytes
     block = design.tiling.prefill_token_block
     act_bytes = block * (llm.intermediate * 2 + llm.hidden * 4 + llm.q_dim)  # int8 FFN/attn inputs, fp16 residual
-    mpe = {"lut": lut_lane * lanes, "ff": 2 * lut_lane * lanes, "dsp": math.ceil(lanes / board.dsp_packing.macs(bits)),
-           "bram18k": 0, "uram": math.ceil((buf_bytes + act_bytes) / resources.URAM_BYTES)}
+    mpe = {
+        "lut": lut_lane * lanes,
+        "ff": 2 * lut_lane * lanes,
+        "dsp": math.ceil(lanes / board.dsp_packing.macs(bits)),
+        "bram18k": 0,
+        "uram": math.ceil((buf_bytes + act_bytes) / resources.URAM_BYTES),
+    }
     v = design.sfu.lanes
-    sfu = {"lut": resources.VECTOR_LUT_PER_LANE * v, "ff": 2 * resources.VECTOR_LUT_PER_LANE * v,
-           "dsp": resources.VECTOR_DSP_PER_LANE * v, "bram18k": 0,
-           "uram": math.ceil(design.buffers.kv_bytes / resources.URAM_BYTES)}
+    sfu = {
+        "lut": resources.VECTOR_LUT_PER_LANE * v,
+        "ff": 2 * resources.VECTOR_LUT_PER_LANE * v,
+        "dsp": resources.VECTOR_DSP_PER_LANE * v,
+        "bram18k": 0,
+        "uram": math.ceil(design.buffers.kv_bytes / resources.URAM_BYTES),
+    }
     dm = design.datamover
     fifo_words = math.ceil(dm.request_queue_depth * 64 / resources.BRAM18_WIDTH_BITS)
-    datamover = {"lut": resources.PORT_LUT * dm.channels, "ff": resources.PORT_FF * dm.channels, "dsp": 0,
-                 "bram18k": dm.channels * max(1, math.ceil(fifo_words / resources.BRAM18_DEPTH))
-                 * math.ceil(dm.port_width_bits / resources.BRAM18_WIDTH_BITS), "uram": 0}
-    scheduler = {"lut": resources.PORT_LUT + resources.BASE_LUT, "ff": resources.PORT_FF + resources.BASE_FF,
-                 "dsp": 0, "bram18k": 4 * design.scheduler.unit_queue_depth, "uram": 0}
+    datamover = {
+        "lut": resources.PORT_LUT * dm.channels,
+        "ff": resources.PORT_FF * dm.channels,
+        "dsp": 0,
+        "bram18k": dm.channels
+        * max(1, math.ceil(fifo_words / resources.BRAM18_DEPTH))
+        * math.ceil(dm.port_width_bits / resources.BRAM18_WIDTH_BITS),
+        "uram": 0,
+    }
+    scheduler = {
+        "lut": resources.PORT_LUT + resources.BASE_LUT,
+        "ff": resources.PORT_FF + resources.BASE_FF,
+        "dsp": 0,
+        "bram18k": 4 * design.scheduler.unit_queue_depth,
+        "uram": 0,
+    }
     return {"mpe": mpe, "sfu": sfu, "datamover": datamover, "scheduler": scheduler}
 
 
@@ -78,8 +97,10 @@ def check_fits(design: InstructionDesign) -> dict[str, int]:
 
 def _unit_full_w(design: InstructionDesign) -> dict[str, float]:
     mhz = design.clock_hz / 1e6
-    return {u: mhz * sum(power.COEFF_UW_PER_MHZ[k] * v for k, v in res.items()) * 1e-6
-            for u, res in unit_resources(design).items()}
+    return {
+        u: mhz * sum(power.COEFF_UW_PER_MHZ[k] * v for k, v in res.items()) * 1e-6
+        for u, res in unit_resources(design).items()
+    }
 
 
 def activity(design: InstructionDesign, run: Any) -> dict[str, float]:
@@ -87,8 +108,12 @@ def activity(design: InstructionDesign, run: Any) -> dict[str, float]:
     c = run.counters
     port_bw = design.datamover.channels * design.datamover.port_width_bits / 8 * design.clock_hz
     issue = c["instructions"] * max(design.scheduler.issue_cycles, 1)
-    return {"mpe": c["mpe_busy_cycles"] / run.cycles, "sfu": c["sfu_busy_cycles"] / run.cycles,
-            "datamover": min(1.0, run.achieved_bw_bytes_per_s / port_bw), "scheduler": min(1.0, issue / run.cycles)}
+    return {
+        "mpe": c["mpe_busy_cycles"] / run.cycles,
+        "sfu": c["sfu_busy_cycles"] / run.cycles,
+        "datamover": min(1.0, run.achieved_bw_bytes_per_s / port_bw),
+        "scheduler": min(1.0, issue / run.cycles),
+    }
 
 
 def run_power_breakdown_w(design: InstructionDesign, run: Any) -> dict[str, float]:
@@ -112,6 +137,7 @@ def phase_power_w(engine: Any, phase: Phase) -> float:
     if phase == Phase.DECODE:
         return run_power_w(engine, engine.decode(ctx))
     if phase in (Phase.PREFILL, Phase.INGEST):
-        return run_power_w(engine, engine.prefill(engine.design.tiling.prefill_token_block, ctx,
-                                                  phase == Phase.PREFILL))
+        return run_power_w(
+            engine, engine.prefill(engine.design.tiling.prefill_token_block, ctx, phase == Phase.PREFILL)
+        )
     return power.static_w(engine.design.board)

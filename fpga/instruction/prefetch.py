@@ -4,6 +4,7 @@ matrix (one coalesced LD each) fit the design's on-chip buffers, and the largest
 A group must fit its buffer for the ratio to compile at all; two groups must fit for a load to overlap the compute
 before it (``double_buffered``). See :mod:`fpga.instruction.compiler` for how the ratio shapes the loads.
 """
+
 from __future__ import annotations
 
 import math

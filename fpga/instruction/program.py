@@ -1,5 +1,6 @@
 """The instruction program both instruction engines execute: segments of instruction rows, each repeated with
 shifted LD/ST addresses, and the traffic and MACs a program carries (every repetition counted)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,8 +54,13 @@ def program_traffic(prog: Program) -> dict[str, int]:
     ``gather`` (activation-buffer loads: the embedding rows and their metadata), ``kv_read`` / ``kv_write``
     (KV buffer), ``macs`` (MV/MM: rows x row length x tokens)."""
     out = {"weights": 0, "metadata": 0, "gather": 0, "kv_read": 0, "kv_write": 0, "macs": 0}
-    buf_class = {isa.BUF_WEIGHT: "weights", isa.BUF_SCALE: "metadata", isa.BUF_ZERO: "metadata",
-                 isa.BUF_ACT: "gather", isa.BUF_KV: "kv_read"}
+    buf_class = {
+        isa.BUF_WEIGHT: "weights",
+        isa.BUF_SCALE: "metadata",
+        isa.BUF_ZERO: "metadata",
+        isa.BUF_ACT: "gather",
+        isa.BUF_KV: "kv_read",
+    }
     for s in prog.segments:
         ins = s.instrs
         op = ins[:, isa.F_OP]

@@ -5,6 +5,7 @@ per unit, the fully unrolled program, and every kernel cycle evaluated in order 
 fast-forwarding of repeated layers. It drives the same HBM channel functions (:mod:`fpga.hbm.channel`), so the two
 engines must agree exactly on cycles and counters; tests check that they do.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,10 +15,9 @@ from collections import deque
 import numpy as np
 
 from fpga.hbm import channel as hbm
-
 from fpga.instruction import isa
-from fpga.instruction.program import Program
 from fpga.instruction.design import InstructionDesign
+from fpga.instruction.program import Program
 from fpga.instruction.simulator import EFF_SCALE, mm_efficiency_ppb
 
 
@@ -64,16 +64,32 @@ class ReferenceMachine:
         self.flight: list[list[tuple[_Record, int]]] = [[] for _ in range(C)]
         self.last_land = [0] * C
         self.mm_carry = 0
-        self.counters = {name: 0 for name in ("cycles", "instructions", "dm_instructions", "mpe_instructions",
-                                              "sfu_instructions", "mpe_busy_cycles", "sfu_busy_cycles",
-                                              "read_bytes", "write_bytes", "requests", "macs")}
+        self.counters = {
+            name: 0
+            for name in (
+                "cycles",
+                "instructions",
+                "dm_instructions",
+                "mpe_instructions",
+                "sfu_instructions",
+                "mpe_busy_cycles",
+                "sfu_busy_cycles",
+                "read_bytes",
+                "write_bytes",
+                "requests",
+                "macs",
+            )
+        }
 
     # ---- durations
     def _mpe_cycles(self, row: np.ndarray) -> int:
         """MAC cycles at full rate; MM at the sustained efficiency, fractions carried to the next MM."""
         m = self.d.mpe
-        mac = (math.ceil(row[isa.F_TOKENS] / m.token_lanes) * math.ceil(row[isa.F_ROWS] / m.row_lanes)
-               * math.ceil(row[isa.F_COLS] / m.col_lanes))
+        mac = (
+            math.ceil(row[isa.F_TOKENS] / m.token_lanes)
+            * math.ceil(row[isa.F_ROWS] / m.row_lanes)
+            * math.ceil(row[isa.F_COLS] / m.col_lanes)
+        )
         if row[isa.F_OP] == isa.OP_MM:
             eff = mm_efficiency_ppb(m.mm_efficiency)
             cycles, self.mm_carry = divmod(int(mac) * EFF_SCALE + self.mm_carry, eff)
@@ -115,13 +131,15 @@ class ReferenceMachine:
                     land = 0
                     nb = req.nbytes // req.nseg
                     for s in range(req.nseg):
-                        first, end = hbm.channel_request(self.hp, self.hst[c], arrival, req.addr + s * req.stride,
-                                                         nb, int(req.write))
+                        first, end = hbm.channel_request(
+                            self.hp, self.hst[c], arrival, req.addr + s * req.stride, nb, int(req.write)
+                        )
                         if req.write:
                             land = hbm.axi_to_kernel(self.hp, end)
                         else:
-                            land = hbm.read_landing(self.hp, first, end, nb, d.datamover.port_width_bits // 8,
-                                                    self.last_land[c])
+                            land = hbm.read_landing(
+                                self.hp, first, end, nb, d.datamover.port_width_bits // 8, self.last_land[c]
+                            )
                             self.last_land[c] = land
                     self.flight[c].append((req.record, land))
                     self.counters["requests"] += 1
@@ -139,10 +157,16 @@ class ReferenceMachine:
                         if nrows <= 0:
                             continue
                         contiguous = stride == rb
-                        self.rq[targets[j]].append(_Request(
-                            rec, int(row[isa.F_ADDR]) + ((ch0 + j) // C) * stride, int(nrows) * rb,
-                            1 if contiguous else int(nrows), 0 if contiguous else stride,
-                            row[isa.F_OP] == isa.OP_ST))
+                        self.rq[targets[j]].append(
+                            _Request(
+                                rec,
+                                int(row[isa.F_ADDR]) + ((ch0 + j) // C) * stride,
+                                int(nrows) * rb,
+                                1 if contiguous else int(nrows),
+                                0 if contiguous else stride,
+                                row[isa.F_OP] == isa.OP_ST,
+                            )
+                        )
                         rec.pending += 1
                     dm.in_flight.append(rec)
             # 4. MPE, 5. SFU
@@ -171,8 +195,10 @@ class ReferenceMachine:
                     ui = int(row[isa.F_UNIT])
                     unit = self.units[ui]
                     if len(unit.queue) < unit.depth:
-                        need = tuple(self.units[v].issued - int(row[f]) if row[f] >= 0 else 0
-                                     for v, f in enumerate(isa.WAIT_FIELDS))
+                        need = tuple(
+                            self.units[v].issued - int(row[f]) if row[f] >= 0 else 0
+                            for v, f in enumerate(isa.WAIT_FIELDS)
+                        )
                         unit.queue.append(_Record(row, need))  # type: ignore[arg-type]
                         unit.issued += 1
                         self.counters[("dm_instructions", "mpe_instructions", "sfu_instructions")[ui]] += 1

@@ -1,5 +1,6 @@
 """The dependency pass: resource reads and writes of the emitted instructions become the scoreboard fields (RAW,
 WAR, WAW waits, as relative per-unit lags) of :mod:`fpga.instruction.isa`."""
+
 from __future__ import annotations
 
 import numpy as np

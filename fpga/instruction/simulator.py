@@ -34,6 +34,7 @@ layer, so two layers never see the same refresh phase and skipping would not be 
 save compilation and memory. :mod:`fpga.instruction.reference` is the plain cycle-by-cycle Python reference (every
 cycle, every channel, the unrolled program); tests prove both give identical cycle counts and counters.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,9 +60,20 @@ CT_RD_BYTES, CT_WR_BYTES, CT_REQUESTS = 7, 8, 9
 CT_MACS = 10
 CT_STEPS = 11  # cycles actually evaluated (the rest were jumped over)
 CT_N = 12
-COUNTER_NAMES = ("cycles", "instructions", "dm_instructions", "mpe_instructions", "sfu_instructions",
-                 "mpe_busy_cycles", "sfu_busy_cycles", "read_bytes", "write_bytes", "requests", "macs",
-                 "evaluated_cycles")
+COUNTER_NAMES = (
+    "cycles",
+    "instructions",
+    "dm_instructions",
+    "mpe_instructions",
+    "sfu_instructions",
+    "mpe_busy_cycles",
+    "sfu_busy_cycles",
+    "read_bytes",
+    "write_bytes",
+    "requests",
+    "macs",
+    "evaluated_cycles",
+)
 
 RING = 1 << 15  # in-flight instruction records per unit (power of two)
 _MASK = RING - 1
@@ -96,9 +108,19 @@ def _needs_met(need: np.ndarray, retired: np.ndarray) -> bool:
 
 
 @njit(cache=True)
-def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, ep: np.ndarray, hp: np.ndarray,
-                ch_cls: np.ndarray, cls_rep: np.ndarray, cls_size: np.ndarray, hst: np.ndarray,
-                counters: np.ndarray, trace: np.ndarray) -> int:
+def run_program(
+    prog: np.ndarray,
+    seg_start: np.ndarray,
+    seg_reps: np.ndarray,
+    ep: np.ndarray,
+    hp: np.ndarray,
+    ch_cls: np.ndarray,
+    cls_rep: np.ndarray,
+    cls_size: np.ndarray,
+    hst: np.ndarray,
+    counters: np.ndarray,
+    trace: np.ndarray,
+) -> int:
     """Execute a program (segments of instructions, each repeated ``seg_reps`` times) to completion.
 
     Channels are simulated per *class*: channels that receive identical request streams (``ch_cls[c]``, see
@@ -189,8 +211,9 @@ def run_program(prog: np.ndarray, seg_start: np.ndarray, seg_reps: np.ndarray, e
                 for s in range(rq_nseg[c, h]):
                     nb = rq_bytes[c, h] // rq_nseg[c, h]
                     # on row c of the class states, as the streaming engine calls it (one compiled variant)
-                    first, end = hbm.channel_request_at(hp, hst, c, arrival, rq_addr[c, h] + s * rq_stride[c, h],
-                                                        nb, is_w)
+                    first, end = hbm.channel_request_at(
+                        hp, hst, c, arrival, rq_addr[c, h] + s * rq_stride[c, h], nb, is_w
+                    )
                     if is_w:
                         land = hbm.axi_to_kernel(hp, end)
                     else:
@@ -374,8 +397,11 @@ def engine_params(design) -> np.ndarray:  # noqa: ANN001 (InstructionDesign)
     ep[EP_SFU_LANES], ep[EP_SFU_PIPE] = d.sfu.lanes, d.sfu.pipeline_cycles
     dm = d.datamover
     ep[EP_CH], ep[EP_PORT_BYTES] = dm.channels, dm.port_width_bits // 8
-    ep[EP_RQ_DEPTH], ep[EP_OUTSTANDING], ep[EP_REQ_LAT] = dm.request_queue_depth, dm.outstanding, \
-        dm.request_latency_cycles
+    ep[EP_RQ_DEPTH], ep[EP_OUTSTANDING], ep[EP_REQ_LAT] = (
+        dm.request_queue_depth,
+        dm.outstanding,
+        dm.request_latency_cycles,
+    )
     ep[EP_ISSUE], ep[EP_UQ_DEPTH] = d.scheduler.issue_cycles, d.scheduler.unit_queue_depth
     return ep
 
@@ -444,8 +470,10 @@ def simulate_program(design, program, trace_instructions: int = 0):  # noqa: ANN
     trace = np.full((3, trace_instructions, 4), -1, dtype=np.int64)
     status = run_program(flat, starts, reps, engine_params(design), hp, cls, rep, size, hst, ct, trace)
     if status != 0:
-        raise HwmodelError(f"instruction engine deadlock at cycle {int(ct[CT_CYCLES])}: an instruction waits on "
-                           "one that can never run (a compiler bug; please report the design and context)")
+        raise HwmodelError(
+            f"instruction engine deadlock at cycle {int(ct[CT_CYCLES])}: an instruction waits on "
+            "one that can never run (a compiler bug; please report the design and context)"
+        )
     out = dict(zip(COUNTER_NAMES, (int(x) for x in ct)))
     out["channel_classes"] = int(rep.size)
     for name, slot in zip(hbm.CHANNEL_COUNTERS, hbm._COUNTER_SLOTS):  # noqa: SLF001

@@ -4,6 +4,7 @@ opcodes, modes, mux selects, status codes, and the one-line text of every refusa
 The numbering is the hardware encoding: the kernel works on these integers (plain module-level ints, which Numba
 freezes as constants), the face and the reports on the IntEnums.
 """
+
 from __future__ import annotations
 
 from enum import IntEnum
@@ -101,8 +102,7 @@ def command_text(op: int, arg: int) -> str:
     return f"{op_name(op)} {arg}" if op in Op._value2member_map_ and Op(op) in TAKES_ARG else op_name(op)
 
 
-def refusal_reason(op: int, arg: int, status: int, valid: int, curr: int, ahead: int, mode: int,
-                   capacity: int) -> str:
+def refusal_reason(op: int, arg: int, status: int, valid: int, curr: int, ahead: int, mode: int, capacity: int) -> str:
     """One line saying why ``op arg`` was refused in the given state (what was expected, what was found)."""
     st = Status(status)
     what = command_text(op, arg)
@@ -110,18 +110,21 @@ def refusal_reason(op: int, arg: int, status: int, valid: int, curr: int, ahead:
     if st is Status.BAD_COUNT:
         why = f"the count must be an integer >= 1, got {arg}"
     elif st is Status.OVER_CAPACITY:
-        why = (f"{arg} token(s) from ahead={ahead} would pass the capacity {capacity} "
-               f"(room for {capacity - ahead})")
+        why = f"{arg} token(s) from ahead={ahead} would pass the capacity {capacity} (room for {capacity - ahead})"
     elif st is Status.INIT_OUT_OF_RANGE:
         why = f"the position must be in 0..{capacity} (the capacity), got {arg}"
     elif st is Status.NOTHING_TO_VERIFY:
         why = "no step is under verification (curr == valid); submit a drafted step with `mark` first"
     elif st is Status.MUX_NOT_PCIE:
-        why = ("the input mux selects the local sampler; PCIe tokens are ingested only in init or rollback mode "
-               "(after `init` or `rollback`)")
+        why = (
+            "the input mux selects the local sampler; PCIe tokens are ingested only in init or rollback mode "
+            "(after `init` or `rollback`)"
+        )
     elif st is Status.STEP_PENDING:
-        why = ("a step is already under verification (curr > valid); the next step is submitted by `accept` "
-               "(curr <- ahead) or dropped by `rollback`")
+        why = (
+            "a step is already under verification (curr > valid); the next step is submitted by `accept` "
+            "(curr <- ahead) or dropped by `rollback`"
+        )
     elif st is Status.EMPTY_STEP:
         why = "no drafted token to submit (ahead == curr); `speculate` first"
     elif st is Status.UNKNOWN_OPCODE:

@@ -14,6 +14,7 @@
 Arguments are decimal integers (a sign is allowed: a negative count is a legal line that the KVMU refuses when it
 runs). A malformed line is reported as ``FILE:LINE: what is wrong; what was expected``.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,12 @@ from hwmodel.errors import HwmodelError
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _INT64_MAX = 2**63 - 1
-_ARG_MEANING = {Op.INIT: "the position to set valid, curr and ahead to", Op.SPECULATE: "the number of drafted tokens",
-                Op.INGEST: "the number of target tokens", Op.WAIT: "the number of idle cycles"}
+_ARG_MEANING = {
+    Op.INIT: "the position to set valid, curr and ahead to",
+    Op.SPECULATE: "the number of drafted tokens",
+    Op.INGEST: "the number of target tokens",
+    Op.WAIT: "the number of idle cycles",
+}
 _EXAMPLE = {Op.INIT: "init 0", Op.SPECULATE: "speculate 5", Op.INGEST: "ingest 3", Op.WAIT: "wait 10"}
 COMMAND_WORDS = {op.name.lower(): op for op in Op}
 
@@ -83,20 +88,24 @@ def parse_commands(text: str, source: str = "<commands>") -> CommandProgram:
             if capacity is not None:
                 raise CommandFileError(f"{where}: 'capacity' given twice")
             if len(rest) != 1:
-                raise CommandFileError(f"{where}: 'capacity' needs one integer (tokens), e.g. `capacity 64`; "
-                                       f"got {len(rest)} arguments")
+                raise CommandFileError(
+                    f"{where}: 'capacity' needs one integer (tokens), e.g. `capacity 64`; got {len(rest)} arguments"
+                )
             capacity = _parse_int(rest[0], where, "the capacity")
             if capacity < 1:
                 raise CommandFileError(f"{where}: the capacity must be >= 1 token, got {capacity}")
             continue
         op = COMMAND_WORDS.get(word)
         if op is None:
-            raise CommandFileError(f"{where}: unknown command '{word}'; expected one of {valid_words} "
-                                   f"(or the 'capacity' directive)")
+            raise CommandFileError(
+                f"{where}: unknown command '{word}'; expected one of {valid_words} (or the 'capacity' directive)"
+            )
         if op in TAKES_ARG:
             if not rest:
-                raise CommandFileError(f"{where}: '{word}' needs one integer argument ({_ARG_MEANING[op]}), "
-                                       f"e.g. `{_EXAMPLE[op]}`; got none")
+                raise CommandFileError(
+                    f"{where}: '{word}' needs one integer argument ({_ARG_MEANING[op]}), "
+                    f"e.g. `{_EXAMPLE[op]}`; got none"
+                )
             if len(rest) > 1:
                 raise CommandFileError(f"{where}: '{word}' takes one argument, got {len(rest)}: {' '.join(rest)}")
             commands.append(Command(op, _parse_int(rest[0], where, f"the argument of '{word}'"), number))

@@ -22,6 +22,7 @@ against this kernel cycle by cycle in tests/test_kvmu_properties.py):
 
 Each per-cycle sample is the state at the end of that cycle.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,8 +56,9 @@ _MUX = MUX_OF_MODE_ARRAY
 
 
 @njit(cache=True)
-def _transition(op: int, arg: int, capacity: int, valid: int, curr: int, ahead: int,
-                mode: int) -> tuple[int, int, int, int, int]:
+def _transition(
+    op: int, arg: int, capacity: int, valid: int, curr: int, ahead: int, mode: int
+) -> tuple[int, int, int, int, int]:
     """One command's effect: (status, valid, curr, ahead, mode) after it. A refusal returns the state unchanged."""
     if op == OP_INIT:
         if arg < 0 or arg > capacity:
@@ -109,8 +111,16 @@ def _command_cycles(op: int, arg: int, status: int, cost_cycles: np.ndarray) -> 
 
 
 @njit(cache=True)
-def kvmu_commands(opcodes: np.ndarray, args: np.ndarray, capacity: int, cost_cycles: np.ndarray, valid0: int,
-                  curr0: int, ahead0: int, mode0: int) -> tuple[np.ndarray, ...]:
+def kvmu_commands(
+    opcodes: np.ndarray,
+    args: np.ndarray,
+    capacity: int,
+    cost_cycles: np.ndarray,
+    valid0: int,
+    curr0: int,
+    ahead0: int,
+    mode0: int,
+) -> tuple[np.ndarray, ...]:
     """Pass 1: per command -> (status int8, start_cycle int64, n_cycles int64, valid, curr, ahead int32 after,
     mode int8 after)."""
     n = opcodes.shape[0]
@@ -140,9 +150,20 @@ def kvmu_commands(opcodes: np.ndarray, args: np.ndarray, capacity: int, cost_cyc
 
 
 @njit(cache=True)
-def kvmu_cycles(opcodes: np.ndarray, args: np.ndarray, cost_cycles: np.ndarray, status: np.ndarray,
-                n_cycles: np.ndarray, valid_after: np.ndarray, curr_after: np.ndarray, ahead_after: np.ndarray,
-                mode_after: np.ndarray, valid0: int, curr0: int, ahead0: int) -> tuple[np.ndarray, ...]:
+def kvmu_cycles(
+    opcodes: np.ndarray,
+    args: np.ndarray,
+    cost_cycles: np.ndarray,
+    status: np.ndarray,
+    n_cycles: np.ndarray,
+    valid_after: np.ndarray,
+    curr_after: np.ndarray,
+    ahead_after: np.ndarray,
+    mode_after: np.ndarray,
+    valid0: int,
+    curr0: int,
+    ahead0: int,
+) -> tuple[np.ndarray, ...]:
     """Pass 2: per cycle -> (valid, curr, ahead int32, mode, mux, status int8, cmd int32, write_pos int32;
     write_pos is -1 in cycles without a KV write)."""
     total = 0
@@ -193,18 +214,44 @@ def kvmu_cycles(opcodes: np.ndarray, args: np.ndarray, cost_cycles: np.ndarray, 
     return o_valid, o_curr, o_ahead, o_mode, o_mux, o_status, o_cmd, o_write
 
 
-
 @njit(cache=True)
-def _push(r: int, start: int, length: int, valid: int, curr: int, ahead: int, mode: int, mux: int, st: int,
-          cmd: int, write: int, r_start: np.ndarray, r_len: np.ndarray, r_valid: np.ndarray, r_curr: np.ndarray,
-          r_ahead: np.ndarray, r_mode: np.ndarray, r_mux: np.ndarray, r_status: np.ndarray, r_cmd: np.ndarray,
-          r_write: np.ndarray) -> int:
+def _push(
+    r: int,
+    start: int,
+    length: int,
+    valid: int,
+    curr: int,
+    ahead: int,
+    mode: int,
+    mux: int,
+    st: int,
+    cmd: int,
+    write: int,
+    r_start: np.ndarray,
+    r_len: np.ndarray,
+    r_valid: np.ndarray,
+    r_curr: np.ndarray,
+    r_ahead: np.ndarray,
+    r_mode: np.ndarray,
+    r_mux: np.ndarray,
+    r_status: np.ndarray,
+    r_cmd: np.ndarray,
+    r_write: np.ndarray,
+) -> int:
     """Append a run (or extend the last one when every signal is the same); returns the run count."""
     if length <= 0:
         return r
-    if (r > 0 and r_valid[r - 1] == valid and r_curr[r - 1] == curr and r_ahead[r - 1] == ahead
-            and r_mode[r - 1] == mode and r_mux[r - 1] == mux and r_status[r - 1] == st and r_cmd[r - 1] == cmd
-            and r_write[r - 1] == write):
+    if (
+        r > 0
+        and r_valid[r - 1] == valid
+        and r_curr[r - 1] == curr
+        and r_ahead[r - 1] == ahead
+        and r_mode[r - 1] == mode
+        and r_mux[r - 1] == mux
+        and r_status[r - 1] == st
+        and r_cmd[r - 1] == cmd
+        and r_write[r - 1] == write
+    ):
         r_len[r - 1] += length
         return r
     r_start[r] = start
@@ -221,10 +268,21 @@ def _push(r: int, start: int, length: int, valid: int, curr: int, ahead: int, mo
 
 
 @njit(cache=True)
-def kvmu_runs(opcodes: np.ndarray, args: np.ndarray, cost_cycles: np.ndarray, status: np.ndarray,
-              start: np.ndarray, n_cycles: np.ndarray, valid_after: np.ndarray, curr_after: np.ndarray,
-              ahead_after: np.ndarray, mode_after: np.ndarray, valid0: int, curr0: int,
-              ahead0: int) -> tuple[np.ndarray, ...]:
+def kvmu_runs(
+    opcodes: np.ndarray,
+    args: np.ndarray,
+    cost_cycles: np.ndarray,
+    status: np.ndarray,
+    start: np.ndarray,
+    n_cycles: np.ndarray,
+    valid_after: np.ndarray,
+    curr_after: np.ndarray,
+    ahead_after: np.ndarray,
+    mode_after: np.ndarray,
+    valid0: int,
+    curr0: int,
+    ahead0: int,
+) -> tuple[np.ndarray, ...]:
     """Pass 2, run-length: (start int64, length int64, valid, curr, ahead int32, mode, mux, status int8, cmd int32,
     write_pos int32) per run; expanding the runs gives exactly :func:`kvmu_cycles`."""
     n = opcodes.shape[0]
@@ -256,27 +314,142 @@ def kvmu_runs(opcodes: np.ndarray, args: np.ndarray, cost_cycles: np.ndarray, st
         if st == ST_OK and (op == OP_SPECULATE or op == OP_INGEST):
             k = cost_cycles[op]
             for _ in range(args[i]):
-                r = _push(r, t, k - 1, valid, curr, ahead, mode, mux, st, i, -1, r_start, r_len, r_valid, r_curr,
-                          r_ahead, r_mode, r_mux, r_status, r_cmd, r_write)
+                r = _push(
+                    r,
+                    t,
+                    k - 1,
+                    valid,
+                    curr,
+                    ahead,
+                    mode,
+                    mux,
+                    st,
+                    i,
+                    -1,
+                    r_start,
+                    r_len,
+                    r_valid,
+                    r_curr,
+                    r_ahead,
+                    r_mode,
+                    r_mux,
+                    r_status,
+                    r_cmd,
+                    r_write,
+                )
                 write = ahead
                 ahead += 1
                 if op == OP_INGEST:
                     valid += 1
                     curr += 1
-                r = _push(r, t + k - 1, 1, valid, curr, ahead, mode, mux, st, i, write, r_start, r_len, r_valid,
-                          r_curr, r_ahead, r_mode, r_mux, r_status, r_cmd, r_write)
+                r = _push(
+                    r,
+                    t + k - 1,
+                    1,
+                    valid,
+                    curr,
+                    ahead,
+                    mode,
+                    mux,
+                    st,
+                    i,
+                    write,
+                    r_start,
+                    r_len,
+                    r_valid,
+                    r_curr,
+                    r_ahead,
+                    r_mode,
+                    r_mux,
+                    r_status,
+                    r_cmd,
+                    r_write,
+                )
                 t += k
         elif st == ST_OK and op != OP_WAIT:
             c = n_cycles[i]
-            r = _push(r, t, c - 1, valid, curr, ahead, mode, mux, st, i, -1, r_start, r_len, r_valid, r_curr,
-                      r_ahead, r_mode, r_mux, r_status, r_cmd, r_write)
+            r = _push(
+                r,
+                t,
+                c - 1,
+                valid,
+                curr,
+                ahead,
+                mode,
+                mux,
+                st,
+                i,
+                -1,
+                r_start,
+                r_len,
+                r_valid,
+                r_curr,
+                r_ahead,
+                r_mode,
+                r_mux,
+                r_status,
+                r_cmd,
+                r_write,
+            )
             valid = valid_after[i]
             curr = curr_after[i]
             ahead = ahead_after[i]
-            r = _push(r, t + c - 1, 1, valid, curr, ahead, mode, mux, st, i, -1, r_start, r_len, r_valid, r_curr,
-                      r_ahead, r_mode, r_mux, r_status, r_cmd, r_write)
+            r = _push(
+                r,
+                t + c - 1,
+                1,
+                valid,
+                curr,
+                ahead,
+                mode,
+                mux,
+                st,
+                i,
+                -1,
+                r_start,
+                r_len,
+                r_valid,
+                r_curr,
+                r_ahead,
+                r_mode,
+                r_mux,
+                r_status,
+                r_cmd,
+                r_write,
+            )
         else:
-            r = _push(r, t, n_cycles[i], valid, curr, ahead, mode, mux, st, i, -1, r_start, r_len, r_valid, r_curr,
-                      r_ahead, r_mode, r_mux, r_status, r_cmd, r_write)
-    return (r_start[:r], r_len[:r], r_valid[:r], r_curr[:r], r_ahead[:r], r_mode[:r], r_mux[:r], r_status[:r],
-            r_cmd[:r], r_write[:r])
+            r = _push(
+                r,
+                t,
+                n_cycles[i],
+                valid,
+                curr,
+                ahead,
+                mode,
+                mux,
+                st,
+                i,
+                -1,
+                r_start,
+                r_len,
+                r_valid,
+                r_curr,
+                r_ahead,
+                r_mode,
+                r_mux,
+                r_status,
+                r_cmd,
+                r_write,
+            )
+    return (
+        r_start[:r],
+        r_len[:r],
+        r_valid[:r],
+        r_curr[:r],
+        r_ahead[:r],
+        r_mode[:r],
+        r_mux[:r],
+        r_status[:r],
+        r_cmd[:r],
+        r_write[:r],
+    )

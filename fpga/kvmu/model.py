@@ -65,6 +65,7 @@ Public API: :class:`Kvmu` (the Python face, also the cycle-by-cycle reference th
 The command-file format is in :mod:`fpga.kvmu.commands`, the VCD signals in :mod:`fpga.kvmu.vcd`, and the user
 documentation in docs/kvmu.md.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -117,8 +118,9 @@ class Kvmu:
     None): the registers, refusals, cycles and trace are the same; a replay that drives the KVMU and checks its
     pointers, reading no tag, saves writing one per token."""
 
-    def __init__(self, capacity: int, costs: CycleCosts | None = None, *, record: bool = False,
-                 tags: bool = True) -> None:
+    def __init__(
+        self, capacity: int, costs: CycleCosts | None = None, *, record: bool = False, tags: bool = True
+    ) -> None:
         self._capacity = check_capacity(capacity)
         self._costs = costs if costs is not None else CycleCosts()
         if not isinstance(self._costs, CycleCosts):
@@ -260,8 +262,10 @@ class Kvmu:
         if n_cycles < 1:
             self._refuse(Op.WAIT, n_cycles, Status.BAD_COUNT)
         if self._cycle + n_cycles > INT64_MAX:
-            raise KvmuError(f"waiting {n_cycles} cycles at cycle {self._cycle} runs past {INT64_MAX} cycles "
-                            f"(a cycle counter of 64 bits)")
+            raise KvmuError(
+                f"waiting {n_cycles} cycles at cycle {self._cycle} runs past {INT64_MAX} cycles "
+                f"(a cycle counter of 64 bits)"
+            )
         self._begin(Op.WAIT, n_cycles, self._mode)
         self._emit(n_cycles)
         self._end()
@@ -305,10 +309,11 @@ class Kvmu:
         commands = {name: np.asarray(col, dtype=_COMMAND_DTYPES[name]) for name, col in zip(COMMAND_FIELDS, cols)}
         names = ("start", "length", *SIGNALS)
         rcols = list(zip(*self._runs)) if self._runs else [()] * len(names)
-        runs = {name: np.asarray(col, dtype=np.int64 if name in ("start", "length") else _SIGNAL_DTYPES[name])
-                for name, col in zip(names, rcols)}
-        return KvmuTrace(self._capacity, self._costs, RESET_STATE, commands, runs,
-                         tuple(c.line for c in self._history))
+        runs = {
+            name: np.asarray(col, dtype=np.int64 if name in ("start", "length") else _SIGNAL_DTYPES[name])
+            for name, col in zip(names, rcols)
+        }
+        return KvmuTrace(self._capacity, self._costs, RESET_STATE, commands, runs, tuple(c.line for c in self._history))
 
     # ---- cycle bookkeeping
     def _need_record(self, what: str) -> None:
@@ -325,8 +330,19 @@ class Kvmu:
 
     def _end(self) -> None:
         if self._record:
-            self._cmd_rows.append((int(self._op), self._arg, int(self._status), self._start,
-                                   self._cycle - self._start, self._valid, self._curr, self._ahead, int(self._mode)))
+            self._cmd_rows.append(
+                (
+                    int(self._op),
+                    self._arg,
+                    int(self._status),
+                    self._start,
+                    self._cycle - self._start,
+                    self._valid,
+                    self._curr,
+                    self._ahead,
+                    int(self._mode),
+                )
+            )
         self._n_commands += 1
 
     def _emit(self, n_cycles: int, write_pos: int = -1) -> None:
@@ -334,8 +350,18 @@ class Kvmu:
         if n_cycles <= 0:
             return
         if self._record:
-            row = [self._cycle, n_cycles, self._valid, self._curr, self._ahead, int(self._mode),
-                   int(MUX_OF_MODE[self._mode]), int(self._status), self._n_commands, write_pos]
+            row = [
+                self._cycle,
+                n_cycles,
+                self._valid,
+                self._curr,
+                self._ahead,
+                int(self._mode),
+                int(MUX_OF_MODE[self._mode]),
+                int(self._status),
+                self._n_commands,
+                write_pos,
+            ]
             last = self._runs[-1] if self._runs else None
             if last is not None and last[2:] == row[2:]:
                 last[1] += n_cycles
@@ -378,8 +404,9 @@ class Kvmu:
 
     def _refuse(self, op: Op, arg: int, status: Status) -> None:
         """Take the refused command's one cycle (status shown, nothing changes), then raise."""
-        message = refusal_reason(int(op), arg, int(status), self._valid, self._curr, self._ahead, int(self._mode),
-                                 self._capacity)
+        message = refusal_reason(
+            int(op), arg, int(status), self._valid, self._curr, self._ahead, int(self._mode), self._capacity
+        )
         self._op, self._arg, self._start = op, arg, self._cycle
         self._status = status
         if self._record:
@@ -390,8 +417,9 @@ class Kvmu:
         raise CommandRefused(message, op, arg, status)
 
 
-def run_commands(commands: Sequence[Command], capacity: int, costs: CycleCosts | None = None,
-                 initial: KvmuState = RESET_STATE) -> KvmuTrace:
+def run_commands(
+    commands: Sequence[Command], capacity: int, costs: CycleCosts | None = None, initial: KvmuState = RESET_STATE
+) -> KvmuTrace:
     """Run a command list through the Numba kernel; refused commands are recorded with their status (see
     ``KvmuTrace.refusals()``), not raised. Arguments must fit in 64 bits."""
     cap = check_capacity(capacity)
@@ -406,8 +434,9 @@ def run_commands(commands: Sequence[Command], capacity: int, costs: CycleCosts |
     return dataclasses.replace(trace, lines=tuple(c.line for c in commands))
 
 
-def _kernel_pass1(ops: np.ndarray, args: np.ndarray, capacity: int, costs: CycleCosts | None,
-                  initial: KvmuState) -> tuple[np.ndarray, np.ndarray, int, CycleCosts, tuple[np.ndarray, ...]]:
+def _kernel_pass1(
+    ops: np.ndarray, args: np.ndarray, capacity: int, costs: CycleCosts | None, initial: KvmuState
+) -> tuple[np.ndarray, np.ndarray, int, CycleCosts, tuple[np.ndarray, ...]]:
     from fpga.kvmu.kernel import kvmu_commands
 
     cap = check_capacity(capacity)
@@ -418,34 +447,59 @@ def _kernel_pass1(ops: np.ndarray, args: np.ndarray, capacity: int, costs: Cycle
         raise KvmuError(f"opcodes and arguments must be 1-D arrays of one length, got {ops.shape} and {args.shape}")
     if not 0 <= initial.valid <= initial.curr <= initial.ahead <= cap:
         raise KvmuError(f"initial state breaks 0 <= valid <= curr <= ahead <= capacity: {initial} (capacity {cap})")
-    per_cmd = kvmu_commands(ops, args, cap, costs.as_array(), initial.valid, initial.curr, initial.ahead,
-                            int(initial.mode))
+    per_cmd = kvmu_commands(
+        ops, args, cap, costs.as_array(), initial.valid, initial.curr, initial.ahead, int(initial.mode)
+    )
     start, n_cycles = per_cmd[1], per_cmd[2]
     if ops.shape[0] and (np.any(start < 0) or int(start[-1]) + int(n_cycles[-1]) > INT64_MAX):
         raise KvmuError(f"the command stream runs past {INT64_MAX} cycles (a cycle counter of 64 bits)")
     return ops, args, cap, costs, per_cmd
 
 
-def run_kernel(ops: np.ndarray, args: np.ndarray, capacity: int, costs: CycleCosts | None = None,
-               initial: KvmuState = RESET_STATE) -> KvmuTrace:
+def run_kernel(
+    ops: np.ndarray, args: np.ndarray, capacity: int, costs: CycleCosts | None = None, initial: KvmuState = RESET_STATE
+) -> KvmuTrace:
     """The Numba kernel on opcode / argument arrays (int64), per-cycle signals run-length encoded (any length of
     ``wait`` is cheap). Unknown opcodes are refused (UNKNOWN_OPCODE)."""
     from fpga.kvmu.kernel import kvmu_runs
 
     ops, args, cap, costs, per_cmd = _kernel_pass1(ops, args, capacity, costs, initial)
     status, start, n_cycles, valid_after, curr_after, ahead_after, mode_after = per_cmd
-    runs = kvmu_runs(ops, args, costs.as_array(), status, start, n_cycles, valid_after, curr_after, ahead_after,
-                     mode_after, initial.valid, initial.curr, initial.ahead)
-    commands = {"op": ops, "arg": args, "status": status, "start_cycle": start, "n_cycles": n_cycles,
-                "valid": valid_after, "curr": curr_after, "ahead": ahead_after, "mode": mode_after}
+    runs = kvmu_runs(
+        ops,
+        args,
+        costs.as_array(),
+        status,
+        start,
+        n_cycles,
+        valid_after,
+        curr_after,
+        ahead_after,
+        mode_after,
+        initial.valid,
+        initial.curr,
+        initial.ahead,
+    )
+    commands = {
+        "op": ops,
+        "arg": args,
+        "status": status,
+        "start_cycle": start,
+        "n_cycles": n_cycles,
+        "valid": valid_after,
+        "curr": curr_after,
+        "ahead": ahead_after,
+        "mode": mode_after,
+    }
     return KvmuTrace(cap, costs, initial, commands, dict(zip(("start", "length", *SIGNALS), runs)))
 
 
 MAX_DENSE_CYCLES = 2**26
 
 
-def kernel_per_cycle(ops: np.ndarray, args: np.ndarray, capacity: int, costs: CycleCosts | None = None,
-                     initial: KvmuState = RESET_STATE) -> dict[str, np.ndarray]:
+def kernel_per_cycle(
+    ops: np.ndarray, args: np.ndarray, capacity: int, costs: CycleCosts | None = None, initial: KvmuState = RESET_STATE
+) -> dict[str, np.ndarray]:
     """The Numba kernel with one sample per cycle: {signal: array over cycles} for SIGNALS. Refuses runs longer
     than MAX_DENSE_CYCLES (use :func:`run_kernel`, whose runs expand to the same arrays)."""
     from fpga.kvmu.kernel import kvmu_cycles
@@ -454,14 +508,51 @@ def kernel_per_cycle(ops: np.ndarray, args: np.ndarray, capacity: int, costs: Cy
     status, start, n_cycles, valid_after, curr_after, ahead_after, mode_after = per_cmd
     total = int(n_cycles.sum())
     if total > MAX_DENSE_CYCLES:
-        raise KvmuError(f"{total} cycles is too long for one sample per cycle (limit {MAX_DENSE_CYCLES}); "
-                        f"use run_kernel, which encodes runs of unchanged cycles")
-    cyc = kvmu_cycles(ops, args, costs.as_array(), status, n_cycles, valid_after, curr_after, ahead_after,
-                      mode_after, initial.valid, initial.curr, initial.ahead)
+        raise KvmuError(
+            f"{total} cycles is too long for one sample per cycle (limit {MAX_DENSE_CYCLES}); "
+            f"use run_kernel, which encodes runs of unchanged cycles"
+        )
+    cyc = kvmu_cycles(
+        ops,
+        args,
+        costs.as_array(),
+        status,
+        n_cycles,
+        valid_after,
+        curr_after,
+        ahead_after,
+        mode_after,
+        initial.valid,
+        initial.curr,
+        initial.ahead,
+    )
     return dict(zip(SIGNALS, cyc))
 
 
-__all__ = ["COMMAND_FIELDS", "SIGNALS", "TAKES_ARG", "Command", "CommandFileError", "CommandProgram", "CommandRefused",
-           "CycleCosts", "KvMemory", "Kvmu", "KvmuError", "KvmuState", "KvmuTrace", "Mode", "Mux", "Op",
-           "RESET_STATE", "Status", "kernel_per_cycle", "load_commands", "parse_commands", "read_vcd",
-           "run_commands", "run_kernel", "write_vcd"]
+__all__ = [
+    "COMMAND_FIELDS",
+    "SIGNALS",
+    "TAKES_ARG",
+    "Command",
+    "CommandFileError",
+    "CommandProgram",
+    "CommandRefused",
+    "CycleCosts",
+    "KvMemory",
+    "Kvmu",
+    "KvmuError",
+    "KvmuState",
+    "KvmuTrace",
+    "Mode",
+    "Mux",
+    "Op",
+    "RESET_STATE",
+    "Status",
+    "kernel_per_cycle",
+    "load_commands",
+    "parse_commands",
+    "read_vcd",
+    "run_commands",
+    "run_kernel",
+    "write_vcd",
+]

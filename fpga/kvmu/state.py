@@ -1,6 +1,7 @@
 """The KVMU's data types: the cycle costs of its commands, its register state, its errors, the KV-memory write tags
 and the run-length-encoded trace of a run (:class:`KvmuTrace`). The face and the kernel that produce them are in
 :mod:`fpga.kvmu.model` (docs/kvmu.md)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,10 +30,27 @@ INT64_MAX = 2**63 - 1
 #: Per-command trace columns and per-cycle signal names (the order the VCD writer uses).
 COMMAND_FIELDS = ("op", "arg", "status", "start_cycle", "n_cycles", "valid", "curr", "ahead", "mode")
 SIGNALS = ("valid", "curr", "ahead", "mode", "mux", "status", "cmd", "write_pos")
-_SIGNAL_DTYPES = {"valid": np.int32, "curr": np.int32, "ahead": np.int32, "mode": np.int8, "mux": np.int8,
-                  "status": np.int8, "cmd": np.int32, "write_pos": np.int32}
-_COMMAND_DTYPES = {"op": np.int64, "arg": np.int64, "status": np.int8, "start_cycle": np.int64, "n_cycles": np.int64,
-                   "valid": np.int32, "curr": np.int32, "ahead": np.int32, "mode": np.int8}
+_SIGNAL_DTYPES = {
+    "valid": np.int32,
+    "curr": np.int32,
+    "ahead": np.int32,
+    "mode": np.int8,
+    "mux": np.int8,
+    "status": np.int8,
+    "cmd": np.int32,
+    "write_pos": np.int32,
+}
+_COMMAND_DTYPES = {
+    "op": np.int64,
+    "arg": np.int64,
+    "status": np.int8,
+    "start_cycle": np.int64,
+    "n_cycles": np.int64,
+    "valid": np.int32,
+    "curr": np.int32,
+    "ahead": np.int32,
+    "mode": np.int8,
+}
 
 
 class KvmuError(HwmodelError):
@@ -85,9 +103,14 @@ class CycleCosts:
             if not 1 <= value <= MAX_COST_CYCLES:
                 raise KvmuError(f"cycle cost {f.name} must be in 1..{MAX_COST_CYCLES}, got {value}")
 
-    _FIELD_OF_OP = {Op.INIT: "init_cycles", Op.SPECULATE: "speculate_cycles_per_token", Op.MARK: "mark_cycles",
-                    Op.ACCEPT: "accept_cycles", Op.ROLLBACK: "rollback_cycles",
-                    Op.INGEST: "ingest_cycles_per_token"}
+    _FIELD_OF_OP = {
+        Op.INIT: "init_cycles",
+        Op.SPECULATE: "speculate_cycles_per_token",
+        Op.MARK: "mark_cycles",
+        Op.ACCEPT: "accept_cycles",
+        Op.ROLLBACK: "rollback_cycles",
+        Op.INGEST: "ingest_cycles_per_token",
+    }
 
     def of(self, op: Op) -> int:
         """Cycles of one ``op`` command (of one token slot for speculate / ingest)."""
@@ -107,8 +130,9 @@ class CycleCosts:
         kwargs = {}
         for key, value in overrides.items():
             if key not in by_name:
-                raise KvmuError(f"no cycle cost for command '{key}'; commands with a cost: "
-                                f"{', '.join(sorted(by_name))}")
+                raise KvmuError(
+                    f"no cycle cost for command '{key}'; commands with a cost: {', '.join(sorted(by_name))}"
+                )
             kwargs[by_name[key]] = value
         return cls(**kwargs)
 
@@ -185,14 +209,21 @@ class KvmuTrace:
         c = self.commands
         for i in range(self.n_commands):
             mode = Mode(int(c["mode"][i]))
-            rows.append({
-                "index": i, "line": self.lines[i] if self.lines else None,
-                "command": command_text(int(c["op"][i]), int(c["arg"][i])),
-                "status": Status(int(c["status"][i])).name.lower(),
-                "start_cycle": int(c["start_cycle"][i]), "n_cycles": int(c["n_cycles"][i]),
-                "valid": int(c["valid"][i]), "curr": int(c["curr"][i]), "ahead": int(c["ahead"][i]),
-                "mode": mode.name.lower(), "mux": MUX_OF_MODE[mode].name.lower(),
-            })
+            rows.append(
+                {
+                    "index": i,
+                    "line": self.lines[i] if self.lines else None,
+                    "command": command_text(int(c["op"][i]), int(c["arg"][i])),
+                    "status": Status(int(c["status"][i])).name.lower(),
+                    "start_cycle": int(c["start_cycle"][i]),
+                    "n_cycles": int(c["n_cycles"][i]),
+                    "valid": int(c["valid"][i]),
+                    "curr": int(c["curr"][i]),
+                    "ahead": int(c["ahead"][i]),
+                    "mode": mode.name.lower(),
+                    "mux": MUX_OF_MODE[mode].name.lower(),
+                }
+            )
         return rows
 
     def refusals(self) -> list[int]:
@@ -202,8 +233,23 @@ class KvmuTrace:
     def refusal_message(self, index: int) -> str:
         """The one-line reason command ``index`` was refused (state before it, as the face would say)."""
         c = self.commands
-        before = self.initial if index == 0 else KvmuState(int(c["valid"][index - 1]), int(c["curr"][index - 1]),
-                                                            int(c["ahead"][index - 1]),
-                                                            Mode(int(c["mode"][index - 1])))
-        return refusal_reason(int(c["op"][index]), int(c["arg"][index]), int(c["status"][index]), before.valid,
-                              before.curr, before.ahead, int(before.mode), self.capacity)
+        before = (
+            self.initial
+            if index == 0
+            else KvmuState(
+                int(c["valid"][index - 1]),
+                int(c["curr"][index - 1]),
+                int(c["ahead"][index - 1]),
+                Mode(int(c["mode"][index - 1])),
+            )
+        )
+        return refusal_reason(
+            int(c["op"][index]),
+            int(c["arg"][index]),
+            int(c["status"][index]),
+            before.valid,
+            before.curr,
+            before.ahead,
+            int(before.mode),
+            self.capacity,
+        )

@@ -8,6 +8,7 @@ Scope ``kvmu``: ``valid``, ``curr``, ``ahead`` (wires wide enough for the capaci
 there are the state at the end of that cycle. The header comment records the clock, so :func:`read_vcd` maps
 times back to cycles. Output is deterministic (no wall-clock date in the header).
 """
+
 from __future__ import annotations
 
 import re
@@ -48,14 +49,18 @@ def write_vcd(trace: KvmuTrace, path: str | Path, clock_hz: float = 200e6, clock
     if not 1e3 <= clock_hz <= 1e11:
         raise VcdError(f"clock_hz must be in 1e3..1e11 Hz, got {clock_hz:g}")
     if clock_signal and trace.n_cycles > MAX_CLOCK_SIGNAL_CYCLES:
-        raise VcdError(f"a clk signal for {trace.n_cycles} cycles would write {2 * trace.n_cycles} changes; "
-                       f"leave it off above {MAX_CLOCK_SIGNAL_CYCLES} cycles")
+        raise VcdError(
+            f"a clk signal for {trace.n_cycles} cycles would write {2 * trace.n_cycles} changes; "
+            f"leave it off above {MAX_CLOCK_SIGNAL_CYCLES} cycles"
+        )
     path = Path(path)
     width = max(1, int(trace.capacity).bit_length())
     runs = trace.runs
     starts = _times_ps(runs["start"], clock_hz)
-    comment = (f"hwmodel KVMU trace: capacity={trace.capacity} clock_hz={clock_hz!r} cycles={trace.n_cycles}; "
-               f"values at time t are the state at the end of cycle round(t * clock_hz / 1e12)")
+    comment = (
+        f"hwmodel KVMU trace: capacity={trace.capacity} clock_hz={clock_hz!r} cycles={trace.n_cycles}; "
+        f"values at time t are the state at the end of cycle round(t * clock_hz / 1e12)"
+    )
     try:
         fh = atomic_open(path, "w", encoding="ascii")  # whole or not at all (a full disk: no short VCD)
     except OSError as exc:
@@ -177,5 +182,6 @@ def read_vcd(path: str | Path) -> VcdWaves:
         if isinstance(exc, HwmodelError):
             raise
         raise VcdError(f"{path}: not a readable VCD ({type(exc).__name__}: {exc})") from None
-    return VcdWaves(timescale_ps, clock_hz,
-                    {name: (np.asarray(ts, dtype=np.int64), vs) for name, (ts, vs) in changes.items()})
+    return VcdWaves(
+        timescale_ps, clock_hz, {name: (np.asarray(ts, dtype=np.int64), vs) for name, (ts, vs) in changes.items()}
+    )

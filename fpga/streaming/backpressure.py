@@ -7,6 +7,7 @@ copy, KV addresses one layer's KV region), then the tail's. A read needs a free 
 ``outprev``). A write stores the result of the block that produced it. ``need[block]`` is the last read a
 block consumes; the most reads one block consumes must fit the port buffer.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,9 +15,20 @@ from numba import njit
 
 
 @njit(cache=True)
-def _expand_port(head: np.ndarray, layer: np.ndarray, tail: np.ndarray, base: np.ndarray, tail_base: int,
-                 w_stride: int, kv_stride: int, cyc: np.ndarray, buffer_depth: int, outstanding: int,
-                 out: np.ndarray, need: np.ndarray) -> int:
+def _expand_port(
+    head: np.ndarray,
+    layer: np.ndarray,
+    tail: np.ndarray,
+    base: np.ndarray,
+    tail_base: int,
+    w_stride: int,
+    kv_stride: int,
+    cyc: np.ndarray,
+    buffer_depth: int,
+    outstanding: int,
+    out: np.ndarray,
+    need: np.ndarray,
+) -> int:
     """One port's requests over the whole token into ``out`` rows (bytes, address, write, write-source block,
     its offset, slot block, slot offset, outstanding predecessor); ``need[block]`` = the last read a block
     consumes. Returns the most reads one block consumes (must fit the port buffer)."""

@@ -6,6 +6,7 @@ lanes, HBM ports (count, width, request size, buffer depth, outstanding limit) a
 exchange activations through FIFOs of ``fifo_depth`` blocks. Designs are ``dataclasses.replace``-able, so a sweep
 can vary lanes, ports, width, clock, bits and FIFO depths; :func:`validate_design` checks one against its board.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,8 +22,19 @@ from hwmodel.specs import KIND_WORDS, BoardSpec, LlmSpec, library
 DESIGN_DIR = Path(__file__).resolve().parents[1] / "designs"
 
 #: Operators of a decoder token, in token order. Per layer: ``LAYER_OPS``; around the layers: embed / tail.
-LAYER_OPS = ("attn_norm", "qkv", "rope", "attention", "o_proj", "attn_add", "ffn_norm", "gate_up", "silu_mul",
-             "down", "ffn_add")
+LAYER_OPS = (
+    "attn_norm",
+    "qkv",
+    "rope",
+    "attention",
+    "o_proj",
+    "attn_add",
+    "ffn_norm",
+    "gate_up",
+    "silu_mul",
+    "down",
+    "ffn_add",
+)
 HEAD_OPS = ("embed",)
 TAIL_OPS = ("final_norm", "lm_head", "argmax")
 ALL_OPS = HEAD_OPS + LAYER_OPS + TAIL_OPS
@@ -60,34 +72,56 @@ class EngineSpec:
     lanes: int = plain(doc="MACs per cycle (matrix-vector, attention) or elements per cycle (vector operators)")
     ports: int = plain(default=0, doc="HBM ports, each bound to its own pseudo-channel")
     port_width_bits: int = plain(default=512, check=_width, unit="bit", doc="kernel-side AXI data width")
-    burst_bytes: int = plain(default=4096, unit="B",
-                             doc="bytes of one read request: an HLS m_axi burst (<= 64 KB), which the adapter and "
-                                 "the controller split into AXI4 (4 KB) and AXI3 (16-beat) bursts")
+    burst_bytes: int = plain(
+        default=4096,
+        unit="B",
+        doc="bytes of one read request: an HLS m_axi burst (<= 64 KB), which the adapter and "
+        "the controller split into AXI4 (4 KB) and AXI3 (16-beat) bursts",
+    )
     buffer_depth: int = plain(default=4, doc="read buffer of each port, in requests (prefetch depth)")
     max_outstanding: int = plain(default=4, doc="read requests in flight per port")
-    pipeline_latency_cycles: int = plain(default=16, check=_non_negative, unit="cycles",
-                                         doc="cycles from a block's last issue cycle to its result")
-    order: str = plain(default="output", check=one_of("output", "input"),
-                       doc="matrix-vector loop order: output-stationary or input-stationary")
-    tile_rows: int = plain(default=0, check=_non_negative,
-                           doc="outputs (matrix-vector), or cached tokens of K and head dimensions of V "
-                               "(attention), per HLS dataflow iteration; 0 = one flattened pipeline, no per-tile "
-                               "fill/drain")
-    tile_overhead_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
-                                      doc="cycles a dataflow iteration of tile_rows outputs adds beyond its "
-                                          "issue cycles (systolic-chain fill plus the serial drain of its "
-                                          "outputs): the next tile starts only after they pass")
-    scale_rows_per_cycle: int = plain(default=0, check=_non_negative,
-                                      doc="0: per-row weight scales ride inline with the weights; > 0: they come "
-                                          "from a port of their own at this many output rows per cycle, which "
-                                          "bounds a matrix-vector block's issue cycles")
-    channels: tuple[int, ...] = plain(default=(),
-                                      doc="pseudo-channel of each port (one per port); empty = ports reach "
-                                          "channels of their own in engine order. Ports of engines that name the "
-                                          "same channel share it (fpga/streaming/ports.py)")
-    slr: int = plain(default=0, check=_non_negative,
-                     doc="super logic region (die) the engine is placed in; each crossing between engines adds "
-                         "the design's slr_crossing_cycles to their FIFO latency")
+    pipeline_latency_cycles: int = plain(
+        default=16, check=_non_negative, unit="cycles", doc="cycles from a block's last issue cycle to its result"
+    )
+    order: str = plain(
+        default="output",
+        check=one_of("output", "input"),
+        doc="matrix-vector loop order: output-stationary or input-stationary",
+    )
+    tile_rows: int = plain(
+        default=0,
+        check=_non_negative,
+        doc="outputs (matrix-vector), or cached tokens of K and head dimensions of V "
+        "(attention), per HLS dataflow iteration; 0 = one flattened pipeline, no per-tile "
+        "fill/drain",
+    )
+    tile_overhead_cycles: int = plain(
+        default=0,
+        check=_non_negative,
+        unit="cycles",
+        doc="cycles a dataflow iteration of tile_rows outputs adds beyond its "
+        "issue cycles (systolic-chain fill plus the serial drain of its "
+        "outputs): the next tile starts only after they pass",
+    )
+    scale_rows_per_cycle: int = plain(
+        default=0,
+        check=_non_negative,
+        doc="0: per-row weight scales ride inline with the weights; > 0: they come "
+        "from a port of their own at this many output rows per cycle, which "
+        "bounds a matrix-vector block's issue cycles",
+    )
+    channels: tuple[int, ...] = plain(
+        default=(),
+        doc="pseudo-channel of each port (one per port); empty = ports reach "
+        "channels of their own in engine order. Ports of engines that name the "
+        "same channel share it (fpga/streaming/ports.py)",
+    )
+    slr: int = plain(
+        default=0,
+        check=_non_negative,
+        doc="super logic region (die) the engine is placed in; each crossing between engines adds "
+        "the design's slr_crossing_cycles to their FIFO latency",
+    )
 
     @property
     def port_bytes(self) -> int:
@@ -108,63 +142,102 @@ class StreamingDesign:
     weight_bits: int = plain(check=_bits, doc="weight precision (int4, int8, fp16)")
     act_bits: int = plain(check=_bits, doc="activation precision")
     kv_bits: int = plain(check=_bits, doc="KV-cache precision")
-    act_quant: str = plain(default="dynamic", check=one_of("dynamic", "static"),
-                           doc="per-token dynamic activation scales need the whole input vector before a "
-                               "matrix-vector product starts; static ones let input-stationary engines stream")
-    softmax: str = plain(default="two-pass", check=one_of("two-pass", "online"),
-                         doc="attention softmax: scores of all tokens, then V; or online (K and V blocks interleaved)")
+    act_quant: str = plain(
+        default="dynamic",
+        check=one_of("dynamic", "static"),
+        doc="per-token dynamic activation scales need the whole input vector before a "
+        "matrix-vector product starts; static ones let input-stationary engines stream",
+    )
+    softmax: str = plain(
+        default="two-pass",
+        check=one_of("two-pass", "online"),
+        doc="attention softmax: scores of all tokens, then V; or online (K and V blocks interleaved)",
+    )
     vector_chunk: int = plain(default=64, doc="elements per activation block emitted by vector operators")
     fifo_depth: int = plain(default=8, doc="blocks each inter-engine activation FIFO holds")
     fifo_latency_cycles: int = plain(default=2, doc="cycles an activation block takes through an inter-engine FIFO")
     max_ctx: int = plain(default=4096, doc="KV-cache capacity the design reserves in HBM, tokens")
-    kvmu: bool = plain(default=False, doc="the design holds the KVMU (the speculative draft's KV rollback unit, "
-                                          "docs/kvmu.md); its LUTs/FFs are the yosys counts of fpga/kvmu/rtl/kvmu.v")
-    quant_group_size: int = plain(default=0, check=_non_negative,
-                                  doc="quantization metadata convention: 0 = one fp16 scale per output channel; "
-                                      "g = one fp16 scale per g input channels of each row (hwmodel.graph)")
-    operand_passes: int = plain(default=1,
-                                doc="whole-vector passes (vector_chunk elements per cycle) a matrix-vector or "
-                                    "attention engine makes over its input before the first block: operand "
-                                    "buffer fill, plus per-token quantisation scan and re-layout buffers")
-    buffered_ops: tuple[str, ...] = plain(default=(),
-                                          doc="element-wise operators that take their whole input vector before "
-                                              "emitting (HLS re-layout buffers): a barrier like RMSNorm's")
-    rotation_ops: tuple[str, ...] = plain(default=(),
-                                          doc="element-wise operators followed by an on-chip fast Hadamard "
-                                              "transform of their output (SpinQuant R4): log2(n) butterfly "
-                                              "stages of 1.5 passes each at the engine's lanes, whole vector")
-    softmax_passes: int = plain(default=1,
-                                doc="passes over the scores the softmax makes (max, exp + sum, normalise), each "
-                                    "vector_chunk scores per cycle")
-    softmax_lanes: int = plain(default=0, check=_non_negative,
-                               doc="scores the softmax handles per cycle; 0 = vector_chunk")
-    attn_head_parallel: int = plain(default=1,
-                                    doc="KV heads attention processes side by side (each on its own lanes and "
-                                        "ports); must divide the LLM's KV heads")
-    attn_q_serial: bool = plain(default=False,
-                                doc="the query heads of a GQA group run one after another, each re-streaming "
-                                    "the group's K and V blocks from HBM (FlexLLM's attn_group_loop)")
-    layer_io_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
-                                 doc="0: the residual stream flows on chip from layer to layer; > 0: each layer's "
-                                     "output is stored to HBM and read back before the next layer starts (a "
-                                     "barrier costing this many cycles)")
-    slr_crossing_cycles: int = plain(default=0, check=_non_negative, unit="cycles",
-                                     doc="pipeline registers an activation FIFO gains per SLR boundary it crosses")
-    arbitration: str = plain(default="round-robin", check=one_of("round-robin", "fixed-priority"),
-                             doc="how a pseudo-channel shared by ports of several engines picks among requests "
-                                 "that arrive together: round-robin, or fixed priority by port order "
-                                 "(fpga/streaming/ports.py)")
-    host_ops: tuple[str, ...] = plain(default=(),
-                                      doc="operators placed on the host, not on the FPGA (fpga/streaming/placement.py): "
-                                          "embed (the embedding row arrives over the host link), and from the "
-                                          "end of the token argmax (sampling), lm_head (needs argmax) and "
-                                          "final_norm (needs lm_head); they map to no engine and move no HBM "
-                                          "bytes")
-    onchip_params: tuple[str, ...] = plain(default=(),
-                                           doc="parameter classes resident on chip (BRAM/URAM, loaded with the "
-                                               "bitstream's configuration, not read per token): bias, metadata "
-                                               "(quantization scales); counted against on-chip memory. Norm gains "
-                                               "are always on chip")
+    kvmu: bool = plain(
+        default=False,
+        doc="the design holds the KVMU (the speculative draft's KV rollback unit, "
+        "docs/kvmu.md); its LUTs/FFs are the yosys counts of fpga/kvmu/rtl/kvmu.v",
+    )
+    quant_group_size: int = plain(
+        default=0,
+        check=_non_negative,
+        doc="quantization metadata convention: 0 = one fp16 scale per output channel; "
+        "g = one fp16 scale per g input channels of each row (hwmodel.graph)",
+    )
+    operand_passes: int = plain(
+        default=1,
+        doc="whole-vector passes (vector_chunk elements per cycle) a matrix-vector or "
+        "attention engine makes over its input before the first block: operand "
+        "buffer fill, plus per-token quantisation scan and re-layout buffers",
+    )
+    buffered_ops: tuple[str, ...] = plain(
+        default=(),
+        doc="element-wise operators that take their whole input vector before "
+        "emitting (HLS re-layout buffers): a barrier like RMSNorm's",
+    )
+    rotation_ops: tuple[str, ...] = plain(
+        default=(),
+        doc="element-wise operators followed by an on-chip fast Hadamard "
+        "transform of their output (SpinQuant R4): log2(n) butterfly "
+        "stages of 1.5 passes each at the engine's lanes, whole vector",
+    )
+    softmax_passes: int = plain(
+        default=1,
+        doc="passes over the scores the softmax makes (max, exp + sum, normalise), each vector_chunk scores per cycle",
+    )
+    softmax_lanes: int = plain(
+        default=0, check=_non_negative, doc="scores the softmax handles per cycle; 0 = vector_chunk"
+    )
+    attn_head_parallel: int = plain(
+        default=1,
+        doc="KV heads attention processes side by side (each on its own lanes and "
+        "ports); must divide the LLM's KV heads",
+    )
+    attn_q_serial: bool = plain(
+        default=False,
+        doc="the query heads of a GQA group run one after another, each re-streaming "
+        "the group's K and V blocks from HBM (FlexLLM's attn_group_loop)",
+    )
+    layer_io_cycles: int = plain(
+        default=0,
+        check=_non_negative,
+        unit="cycles",
+        doc="0: the residual stream flows on chip from layer to layer; > 0: each layer's "
+        "output is stored to HBM and read back before the next layer starts (a "
+        "barrier costing this many cycles)",
+    )
+    slr_crossing_cycles: int = plain(
+        default=0,
+        check=_non_negative,
+        unit="cycles",
+        doc="pipeline registers an activation FIFO gains per SLR boundary it crosses",
+    )
+    arbitration: str = plain(
+        default="round-robin",
+        check=one_of("round-robin", "fixed-priority"),
+        doc="how a pseudo-channel shared by ports of several engines picks among requests "
+        "that arrive together: round-robin, or fixed priority by port order "
+        "(fpga/streaming/ports.py)",
+    )
+    host_ops: tuple[str, ...] = plain(
+        default=(),
+        doc="operators placed on the host, not on the FPGA (fpga/streaming/placement.py): "
+        "embed (the embedding row arrives over the host link), and from the "
+        "end of the token argmax (sampling), lm_head (needs argmax) and "
+        "final_norm (needs lm_head); they map to no engine and move no HBM "
+        "bytes",
+    )
+    onchip_params: tuple[str, ...] = plain(
+        default=(),
+        doc="parameter classes resident on chip (BRAM/URAM, loaded with the "
+        "bitstream's configuration, not read per token): bias, metadata "
+        "(quantization scales); counted against on-chip memory. Norm gains "
+        "are always on chip",
+    )
     engines: tuple[EngineSpec, ...] = plain(doc="the engines")
     origin: str = dataclasses.field(default="", compare=False, metadata={"toml": False})
     sources: Any = dataclasses.field(default=None, compare=False, metadata={"toml": False})
@@ -225,13 +298,15 @@ def load_design(name_or_path: str | Path) -> StreamingDesign:
     lib = library()
     for field, kind in (("board", "fpga-board"), ("llm", "llm")):
         if getattr(design, field) not in lib.names(kind):
-            raise SpecError(path, field, f"a {KIND_WORDS[kind]} spec name ({', '.join(lib.names(kind))})",
-                            getattr(design, field))
+            raise SpecError(
+                path, field, f"a {KIND_WORDS[kind]} spec name ({', '.join(lib.names(kind))})", getattr(design, field)
+            )
     return design
 
 
 def _alias_ops(table: Any) -> Any:
     """Operator names of :data:`OP_ALIASES` replaced by the ones the lowering uses."""
+
     def fix(ops: Any) -> Any:
         return [OP_ALIASES.get(o, o) for o in ops] if isinstance(ops, list) else ops
 
@@ -275,8 +350,10 @@ def _problems(d: StreamingDesign) -> Iterator[str]:
         if e.ports < 0:
             yield f"engine '{e.name}': ports must be >= 0, got {e.ports}"
         if any(op in HBM_OPS for op in e.ops) and e.ports == 0:
-            yield (f"engine '{e.name}' runs {', '.join(op for op in e.ops if op in HBM_OPS)}, which stream from HBM,"
-                   f" but has 0 ports")
+            yield (
+                f"engine '{e.name}' runs {', '.join(op for op in e.ops if op in HBM_OPS)}, which stream from HBM,"
+                f" but has 0 ports"
+            )
         if e.ports:
             if e.buffer_depth < 1:
                 yield f"engine '{e.name}': buffer_depth (port FIFO depth) must be >= 1, got {e.buffer_depth}"

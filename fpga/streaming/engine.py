@@ -22,6 +22,7 @@ port per class of identical ports (same requests, same consumers, hence the same
 reference (:mod:`fpga.streaming.reference`) steps every kernel and AXI cycle of every port; the test suite proves both
 give identical block start cycles, request times and counters.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,16 +34,33 @@ import numpy as np
 from numba import njit
 
 from fpga.hbm import channel as hbm
-from fpga.streaming.design import (ALL_OPS, DesignError, StreamingDesign, check_structure, design_names, load_design)
+from fpga.streaming.design import ALL_OPS, DesignError, StreamingDesign, check_structure, design_names, load_design
 from fpga.streaming.ports import channel_bases, channel_count, port_problems, shared
 from fpga.streaming.program import compile_token
-from fpga.streaming.program_format import (R_ADDR, R_BYTES, R_DEP, R_DEP_OFF, R_OUTPREV, R_SLOT, R_SLOT_OFF, R_WRITE,
-                                           Program)
+from fpga.streaming.program_format import (
+    R_ADDR,
+    R_BYTES,
+    R_DEP,
+    R_DEP_OFF,
+    R_OUTPREV,
+    R_SLOT,
+    R_SLOT_OFF,
+    R_WRITE,
+    Program,
+)
 from hwmodel.engine import Capability, Phase
 from hwmodel.specs import BoardSpec, LlmSpec
 
-__all__ = ["StreamingDesign", "TokenResult", "StreamingEngine", "load_design", "simulate_token", "validate_design",
-           "design_names", "ENGINE_COUNTERS"]
+__all__ = [
+    "StreamingDesign",
+    "TokenResult",
+    "StreamingEngine",
+    "load_design",
+    "simulate_token",
+    "validate_design",
+    "design_names",
+    "ENGINE_COUNTERS",
+]
 
 #: Per-engine cycle classes; they add up to the token's cycles.
 ENGINE_COUNTERS = ("busy", "drain", "stall_in", "stall_mem", "stall_out", "done")
@@ -56,8 +74,17 @@ RT_ISSUE, RT_LAND, RT_FIRST, RT_END = range(4)
 
 
 @njit(cache=True)
-def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray,
-           rq: np.ndarray, rt: np.ndarray, st: np.ndarray) -> bool:
+def _issue(
+    p: np.ndarray,
+    g: int,
+    limit: int,
+    start: np.ndarray,
+    gs: np.ndarray,
+    g_ptr: np.ndarray,
+    rq: np.ndarray,
+    rt: np.ndarray,
+    st: np.ndarray,
+) -> bool:
     """Issue port class g's requests in order, up to index ``limit`` (exclusive), while their conditions are
     known: a buffer slot (the consuming block of an earlier read has issued), the data of a write, and fewer
     than max_outstanding reads in flight. Each is served by the channel and lands. True if any was issued.
@@ -90,8 +117,9 @@ def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray,
         if w:
             rt[r, RT_LAND] = hbm.axi_to_kernel(p, en)
         else:
-            land = hbm.read_landing(p, f, en, rq[r, R_BYTES], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g],
-                                    gs[GS_PORT_SHIFT, g])
+            land = hbm.read_landing(
+                p, f, en, rq[r, R_BYTES], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g], gs[GS_PORT_SHIFT, g]
+            )
             rt[r, RT_LAND] = land
             gs[GS_PREV_LAND, g] = land
         gs[GS_POS, g] += 1
@@ -100,8 +128,9 @@ def _issue(p: np.ndarray, g: int, limit: int, start: np.ndarray, gs: np.ndarray,
 
 
 @njit(cache=True)
-def _issue_head(p: np.ndarray, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray,
-                rt: np.ndarray) -> bool:
+def _issue_head(
+    p: np.ndarray, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray, rt: np.ndarray
+) -> bool:
     """A shared channel's port class g: issue its next request (the head the channel arbitrates), if it has none
     issued and the request's conditions are known."""
     if gs[GS_HEAD_ARR, g] >= 0 or gs[GS_POS, g] >= g_ptr[g + 1]:
@@ -117,8 +146,9 @@ def _issue_head(p: np.ndarray, g: int, start: np.ndarray, gs: np.ndarray, g_ptr:
 
 
 @njit(cache=True)
-def _issue_time(r: int, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray,
-                rt: np.ndarray) -> int:
+def _issue_time(
+    r: int, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray, rt: np.ndarray
+) -> int:
     """Issue cycle of port class g's request r once its conditions are known (as :func:`_issue`), else -1."""
     ti = gs[GS_LAST_ISSUE, g] + 1
     b = rq[r, R_SLOT]
@@ -138,8 +168,9 @@ def _issue_time(r: int, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.nda
 
 
 @njit(cache=True)
-def _serve(p: np.ndarray, g: int, r: int, arrival: int, gs: np.ndarray, rq: np.ndarray, rt: np.ndarray,
-           st: np.ndarray) -> None:
+def _serve(
+    p: np.ndarray, g: int, r: int, arrival: int, gs: np.ndarray, rq: np.ndarray, rt: np.ndarray, st: np.ndarray
+) -> None:
     """Port class g's request r reaches its channel at AXI cycle ``arrival`` after every earlier one: served,
     landed (reads copy into the kernel-side buffer one after another), the class's next request is due."""
     w = rq[r, R_WRITE]
@@ -149,16 +180,25 @@ def _serve(p: np.ndarray, g: int, r: int, arrival: int, gs: np.ndarray, rq: np.n
     if w:
         rt[r, RT_LAND] = hbm.axi_to_kernel(p, en)
     else:
-        land = hbm.read_landing(p, f, en, rq[r, R_BYTES], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g],
-                                gs[GS_PORT_SHIFT, g])
+        land = hbm.read_landing(
+            p, f, en, rq[r, R_BYTES], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g], gs[GS_PORT_SHIFT, g]
+        )
         rt[r, RT_LAND] = land
         gs[GS_PREV_LAND, g] = land
     gs[GS_POS, g] += 1
 
 
 @njit(cache=True)
-def _best_head(c: int, c_ptr: np.ndarray, c_list: np.ndarray, last: np.ndarray, arb: int, gs: np.ndarray,
-               g_ptr: np.ndarray, forced: bool) -> int:
+def _best_head(
+    c: int,
+    c_ptr: np.ndarray,
+    c_list: np.ndarray,
+    last: np.ndarray,
+    arb: int,
+    gs: np.ndarray,
+    g_ptr: np.ndarray,
+    forced: bool,
+) -> int:
     """The class whose issued head shared channel c grants next: earliest arrival, then the arbitration's order
     (fpga.streaming.ports). Unless ``forced``, -1 while a sharer's next request is not issued yet (it might come first)."""
     n = c_ptr[c + 1] - c_ptr[c]
@@ -181,8 +221,9 @@ def _best_head(c: int, c_ptr: np.ndarray, c_list: np.ndarray, last: np.ndarray, 
 
 
 @njit(cache=True)
-def _grant(p: np.ndarray, c: int, g: int, last: np.ndarray, gs: np.ndarray, rq: np.ndarray, rt: np.ndarray,
-           st: np.ndarray) -> None:
+def _grant(
+    p: np.ndarray, c: int, g: int, last: np.ndarray, gs: np.ndarray, rq: np.ndarray, rt: np.ndarray, st: np.ndarray
+) -> None:
     """Shared channel c grants class g's issued head."""
     _serve(p, g, gs[GS_POS, g], gs[GS_HEAD_ARR, g], gs, rq, rt, st)
     gs[GS_HEAD_ARR, g] = -1
@@ -190,9 +231,20 @@ def _grant(p: np.ndarray, c: int, g: int, last: np.ndarray, gs: np.ndarray, rq: 
 
 
 @njit(cache=True)
-def _run_channel(p: np.ndarray, c: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray,
-                 rt: np.ndarray, st: np.ndarray, c_ptr: np.ndarray, c_list: np.ndarray, last: np.ndarray,
-                 arb: int) -> bool:
+def _run_channel(
+    p: np.ndarray,
+    c: int,
+    start: np.ndarray,
+    gs: np.ndarray,
+    g_ptr: np.ndarray,
+    rq: np.ndarray,
+    rt: np.ndarray,
+    st: np.ndarray,
+    c_ptr: np.ndarray,
+    c_list: np.ndarray,
+    last: np.ndarray,
+    arb: int,
+) -> bool:
     """Shared channel c: issue its sharers' heads and grant them while the next grant is known."""
     moved = False
     while True:
@@ -207,11 +259,27 @@ def _run_channel(p: np.ndarray, c: int, start: np.ndarray, gs: np.ndarray, g_ptr
 
 
 @njit(cache=True)
-def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.ndarray, t_dep: np.ndarray,
-              t_off: np.ndarray, e_ptr: np.ndarray, e_list: np.ndarray, e_lat: np.ndarray, t_need: np.ndarray,
-              g_ptr: np.ndarray, g_eng: np.ndarray, g_port_bytes: np.ndarray, rq: np.ndarray,
-              final_block: int, g_chan: np.ndarray, c_ptr: np.ndarray, c_list: np.ndarray,
-              arb: int):  # type: ignore[no-untyped-def]
+def _simulate(
+    p: np.ndarray,
+    t_eng: np.ndarray,
+    t_cyc: np.ndarray,
+    t_drain: np.ndarray,
+    t_dep: np.ndarray,
+    t_off: np.ndarray,
+    e_ptr: np.ndarray,
+    e_list: np.ndarray,
+    e_lat: np.ndarray,
+    t_need: np.ndarray,
+    g_ptr: np.ndarray,
+    g_eng: np.ndarray,
+    g_port_bytes: np.ndarray,
+    rq: np.ndarray,
+    final_block: int,
+    g_chan: np.ndarray,
+    c_ptr: np.ndarray,
+    c_list: np.ndarray,
+    arb: int,
+):  # type: ignore[no-untyped-def]
     n = len(t_eng)
     n_e = len(e_lat)
     n_g = len(g_ptr) - 1
@@ -314,8 +382,9 @@ def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.n
                 for g in range(n_g):
                     if gs[GS_ENG, g] == e:
                         if gs[GS_SHARED, g]:
-                            moved = _run_channel(p, gs[GS_CHAN, g], start, gs, g_ptr, rq, rt, st, c_ptr, c_list,
-                                                 last, arb)
+                            moved = _run_channel(
+                                p, gs[GS_CHAN, g], start, gs, g_ptr, rq, rt, st, c_ptr, c_list, last, arb
+                            )
                         else:
                             moved = _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st)
                         if moved:
@@ -353,8 +422,18 @@ def _simulate(p: np.ndarray, t_eng: np.ndarray, t_cyc: np.ndarray, t_drain: np.n
         total = start[final_block] + t_cyc[final_block] + e_lat[t_eng[final_block]]
         for e in range(n_e):
             cnt[e, EC_DONE] = total - e_issue_end[e]
-    return (status, total, start, cnt, rt[:, RT_ISSUE].copy(), rt[:, RT_LAND].copy(), rt[:, RT_FIRST].copy(),
-            rt[:, RT_END].copy(), st, sweeps)
+    return (
+        status,
+        total,
+        start,
+        cnt,
+        rt[:, RT_ISSUE].copy(),
+        rt[:, RT_LAND].copy(),
+        rt[:, RT_FIRST].copy(),
+        rt[:, RT_END].copy(),
+        st,
+        sweeps,
+    )
 
 
 # ============================================================================================== results
@@ -412,9 +491,15 @@ class TokenResult:
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        d.update(seconds=self.seconds, tokens_per_s=self.tokens_per_s, hbm_bytes=self.hbm_bytes,
-                 achieved_bw_bytes_per_s=self.achieved_bw_bytes_per_s, hbm_utilization=self.hbm_utilization,
-                 ports_utilization=self.ports_utilization, bandwidth_floor_s=self.bandwidth_floor_s)
+        d.update(
+            seconds=self.seconds,
+            tokens_per_s=self.tokens_per_s,
+            hbm_bytes=self.hbm_bytes,
+            achieved_bw_bytes_per_s=self.achieved_bw_bytes_per_s,
+            hbm_utilization=self.hbm_utilization,
+            ports_utilization=self.ports_utilization,
+            bandwidth_floor_s=self.bandwidth_floor_s,
+        )
         return d
 
 
@@ -442,8 +527,9 @@ def _op_tables(prog: Program, start: np.ndarray) -> tuple[dict[str, int], dict[s
     return ({op: int(busy[ALL_OPS.index(op)]) for op in ops}, {op: int(span[ALL_OPS.index(op)]) for op in ops})
 
 
-def _channels(design: StreamingDesign, board: BoardSpec, prog: Program, st: np.ndarray,
-              seconds: float) -> tuple[dict[str, Any], ...]:
+def _channels(
+    design: StreamingDesign, board: BoardSpec, prog: Program, st: np.ndarray, seconds: float
+) -> tuple[dict[str, Any], ...]:
     """Per port: its engine, its channel's counters and bandwidth. A port on a shared channel reports the bytes of
     its own requests (the channel's timers and commands are the channel's, ``shared_with`` names the others)."""
     peak = hbm.channel_peak_bytes_per_s(board)
@@ -458,31 +544,61 @@ def _channels(design: StreamingDesign, board: BoardSpec, prog: Program, st: np.n
         c = dict(per_class[g])
         others = [q for q, ch in enumerate(chans) if ch == chans[port] and q != port]
         if others:
-            rq = prog.r_table[prog.g_ptr[g]:prog.g_ptr[g + 1]]
+            rq = prog.r_table[prog.g_ptr[g] : prog.g_ptr[g + 1]]
             w = rq[:, R_WRITE] == 1
-            c.update(read_bytes=int(rq[~w, R_BYTES].sum()), write_bytes=int(rq[w, R_BYTES].sum()),
-                     shared_with=others)
+            c.update(read_bytes=int(rq[~w, R_BYTES].sum()), write_bytes=int(rq[w, R_BYTES].sum()), shared_with=others)
         moved = c["read_bytes"] + c["write_bytes"]
-        rows.append({"port": port, "engine": design.engines[int(prog.port_eng[port])].name, **c,
-                     "bw_bytes_per_s": moved / seconds, "utilization": moved / seconds / peak})
+        rows.append(
+            {
+                "port": port,
+                "engine": design.engines[int(prog.port_eng[port])].name,
+                **c,
+                "bw_bytes_per_s": moved / seconds,
+                "utilization": moved / seconds / peak,
+            }
+        )
     return tuple(rows)
 
 
-def build_result(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: Program, ctx: int,
-                 with_lm_head: bool, clock_hz: float, total: int, start: np.ndarray, cnt: np.ndarray,
-                 channels: tuple[dict[str, Any], ...]) -> TokenResult:
+def build_result(
+    design: StreamingDesign,
+    board: BoardSpec,
+    llm: LlmSpec,
+    prog: Program,
+    ctx: int,
+    with_lm_head: bool,
+    clock_hz: float,
+    total: int,
+    start: np.ndarray,
+    cnt: np.ndarray,
+    channels: tuple[dict[str, Any], ...],
+) -> TokenResult:
     op_busy, op_span = _op_tables(prog, start)
-    lanes = sum(e.lanes for e in design.engines if any(op in e.ops for op in ("qkv", "attention", "lm_head",
-                                                                               "o_proj", "gate_up", "down")))
+    lanes = sum(
+        e.lanes
+        for e in design.engines
+        if any(op in e.ops for op in ("qkv", "attention", "lm_head", "o_proj", "gate_up", "down"))
+    )
     used_channels = channel_count(design)
     return TokenResult(
-        design=design.name, llm=llm.name, board=board.name, ctx=ctx, with_lm_head=with_lm_head, clock_hz=clock_hz,
-        cycles=int(total), engine_cycles=_engine_table(design, cnt), op_busy_cycles=op_busy, op_span_cycles=op_span,
-        channels=channels, hbm_read_bytes=sum(c["read_bytes"] for c in channels),
-        hbm_write_bytes=sum(c["write_bytes"] for c in channels), macs=prog.macs,
+        design=design.name,
+        llm=llm.name,
+        board=board.name,
+        ctx=ctx,
+        with_lm_head=with_lm_head,
+        clock_hz=clock_hz,
+        cycles=int(total),
+        engine_cycles=_engine_table(design, cnt),
+        op_busy_cycles=op_busy,
+        op_span_cycles=op_span,
+        channels=channels,
+        hbm_read_bytes=sum(c["read_bytes"] for c in channels),
+        hbm_write_bytes=sum(c["write_bytes"] for c in channels),
+        macs=prog.macs,
         peak_bw_bytes_per_s=board.hbm.peak_bw_bytes_per_s,
         ports_peak_bw_bytes_per_s=used_channels * hbm.channel_peak_bytes_per_s(board),
-        lanes_macs_per_cycle=lanes)
+        lanes_macs_per_cycle=lanes,
+    )
 
 
 class DeadlockError(DesignError):
@@ -493,7 +609,7 @@ def _deadlock(design: StreamingDesign, ctx: int, prog: Program, start: np.ndarra
     """Name the blocked engines: each one's next block, and what it waits for."""
     waits = []
     for e, eng in enumerate(design.engines):
-        blocks = prog.e_list[prog.e_ptr[e]:prog.e_ptr[e + 1]]
+        blocks = prog.e_list[prog.e_ptr[e] : prog.e_ptr[e + 1]]
         pending = blocks[start[blocks] < 0]
         if not len(pending):
             continue
@@ -507,7 +623,8 @@ def _deadlock(design: StreamingDesign, ctx: int, prog: Program, start: np.ndarra
     return DeadlockError(
         f"design '{design.name}' deadlocks at ctx {ctx}: " + "; ".join(waits) + f". A temporal engine cannot run "
         f"the consumer while it still produces into a full FIFO: raise fifo_depth (now {design.fifo_depth}) or "
-        f"map the operators differently")
+        f"map the operators differently"
+    )
 
 
 # ============================================================================================== API
@@ -531,10 +648,12 @@ def _validate_design(design: StreamingDesign, board: BoardSpec | None, llm: LlmS
     llm = llm or design.llm_spec()
     h = board.hbm
     if channel_count(design) > h.axi_ports:
-        raise DesignError(f"design '{design.name}' uses {channel_count(design)} HBM "
-                          f"{'pseudo-channels' if shared(design) else 'ports'} but board '{board.name}' has "
-                          f"{h.axi_ports} "
-                          f"({', '.join(f'{e.name}: {e.ports}' for e in design.engines if e.ports)})")
+        raise DesignError(
+            f"design '{design.name}' uses {channel_count(design)} HBM "
+            f"{'pseudo-channels' if shared(design) else 'ports'} but board '{board.name}' has "
+            f"{h.axi_ports} "
+            f"({', '.join(f'{e.name}: {e.ports}' for e in design.engines if e.ports)})"
+        )
     for problem in port_problems(design, h.axi_ports):
         raise DesignError(f"design '{design.name}': {problem}")
     check_design_clock(design, board)
@@ -581,21 +700,25 @@ def check_hbm_capacity(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) 
                 f"design '{design.name}': {llm.name} does not fit HBM: engine '{e.name}' needs {need / 2**20:.0f} MiB "
                 f"per port (weights{' + KV cache for max_ctx ' + str(design.max_ctx) if i == a else ''}) but each of "
                 f"its {e.ports} ports reaches a {pc_bytes / 2**20:.0f} MiB share of a pseudo-channel on "
-                f"'{board.name}'")
+                f"'{board.name}'"
+            )
     if shared(design):  # engines sharing a channel stack their data on it (fpga.streaming.ports.channel_bases)
         ends = [b + needs[int(e)] for b, e in zip(channel_bases(design, needs), _port_engines(design))]
         if max(ends) > pc_bytes:
-            raise DesignError(f"design '{design.name}': {llm.name} does not fit HBM: the engines sharing a pseudo-channel "
-                              f"need {max(ends) / 2**20:.0f} MiB of it but a port reaches a {pc_bytes / 2**20:.0f} MiB "
-                              f"share on '{board.name}'")
+            raise DesignError(
+                f"design '{design.name}': {llm.name} does not fit HBM: the engines sharing a pseudo-channel "
+                f"need {max(ends) / 2**20:.0f} MiB of it but a port reaches a {pc_bytes / 2**20:.0f} MiB "
+                f"share on '{board.name}'"
+            )
 
 
 def _port_engines(design: StreamingDesign) -> list[int]:
     return [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
 
 
-def simulate_token(design: StreamingDesign | str | Path, ctx: int, clock_hz: float | None = None,
-                   with_lm_head: bool = True) -> TokenResult:
+def simulate_token(
+    design: StreamingDesign | str | Path, ctx: int, clock_hz: float | None = None, with_lm_head: bool = True
+) -> TokenResult:
     """Simulate decoding one token after ``ctx`` cached tokens (fast engine). ``clock_hz`` overrides the design's
     kernel clock; ``with_lm_head=False`` simulates an ingested token (LM head and sampler skipped)."""
     if not isinstance(design, StreamingDesign):
@@ -607,16 +730,28 @@ def simulate_token(design: StreamingDesign | str | Path, ctx: int, clock_hz: flo
     return run_program(design, board, llm, prog, ctx, with_lm_head)
 
 
-def run_program(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: Program, ctx: int,
-                with_lm_head: bool) -> TokenResult:
+def run_program(
+    design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: Program, ctx: int, with_lm_head: bool
+) -> TokenResult:
     p = hbm.hbm_params(board, design.clock_hz, hbm.token_refresh_phase(board, ctx))
     out = run_kernel(p, prog)
     status, total, start, cnt, _i, _l, _f, _e, st, _sweeps = out
     if status:
         raise _deadlock(design, ctx, prog, start)
     seconds = total / design.clock_hz
-    return build_result(design, board, llm, prog, ctx, with_lm_head, design.clock_hz, total, start, cnt,
-                        _channels(design, board, prog, st, seconds))
+    return build_result(
+        design,
+        board,
+        llm,
+        prog,
+        ctx,
+        with_lm_head,
+        design.clock_hz,
+        total,
+        start,
+        cnt,
+        _channels(design, board, prog, st, seconds),
+    )
 
 
 def run_kernel(p: np.ndarray, prog: Program) -> tuple[Any, ...]:
@@ -624,9 +759,27 @@ def run_kernel(p: np.ndarray, prog: Program) -> tuple[Any, ...]:
     landing, first-data and end cycles, channel states — per port class —, scheduling sweeps)."""
     g_port_bytes = prog.port_bytes[prog.g_port] if prog.n_groups else np.zeros(0, np.int64)
     g_chan, c_ptr, c_list = class_channels(prog)
-    return _simulate(p, prog.t_eng, prog.t_cyc, prog.t_drain, prog.t_dep, prog.t_off, prog.e_ptr, prog.e_list,
-                     prog.e_lat, prog.t_need_group, prog.g_ptr, prog.port_eng[prog.g_port], g_port_bytes,
-                     prog.r_table, prog.final_block, g_chan, c_ptr, c_list, prog.arbitration)
+    return _simulate(
+        p,
+        prog.t_eng,
+        prog.t_cyc,
+        prog.t_drain,
+        prog.t_dep,
+        prog.t_off,
+        prog.e_ptr,
+        prog.e_list,
+        prog.e_lat,
+        prog.t_need_group,
+        prog.g_ptr,
+        prog.port_eng[prog.g_port],
+        g_port_bytes,
+        prog.r_table,
+        prog.final_block,
+        g_chan,
+        c_ptr,
+        c_list,
+        prog.arbitration,
+    )
 
 
 def class_channels(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -655,11 +808,20 @@ class StreamingEngine:
     * ``power_w(phase)``: from :mod:`fpga.streaming.power` (static + dynamic at this design's activity).
     """
 
-    CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.CONTEXT_BOUND, Capability.OPERATOR_TIMES})
+    CAPABILITIES = frozenset(
+        {
+            Capability.DECODER,
+            Capability.PREFILLER,
+            Capability.INGESTER,
+            Capability.POWERED,
+            Capability.CONTEXT_BOUND,
+            Capability.OPERATOR_TIMES,
+        }
+    )
 
-    def __init__(self, design: StreamingDesign | str | Path, clock_hz: float | None = None,
-                 validate: bool = True) -> None:
+    def __init__(
+        self, design: StreamingDesign | str | Path, clock_hz: float | None = None, validate: bool = True
+    ) -> None:
         if not isinstance(design, StreamingDesign):
             design = load_design(design)
         if clock_hz is not None:
@@ -747,8 +909,23 @@ class StreamingEngine:
             raise DesignError(f"operator times need n_tokens >= 1 and ctx >= 0, got {n_tokens}, {ctx}")
         base = self.layer_operator_shares_s(0)
         layers = self.llm.layers
-        out = dict.fromkeys(("input_norm", "qkv_proj", "rope", "kv_write", "attention", "o_proj", "residual_add",
-                             "post_norm", "up_proj", "act", "down_proj", "embed"), 0.0)
+        out = dict.fromkeys(
+            (
+                "input_norm",
+                "qkv_proj",
+                "rope",
+                "kv_write",
+                "attention",
+                "o_proj",
+                "residual_add",
+                "post_norm",
+                "up_proj",
+                "act",
+                "down_proj",
+                "embed",
+            ),
+            0.0,
+        )
         fixed_once = sum(v for op, v in base.items() if op in _ONCE_PER_PASS)
         fixed_layer = 0.0
         for op, sec in base.items():
@@ -782,7 +959,17 @@ class StreamingEngine:
 
 _ONCE_PER_PASS = frozenset({"embed", "final_norm", "lm_head", "argmax"})
 #: streaming operator -> canonical operator (hwmodel.interop.vidur); the head operators have none
-_CANONICAL_OPERATOR = {"embed": "embed", "attn_norm": "input_norm", "qkv": "qkv_proj", "rope": "rope",
-                       "attention": "attention", "o_proj": "o_proj", "attn_add": "residual_add",
-                       "ffn_norm": "post_norm", "gate_up": "up_proj", "silu_mul": "act", "down": "down_proj",
-                       "ffn_add": "residual_add"}
+_CANONICAL_OPERATOR = {
+    "embed": "embed",
+    "attn_norm": "input_norm",
+    "qkv": "qkv_proj",
+    "rope": "rope",
+    "attention": "attention",
+    "o_proj": "o_proj",
+    "attn_add": "residual_add",
+    "ffn_norm": "post_norm",
+    "gate_up": "up_proj",
+    "silu_mul": "act",
+    "down": "down_proj",
+    "ffn_add": "residual_add",
+}

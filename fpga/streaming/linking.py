@@ -7,6 +7,7 @@ back-pressure is added across copies, engines' block lists are ordered, ports ar
 identical ports (the fast engine simulates one of each), and each port's requests are expanded
 (:mod:`fpga.streaming.backpressure`). :func:`_request_bytes` is the ledger of the bytes the requests move.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,9 +22,20 @@ from fpga.streaming.templates import _Layer, _Static
 
 
 @njit(cache=True)
-def _place(kind: np.ndarray, idx: np.ndarray, o: np.ndarray, first: np.ndarray, xprod: np.ndarray,
-           eng: np.ndarray, cyc: np.ndarray, lat: np.ndarray, hop: np.ndarray, extra: int, dep: np.ndarray,
-           off: np.ndarray) -> None:
+def _place(
+    kind: np.ndarray,
+    idx: np.ndarray,
+    o: np.ndarray,
+    first: np.ndarray,
+    xprod: np.ndarray,
+    eng: np.ndarray,
+    cyc: np.ndarray,
+    lat: np.ndarray,
+    hop: np.ndarray,
+    extra: int,
+    dep: np.ndarray,
+    off: np.ndarray,
+) -> None:
     """Resolve a segment's dependencies for its copies starting at blocks ``first`` (copy j reads the layer
     input produced by blocks ``xprod[j]``): local indices are shifted, input-vector entries become producers
     (``extra`` cycles later: the layer-input round trip through HBM)."""
@@ -62,9 +74,9 @@ def _request_bytes(st: _Static, layer: _Layer, prog: Program, L: int) -> dict[st
     return out
 
 
-
-def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: int, kv_stride: int, macs: int,
-          per_port: bool) -> Program:
+def _link(
+    design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: int, kv_stride: int, macs: int, per_port: bool
+) -> Program:
     """Replicate the layer L times between head and tail and resolve every cross-segment reference."""
     head, head_x, tail, layer_w = st.head, st.head_x, st.tail, st.layer_w
     H, N, T = len(head.eng), len(layer.arrays()["eng"]), len(tail.eng)
@@ -95,11 +107,13 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
         place(ls, base, np.ascontiguousarray(np.broadcast_to(x_prod[:L, -1:], (L, n_x))), io)
     else:
         place(ls, base, x_prod[:L])
-    place(ts, np.array([tail_base], dtype=np.int64), x_prod[L:L + 1])
+    place(ts, np.array([tail_base], dtype=np.int64), x_prod[L : L + 1])
     # back-pressure of each layer input's FIFO: producer of entry k waits for the reader of entry k - depth
     q = design.fifo_depth
-    for s_arrs, seg, firsts, prods in ((ls, layer, base, x_prod[:L]),
-                                       (ts, tail, np.array([tail_base]), x_prod[L:L + 1])):
+    for _s_arrs, seg, firsts, prods in (
+        (ls, layer, base, x_prod[:L]),
+        (ts, tail, np.array([tail_base]), x_prod[L : L + 1]),
+    ):
         xin: _Vec = seg.x_in  # type: ignore[attr-defined]
         if xin.consumer_engine == NO or xin.consumer_engine == xin.engine or n_x <= q or (io > 0 and seg is layer):
             continue
@@ -114,16 +128,22 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
     t_layer = np.concatenate([np.full(H, -1), np.repeat(np.arange(L), N), np.full(T, L)]).astype(np.int64)
     parts_e = []
     for e in range(len(design.engines)):
-        parts_e += [np.nonzero(hs["eng"] == e)[0], (base[:, None] + np.nonzero(ls["eng"] == e)[0][None, :]).ravel(),
-                    tail_base + np.nonzero(ts["eng"] == e)[0]]
+        parts_e += [
+            np.nonzero(hs["eng"] == e)[0],
+            (base[:, None] + np.nonzero(ls["eng"] == e)[0][None, :]).ravel(),
+            tail_base + np.nonzero(ts["eng"] == e)[0],
+        ]
     order = np.concatenate(parts_e).astype(np.int64)
     counts = np.bincount(eng, minlength=len(design.engines))
     e_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
     # ---- requests per port
     n_ports = c.n_ports
-    port_eng = np.concatenate([np.full(e.ports, i) for i, e in enumerate(design.engines)]).astype(np.int64) \
-        if n_ports else np.zeros(0, np.int64)
+    port_eng = (
+        np.concatenate([np.full(e.ports, i) for i, e in enumerate(design.engines)]).astype(np.int64)
+        if n_ports
+        else np.zeros(0, np.int64)
+    )
     # classes of identical ports (same requests, same consumers): the fast engine simulates one of each
     port_group = np.zeros(n_ports, dtype=np.int64)
     g_port: list[int] = []
@@ -151,16 +171,27 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
         need = np.full((n, len(ports)), NO, dtype=np.int64)
         for i, p in enumerate(ports):
             ei = int(port_eng[p])
-            worst = _expand_port(head.req_array(p) if len(head.req_array(p)) else empty,
-                                 layer.req_array(p) if len(layer.req_array(p)) else empty,
-                                 tail.req_array(p) if len(tail.req_array(p)) else empty,
-                                 base, tail_base, layer_w[ei], kv_stride, cyc, bufs[p], outs[p],
-                                 out[ptr[i]:ptr[i + 1]], need[:, i])
+            worst = _expand_port(
+                head.req_array(p) if len(head.req_array(p)) else empty,
+                layer.req_array(p) if len(layer.req_array(p)) else empty,
+                tail.req_array(p) if len(tail.req_array(p)) else empty,
+                base,
+                tail_base,
+                layer_w[ei],
+                kv_stride,
+                cyc,
+                bufs[p],
+                outs[p],
+                out[ptr[i] : ptr[i + 1]],
+                need[:, i],
+            )
             e = design.engines[ei]
             if worst > e.buffer_depth:
-                raise DesignError(f"design '{design.name}': engine '{e.name}' needs {worst} requests of "
-                                  f"{e.burst_bytes} B per port for one block but its port buffer holds "
-                                  f"buffer_depth = {e.buffer_depth}; raise buffer_depth or burst_bytes")
+                raise DesignError(
+                    f"design '{design.name}': engine '{e.name}' needs {worst} requests of "
+                    f"{e.burst_bytes} B per port for one block but its port buffer holds "
+                    f"buffer_depth = {e.buffer_depth}; raise buffer_depth or burst_bytes"
+                )
         return ptr, out, need
 
     g_ptr, r_table, t_need_group = expand(g_port)
@@ -172,14 +203,34 @@ def _link(design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: 
         bases = np.array(channel_bases(design, foot), np.int64)
         for ptr, table, ports in ((g_ptr, r_table, g_port), (p_ptr, pr_table, range(n_ports) if per_port else [])):
             for i, q in enumerate(ports):
-                table[ptr[i]:ptr[i + 1], R_ADDR] += bases[q]
+                table[ptr[i] : ptr[i + 1], R_ADDR] += bases[q]
     return Program(
-        n_blocks=n, t_eng=eng, t_cyc=cyc, t_drain=drain, t_op=op, t_layer=t_layer, t_dep=dep, t_off=off,
-        e_ptr=e_ptr, e_list=order.astype(np.int64), e_lat=lat, final_block=n - 1,
-        port_eng=port_eng, port_group=port_group,
+        n_blocks=n,
+        t_eng=eng,
+        t_cyc=cyc,
+        t_drain=drain,
+        t_op=op,
+        t_layer=t_layer,
+        t_dep=dep,
+        t_off=off,
+        e_ptr=e_ptr,
+        e_list=order.astype(np.int64),
+        e_lat=lat,
+        final_block=n - 1,
+        port_eng=port_eng,
+        port_group=port_group,
         port_bytes=np.array([design.engines[int(e)].port_bytes for e in port_eng], np.int64),
-        port_buffer=np.array(bufs, np.int64), port_outstanding=np.array(outs, np.int64),
-        g_ptr=g_ptr, g_port=np.array(g_port, np.int64), g_mult=g_mult,
-        r_table=r_table, t_need_group=t_need_group, p_ptr=p_ptr, pr_table=pr_table, t_need_port=t_need_port,
-        macs=macs, port_chan=np.array(dense_channels(design), np.int64), arbitration=arbitration_code(design),
+        port_buffer=np.array(bufs, np.int64),
+        port_outstanding=np.array(outs, np.int64),
+        g_ptr=g_ptr,
+        g_port=np.array(g_port, np.int64),
+        g_mult=g_mult,
+        r_table=r_table,
+        t_need_group=t_need_group,
+        p_ptr=p_ptr,
+        pr_table=pr_table,
+        t_need_port=t_need_port,
+        macs=macs,
+        port_chan=np.array(dense_channels(design), np.int64),
+        arbitration=arbitration_code(design),
     )

@@ -18,6 +18,7 @@ configuration, not per token). The compiler's ledger becomes :attr:`Program.para
 ``req_bytes``, the bytes of the requests themselves); tests/test_graph_conservation.py checks both against the
 graph, integers, no tolerance.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -54,8 +55,13 @@ def quant_of(design: StreamingDesign) -> QuantScheme:
     or per ``quant_group_size`` input channels when the design sets it; no zero point; fp16 biases."""
     g = design.quant_group_size
     if g:
-        return QuantScheme(weight_bits=design.weight_bits, kv_bits=design.kv_bits, granularity="group",
-                           group_size=g, act_bits=design.act_bits)
+        return QuantScheme(
+            weight_bits=design.weight_bits,
+            kv_bits=design.kv_bits,
+            granularity="group",
+            group_size=g,
+            act_bits=design.act_bits,
+        )
     return per_channel(design.weight_bits, design.kv_bits, design.act_bits)
 
 
@@ -69,11 +75,15 @@ def _graph0(llm: LlmSpec, q: QuantScheme) -> Graph:
     """The decode graph the lowering reads shapes and parameter bytes from (they do not depend on the context;
     attention's cached tokens do, and are taken per context from :func:`hwmodel.graph.attention_keys`)."""
     if llm.lowering_gaps:  # issue 26 families: refuse rather than drop their extra parameters
-        raise DesignError(f"streaming lowering: {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
-                           f"here yet (bounds and the operator graph handle them)")
+        raise DesignError(
+            f"streaming lowering: {llm.name} has {', '.join(llm.lowering_gaps)}, not lowered "
+            f"here yet (bounds and the operator graph handle them)"
+        )
     if len({llm.window_of(i) for i in range(llm.layers)}) > 1:
-        raise DesignError(f"'{llm.name}': the streaming lowering replicates one decoder layer, but its layers "
-                          f"differ in attention window (full_attention_layers = {llm.full_attention_layers})")
+        raise DesignError(
+            f"'{llm.name}': the streaming lowering replicates one decoder layer, but its layers "
+            f"differ in attention window (full_attention_layers = {llm.full_attention_layers})"
+        )
     return build_graph(llm, q, "decode", 1, 0)
 
 
@@ -129,8 +139,11 @@ class _Compiler:
         kind, idx, _c = vec.entries[k]
         if kind == DEP_LOCAL:
             same = seg.eng[idx] == seg.eng[t]
-            off = seg.cyc[idx] + self.d.engines[seg.eng[idx]].pipeline_latency_cycles + \
-                (1 if same else self.hop[seg.eng[idx]][seg.eng[t]])
+            off = (
+                seg.cyc[idx]
+                + self.d.engines[seg.eng[idx]].pipeline_latency_cycles
+                + (1 if same else self.hop[seg.eng[idx]][seg.eng[t]])
+            )
             seg.deps[t][slot] = (DEP_LOCAL, idx, off)
         else:
             seg.deps[t][slot] = (kind, idx, 0)
@@ -174,8 +187,16 @@ class _Compiler:
         return [min(n, (i + 1) * c) for i in range(_cdiv(n, c))]
 
     # ---- operators
-    def stream_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int = 1, out_den: int = 1,
-                  skip: _Vec | None = None, produce: bool = True) -> _Vec:
+    def stream_op(
+        self,
+        seg: _Segment,
+        op: str,
+        vin: _Vec,
+        out_num: int = 1,
+        out_den: int = 1,
+        skip: _Vec | None = None,
+        produce: bool = True,
+    ) -> _Vec:
         """Element-wise operator: one block per input block; ``out = in * num / den`` elements. A buffered operator
         (``buffered_ops``, ``rotation_ops``) takes its whole input first, then (rotation) runs the fast Hadamard
         transform's butterfly stages, then emits (a barrier, like RMSNorm)."""
@@ -208,8 +229,7 @@ class _Compiler:
             prev = cum
         self.close(seg, vin)
 
-    def _buffered_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int, out_den: int,
-                     skip: _Vec | None) -> _Vec:
+    def _buffered_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int, out_den: int, skip: _Vec | None) -> _Vec:
         eng = self.eng_idx[op]
         lanes = self.d.engines[eng].lanes
         self._take_whole(seg, op, eng, lanes, vin, skip)
@@ -254,8 +274,12 @@ class _Compiler:
         """The graph operators streaming operator ``op`` computes (see :data:`FUSION`)."""
         names, _how = FUSION[op]
         src = {"layer": self.g.layers[0], "prologue": self.g.prologue, "epilogue": self.g.epilogue}[part]
-        return [o for o in src if o.kind in ("linear", "router", "head", "embed")
-                and any(o.name == n or o.name.endswith("." + n) for n in names)]
+        return [
+            o
+            for o in src
+            if o.kind in ("linear", "router", "head", "embed")
+            and any(o.name == n or o.name.endswith("." + n) for n in names)
+        ]
 
     def account(self, ops: list[Op]) -> None:
         """Enter the parameter bytes of ``ops`` in the ledger (what the requests below carry, and ``onchip``: the
@@ -317,8 +341,9 @@ class _Compiler:
                     issue = max(issue, _cdiv(r, e.scale_rows_per_cycle))
                 t = seg.block(eng, issue + fill, op, drain=first)
                 first = False
-                self.weight_reqs(seg, t, eng, r * rb if uniform else
-                                 self._prefix(segs, done + r) - self._prefix(segs, done))
+                self.weight_reqs(
+                    seg, t, eng, r * rb if uniform else self._prefix(segs, done + r) - self._prefix(segs, done)
+                )
                 done += r
                 out.append((DEP_LOCAL, t, done))
             return _Vec(out, eng)
@@ -516,8 +541,11 @@ class _Compiler:
         for j, cum in enumerate(x_cum):
             t = seg.block(x_eng, _cdiv(cum - prev, self.d.vector_chunk), "embed", drain=(j == 0))
             if x_eng != eng and j == 0:
-                seg.deps[t][0] = (DEP_LOCAL, 0, seg.cyc[0] + self.d.engines[eng].pipeline_latency_cycles +
-                                  self.hop[eng][x_eng])
+                seg.deps[t][0] = (
+                    DEP_LOCAL,
+                    0,
+                    seg.cyc[0] + self.d.engines[eng].pipeline_latency_cycles + self.hop[eng][x_eng],
+                )
             out.append((DEP_LOCAL, t, cum))
             prev = cum
         return seg, _Vec(out, x_eng)
@@ -550,7 +578,6 @@ class _Compiler:
         seg.block(eng, 1, "argmax", drain=True)  # the sampled token id
         seg.x_in = x_in  # type: ignore[attr-defined]
         return seg, x_in
-
 
     def _to_host(self, seg: _Segment, op: str, vec: _Vec) -> None:
         """The token's last block: ``op``'s engine has handed the whole of ``vec`` to the host link."""

@@ -18,6 +18,7 @@ alone (independent of the lowering, so tests/test_placement.py checks the compil
 :func:`design_floor` divides it by the peak bandwidth of the pseudo-channels the design's ports reach: the floor
 ``hwmodel bounds --design`` and ``hwmodel fpga decode`` print.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,8 +62,9 @@ def on_host(d: StreamingDesign, op: str) -> bool:
 def streamed_bytes(d: StreamingDesign, op: Op) -> int:
     """Parameter bytes of graph operator ``op`` that come from HBM under the design's placement."""
     b = op.bytes
-    return b.weights + (0 if "metadata" in d.onchip_params else b.metadata) + \
-        (0 if "bias" in d.onchip_params else b.bias)
+    return (
+        b.weights + (0 if "metadata" in d.onchip_params else b.metadata) + (0 if "bias" in d.onchip_params else b.bias)
+    )
 
 
 def _graph_op_on_host(d: StreamingDesign, op: Op, where: int, n_layers: int) -> bool:
@@ -144,8 +146,9 @@ class DesignFloor:
         return {**dataclasses.asdict(self), "bytes": dict(self.bytes)}
 
 
-def design_floor(d: StreamingDesign, ctx: int, with_lm_head: bool = True, board: BoardSpec | None = None,
-                 llm: LlmSpec | None = None) -> DesignFloor:
+def design_floor(
+    d: StreamingDesign, ctx: int, with_lm_head: bool = True, board: BoardSpec | None = None, llm: LlmSpec | None = None
+) -> DesignFloor:
     """The design's own decode floor at ``ctx`` (see the module docstring); ``with_lm_head=False``: an ingested
     token."""
     from fpga.hbm import channel as hbm
@@ -157,5 +160,13 @@ def design_floor(d: StreamingDesign, ctx: int, with_lm_head: bool = True, board:
     total = sum(b[c] for c in ("weights", "metadata", "bias", "kv_read", "kv_write"))
     n = channel_count(d)
     peak = n * hbm.channel_peak_bytes_per_s(board)
-    return DesignFloor(design=d.name, ctx=ctx, with_lm_head=with_lm_head, bytes=b, total_bytes=total, channels=n,
-                       ports_peak_bw_bytes_per_s=peak, floor_s=total / peak)
+    return DesignFloor(
+        design=d.name,
+        ctx=ctx,
+        with_lm_head=with_lm_head,
+        bytes=b,
+        total_bytes=total,
+        channels=n,
+        ports_peak_bw_bytes_per_s=peak,
+        floor_s=total / peak,
+    )

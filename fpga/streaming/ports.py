@@ -18,6 +18,7 @@ A port's own requests keep their order. Engines that share a channel keep their 
 footprint on the channel (weights, and the K/V cache of the attention engine) starts at the MiB after the
 previous sharer's (:func:`channel_bases`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence

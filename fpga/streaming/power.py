@@ -17,6 +17,7 @@
   median of the log's active samples (those above the idle floor + 2 W); :func:`fit_fabric_scale` is the same fit
   in closed form. The model then *predicts* the draft designs' power.
 """
+
 from __future__ import annotations
 
 import csv
@@ -54,8 +55,9 @@ def fabric_full_w(design: StreamingDesign) -> dict[str, float]:
     """Per engine: fabric dynamic power at 100 % activity and k_fabric = 1 (watts)."""
     use = estimate(design)
     mhz = design.clock_hz / 1e6
-    return {name: mhz * sum(COEFF_UW_PER_MHZ[k] * v for k, v in res.items()) * 1e-6
-            for name, res in use.per_engine.items()}
+    return {
+        name: mhz * sum(COEFF_UW_PER_MHZ[k] * v for k, v in res.items()) * 1e-6 for name, res in use.per_engine.items()
+    }
 
 
 def dynamic_w(design: StreamingDesign, token: object, scale: float | None = None) -> tuple[float, float]:

@@ -25,6 +25,7 @@ Where bytes and MACs come from (the operator graph, fused per :data:`fpga.stream
 and :attr:`Program.req_bytes` the bytes of the requests themselves; tests/test_graph_conservation.py checks both
 against the graph, integers, no tolerance.
 """
+
 from __future__ import annotations
 
 from fpga.streaming.design import DesignError, StreamingDesign, check_structure
@@ -35,20 +36,24 @@ from fpga.streaming.templates import _layer_for, _static_parts, kv_region_bytes
 from hwmodel.specs import BoardSpec, LlmSpec
 
 
-def compile_token(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int,
-                  with_lm_head: bool = True, per_port: bool = False) -> Program:
+def compile_token(
+    design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int, with_lm_head: bool = True, per_port: bool = False
+) -> Program:
     """The program of one token decoded after ``ctx`` cached tokens (``with_lm_head=False``: ingest, logits
     discarded, the LM head and sampler are skipped). ``per_port`` also builds every port's own request list
     (for the cycle-stepped reference, which simulates each port instead of one per class)."""
     if ctx < 0:
         raise DesignError(f"context length must be >= 0, got {ctx}")
     if ctx > design.max_ctx:
-        raise DesignError(f"design '{design.name}': ctx {ctx} exceeds its KV-cache reservation max_ctx = "
-                          f"{design.max_ctx}")
+        raise DesignError(
+            f"design '{design.name}': ctx {ctx} exceeds its KV-cache reservation max_ctx = {design.max_ctx}"
+        )
     check_structure(design)
     if llm.kv_heads % design.attn_head_parallel:
-        raise DesignError(f"design '{design.name}': attn_head_parallel = {design.attn_head_parallel} must divide the "
-                          f"{llm.kv_heads} KV heads of {llm.name}")
+        raise DesignError(
+            f"design '{design.name}': attn_head_parallel = {design.attn_head_parallel} must divide the "
+            f"{llm.kv_heads} KV heads of {llm.name}"
+        )
     st = _static_parts(design, board, llm, with_lm_head)
     c = _Compiler(design, board, llm)
     a_eng = c.eng_idx["attention"]
@@ -57,8 +62,7 @@ def compile_token(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: 
     units = llm.kv_heads // design.attn_head_parallel
     layer, att_macs = _layer_for(design, board, llm, ctx, kv_base0)
     L = llm.layers
-    prog = _link(design, c, st, layer, L, 2 * units * region,
-                 st.static_macs + (st.layer_macs + att_macs) * L, per_port)
+    prog = _link(design, c, st, layer, L, 2 * units * region, st.static_macs + (st.layer_macs + att_macs) * L, per_port)
     prog.param_bytes.update({k: st.static_ledger[k] + L * st.layer_ledger[k] for k in st.layer_ledger})
     prog.req_bytes.update(_request_bytes(st, layer, prog, L))
     return prog

@@ -6,6 +6,7 @@ indices; an activation vector (:class:`_Vec`) records which blocks produce its e
 reads each, which is what FIFO back-pressure between engines is resolved from. The program format itself is
 described in :mod:`fpga.streaming.program`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,9 +53,15 @@ class _Segment:
         """The blocks as arrays (memoized: head and tail segments are shared by every context length)."""
         if getattr(self, "_arrays", None) is None:
             deps = np.array(self.deps, dtype=np.int64).reshape(len(self.eng), 3, 3)
-            self._arrays = {"eng": np.array(self.eng, np.int64), "cyc": np.array(self.cyc, np.int64),
-                            "drain": np.array(self.drain, np.int64), "op": np.array(self.op, np.int64),
-                            "dkind": deps[:, :, 0], "didx": deps[:, :, 1], "doff": deps[:, :, 2]}
+            self._arrays = {
+                "eng": np.array(self.eng, np.int64),
+                "cyc": np.array(self.cyc, np.int64),
+                "drain": np.array(self.drain, np.int64),
+                "op": np.array(self.op, np.int64),
+                "dkind": deps[:, :, 0],
+                "didx": deps[:, :, 1],
+                "doff": deps[:, :, 2],
+            }
         return self._arrays
 
     def req_array(self, port: int) -> np.ndarray:

@@ -7,6 +7,7 @@ output space), per port (issue logic, the kernel-side copy of landed data, the c
 ports; a pseudo-channel that several ports share keeps a queue per port and arbitrates among their heads. Its results must equal the fast engine's (:mod:`fpga.streaming.engine`) exactly; tests/test_streaming_equivalence.py
 checks that over hundreds of generated designs.
 """
+
 from __future__ import annotations
 
 import collections
@@ -88,16 +89,23 @@ class _Channel:
         if s[hbm.CS_B_ROW + bank] != row:
             t = ready if p[hbm.HP_LOOKAHEAD] else max(ready, s[hbm.CS_LAST_COL])
             if s[hbm.CS_B_ROW + bank] >= 0:  # precharge first
-                while not (t >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RAS] and t >= s[hbm.CS_B_RD + bank] + p[hbm.HP_RTP]
-                           and t >= s[hbm.CS_B_WR + bank] + p[hbm.HP_WR]):
+                while not (
+                    t >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RAS]
+                    and t >= s[hbm.CS_B_RD + bank] + p[hbm.HP_RTP]
+                    and t >= s[hbm.CS_B_WR + bank] + p[hbm.HP_WR]
+                ):
                     t += 1
                 first_cmd = t
                 t += p[hbm.HP_RP]
             else:
                 t = max(t, s[hbm.CS_CLOSED_AT])
             faw = s[hbm.CS_FAW + s[hbm.CS_FAW_PTR]]
-            while not (t >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RC] and t >= s[hbm.CS_LAST_ACT] + p[hbm.HP_RRDS]
-                       and t >= s[hbm.CS_BG_ACT + bg] + p[hbm.HP_RRDL] and t >= faw + p[hbm.HP_FAW]):
+            while not (
+                t >= s[hbm.CS_B_ACT + bank] + p[hbm.HP_RC]
+                and t >= s[hbm.CS_LAST_ACT] + p[hbm.HP_RRDS]
+                and t >= s[hbm.CS_BG_ACT + bg] + p[hbm.HP_RRDL]
+                and t >= faw + p[hbm.HP_FAW]
+            ):
                 t += 1
             act = t
             if first_cmd < 0:
@@ -109,7 +117,11 @@ class _Channel:
             if write:
                 ok = ok and t >= s[hbm.CS_LAST_RD_COL] + p[hbm.HP_RTW]
             else:
-                ok = ok and t >= s[hbm.CS_LAST_WR_END] + p[hbm.HP_WTRS] and t >= s[hbm.CS_BG_WR_END + bg] + p[hbm.HP_WTRL]
+                ok = (
+                    ok
+                    and t >= s[hbm.CS_LAST_WR_END] + p[hbm.HP_WTRS]
+                    and t >= s[hbm.CS_BG_WR_END + bg] + p[hbm.HP_WTRL]
+                )
             if ok:
                 break
             t += 1
@@ -230,8 +242,14 @@ class _SharedChannel(_Channel):
             self.owner = -1
 
 
-def simulate_reference(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int,
-                       with_lm_head: bool = True, max_kernel_cycles: int = 5_000_000) -> RefResult:
+def simulate_reference(
+    design: StreamingDesign,
+    board: BoardSpec,
+    llm: LlmSpec,
+    ctx: int,
+    with_lm_head: bool = True,
+    max_kernel_cycles: int = 5_000_000,
+) -> RefResult:
     prog = compile_token(design, board, llm, ctx, with_lm_head, per_port=True)
     p = [int(x) for x in hbm.hbm_params(board, design.clock_hz, hbm.token_refresh_phase(board, ctx))]
     return run_reference(p, prog, max_kernel_cycles)
@@ -246,14 +264,18 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
     t_off = prog.t_off.tolist()
     e_lat = prog.e_lat.tolist()
     n_e = len(e_lat)
-    programs = [prog.e_list[prog.e_ptr[e]:prog.e_ptr[e + 1]].tolist() for e in range(n_e)]
+    programs = [prog.e_list[prog.e_ptr[e] : prog.e_ptr[e + 1]].tolist() for e in range(n_e)]
     n_ports = prog.n_ports
     need = prog.t_need_port.tolist()
     reqs = []
     for q in range(n_ports):
         sl = slice(prog.p_ptr[q], prog.p_ptr[q + 1])
-        reqs.append({k: getattr(prog, "pr_" + k)[sl].tolist() for k in
-                     ("bytes", "addr", "write", "dep", "dep_off", "slot", "slot_off", "outprev")})
+        reqs.append(
+            {
+                k: getattr(prog, "pr_" + k)[sl].tolist()
+                for k in ("bytes", "addr", "write", "dep", "dep_off", "slot", "slot_off", "outprev")
+            }
+        )
     port_bytes = prog.port_bytes.tolist()
 
     start = [-1] * n_blocks
@@ -276,8 +298,10 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
     sharers: dict[int, list[int]] = {}
     for q, c in enumerate(port_chan):
         sharers.setdefault(c, []).append(q)
-    chans = [_SharedChannel(p, sharers[c], prog.arbitration) if len(sharers[c]) > 1 else _Channel(p)
-             for c in range(len(sharers))]
+    chans = [
+        _SharedChannel(p, sharers[c], prog.arbitration) if len(sharers[c]) > 1 else _Channel(p)
+        for c in range(len(sharers))
+    ]
 
     def a2k(m: int) -> int:
         return -(-(m * ta) // tk) + sync
@@ -291,8 +315,13 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
     last_change = 0
     signature = None
     while True:
-        if total >= 0 and kc >= total and all(next_req[q] == n_req[q] for q in range(n_ports)) and \
-                all(not ch.pending() for ch in chans) and all(copy_pos[q] == len(reads[q]) for q in range(n_ports)):
+        if (
+            total >= 0
+            and kc >= total
+            and all(next_req[q] == n_req[q] for q in range(n_ports))
+            and all(not ch.pending() for ch in chans)
+            and all(copy_pos[q] == len(reads[q]) for q in range(n_ports))
+        ):
             break
         if ac * ta > kc * tk:  # at each kernel cycle: has anything moved?
             sig = (sum(e_pos), sum(next_req), sum(copy_pos), sum(ch.counters[hbm.CS_BURSTS] for ch in chans))
@@ -302,11 +331,13 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
             elif kc - last_change > patience:
                 kc = max_kernel_cycles + 1
         if kc > max_kernel_cycles:
-            return RefResult(1, -1, np.array(start), np.array(counters), [], [], [], [], np.zeros((0, hbm.CS_N)),
-                             kc, ac)
+            return RefResult(
+                1, -1, np.array(start), np.array(counters), [], [], [], [], np.zeros((0, hbm.CS_N)), kc, ac
+            )
         if ac * ta <= kc * tk:
             m = ac
             for ch in chans:
+
                 def on_first(rq: tuple[int, int], mm: int) -> None:
                     first[rq[0]][rq[1]] = mm
 
@@ -315,6 +346,7 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
                     end[q][r] = mm
                     if reqs[q]["write"][r]:
                         land[q][r] = a2k(mm)
+
                 ch.step(m, on_first, on_end)
             ac += 1
             continue
@@ -398,8 +430,16 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
             arrival = -(-((n + 1) * tk) // ta) + sync + p[hbm.HP_SWITCH]
             chans[port_chan[q]].push(q, [(q, r), arrival, rq["addr"][r], rq["bytes"][r], rq["write"][r], 0])
         kc += 1
-    return RefResult(0, total, np.array(start, dtype=np.int64), np.array(counters, dtype=np.int64),
-                     [np.array(x, dtype=np.int64) for x in issue], [np.array(x, dtype=np.int64) for x in land],
-                     [np.array(x, dtype=np.int64) for x in first], [np.array(x, dtype=np.int64) for x in end],
-                     np.array([chans[port_chan[q]].state() for q in range(n_ports)]).reshape(n_ports, hbm.CS_N),
-                     kc, ac)
+    return RefResult(
+        0,
+        total,
+        np.array(start, dtype=np.int64),
+        np.array(counters, dtype=np.int64),
+        [np.array(x, dtype=np.int64) for x in issue],
+        [np.array(x, dtype=np.int64) for x in land],
+        [np.array(x, dtype=np.int64) for x in first],
+        [np.array(x, dtype=np.int64) for x in end],
+        np.array([chans[port_chan[q]].state() for q in range(n_ports)]).reshape(n_ports, hbm.CS_N),
+        kc,
+        ac,
+    )

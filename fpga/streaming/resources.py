@@ -23,6 +23,7 @@ points in a sweep, not to replace a place-and-route report; expect +-30 % on LUT
 * Resident parameters (``onchip_params``: biases, quantization scales of the whole model, fpga/streaming/placement.py): in
   URAM, a fixed block ``onchip_params``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,8 +63,13 @@ class ResourceUse:
 
     def utilization(self, board: BoardSpec) -> dict[str, float]:
         r = board.resources
-        return {"lut": self.lut / r.lut, "ff": self.ff / r.ff, "dsp": self.dsp / r.dsp,
-                "bram18k": self.bram18k / max(1, r.bram18k), "uram": self.uram / max(1, r.uram)}
+        return {
+            "lut": self.lut / r.lut,
+            "ff": self.ff / r.ff,
+            "dsp": self.dsp / r.dsp,
+            "bram18k": self.bram18k / max(1, r.bram18k),
+            "uram": self.uram / max(1, r.uram),
+        }
 
 
 def _operand_bits(design: StreamingDesign, e: EngineSpec) -> int:
@@ -93,8 +99,13 @@ def engine_resources(design: StreamingDesign, e: EngineSpec, board: BoardSpec, l
         words = _cdiv(e.buffer_depth * e.burst_bytes, e.port_bytes)
         bram += e.ports * _cdiv(e.port_width_bits, BRAM18_WIDTH_BITS) * _cdiv(words, BRAM18_DEPTH)
     act_bytes = max(1, design.act_bits // 8)
-    inputs = {"qkv": llm.hidden, "o_proj": llm.q_dim, "gate_up": llm.hidden, "down": llm.intermediate,
-              "lm_head": llm.hidden}
+    inputs = {
+        "qkv": llm.hidden,
+        "o_proj": llm.q_dim,
+        "gate_up": llm.hidden,
+        "down": llm.intermediate,
+        "lm_head": llm.hidden,
+    }
     widest = max((inputs[op] for op in e.ops if op in inputs), default=0)
     uram_bytes += 2 * widest * act_bytes
     if "attention" in e.ops and design.softmax == "two-pass":
@@ -123,8 +134,15 @@ def estimate(design: StreamingDesign, board: BoardSpec | None = None, llm: LlmSp
     if onchip:  # parameters the design keeps on chip (onchip_params: biases, scales), in URAM
         blocks["onchip_params"] = {"lut": 0, "ff": 0, "dsp": 0, "bram18k": 0, "uram": _cdiv(onchip, URAM_BYTES)}
     tot = {k: sum(v[k] for v in (*per.values(), *blocks.values())) for k in ("lut", "ff", "dsp", "bram18k", "uram")}
-    return ResourceUse(lut=tot["lut"] + BASE_LUT, ff=tot["ff"] + BASE_FF, dsp=tot["dsp"], bram18k=tot["bram18k"],
-                       uram=tot["uram"], per_engine=per, blocks=blocks)
+    return ResourceUse(
+        lut=tot["lut"] + BASE_LUT,
+        ff=tot["ff"] + BASE_FF,
+        dsp=tot["dsp"],
+        bram18k=tot["bram18k"],
+        uram=tot["uram"],
+        per_engine=per,
+        blocks=blocks,
+    )
 
 
 def check_fits(design: StreamingDesign, board: BoardSpec | None = None, llm: LlmSpec | None = None) -> ResourceUse:

@@ -7,6 +7,7 @@ that context between the cached parts; attention compiles KV heads 0 and 1 and c
 index and address arithmetic, since all heads attend over the same tokens. :func:`kv_region_bytes` is the KV
 cache layout those copies address.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -65,23 +66,43 @@ def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_
     lone = [chans.count(ch) == 1 for ch in chans]  # a port on a shared channel is a class of its own
     for p in range(c.n_ports):
         for k, q in enumerate(reps):
-            if lone[p] and lone[q] and port_eng[q] == port_eng[p] and \
-                    all(seg.reqs[p] == seg.reqs[q] for seg in (head, pre, post, tail)):
+            if (
+                lone[p]
+                and lone[q]
+                and port_eng[q] == port_eng[p]
+                and all(seg.reqs[p] == seg.reqs[q] for seg in (head, pre, post, tail))
+            ):
                 port_class.append(k)
                 break
         else:
             port_class.append(len(reps))
             reps.append(p)
     static_ledger = {k: c.ledger[k] - layer_ledger[k] for k in c.ledger}
-    return _Static(x_cum, head, head_x, pre, rope, post, post_x, tail, layer_w, list(c.wptr),
-                   c.macs - layer_macs, layer_macs, static_ledger, layer_ledger, port_class)
+    return _Static(
+        x_cum,
+        head,
+        head_x,
+        pre,
+        rope,
+        post,
+        post_x,
+        tail,
+        layer_w,
+        list(c.wptr),
+        c.macs - layer_macs,
+        layer_macs,
+        static_ledger,
+        layer_ledger,
+        port_class,
+    )
 
 
 class _Layer:
     """One decoder layer as arrays (pre + attention + post), with the same interface the linker uses."""
 
-    def __init__(self, arrs: dict[str, np.ndarray], reqs: Any, x_in: _Vec, x_out: np.ndarray,
-                 att_key: list[bytes]) -> None:
+    def __init__(
+        self, arrs: dict[str, np.ndarray], reqs: Any, x_in: _Vec, x_out: np.ndarray, att_key: list[bytes]
+    ) -> None:
         self._arrs = arrs
         self._make_reqs = reqs  # port -> request array, built on demand (only class representatives need one)
         self._reqs: dict[int, np.ndarray] = {}
@@ -108,8 +129,7 @@ def kv_region_bytes(design: StreamingDesign, llm: LlmSpec, board: BoardSpec) -> 
 
 
 @functools.lru_cache(maxsize=4)
-def _layer_for(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int, kv_base0: int
-               ) -> tuple[_Layer, int]:
+def _layer_for(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int, kv_base0: int) -> tuple[_Layer, int]:
     """The layer :func:`compile_token` links for ``ctx`` with the KV cache at ``kv_base0``, memoized for the next
     token at the same context: the layer's pre and post parts are compiled before the tail (which alone holds the
     LM head), so a decoded and an ingested token at one context share it (the cycle-level drafts' samples come in
@@ -117,12 +137,14 @@ def _layer_for(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, ctx: int
     st = _static_parts(design, board, llm, True)
     region = kv_region_bytes(design, llm, board)
     units = llm.kv_heads // design.attn_head_parallel
-    return _layer(design, _Compiler(design, board, llm), st, ctx,
-                  [kv_base0 + i * region for i in range(2 * units)], region)
+    return _layer(
+        design, _Compiler(design, board, llm), st, ctx, [kv_base0 + i * region for i in range(2 * units)], region
+    )
 
 
-def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base: list[int],
-           region: int) -> tuple[_Layer, int]:
+def _layer(
+    design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base: list[int], region: int
+) -> tuple[_Layer, int]:
     """Assemble one layer for ``ctx``: the cached pre/post parts around attention compiled for this context
     (heads 0 and 1 compiled, heads 2.. copied from head 1 with shifted block indices and KV addresses)."""
     m = c.m
@@ -135,8 +157,12 @@ def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base
     units = m.kv_heads // design.attn_head_parallel
     info = c.attention(seg, rope, ctx, kv_base, heads=min(units, 2))
     eng_list = seg.eng[n_pre:]
-    att = {"eng": np.array(eng_list, np.int64), "cyc": np.array(seg.cyc[n_pre:], np.int64),
-           "drain": np.array(seg.drain[n_pre:], np.int64), "op": np.array(seg.op[n_pre:], np.int64)}
+    att = {
+        "eng": np.array(eng_list, np.int64),
+        "cyc": np.array(seg.cyc[n_pre:], np.int64),
+        "drain": np.array(seg.drain[n_pre:], np.int64),
+        "op": np.array(seg.op[n_pre:], np.int64),
+    }
     deps = np.array(seg.deps[n_pre:], dtype=np.int64).reshape(len(eng_list), 3, 3)
     att.update(dkind=deps[:, :, 0], didx=deps[:, :, 1], doff=deps[:, :, 2])
     att_reqs = [np.array(r, dtype=np.int64).reshape(-1, 6) for r in seg.reqs]
@@ -173,14 +199,18 @@ def _layer(design: StreamingDesign, c: _Compiler, st: _Static, ctx: int, kv_base
         emit_abs = np.array(emit, dtype=np.int64)  # layer-local already (the segment began with pre)
         tgt = emit_abs[didx[a_ref]]
         a_eng = info["engine"]
-        doff[a_ref] = att["cyc"][tgt - n_pre] + design.engines[a_eng].pipeline_latency_cycles + \
-            hop_matrix(design)[a_eng, po["eng"][np.nonzero(a_ref)[0]]]
+        doff[a_ref] = (
+            att["cyc"][tgt - n_pre]
+            + design.engines[a_eng].pipeline_latency_cycles
+            + hop_matrix(design)[a_eng, po["eng"][np.nonzero(a_ref)[0]]]
+        )
         didx[a_ref] = tgt
         dkind[a_ref] = DEP_LOCAL
     pr = pre.arrays()
     arrs = {key: np.concatenate([pr[key], att[key], po[key]]) for key in ("eng", "cyc", "drain", "op")}
     for key, post_val in (("dkind", dkind), ("didx", didx), ("doff", doff)):
         arrs[key] = np.concatenate([pr[key], att[key], post_val])
+
     def port_reqs(p: int) -> np.ndarray:
         parts = []
         if pre.reqs[p]:

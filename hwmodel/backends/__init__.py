@@ -8,6 +8,7 @@ needs, refuses the others' absence with a one-line error naming the spec and fie
 precision a migrated KV cache arrives in. The systems never ask which back-end made an engine: they ask the
 engine's capabilities (:mod:`hwmodel.engine`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,11 +28,16 @@ class DeviceEntry:
     gpu: str | None = sourced(default=None, doc="GPU spec (gpu back-end)")
     framework: str | None = sourced(default=None, doc="serving framework (gpu back-end)")
     design: str | None = sourced(default=None, doc="FPGA design name or path (streaming, instruction back-ends)")
-    clock_hz: float | None = sourced(default=None, check=positive, unit="Hz",
-                                     doc="kernel clock (FPGA back-ends; default the design's)")
+    clock_hz: float | None = sourced(
+        default=None, check=positive, unit="Hz", doc="kernel clock (FPGA back-ends; default the design's)"
+    )
     link: str | None = sourced(default=None, doc="link spec to the host (default: the device spec's host link)")
-    ctx_grid: int | None = sourced(default=None, check=positive, unit="tokens",
-                                   doc="contexts between exact per-token simulations (FPGA back-ends; default 16)")
+    ctx_grid: int | None = sourced(
+        default=None,
+        check=positive,
+        unit="tokens",
+        doc="contexts between exact per-token simulations (FPGA back-ends; default 16)",
+    )
     label: str = plain(default="", doc="display name in reports (default: the back-end's)")
 
     def describe(self) -> str:
@@ -89,8 +95,9 @@ def build_device(entry: DeviceEntry, llm: str, where: str = "") -> Device:
         except HwmodelError:
             raise
         except ModuleNotFoundError as exc:
-            raise HwmodelError(f"{where}: back-end '{entry.backend}' needs a device model this checkout lacks "
-                               f"({exc})") from None
+            raise HwmodelError(
+                f"{where}: back-end '{entry.backend}' needs a device model this checkout lacks ({exc})"
+            ) from None
         _devices[key] = dev
     return dev
 

@@ -1,5 +1,6 @@
 """The GPU back-end: an LLM on a GPU spec under a serving framework (``gpu.latency.GpuEngine``); data-centre GPUs
 and edge boards alike (an edge board is a GPU spec with its framework and its own link)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,8 +19,14 @@ class GpuBackend:
         gpu = library().gpu(need(entry, "gpu", where, "a GPU spec name"))
         framework = need(entry, "framework", where, "a serving framework name")
         engine = GpuEngine(gpu.name, llm, framework=framework)
-        return Device(engine=engine, display_name=entry.label or gpu.display_name,
-                      host_link=entry.link or gpu.host_link, board=None, kv_bits=engine.kv_bits, warm_ctx=1024)
+        return Device(
+            engine=engine,
+            display_name=entry.label or gpu.display_name,
+            host_link=entry.link or gpu.host_link,
+            board=None,
+            kv_bits=engine.kv_bits,
+            warm_ctx=1024,
+        )
 
 
 BACKENDS.register("gpu", GpuBackend())

@@ -2,6 +2,7 @@
 (``fpga.instruction.engine.InstructionEngine``) at any clock, on its board spec; per-token decode and ingest times
 simulated every ``ctx_grid`` contexts (:mod:`hwmodel.sampled`), multi-token prefill by the design's own batched
 (MM-mode) program."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +20,8 @@ class InstructionBackend:
     name: str = "instruction"
 
     def build(self, entry: DeviceEntry, llm: str, where: str) -> Device:
-        from fpga.instruction.engine import InstructionEngine
         from fpga.instruction.design import load_design
+        from fpga.instruction.engine import InstructionEngine
 
         design = load_design(need(entry, "design", where, "an instruction design name or path"))
         if design.llm != llm:
@@ -30,8 +31,14 @@ class InstructionBackend:
         clock = engine.design.clock_hz
         sampled = ContextSampledEngine(engine, entry.ctx_grid or DEFAULT_CTX_GRID, prefill="engine")
         label = entry.label or f"{board.display_name} ({design.name} @ {clock / 1e6:.0f} MHz)"
-        return Device(engine=sampled, display_name=label, host_link=entry.link or board.host_link, board=board.name,
-                      kv_bits=int(design.kv_bits), warm_ctx=0)
+        return Device(
+            engine=sampled,
+            display_name=label,
+            host_link=entry.link or board.host_link,
+            board=board.name,
+            kv_bits=int(design.kv_bits),
+            warm_ctx=0,
+        )
 
 
 BACKENDS.register("instruction", InstructionBackend())

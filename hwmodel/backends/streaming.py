@@ -1,6 +1,7 @@
 """The streaming-FPGA back-end: a fully-streaming dataflow design (``fpga.streaming.engine.StreamingEngine``) at any
 clock, on its board spec; per-token times simulated every ``ctx_grid`` contexts (:mod:`hwmodel.sampled`), prefill
 token by token (the design has no batched prefill datapath)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,8 +29,14 @@ class StreamingBackend:
         clock = engine.clock_hz
         sampled = ContextSampledEngine(engine, entry.ctx_grid or DEFAULT_CTX_GRID, prefill="tokenwise")
         label = entry.label or f"{board.display_name} ({design.name} @ {clock / 1e6:.0f} MHz)"
-        return Device(engine=sampled, display_name=label, host_link=entry.link or board.host_link, board=board.name,
-                      kv_bits=int(design.kv_bits), warm_ctx=0)
+        return Device(
+            engine=sampled,
+            display_name=label,
+            host_link=entry.link or board.host_link,
+            board=board.name,
+            kv_bits=int(design.kv_bits),
+            warm_ctx=0,
+        )
 
 
 BACKENDS.register("streaming", StreamingBackend())

@@ -1,4 +1,5 @@
 """The `hwmodel` command line. Each ``cmd_*.py`` module here adds its commands (see :mod:`hwmodel.cli.base`)."""
+
 from __future__ import annotations
 
 import importlib

@@ -4,6 +4,7 @@ Command modules live next to this file as ``cmd_*.py`` and are imported by ``hwm
 commands to :data:`main` or to a sub-group made with :func:`group`. Command modules import heavy libraries (numba,
 jax, dask) inside the command functions, so `hwmodel --help` stays fast.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,24 +51,41 @@ def _flag_to_meta(key: str) -> Callable[[click.Context, click.Parameter, bool], 
     def store(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
         if value:
             ctx.meta[key] = True
+
     return store
 
 
 def quiet_option(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--quiet``: no progress bar and no heartbeat on stderr (results and errors are still printed)."""
-    return click.option("--quiet", "-q", is_flag=True, expose_value=False, is_eager=True,
-                        callback=_flag_to_meta(QUIET_KEY),
-                        help="No progress output on stderr (no bar, no heartbeat).")(f)
+    return click.option(
+        "--quiet",
+        "-q",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_flag_to_meta(QUIET_KEY),
+        help="No progress output on stderr (no bar, no heartbeat).",
+    )(f)
 
 
 @click.group(cls=HwGroup, context_settings=CONTEXT_SETTINGS)
 @quiet_option
-@click.option("--json", "global_json", is_flag=True, expose_value=False, callback=_flag_to_meta(JSON_KEY),
-              help="Print JSON instead of tables, as the command's own --json (commands without JSON output "
-                   "refuse it).")
-@click.option("--spec-dir", "spec_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory of extra spec TOML files (boards, GPUs, links, LLMs); repeatable. "
-                   "Also read from $HWMODEL_SPEC_PATH.")
+@click.option(
+    "--json",
+    "global_json",
+    is_flag=True,
+    expose_value=False,
+    callback=_flag_to_meta(JSON_KEY),
+    help="Print JSON instead of tables, as the command's own --json (commands without JSON output refuse it).",
+)
+@click.option(
+    "--spec-dir",
+    "spec_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory of extra spec TOML files (boards, GPUs, links, LLMs); repeatable. "
+    "Also read from $HWMODEL_SPEC_PATH.",
+)
 @click.version_option(package_name="hwmodel")
 def main(spec_dirs: tuple[Path, ...]) -> None:
     """hwmodel: cycle-level performance and functional model of FPGA-GPU systems for LLM inference."""

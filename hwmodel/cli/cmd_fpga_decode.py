@@ -1,5 +1,6 @@
 """`hwmodel fpga decode | designs | profile-port` and `hwmodel reproduce streaming`: the cycle-level streaming decode
 model from the command line."""
+
 from __future__ import annotations
 
 import csv
@@ -36,15 +37,26 @@ def _range(text: str | None, what: str) -> list[float] | None:
             raise ValueError
         return vals
     except ValueError:
-        raise HwmodelError(f"{what}: expected A:B:S (start:stop:step, step > 0) or a comma list of finite numbers "
-                           f"(at most {MAX_RANGE_POINTS} points), got '{text}'") from None
+        raise HwmodelError(
+            f"{what}: expected A:B:S (start:stop:step, step > 0) or a comma list of finite numbers "
+            f"(at most {MAX_RANGE_POINTS} points), got '{text}'"
+        ) from None
 
 
 def _row(res: Any) -> dict[str, Any]:
-    return {"design": res.design, "ctx": res.ctx, "clock_mhz": res.clock_hz / 1e6, "cycles": res.cycles,
-            "seconds": res.seconds, "tokens_per_s": res.tokens_per_s, "hbm_bytes": res.hbm_bytes,
-            "achieved_bw_bytes_per_s": res.achieved_bw_bytes_per_s, "hbm_utilization": res.hbm_utilization,
-            "ports_utilization": res.ports_utilization, "bandwidth_floor_s": res.bandwidth_floor_s}
+    return {
+        "design": res.design,
+        "ctx": res.ctx,
+        "clock_mhz": res.clock_hz / 1e6,
+        "cycles": res.cycles,
+        "seconds": res.seconds,
+        "tokens_per_s": res.tokens_per_s,
+        "hbm_bytes": res.hbm_bytes,
+        "achieved_bw_bytes_per_s": res.achieved_bw_bytes_per_s,
+        "hbm_utilization": res.hbm_utilization,
+        "ports_utilization": res.ports_utilization,
+        "bandwidth_floor_s": res.bandwidth_floor_s,
+    }
 
 
 def _floor_s(design: Any, ctx: int, ingest: bool) -> float:
@@ -58,59 +70,120 @@ def _detail_tables(res: Any) -> None:
     from rich.table import Table
 
     c = console()
-    t = Table("engine", "busy", "drain", "wait input", "wait HBM", "wait FIFO", "done", "busy %",
-              title=f"{res.design}: cycles per engine (token of {res.cycles:,} cycles)")
+    t = Table(
+        "engine",
+        "busy",
+        "drain",
+        "wait input",
+        "wait HBM",
+        "wait FIFO",
+        "done",
+        "busy %",
+        title=f"{res.design}: cycles per engine (token of {res.cycles:,} cycles)",
+    )
     for name, e in res.engine_cycles.items():
-        t.add_row(name, *(f"{e[k]:,}" for k in ("busy", "drain", "stall_in", "stall_mem", "stall_out", "done")),
-                  f"{100 * e['busy'] / res.cycles:.1f}")
+        t.add_row(
+            name,
+            *(f"{e[k]:,}" for k in ("busy", "drain", "stall_in", "stall_mem", "stall_out", "done")),
+            f"{100 * e['busy'] / res.cycles:.1f}",
+        )
     c.print(t)
     t = Table("operator", "busy cycles", "span cycles", "span share", title="per operator (summed over layers)")
     for op, busy in res.op_busy_cycles.items():
         span = res.op_span_cycles[op]
         t.add_row(op, f"{busy:,}", f"{span:,}", f"{100 * span / res.cycles:.1f} %")
     c.print(t)
-    t = Table("engine", "ports", "read / port", "written (total)", "bus busy (AXI cycles)", "BW / port", "util.",
-              "row misses", "refresh defers", title="HBM channels")
+    t = Table(
+        "engine",
+        "ports",
+        "read / port",
+        "written (total)",
+        "bus busy (AXI cycles)",
+        "BW / port",
+        "util.",
+        "row misses",
+        "refresh defers",
+        title="HBM channels",
+    )
     by_eng: dict[str, list[dict[str, Any]]] = {}
     for ch in res.channels:
         by_eng.setdefault(ch["engine"], []).append(ch)
     for name, chs in by_eng.items():
         n = len(chs)
-        t.add_row(name, str(n), f"{max(x['read_bytes'] for x in chs) / 1e6:.2f} MB",
-                  f"{sum(x['write_bytes'] for x in chs):,} B", f"{max(x['busy_axi_cycles'] for x in chs):,}",
-                  fmt_bw(max(x["bw_bytes_per_s"] for x in chs)), f"{max(x['utilization'] for x in chs):.2f}",
-                  f"{max(x['row_misses'] for x in chs):,}", f"{max(x['refresh_defers'] for x in chs):,}")
+        t.add_row(
+            name,
+            str(n),
+            f"{max(x['read_bytes'] for x in chs) / 1e6:.2f} MB",
+            f"{sum(x['write_bytes'] for x in chs):,} B",
+            f"{max(x['busy_axi_cycles'] for x in chs):,}",
+            fmt_bw(max(x["bw_bytes_per_s"] for x in chs)),
+            f"{max(x['utilization'] for x in chs):.2f}",
+            f"{max(x['row_misses'] for x in chs):,}",
+            f"{max(x['refresh_defers'] for x in chs):,}",
+        )
     c.print(t)
 
 
 @fpga.command("decode")
-@click.option("--design", "design_name", required=True,
-              help="Built-in design (draft-u280, draft-v80, flexllm-u280-mem-opt, flexllm-u280-mem-opt-new, "
-                   "flexllm-draft-u280) or a design TOML file.")
+@click.option(
+    "--design",
+    "design_name",
+    required=True,
+    help="Built-in design (draft-u280, draft-v80, flexllm-u280-mem-opt, flexllm-u280-mem-opt-new, "
+    "flexllm-draft-u280) or a design TOML file.",
+)
 @click.option("--ctx", type=click.IntRange(min=0), default=0, show_default=True, help="Tokens already in the KV cache.")
 @click.option("--ctx-range", default=None, help="Table over contexts: A:B:S (e.g. 0:4096:512) or a comma list.")
 @clock_option("freq_mhz", help="Kernel clock in MHz [default: the design's].")
-@click.option("--clock-range", "--freq-range", "freq_range", cls=AliasOption, default=None,
-              help="Table over kernel clocks in MHz: A:B:S (e.g. 150:450:50) or a comma list.")
-@click.option("--ingest", "--no-lm-head", "ingest", is_flag=True,
-              help="An ingested token (logits discarded: LM head and sampler skipped).")
-@click.option("--detail/--no-detail", default=True, show_default=True,
-              help="Per-engine, per-operator and per-channel tables (single point).")
-@click.option("--sensitivity", is_flag=True,
-              help="Vary every guessed field (left at its default, unsourced or [estimate]) over its documented "
-                   "range: per-field latency movement and the band they span together (single point; "
-                   "docs/model-your-design.md).")
-@click.option("--vary", default=None,
-              help="With --sensitivity: only these field names (comma list, e.g. burst_bytes,fifo_depth).")
+@click.option(
+    "--clock-range",
+    "--freq-range",
+    "freq_range",
+    cls=AliasOption,
+    default=None,
+    help="Table over kernel clocks in MHz: A:B:S (e.g. 150:450:50) or a comma list.",
+)
+@click.option(
+    "--ingest",
+    "--no-lm-head",
+    "ingest",
+    is_flag=True,
+    help="An ingested token (logits discarded: LM head and sampler skipped).",
+)
+@click.option(
+    "--detail/--no-detail",
+    default=True,
+    show_default=True,
+    help="Per-engine, per-operator and per-channel tables (single point).",
+)
+@click.option(
+    "--sensitivity",
+    is_flag=True,
+    help="Vary every guessed field (left at its default, unsourced or [estimate]) over its documented "
+    "range: per-field latency movement and the band they span together (single point; "
+    "docs/model-your-design.md).",
+)
+@click.option(
+    "--vary", default=None, help="With --sensitivity: only these field names (comma list, e.g. burst_bytes,fifo_depth)."
+)
 @json_option
-def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: float | None, freq_range: str | None,
-               ingest: bool, detail: bool, sensitivity: bool, vary: str | None, as_json: bool) -> None:
+def decode_cmd(
+    design_name: str,
+    ctx: int,
+    ctx_range: str | None,
+    freq_mhz: float | None,
+    freq_range: str | None,
+    ingest: bool,
+    detail: bool,
+    sensitivity: bool,
+    vary: str | None,
+    as_json: bool,
+) -> None:
     """Cycle-level simulation of decoding one token on a fully-streaming FPGA design: cycles, seconds, where the
     cycles went, HBM bytes, bandwidth and utilization."""
     import dataclasses
 
     from fpga.streaming.engine import StreamingEngine, load_design, validate_design
-
     from hwmodel.domains import check_context, check_kernel_clock
 
     design = load_design(design_name)
@@ -125,8 +198,9 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
     for c in ctxs:
         if c < 0:
             raise HwmodelError(f"--ctx-range: expected contexts >= 0, got {c}")
-        check_context(c, design.llm_spec(), "--ctx-range" if ctx_range else "--ctx", max_ctx=design.max_ctx,
-                      design=design.name)
+        check_context(
+            c, design.llm_spec(), "--ctx-range" if ctx_range else "--ctx", max_ctx=design.max_ctx, design=design.name
+        )
     points = [(c, f) for f in freqs for c in ctxs]
     if sensitivity and len(points) > 1:
         raise HwmodelError("--sensitivity: one point at a time (drop --ctx-range / --clock-range)")
@@ -146,12 +220,14 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
             prog.advance(task)
     band = None
     if sensitivity:
-        from hwmodel.studies.sensitivity import check_fields, sensitivity as band_of
+        from hwmodel.studies.sensitivity import check_fields
+        from hwmodel.studies.sensitivity import sensitivity as band_of
 
         d0 = dataclasses.replace(design, clock_hz=freqs[0] * 1e6)
         fields = check_fields(vary.split(",")) if vary else None
-        band = band_of(d0, lambda d: StreamingEngine(d, validate=False).token(ctxs[0], with_lm_head=not ingest).seconds,
-                       fields)
+        band = band_of(
+            d0, lambda d: StreamingEngine(d, validate=False).token(ctxs[0], with_lm_head=not ingest).seconds, fields
+        )
     if as_json:
         if len(results) == 1:
             from hwmodel.quantities import decode_point
@@ -166,22 +242,45 @@ def decode_cmd(design_name: str, ctx: int, ctx_range: str | None, freq_mhz: floa
         return
     from rich.table import Table
 
-    t = Table("ctx", "clock", "cycles", "latency", "tokens/s", "HBM bytes", "achieved BW", "HBM util.",
-              "floor @peak", "design floor", title=f"{design.name}: {design.llm} W{design.weight_bits}A{design.act_bits} "
-                                   f"KV{design.kv_bits} on {design.board}" + (" (ingest)" if ingest else ""))
+    t = Table(
+        "ctx",
+        "clock",
+        "cycles",
+        "latency",
+        "tokens/s",
+        "HBM bytes",
+        "achieved BW",
+        "HBM util.",
+        "floor @peak",
+        "design floor",
+        title=f"{design.name}: {design.llm} W{design.weight_bits}A{design.act_bits} "
+        f"KV{design.kv_bits} on {design.board}" + (" (ingest)" if ingest else ""),
+    )
     for r in rows:
-        t.add_row(str(r["ctx"]), f"{r['clock_mhz']:g} MHz", f"{r['cycles']:,}", fmt_s(r["seconds"]),
-                  f"{r['tokens_per_s']:.0f}", f"{r['hbm_bytes'] / 1e6:.1f} MB", fmt_bw(r["achieved_bw_bytes_per_s"]),
-                  f"{100 * r['hbm_utilization']:.1f} %", fmt_s(r["bandwidth_floor_s"]), fmt_s(r["design_floor_s"]))
+        t.add_row(
+            str(r["ctx"]),
+            f"{r['clock_mhz']:g} MHz",
+            f"{r['cycles']:,}",
+            fmt_s(r["seconds"]),
+            f"{r['tokens_per_s']:.0f}",
+            f"{r['hbm_bytes'] / 1e6:.1f} MB",
+            fmt_bw(r["achieved_bw_bytes_per_s"]),
+            f"{100 * r['hbm_utilization']:.1f} %",
+            fmt_s(r["bandwidth_floor_s"]),
+            fmt_s(r["design_floor_s"]),
+        )
     console().print(t)
     if design.host_ops or design.onchip_params:
         from fpga.streaming.placement import host_link_bytes
 
         hl = host_link_bytes(design, design.llm_spec())
-        console().print(f"placement: on the host {', '.join(design.host_ops) or 'nothing'} "
-                        f"({hl['to_device_bytes']} B in, {hl['to_host_bytes']} B out per token over the host link, "
-                        f"timed by the system's link model); on chip: {', '.join(design.onchip_params) or '-'}",
-                        markup=False, soft_wrap=True)
+        console().print(
+            f"placement: on the host {', '.join(design.host_ops) or 'nothing'} "
+            f"({hl['to_device_bytes']} B in, {hl['to_host_bytes']} B out per token over the host link, "
+            f"timed by the system's link model); on chip: {', '.join(design.onchip_params) or '-'}",
+            markup=False,
+            soft_wrap=True,
+        )
     if detail and len(results) == 1:
         _detail_tables(results[0])
     if band is not None:
@@ -199,19 +298,33 @@ def sensitivity_table(band: dict[str, Any], title: str) -> None:
 
     t = Table("field", "status", "value", "range", "latency at low", "latency at high", "swing", title=title)
     for r in band["fields"]:
-        t.add_row(escape(r["field"]), r["status"], str(r["value"]), f"{r['low']} .. {r['high']}", cell(r, "low"),
-                  cell(r, "high"), f"{100 * r['swing_fraction']:.1f} %")
+        t.add_row(
+            escape(r["field"]),
+            r["status"],
+            str(r["value"]),
+            f"{r['low']} .. {r['high']}",
+            cell(r, "low"),
+            cell(r, "high"),
+            f"{100 * r['swing_fraction']:.1f} %",
+        )
     c = console()
     c.print(t)
     lo, hi = band["band_s"]
-    c.print(f"nominal {fmt_s(band['nominal_s'])}; band over all {len(band['fields'])} guessed fields together: "
-            f"{fmt_s(lo) if lo is not None else 'refused'} .. {fmt_s(hi) if hi is not None else 'refused'}",
-            markup=False, soft_wrap=True)
+    c.print(
+        f"nominal {fmt_s(band['nominal_s'])}; band over all {len(band['fields'])} guessed fields together: "
+        f"{fmt_s(lo) if lo is not None else 'refused'} .. {fmt_s(hi) if hi is not None else 'refused'}",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @fpga.command("designs")
-@click.option("--verbose", is_flag=True, help="Also show what each design's fields derive to on its board: the "
-                                              "kernel:AXI clock ratio, port bytes per cycle and port peaks.")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Also show what each design's fields derive to on its board: the "
+    "kernel:AXI clock ratio, port bytes per cycle and port peaks.",
+)
 @json_option
 def designs_cmd(verbose: bool, as_json: bool) -> None:
     """Built-in streaming designs: model, board, clock, precision, engines and estimated resources (the KVMU's
@@ -224,85 +337,178 @@ def designs_cmd(verbose: bool, as_json: bool) -> None:
     for name in design_names():
         d = load_design(name)
         use = estimate(d)
-        rows.append({"name": name, "llm": d.llm, "board": d.board, "clock_mhz": d.clock_hz / 1e6,
-                     "bits": f"W{d.weight_bits}A{d.act_bits}KV{d.kv_bits}", "ports": d.total_ports,
-                     "engines": {e.name: list(e.ops) for e in d.engines},
-                     "resources": {k: getattr(use, k) for k in ("lut", "ff", "dsp", "bram18k", "uram")},
-                     "blocks": use.blocks})
+        rows.append(
+            {
+                "name": name,
+                "llm": d.llm,
+                "board": d.board,
+                "clock_mhz": d.clock_hz / 1e6,
+                "bits": f"W{d.weight_bits}A{d.act_bits}KV{d.kv_bits}",
+                "ports": d.total_ports,
+                "engines": {e.name: list(e.ops) for e in d.engines},
+                "resources": {k: getattr(use, k) for k in ("lut", "ff", "dsp", "bram18k", "uram")},
+                "blocks": use.blocks,
+            }
+        )
         if verbose:
-            rows[-1]["derived"] = {k: {"value": v, "unit": u, "how": how}
-                                   for k, v, u, how in design_derived(d, d.board_spec())}
+            rows[-1]["derived"] = {
+                k: {"value": v, "unit": u, "how": how} for k, v, u, how in design_derived(d, d.board_spec())
+            }
     if as_json:
         echo_json(rows)
         return
     from rich.table import Table
 
-    t = Table("design", "LLM", "board", "clock", "bits", "ports", "engines", "DSP", "LUT", "FF", "BRAM18K",
-              "KVMU LUT/FF")
+    t = Table(
+        "design", "LLM", "board", "clock", "bits", "ports", "engines", "DSP", "LUT", "FF", "BRAM18K", "KVMU LUT/FF"
+    )
     for r in rows:
         kv = r["blocks"].get("kvmu")
-        t.add_row(r["name"], r["llm"], r["board"], f"{r['clock_mhz']:g} MHz", r["bits"], str(r["ports"]),
-                  "; ".join(f"{k}: {', '.join(v)}" for k, v in r["engines"].items()),
-                  f"{r['resources']['dsp']:,}", f"{r['resources']['lut']:,}", f"{r['resources']['ff']:,}",
-                  f"{r['resources']['bram18k']:,}", f"{kv['lut']:,}/{kv['ff']:,}" if kv else "-")
+        t.add_row(
+            r["name"],
+            r["llm"],
+            r["board"],
+            f"{r['clock_mhz']:g} MHz",
+            r["bits"],
+            str(r["ports"]),
+            "; ".join(f"{k}: {', '.join(v)}" for k, v in r["engines"].items()),
+            f"{r['resources']['dsp']:,}",
+            f"{r['resources']['lut']:,}",
+            f"{r['resources']['ff']:,}",
+            f"{r['resources']['bram18k']:,}",
+            f"{kv['lut']:,}/{kv['ff']:,}" if kv else "-",
+        )
     console().print(t)
     for r in rows if verbose else ():
         dt = Table("derived", "value", "unit", "how", title=f"{r['name']} on {r['board']}")
         for k, v in r["derived"].items():
             val = v["value"]
-            dt.add_row(k, f"{val:,}" if isinstance(val, int) else (f"{val:.6g}" if isinstance(val, float) else val),
-                       v["unit"], v["how"])
+            dt.add_row(
+                k,
+                f"{val:,}" if isinstance(val, int) else (f"{val:.6g}" if isinstance(val, float) else val),
+                v["unit"],
+                v["how"],
+            )
         console().print(dt)
     if any("kvmu" in r["blocks"] for r in rows):
         from fpga.kvmu.verify.synth import recorded
 
         rec = recorded()
-        console().print(f"LUT and FF totals include the KVMU where listed: {rec['lut']} LUT / {rec['ff']} FF of "
-                        f"fpga/kvmu/rtl/kvmu.v from {rec['source']}", markup=False, soft_wrap=True)
+        console().print(
+            f"LUT and FF totals include the KVMU where listed: {rec['lut']} LUT / {rec['ff']} FF of "
+            f"fpga/kvmu/rtl/kvmu.v from {rec['source']}",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 @fpga.command("profile-port")
 @click.option("--board", default="u280", show_default=True, help="FPGA board spec name.")
 @clock_option("freq_mhz", default=300.0, help="Kernel clock in MHz (within the board's kernel-clock range).")
-@click.option("--sizes", default="32,64,128,256,512,1024,4096,16384,65536", show_default=True,
-              help="Request sizes in bytes (comma list).")
+@click.option(
+    "--sizes",
+    default="32,64,128,256,512,1024,4096,16384,65536",
+    show_default=True,
+    help="Request sizes in bytes (comma list).",
+)
 @click.option("--outstanding", default="1,4,16,64", show_default=True, help="Requests in flight (comma list).")
-@click.option("--port-width", type=click.Choice(["64", "128", "256", "512", "1024"]), default="512",
-              show_default=True, help="Kernel-side port width in bits.")
-@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Start address offset (non-multiples of 32 B are misaligned).")
-@click.option("--pattern", default="sequential", show_default=True,
-              help="sequential | strided:BYTES | random[:SPAN] (SPAN in bytes, K/M/G suffixes; default the whole "
-                   "pseudo-channel).")
-@click.option("--write-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Fraction of requests that are writes (seeded).")
-@click.option("--channels", default="0", show_default=True,
-              help="Pseudo-channels the port reaches (comma list / a:b ranges): the port-to-channel map.")
+@click.option(
+    "--port-width",
+    type=click.Choice(["64", "128", "256", "512", "1024"]),
+    default="512",
+    show_default=True,
+    help="Kernel-side port width in bits.",
+)
+@click.option(
+    "--offset",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Start address offset (non-multiples of 32 B are misaligned).",
+)
+@click.option(
+    "--pattern",
+    default="sequential",
+    show_default=True,
+    help="sequential | strided:BYTES | random[:SPAN] (SPAN in bytes, K/M/G suffixes; default the whole "
+    "pseudo-channel).",
+)
+@click.option(
+    "--write-fraction",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Fraction of requests that are writes (seeded).",
+)
+@click.option(
+    "--channels",
+    default="0",
+    show_default=True,
+    help="Pseudo-channels the port reaches (comma list / a:b ranges): the port-to-channel map.",
+)
 @click.option("--port", type=click.IntRange(min=0), default=None, help="AXI port (default: the first channel's).")
-@click.option("--total-bytes", type=click.IntRange(min=1), default=4 << 20, show_default=True,
-              help="Bytes moved per point.")
+@click.option(
+    "--total-bytes", type=click.IntRange(min=1), default=4 << 20, show_default=True, help="Bytes moved per point."
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of random patterns.")
-@click.option("--ids", "axi_ids", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="AXI IDs the port cycles through (1: an HLS m_axi port; PG276 ports take up to 64).")
-@click.option("--outstanding-writes", type=click.IntRange(min=1), default=None,
-              help="Writes in flight (default: the --outstanding value of the point).")
-@click.option("--reorder/--no-reorder", default=None,
-              help="The controller's request reordering (PG276 64-entry queue); default: the board's.")
-@click.option("--masters", type=click.IntRange(1, 32), default=1, show_default=True,
-              help="Ports (AXI ports --port, --port + 1, ...) sharing the channels, each with this traffic.")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None,
-              help="Write bandwidth vs request size, one line per outstanding count (PNG or SVG).")
+@click.option(
+    "--ids",
+    "axi_ids",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="AXI IDs the port cycles through (1: an HLS m_axi port; PG276 ports take up to 64).",
+)
+@click.option(
+    "--outstanding-writes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Writes in flight (default: the --outstanding value of the point).",
+)
+@click.option(
+    "--reorder/--no-reorder",
+    default=None,
+    help="The controller's request reordering (PG276 64-entry queue); default: the board's.",
+)
+@click.option(
+    "--masters",
+    type=click.IntRange(1, 32),
+    default=1,
+    show_default=True,
+    help="Ports (AXI ports --port, --port + 1, ...) sharing the channels, each with this traffic.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write bandwidth vs request size, one line per outstanding count (PNG or SVG).",
+)
 @json_option
-def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, port_width: str, offset: int,
-                    pattern: str, write_fraction: float, channels: str, port: int | None, total_bytes: int,
-                    seed: int, axi_ids: int, outstanding_writes: int | None, reorder: bool | None, masters: int,
-                    plot: str | None, as_json: bool) -> None:
+def profile_hbm_cmd(
+    board: str,
+    freq_mhz: float,
+    sizes: str,
+    outstanding: str,
+    port_width: str,
+    offset: int,
+    pattern: str,
+    write_fraction: float,
+    channels: str,
+    port: int | None,
+    total_bytes: int,
+    seed: int,
+    axi_ids: int,
+    outstanding_writes: int | None,
+    reorder: bool | None,
+    masters: int,
+    plot: str | None,
+    as_json: bool,
+) -> None:
     """Effective bandwidth of one HBM port versus request size and outstanding requests, for a traffic pattern,
     read/write mix and port-to-channel map (bank-level channel model and the HBM switch, docs/hbm.md)."""
     from fpga.hbm import channel as hbm
-    from hwmodel.specs import library
-
     from hwmodel.domains import check_kernel_clock
+    from hwmodel.specs import library
 
     b = library().board(board)
     check_kernel_clock(b, freq_mhz * 1e6, "--clock-mhz")
@@ -312,27 +518,52 @@ def profile_hbm_cmd(board: str, freq_mhz: float, sizes: str, outstanding: str, p
     if any(s <= 0 for s in size_list) or any(o <= 0 for o in outs):
         raise HwmodelError("--sizes and --outstanding must be positive")
     chans = parse_channels(channels)
-    rows = [hbm.profile_bandwidth(b, freq_mhz * 1e6, s, outstanding=o, port_width_bits=int(port_width),
-                                  offset_bytes=offset, pattern=pattern, write_fraction=write_fraction,
-                                  channels=chans, port=port, total_bytes=max(total_bytes, s), seed=seed,
-                                  axi_ids=axi_ids, outstanding_writes=outstanding_writes, reorder=reorder,
-                                  masters=masters)
-            for s in size_list for o in outs]
+    rows = [
+        hbm.profile_bandwidth(
+            b,
+            freq_mhz * 1e6,
+            s,
+            outstanding=o,
+            port_width_bits=int(port_width),
+            offset_bytes=offset,
+            pattern=pattern,
+            write_fraction=write_fraction,
+            channels=chans,
+            port=port,
+            total_bytes=max(total_bytes, s),
+            seed=seed,
+            axi_ids=axi_ids,
+            outstanding_writes=outstanding_writes,
+            reorder=reorder,
+            masters=masters,
+        )
+        for s in size_list
+        for o in outs
+    ]
     reo = "reorder " + ("on" if rows[0]["reorder_window"] > 1 else "off") if rows else ""
     if plot:
-        plot_profile(rows, size_list, outs, plot, f"{board}: {pattern}, {len(chans)} channel(s), "
-                                                  f"{int(100 * write_fraction)} % writes, {freq_mhz:g} MHz")
+        plot_profile(
+            rows,
+            size_list,
+            outs,
+            plot,
+            f"{board}: {pattern}, {len(chans)} channel(s), {int(100 * write_fraction)} % writes, {freq_mhz:g} MHz",
+        )
     if as_json:
         echo_json(rows)
         return
     from rich.table import Table
 
-    t = Table("request", *(f"{o} outstanding" for o in outs),
-              title=f"{board}: {masters if masters > 1 else 'one'} {port_width}-bit port{'s' if masters > 1 else ''}"
-                    f" at {freq_mhz:g} MHz, {pattern}, "
-                    f"{int(100 * write_fraction)} % writes, channels {channels}"
-                    + (f", offset {offset} B" if offset else "") + f", {axi_ids} AXI ID(s), {reo}"
-                    " (GB/s, efficiency vs channel peak)")
+    t = Table(
+        "request",
+        *(f"{o} outstanding" for o in outs),
+        title=f"{board}: {masters if masters > 1 else 'one'} {port_width}-bit port{'s' if masters > 1 else ''}"
+        f" at {freq_mhz:g} MHz, {pattern}, "
+        f"{int(100 * write_fraction)} % writes, channels {channels}"
+        + (f", offset {offset} B" if offset else "")
+        + f", {axi_ids} AXI ID(s), {reo}"
+        " (GB/s, efficiency vs channel peak)",
+    )
     for s in size_list:
         cells = [r for r in rows if r["req_bytes"] == s]
         t.add_row(f"{s} B", *(f"{r['bw_bytes_per_s'] / 1e9:.2f} ({100 * r['efficiency']:.0f} %)" for r in cells))
@@ -368,8 +599,10 @@ def plot_profile(rows: list[dict[str, Any]], sizes: list[int], outs: list[int], 
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for o in outs:
-        ys = [next(r["bw_bytes_per_s"] for r in rows if r["req_bytes"] == s and r["outstanding"] == o) / 1e9
-              for s in sizes]
+        ys = [
+            next(r["bw_bytes_per_s"] for r in rows if r["req_bytes"] == s and r["outstanding"] == o) / 1e9
+            for s in sizes
+        ]
         ax.plot(sizes, ys, marker="o", label=f"{o} outstanding")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("request size (B)")
@@ -382,7 +615,9 @@ def plot_profile(rows: list[dict[str, Any]], sizes: list[int], outs: list[int], 
     plt.close(fig)
 
 
-def freq_table(ctx: int = 512, freqs: tuple[int, ...] = (150, 200, 225, 250, 300, 350, 400, 450)) -> list[dict[str, Any]]:
+def freq_table(
+    ctx: int = 512, freqs: tuple[int, ...] = (150, 200, 225, 250, 300, 350, 400, 450)
+) -> list[dict[str, Any]]:
     """Decode time of draft-u280 (512-bit ports) and its 256-bit-port variant versus the kernel clock."""
     import dataclasses
 
@@ -394,8 +629,16 @@ def freq_table(ctx: int = 512, freqs: tuple[int, ...] = (150, 200, 225, 250, 300
     for f in freqs:
         r512 = simulate_token(d512, ctx, clock_hz=f * 1e6)
         r256 = simulate_token(dataclasses.replace(d256, name="draft-u280-256bit"), ctx, clock_hz=f * 1e6)
-        rows.append({"clock_mhz": f, "ctx": ctx, "t512_s": r512.seconds, "util512": r512.hbm_utilization,
-                     "t256_s": r256.seconds, "util256": r256.hbm_utilization})
+        rows.append(
+            {
+                "clock_mhz": f,
+                "ctx": ctx,
+                "t512_s": r512.seconds,
+                "util512": r512.hbm_utilization,
+                "t256_s": r256.seconds,
+                "util256": r256.hbm_utilization,
+            }
+        )
     return rows
 
 
@@ -420,19 +663,36 @@ def reproduce_streaming(ctx: click.Context) -> None:
     (out_dir / "designs.json").write_text(json.dumps(rows, indent=2))
     t = Table("design", "ctx", "latency", "tokens/s", "HBM util.", "floor @peak", title="Built-in streaming designs")
     for r in rows:
-        t.add_row(r["design"], str(r["ctx"]), fmt_s(r["seconds"]), f"{r['tokens_per_s']:.0f}",
-                  f"{100 * r['hbm_utilization']:.1f} %", fmt_s(r["bandwidth_floor_s"]))
+        t.add_row(
+            r["design"],
+            str(r["ctx"]),
+            fmt_s(r["seconds"]),
+            f"{r['tokens_per_s']:.0f}",
+            f"{100 * r['hbm_utilization']:.1f} %",
+            fmt_s(r["bandwidth_floor_s"]),
+        )
     console().print(t)
     ft = freq_table()
     with open(out_dir / "clock_sweep.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(ft[0]))
         w.writeheader()
         w.writerows(ft)
-    t = Table("clock", "512-bit ports", "HBM util.", "256-bit ports", "HBM util.",
-              title="draft-u280 decode time vs kernel clock (ctx 512)")
+    t = Table(
+        "clock",
+        "512-bit ports",
+        "HBM util.",
+        "256-bit ports",
+        "HBM util.",
+        title="draft-u280 decode time vs kernel clock (ctx 512)",
+    )
     for r in ft:
-        t.add_row(f"{r['clock_mhz']} MHz", fmt_s(r["t512_s"]), f"{100 * r['util512']:.0f} %", fmt_s(r["t256_s"]),
-                  f"{100 * r['util256']:.0f} %")
+        t.add_row(
+            f"{r['clock_mhz']} MHz",
+            fmt_s(r["t512_s"]),
+            f"{100 * r['util512']:.0f} %",
+            fmt_s(r["t256_s"]),
+            f"{100 * r['util256']:.0f} %",
+        )
     console().print(t)
     click.echo(f"wrote {out_dir / 'designs.json'} and {out_dir / 'clock_sweep.csv'}")
 

@@ -2,6 +2,7 @@
 
 (`hwmodel fpga profile-hbm` is the board-level profile, raw and through the scheduler; the streaming module's
 `hwmodel fpga profile-port` profiles one port against request size and outstanding requests.)"""
+
 from __future__ import annotations
 
 import csv
@@ -12,14 +13,17 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import SpecName, console, echo_json, group, json_option
-from hwmodel.cli.options import clock_option
 from hwmodel.cli.cmd_reproduce import reproduce
+from hwmodel.cli.options import clock_option
 from hwmodel.units import fmt_bytes, fmt_s
 
 fpga = group("fpga")
 
-instruction = click.Group("instruction", help="The instruction-driven accelerator: designs, runs, instruction streams, timelines.",
-                          context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+instruction = click.Group(
+    "instruction",
+    help="The instruction-driven accelerator: designs, runs, instruction streams, timelines.",
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+)
 fpga.add_command(instruction)
 
 
@@ -55,22 +59,39 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 # ============================================================================================== prefetch-sweep
 @fpga.command("prefetch-sweep")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
-              help="Instruction design (built-in name or TOML path).")
+@click.option(
+    "--design",
+    "design",
+    type=DesignName(),
+    default="glitches-u280",
+    show_default=True,
+    help="Instruction design (built-in name or TOML path).",
+)
 @click.option("--ratios", default="1:8", show_default=True, help="Prefetch ratios: '1:8', '1,2,4,8' or a mix.")
-@click.option("--seq", "seqs", default="128,1024", show_default=True,
-              help="Sequence lengths (tokens in the KV cache), comma-separated.")
+@click.option(
+    "--seq",
+    "seqs",
+    default="128,1024",
+    show_default=True,
+    help="Sequence lengths (tokens in the KV cache), comma-separated.",
+)
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write CSV.")
-@click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write a PNG/SVG plot of speedup versus ratio.")
+@click.option(
+    "--plot",
+    "plot_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a PNG/SVG plot of speedup versus ratio.",
+)
 @json_option
-def prefetch_sweep_cmd(design: Any, ratios: str, seqs: str, csv_out: Path | None, plot_out: Path | None,
-                       as_json: bool) -> None:
+def prefetch_sweep_cmd(
+    design: Any, ratios: str, seqs: str, csv_out: Path | None, plot_out: Path | None, as_json: bool
+) -> None:
     """Decode speedup per prefetch/coalescing ratio: the weights and metadata of k consecutive matrix-vector
     operations fetched in one access each. The best ratio per sequence length comes out of the simulation (the
     fastest ratio that fits the on-chip buffers)."""
-    from hwmodel.studies.instruction import parse_ratios, prefetch_sweep
     from hwmodel.errors import HwmodelError
+    from hwmodel.studies.instruction import parse_ratios, prefetch_sweep
 
     ratio_list = parse_ratios(ratios)
     try:
@@ -100,15 +121,31 @@ def sweep_table(rows: Any, design: Any) -> Any:
     from rich.table import Table
 
     note = "" if design.role == "calibrated" else " (predicted design)"
-    t = Table("seq", "ratio", "decode", "speedup", "HBM util.", "q_proj weight access", "metadata access", "best",
-              title=f"Prefetch sweep, {design.display_name}{note}")
+    t = Table(
+        "seq",
+        "ratio",
+        "decode",
+        "speedup",
+        "HBM util.",
+        "q_proj weight access",
+        "metadata access",
+        "best",
+        title=f"Prefetch sweep, {design.display_name}{note}",
+    )
     for r in rows:
         if not r.fits:
             t.add_row(str(r.seq), str(r.ratio), "does not fit the buffers", "", "", "", "", "")
             continue
-        t.add_row(str(r.seq), str(r.ratio), f"{fmt_s(r.decode_s)}/token", f"{r.speedup:.3f}x",
-                  f"{100 * r.hbm_utilization:.1f} %", _size(r.weight_access_bytes), _size(r.metadata_access_bytes),
-                  "best" if r.best else "")
+        t.add_row(
+            str(r.seq),
+            str(r.ratio),
+            f"{fmt_s(r.decode_s)}/token",
+            f"{r.speedup:.3f}x",
+            f"{100 * r.hbm_utilization:.1f} %",
+            _size(r.weight_access_bytes),
+            _size(r.metadata_access_bytes),
+            "best" if r.best else "",
+        )
     return t
 
 
@@ -133,28 +170,60 @@ def _plot_sweep(rows: Any, design: Any, path: Path) -> None:
 
 # ============================================================================================== profile-hbm
 @fpga.command("profile-hbm")
-@click.option("--board", "board", type=SpecName("fpga-board"), default="u280", show_default=True,
-              help="FPGA board spec name.")
-@click.option("--design", "design", type=DesignName(), default=None,
-              help="Instruction design whose scheduler/datamover to profile [default: the built-in one for the board].")
-@click.option("--sizes", default="256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M", show_default=True,
-              help="Access sizes per channel (K/M = 1024/1024^2).")
+@click.option(
+    "--board", "board", type=SpecName("fpga-board"), default="u280", show_default=True, help="FPGA board spec name."
+)
+@click.option(
+    "--design",
+    "design",
+    type=DesignName(),
+    default=None,
+    help="Instruction design whose scheduler/datamover to profile [default: the built-in one for the board].",
+)
+@click.option(
+    "--sizes",
+    default="256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M",
+    show_default=True,
+    help="Access sizes per channel (K/M = 1024/1024^2).",
+)
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write CSV.")
-@click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write a PNG/SVG plot of bandwidth versus access size.")
-@click.option("--pattern", default="sequential", show_default=True,
-              help="Raw column: sequential | strided:BYTES | random[:SPAN] (docs/hbm.md).")
-@click.option("--write-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Raw column: fraction of requests that are writes.")
+@click.option(
+    "--plot",
+    "plot_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a PNG/SVG plot of bandwidth versus access size.",
+)
+@click.option(
+    "--pattern",
+    default="sequential",
+    show_default=True,
+    help="Raw column: sequential | strided:BYTES | random[:SPAN] (docs/hbm.md).",
+)
+@click.option(
+    "--write-fraction",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Raw column: fraction of requests that are writes.",
+)
 @json_option
-def profile_hbm_cmd(board: Any, design: Any, sizes: str, csv_out: Path | None, plot_out: Path | None,
-                    pattern: str, write_fraction: float, as_json: bool) -> None:
+def profile_hbm_cmd(
+    board: Any,
+    design: Any,
+    sizes: str,
+    csv_out: Path | None,
+    plot_out: Path | None,
+    pattern: str,
+    write_fraction: float,
+    as_json: bool,
+) -> None:
     """Effective HBM bandwidth versus access size (256 B ... 1 MB): raw (the HBM channel model, every port, many
     requests in flight), through the instruction scheduler and datamover, and with each weight load's scale and
     zero-point loads (the decode's pattern): the curve that explains why small loads waste HBM."""
     from fpga.instruction.design import design_names, load_design
-    from hwmodel.studies.instruction import parse_sizes, profile_hbm
     from hwmodel.errors import HwmodelError
+    from hwmodel.studies.instruction import parse_sizes, profile_hbm
 
     if design is None:
         candidates = [n for n in design_names() if load_design(n).board == board.name]
@@ -169,26 +238,52 @@ def profile_hbm_cmd(board: Any, design: Any, sizes: str, csv_out: Path | None, p
         from fpga.hbm.channel import parse_pattern
 
         parse_pattern(pattern)
-        rows = profile_hbm(board, design, size_list, progress=lambda: prog.advance(task), pattern=pattern,
-                           write_fraction=write_fraction)
+        rows = profile_hbm(
+            board,
+            design,
+            size_list,
+            progress=lambda: prog.advance(task),
+            pattern=pattern,
+            write_fraction=write_fraction,
+        )
     data = [r.as_dict() for r in rows]
     if csv_out:
         _write_csv(csv_out, data)
     if plot_out:
         _plot_profile(rows, board, design, plot_out)
     if as_json:
-        echo_json({"board": board.name, "design": design.name, "peak_bw_bytes_per_s": board.hbm.peak_bw_bytes_per_s,
-                   "rows": data})
+        echo_json(
+            {
+                "board": board.name,
+                "design": design.name,
+                "peak_bw_bytes_per_s": board.hbm.peak_bw_bytes_per_s,
+                "rows": data,
+            }
+        )
         return
     from rich.table import Table
 
-    t = Table("access / channel", "raw HBM", "% of peak", "via scheduler", "% of peak", "+ scale/zero loads",
-              "% of peak", title=f"{board.display_name}: effective bandwidth vs access size "
-                                 f"(peak {board.hbm.peak_bw_bytes_per_s / 1e9:.0f} GB/s; scheduler of {design.name})")
+    t = Table(
+        "access / channel",
+        "raw HBM",
+        "% of peak",
+        "via scheduler",
+        "% of peak",
+        "+ scale/zero loads",
+        "% of peak",
+        title=f"{board.display_name}: effective bandwidth vs access size "
+        f"(peak {board.hbm.peak_bw_bytes_per_s / 1e9:.0f} GB/s; scheduler of {design.name})",
+    )
     for r in rows:
-        t.add_row(_size(r.access_bytes), f"{r.raw_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.raw_efficiency:.0f} %",
-                  f"{r.scheduler_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.scheduler_efficiency:.0f} %",
-                  f"{r.with_metadata_bw_bytes_per_s / 1e9:.1f} GB/s", f"{100 * r.with_metadata_efficiency:.0f} %")
+        t.add_row(
+            _size(r.access_bytes),
+            f"{r.raw_bw_bytes_per_s / 1e9:.1f} GB/s",
+            f"{100 * r.raw_efficiency:.0f} %",
+            f"{r.scheduler_bw_bytes_per_s / 1e9:.1f} GB/s",
+            f"{100 * r.scheduler_efficiency:.0f} %",
+            f"{r.with_metadata_bw_bytes_per_s / 1e9:.1f} GB/s",
+            f"{100 * r.with_metadata_efficiency:.0f} %",
+        )
     console().print(t)
 
 
@@ -201,10 +296,20 @@ def _plot_profile(rows: Any, board: Any, design: Any, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     x = [r.access_bytes for r in rows]
     ax.semilogx(x, [r.raw_bw_bytes_per_s / 1e9 for r in rows], "o-", base=2, label="raw HBM (channel model)")
-    ax.semilogx(x, [r.scheduler_bw_bytes_per_s / 1e9 for r in rows], "s-", base=2,
-                label=f"through the scheduler ({design.name})")
-    ax.semilogx(x, [r.with_metadata_bw_bytes_per_s / 1e9 for r in rows], "^-", base=2,
-                label="through the scheduler, + scale/zero-point loads")
+    ax.semilogx(
+        x,
+        [r.scheduler_bw_bytes_per_s / 1e9 for r in rows],
+        "s-",
+        base=2,
+        label=f"through the scheduler ({design.name})",
+    )
+    ax.semilogx(
+        x,
+        [r.with_metadata_bw_bytes_per_s / 1e9 for r in rows],
+        "^-",
+        base=2,
+        label="through the scheduler, + scale/zero-point loads",
+    )
     ax.axhline(board.hbm.peak_bw_bytes_per_s / 1e9, color="grey", ls="--", lw=0.8, label="peak")
     ax.set_xlabel("access size per channel (bytes)")
     ax.set_ylabel("effective bandwidth (GB/s)")
@@ -221,8 +326,10 @@ def designs_cmd(as_json: bool) -> None:
     """List the built-in instruction designs."""
     from fpga.instruction.design import design_names, load_design
 
-    rows = [{"name": n, "board": (d := load_design(n)).board, "llm": d.llm, "role": d.role,
-             "display_name": d.display_name} for n in design_names()]
+    rows = [
+        {"name": n, "board": (d := load_design(n)).board, "llm": d.llm, "role": d.role, "display_name": d.display_name}
+        for n in design_names()
+    ]
     if as_json:
         echo_json(rows)
         return
@@ -235,26 +342,66 @@ def designs_cmd(as_json: bool) -> None:
 
 
 @instruction.command("run")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
-              help="Instruction-driven design: a built-in name or a design TOML file.")
+@click.option(
+    "--design",
+    "design",
+    type=DesignName(),
+    default="glitches-u280",
+    show_default=True,
+    help="Instruction-driven design: a built-in name or a design TOML file.",
+)
 @click.option("--ratio", type=click.IntRange(min=1), default=None, help="Prefetch ratio [default: the design's].")
-@click.option("--ctx", type=click.IntRange(min=0), default=1536, show_default=True,
-              help="Tokens in the KV cache before the step / prefill.")
-@click.option("--prefill", "prefill_tokens", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Prefill this many tokens instead of decoding one.")
-@clock_option("clock_hz", unit="Hz", help="Kernel clock override in MHz (the HBM keeps its own clock) "
-                                         "[default: the design's].")
-@click.option("--ingest", "--no-lm-head", "ingest", is_flag=True,
-              help="Ingested token(s): logits discarded, no output head (as `fpga decode --ingest`).")
-@click.option("--sensitivity", is_flag=True,
-              help="Vary every [estimate] integer of the design over its documented range: per-field latency "
-                   "movement and the joint band (docs/model-your-design.md).")
+@click.option(
+    "--ctx",
+    type=click.IntRange(min=0),
+    default=1536,
+    show_default=True,
+    help="Tokens in the KV cache before the step / prefill.",
+)
+@click.option(
+    "--prefill",
+    "prefill_tokens",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Prefill this many tokens instead of decoding one.",
+)
+@clock_option(
+    "clock_hz", unit="Hz", help="Kernel clock override in MHz (the HBM keeps its own clock) [default: the design's]."
+)
+@click.option(
+    "--ingest",
+    "--no-lm-head",
+    "ingest",
+    is_flag=True,
+    help="Ingested token(s): logits discarded, no output head (as `fpga decode --ingest`).",
+)
+@click.option(
+    "--sensitivity",
+    is_flag=True,
+    help="Vary every [estimate] integer of the design over its documented range: per-field latency "
+    "movement and the joint band (docs/model-your-design.md).",
+)
 @click.option("--vary", default=None, help="With --sensitivity: only these field names (comma list).")
-@click.option("--output-tokens", type=click.IntRange(min=1), default=None,
-              help="Also the mean figures of this many decode steps from --ctx (a generation window).")
+@click.option(
+    "--output-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Also the mean figures of this many decode steps from --ctx (a generation window).",
+)
 @json_option
-def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock_hz: float | None,
-            ingest: bool, sensitivity: bool, vary: str | None, output_tokens: int | None, as_json: bool) -> None:
+def run_cmd(
+    design: Any,
+    ratio: int | None,
+    ctx: int,
+    prefill_tokens: int,
+    clock_hz: float | None,
+    ingest: bool,
+    sensitivity: bool,
+    vary: str | None,
+    output_tokens: int | None,
+    as_json: bool,
+) -> None:
     """Simulate one decode step (or a prefill) cycle by cycle and print time, traffic and unit activity."""
     from fpga.instruction.engine import InstructionEngine
     from hwmodel.quantities import decode_point, decode_window, prefill_power_w
@@ -268,16 +415,27 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
     eng, res = point_of(design)
     band = None
     if sensitivity:
-        from hwmodel.studies.sensitivity import instruction_knobs, sensitivity as band_of
+        from hwmodel.studies.sensitivity import instruction_knobs
+        from hwmodel.studies.sensitivity import sensitivity as band_of
 
         guesses = instruction_knobs(design, vary.split(",") if vary else None)
         band = band_of(design, lambda d: point_of(d)[1].seconds, guesses=guesses)
     point = None if prefill_tokens else decode_point(eng, ctx)
     power = prefill_power_w(eng, prefill_tokens, ctx) if point is None else point.power_w
     window = decode_window(eng, ctx, output_tokens) if output_tokens and not (prefill_tokens or ingest) else None
-    out = {"design": design.name, "role": design.role, "prefetch_ratio": eng.prefetch_ratio, "ctx": ctx,
-           "prefill_tokens": prefill_tokens, "ingest": ingest, **res.as_dict(), "power_w": power,
-           "energy_j": power * res.seconds, "weights_bytes": eng.weights_bytes, "kv_bytes": eng.kv_bytes(ctx)}
+    out = {
+        "design": design.name,
+        "role": design.role,
+        "prefetch_ratio": eng.prefetch_ratio,
+        "ctx": ctx,
+        "prefill_tokens": prefill_tokens,
+        "ingest": ingest,
+        **res.as_dict(),
+        "power_w": power,
+        "energy_j": power * res.seconds,
+        "weights_bytes": eng.weights_bytes,
+        "kv_bytes": eng.kv_bytes(ctx),
+    }
     if point is not None and not ingest:
         out["decode"] = point.to_dict()
     if window:
@@ -292,23 +450,43 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
     what = f"prefill of {prefill_tokens} tokens" if prefill_tokens else "one decode step"
     if ingest:
         what = f"ingest of {max(1, prefill_tokens)} token(s), no output head"
-    t = Table("quantity", "value", title=f"{design.display_name}, k={eng.prefetch_ratio}: {what} at ctx {ctx}"
-                                         + ("" if design.role == "calibrated" else " (predicted)"))
+    t = Table(
+        "quantity",
+        "value",
+        title=f"{design.display_name}, k={eng.prefetch_ratio}: {what} at ctx {ctx}"
+        + ("" if design.role == "calibrated" else " (predicted)"),
+    )
     c = res.counters
     for label, value in [
         ("time", fmt_s(res.seconds) + (f" ({1 / res.seconds:.1f} tokens/s)" if not prefill_tokens else "")),
-        ("kernel cycles", f"{res.cycles:,} at {design.clock_hz / 1e6:.0f} MHz" if clock_hz is None
-         else f"{res.cycles:,} at {clock_hz / 1e6:.0f} MHz"),
-        ("instructions", f"{c['instructions']:,} (DM {c['dm_instructions']:,}, MPE {c['mpe_instructions']:,}, "
-                         f"SFU {c['sfu_instructions']:,})"),
+        (
+            "kernel cycles",
+            f"{res.cycles:,} at {design.clock_hz / 1e6:.0f} MHz"
+            if clock_hz is None
+            else f"{res.cycles:,} at {clock_hz / 1e6:.0f} MHz",
+        ),
+        (
+            "instructions",
+            f"{c['instructions']:,} (DM {c['dm_instructions']:,}, MPE {c['mpe_instructions']:,}, "
+            f"SFU {c['sfu_instructions']:,})",
+        ),
         ("HBM traffic", f"{fmt_bytes(res.hbm_bytes)} in {c['requests']:,} requests"),
         ("HBM utilization", f"{100 * res.hbm_utilization:.1f} % of {eng.board.hbm.peak_bw_bytes_per_s / 1e9:.0f} GB/s"),
         ("MPE busy", f"{100 * res.mpe_busy_fraction:.1f} %"),
         ("SFU busy", f"{100 * res.sfu_busy_fraction:.1f} %"),
         ("board power", f"{power:.1f} W"),
         *([] if point is None else [("tokens/s/W (this step)", f"{point.tokens_per_s_per_w:.3f}")]),
-        *([(f"mean of {output_tokens} steps", f"{fmt_s(window.seconds_per_token)}/token, {window.power_w:.1f} W, "
-            f"{window.tokens_per_s_per_w:.3f} tokens/s/W")] if window else []),
+        *(
+            [
+                (
+                    f"mean of {output_tokens} steps",
+                    f"{fmt_s(window.seconds_per_token)}/token, {window.power_w:.1f} W, "
+                    f"{window.tokens_per_s_per_w:.3f} tokens/s/W",
+                )
+            ]
+            if window
+            else []
+        ),
         ("weights + metadata in HBM", fmt_bytes(eng.weights_bytes)),
         (f"KV cache of {ctx} tokens", fmt_bytes(eng.kv_bytes(ctx))),
     ]:
@@ -321,13 +499,25 @@ def run_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, clock
 
 
 @instruction.command("dump")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
-              help="Instruction-driven design: a built-in name or a design TOML file.")
+@click.option(
+    "--design",
+    "design",
+    type=DesignName(),
+    default="glitches-u280",
+    show_default=True,
+    help="Instruction-driven design: a built-in name or a design TOML file.",
+)
 @click.option("--ratio", type=click.IntRange(min=1), default=None, help="Prefetch ratio [default: the design's].")
-@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True,
-              help="Tokens in the KV cache before the step.")
-@click.option("--layer", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Decoder layer to print (the prologue comes with layer 0).")
+@click.option(
+    "--ctx", type=click.IntRange(min=0), default=128, show_default=True, help="Tokens in the KV cache before the step."
+)
+@click.option(
+    "--layer",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Decoder layer to print (the prologue comes with layer 0).",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=60, show_default=True, help="Instructions to print.")
 def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int) -> None:
     """Print the decode instruction stream of one layer as assembly (sizes per channel, scoreboard waits)."""
@@ -354,19 +544,43 @@ def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int) -
 
 
 @instruction.command("trace")
-@click.option("--design", "design", type=DesignName(), default="glitches-u280", show_default=True,
-              help="Instruction-driven design: a built-in name or a design TOML file.")
+@click.option(
+    "--design",
+    "design",
+    type=DesignName(),
+    default="glitches-u280",
+    show_default=True,
+    help="Instruction-driven design: a built-in name or a design TOML file.",
+)
 @click.option("--ratio", type=click.IntRange(min=1), default=None, help="Prefetch ratio [default: the design's].")
-@click.option("--ctx", type=click.IntRange(min=0), default=128, show_default=True,
-              help="Tokens in the KV cache before the step.")
-@click.option("--prefill", "prefill_tokens", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Trace a prefill of this many tokens instead of a decode step.")
-@click.option("--max-instructions", type=click.IntRange(min=1), default=20000, show_default=True,
-              help="Instructions traced per unit (from the start).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Chrome/Perfetto trace JSON to write (open in ui.perfetto.dev).")
-def trace_cmd(design: Any, ratio: int | None, ctx: int, prefill_tokens: int, max_instructions: int,
-              out_path: Path) -> None:
+@click.option(
+    "--ctx", type=click.IntRange(min=0), default=128, show_default=True, help="Tokens in the KV cache before the step."
+)
+@click.option(
+    "--prefill",
+    "prefill_tokens",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Trace a prefill of this many tokens instead of a decode step.",
+)
+@click.option(
+    "--max-instructions",
+    type=click.IntRange(min=1),
+    default=20000,
+    show_default=True,
+    help="Instructions traced per unit (from the start).",
+)
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Chrome/Perfetto trace JSON to write (open in ui.perfetto.dev).",
+)
+def trace_cmd(
+    design: Any, ratio: int | None, ctx: int, prefill_tokens: int, max_instructions: int, out_path: Path
+) -> None:
     """Write a Perfetto timeline of the DM, MPE and SFU units (one event per instruction)."""
     from hwmodel.studies.instruction import chrome_trace
 
@@ -384,16 +598,17 @@ def reproduce_glitches_fpga(ctx: click.Context) -> None:
     from calibration.family import get_family, report_family
     from calibration.report import render, summarize
     from fpga.instruction.design import load_design
-    from hwmodel.studies.instruction import prefetch_sweep, profile_hbm
     from hwmodel.specs import library
+    from hwmodel.studies.instruction import prefetch_sweep, profile_hbm
 
     out_dir: Path = ctx.obj["out_dir"] / "glitches_fpga"
     out_dir.mkdir(parents=True, exist_ok=True)
     fam = get_family("calibration.fpga_instruction:FAMILY")
     rows = report_family(fam)
     summary = summarize(rows)
-    (out_dir / "calibration.json").write_text(json.dumps(
-        {"summary": summary.as_dict(), "points": [r.as_dict() for r in rows]}, indent=2))
+    (out_dir / "calibration.json").write_text(
+        json.dumps({"summary": summary.as_dict(), "points": [r.as_dict() for r in rows]}, indent=2)
+    )
     console().print(render(rows, "Instruction-driven FPGA model vs GLITCHES (U280)", fam.conditions))
     for name in ("glitches-u280", "glitches-v80"):
         d = load_design(name)

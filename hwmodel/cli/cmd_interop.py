@@ -1,4 +1,5 @@
 """`hwmodel export vidur`: an engine's per-operator timing as a Vidur profiling bundle (mlp.csv, attention.csv)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +16,13 @@ export = group("export", "Export hwmodel timings in other tools' formats (servin
 @click.option("--gpu", "gpu", type=SpecName("gpu"), default=None, help="Or a GPU spec name (with --llm).")
 @click.option("--llm", "llm", type=SpecName("llm"), default=None, help="LLM spec name (with --gpu).")
 @click.option("--framework", default="vllm", show_default=True, help="Serving framework of the GPU engine.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Directory for mlp.csv and attention.csv (Vidur's data/profiling/compute/<device>/<model>/).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Directory for mlp.csv and attention.csv (Vidur's data/profiling/compute/<device>/<model>/).",
+)
 def vidur_cmd(design: str | None, gpu: object, llm: object, framework: str, out_dir: Path) -> None:
     """Write Vidur's compute profile (mlp.csv: per-layer operator times vs tokens; attention.csv: attention vs
     batch, KV-cache size and prefill chunk), from the cycle-level FPGA model or the calibrated GPU model

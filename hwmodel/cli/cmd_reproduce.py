@@ -1,5 +1,6 @@
 """`hwmodel reproduce`: every study of the project, on built-in defaults. Each study is a sub-command; with no
 sub-command, all of them run in order (``order`` attribute) and write under ``--out``."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,14 @@ from hwmodel.cli.base import CONTEXT_SETTINGS, console, main
 
 
 @main.group("reproduce", invoke_without_command=True, context_settings=CONTEXT_SETTINGS)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out"),
-              show_default=True, help="Directory for reports, CSV/JSON results, plots and traces.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("out"),
+    show_default=True,
+    help="Directory for reports, CSV/JSON results, plots and traces.",
+)
 @click.pass_context
 def reproduce(ctx: click.Context, out_dir: Path) -> None:
     """Reproduce the project's studies (all of them when no study is named)."""
@@ -29,8 +36,10 @@ def reproduce(ctx: click.Context, out_dir: Path) -> None:
 
 def _write_index(out_dir: Path, studies: list[click.Command]) -> Path:
     """out/README.md: one section per study (its one-line help and the files it wrote)."""
-    lines = ["# hwmodel reproduce: outputs\n", "Every number is a model output; each study's report puts the "
-             "published reference beside it.\n"]
+    lines = [
+        "# hwmodel reproduce: outputs\n",
+        "Every number is a model output; each study's report puts the published reference beside it.\n",
+    ]
     for cmd in studies:
         folder = _study_folder(out_dir, cmd)
         lines.append(f"## {cmd.name}\n\n{cmd.get_short_help_str(limit=200)}\n")
@@ -51,13 +60,20 @@ def _write_html_index(out_dir: Path, studies: list[click.Command]) -> Path:
     """out/index.html: the same index as one self-contained page with every table and figure."""
     from hwmodel.report.html import Study, write_index
 
-    return write_index(out_dir, [Study(c.name, c.get_short_help_str(limit=200), _study_folder(out_dir, c))
-                                 for c in studies])
+    return write_index(
+        out_dir, [Study(c.name, c.get_short_help_str(limit=200), _study_folder(out_dir, c)) for c in studies]
+    )
 
 
 @reproduce.command("bounds")
-@click.option("--ctx", "ctx_tokens", type=click.IntRange(min=0), default=1024, show_default=True,
-              help="Tokens already in the KV cache.")
+@click.option(
+    "--ctx",
+    "ctx_tokens",
+    type=click.IntRange(min=0),
+    default=1024,
+    show_default=True,
+    help="Tokens already in the KV cache.",
+)
 @click.pass_context
 def reproduce_bounds(ctx: click.Context, ctx_tokens: int) -> None:
     """Physical floors for every built-in LLM x device at default precision (W8/KV8 FPGA, FP16 GPU)."""

@@ -1,4 +1,5 @@
 """`hwmodel specs list|show`: the spec library."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +9,7 @@ from typing import Any
 
 import click
 
-from hwmodel.cli.base import echo_json, console, group, json_option
+from hwmodel.cli.base import console, echo_json, group, json_option
 from hwmodel.specs import BUILTIN_DIRS, BoardSpec, LlmSpec, Spec, library
 
 specs = group("specs", "Browse the spec library (FPGA boards, GPUs, links, LLMs).")
@@ -41,9 +42,17 @@ def _derived(spec: Spec) -> list[tuple[str, Any, str, str]]:
         from hwmodel.graph import params_of
 
         p = params_of(spec)  # parameter counts come from the operator graph
-        values = {"q_dim": spec.q_dim, "kv_dim": spec.kv_dim, "linear_params": p.weights, "bias_params": p.bias,
-                  "norm_params": p.norm, "embedding_params": spec.embedding_params, "head_params": spec.head_params,
-                  "total_params": p.total, "kv_elements_per_token": spec.kv_elements_per_token}
+        values = {
+            "q_dim": spec.q_dim,
+            "kv_dim": spec.kv_dim,
+            "linear_params": p.weights,
+            "bias_params": p.bias,
+            "norm_params": p.norm,
+            "embedding_params": spec.embedding_params,
+            "head_params": spec.head_params,
+            "total_params": p.total,
+            "kv_elements_per_token": spec.kv_elements_per_token,
+        }
         return [(name, value, "", "derived") for name, value in values.items()]
     if isinstance(spec, BoardSpec):
         from hwmodel.derive import board_derived
@@ -56,14 +65,15 @@ def _derived(spec: Spec) -> list[tuple[str, Any, str, str]]:
 @json_option
 def list_cmd(as_json: bool) -> None:
     """List every spec: kind, name, display name, origin."""
-    rows = [{"kind": s.KIND, "name": s.name, "display_name": s.display_name, "origin": _origin_label(s)}
-            for s in library().all()]
+    rows = [
+        {"kind": s.KIND, "name": s.name, "display_name": s.display_name, "origin": _origin_label(s)}
+        for s in library().all()
+    ]
     if as_json:
         echo_json(rows)
         return
-    from rich.table import Table
-
     from rich.markup import escape  # spec strings are printed literally: `[estimate]` is text, not markup
+    from rich.table import Table
 
     table = Table("kind", "name", "display name", "origin")
     for r in rows:
@@ -80,22 +90,36 @@ def show_cmd(name: str, as_json: bool) -> None:
     units = _units(type(spec))
     fields = _flatten(spec)
     if as_json:
-        echo_json({"kind": spec.KIND, "name": spec.name, "display_name": spec.display_name, "notes": spec.notes,
-                   "origin": spec.origin,
-                   "fields": {k: {"value": v, "unit": units.get(k, ""), "source": spec.source_of(k)}
-                              for k, v in fields},
-                   "derived": {k: {"value": v, "unit": u, "how": how} for k, v, u, how in _derived(spec)}})
+        echo_json(
+            {
+                "kind": spec.KIND,
+                "name": spec.name,
+                "display_name": spec.display_name,
+                "notes": spec.notes,
+                "origin": spec.origin,
+                "fields": {k: {"value": v, "unit": units.get(k, ""), "source": spec.source_of(k)} for k, v in fields},
+                "derived": {k: {"value": v, "unit": u, "how": how} for k, v, u, how in _derived(spec)},
+            }
+        )
         return
+    from rich.markup import escape  # spec strings are printed literally: `[estimate]` is text, not markup
     from rich.table import Table
 
-    from rich.markup import escape  # spec strings are printed literally: `[estimate]` is text, not markup
-
-    table = Table("field", "value", "unit", "source",
-                  title=escape(f"{spec.display_name} ({spec.KIND} '{spec.name}')"),
-                  caption=escape(spec.notes) if spec.notes else None)
+    table = Table(
+        "field",
+        "value",
+        "unit",
+        "source",
+        title=escape(f"{spec.display_name} ({spec.KIND} '{spec.name}')"),
+        caption=escape(spec.notes) if spec.notes else None,
+    )
     for k, v in fields:
-        table.add_row(escape(k), escape(f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)),
-                      escape(units.get(k, "")), escape(spec.source_of(k)))
+        table.add_row(
+            escape(k),
+            escape(f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)),
+            escape(units.get(k, "")),
+            escape(spec.source_of(k)),
+        )
     for k, v, u, how in _derived(spec):
         table.add_row(escape(k), f"{v:,}" if isinstance(v, int) else f"{v:.6g}", escape(u), escape(how))
     console().print(table)
@@ -117,10 +141,17 @@ def _units(cls: Any, prefix: str = "") -> dict[str, str]:
 @specs.command("import-hf")
 @click.argument("config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--name", required=True, help="Spec name to give the model (lower-case; the file is NAME.toml).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
-              show_default=True, help="Directory to write NAME.toml into (use it with --spec-dir).")
-@click.option("--hf-id", default=None, help="Hugging Face repository id for the sources (default: the config's "
-                                            "_name_or_path).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Directory to write NAME.toml into (use it with --spec-dir).",
+)
+@click.option(
+    "--hf-id", default=None, help="Hugging Face repository id for the sources (default: the config's _name_or_path)."
+)
 @click.option("--display-name", default=None, help="Human-readable name (default: the repository's last part).")
 def import_hf_cmd(config: Path, name: str, out_dir: Path, hf_id: str | None, display_name: str | None) -> None:
     """Write a sourced LLM spec from a Hugging Face CONFIG.json (Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2-MoE,
@@ -143,8 +174,13 @@ def schema_cmd(kind: str) -> None:
 
 
 @specs.command("reference")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the Markdown here (docs/specs.md) instead of printing it.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the Markdown here (docs/specs.md) instead of printing it.",
+)
 def reference_cmd(out: Path | None) -> None:
     """The reference of every field of every spec kind (table, type, unit, default, required, allowed values, an
     example, description), generated from the schema: docs/specs.md."""

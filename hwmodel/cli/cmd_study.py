@@ -1,5 +1,6 @@
 """`hwmodel study freq`: linear frequency projection vs the cycle model, per operator; `hwmodel reproduce freq`
 and `hwmodel reproduce dse` (the built-in frequency study and design-space sweep)."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ from typing import Any
 import click
 
 from hwmodel.cli.base import console, echo_json, group, json_option
-from hwmodel.cli.options import clock_option
 from hwmodel.cli.cmd_reproduce import reproduce
+from hwmodel.cli.options import clock_option
 from hwmodel.units import fmt_s
 
 study = group("study")
@@ -25,10 +26,22 @@ def _write_study(st: Any, out_dir: Path, svg: bool) -> list[Path]:
     stem = out_dir / f"freq_{st.design}_{st.measured_hz / 1e6:g}_to_{st.target_hz / 1e6:g}mhz"
     paths = [stem.with_suffix(".json"), stem.with_suffix(".csv")]
     paths[0].write_text(json.dumps(st.as_dict(), indent=2) + "\n")
-    cols = ["op", "engine", "measured_s", "linear_s", "model_s", "projection_error", "efficiency", "bw_gain",
-            "stall_in_share", "verdict"]
+    cols = [
+        "op",
+        "engine",
+        "measured_s",
+        "linear_s",
+        "model_s",
+        "projection_error",
+        "efficiency",
+        "bw_gain",
+        "stall_in_share",
+        "verdict",
+    ]
     # floats as repr, NaN included ("nan": a gain that does not exist), unlike write_csv's empty non-finite cells
-    rows = ({c: repr(v) if isinstance(v := getattr(o, c), float) else v for c in cols} for o in (st.token, *st.operators))
+    rows = (
+        {c: repr(v) if isinstance(v := getattr(o, c), float) else v for c in cols} for o in (st.token, *st.operators)
+    )
     write_csv(paths[1], rows, cols)
     return paths + plot_freq_study(st, stem, svg=svg)
 
@@ -37,43 +50,94 @@ def _print_study(st: Any) -> None:
     from rich.table import Table
 
     fm, ft = st.measured_hz / 1e6, st.target_hz / 1e6
-    t = Table("operator", "engine", f"at {fm:g} MHz", f"linear to {ft:g}", f"model at {ft:g}", "projection error",
-              "scaling eff.", "verdict",
-              title=f"{st.design} ({st.llm} on {st.board}, ctx {st.ctx}): {fm:g} -> {ft:g} MHz, per operator "
-                    "(time summed over layers)")
+    t = Table(
+        "operator",
+        "engine",
+        f"at {fm:g} MHz",
+        f"linear to {ft:g}",
+        f"model at {ft:g}",
+        "projection error",
+        "scaling eff.",
+        "verdict",
+        title=f"{st.design} ({st.llm} on {st.board}, ctx {st.ctx}): {fm:g} -> {ft:g} MHz, per operator "
+        "(time summed over layers)",
+    )
     for o in (st.token, *sorted(st.operators, key=lambda o: -o.model_s)):
         err = f"{100 * o.projection_error:+.0f}%"
         style = "bold" if o.op == "token" else None
-        t.add_row(o.op, o.engine, fmt_s(o.measured_s), fmt_s(o.linear_s), fmt_s(o.model_s), err,
-                  f"{o.efficiency:.2f}", o.verdict, style=style)
+        t.add_row(
+            o.op,
+            o.engine,
+            fmt_s(o.measured_s),
+            fmt_s(o.linear_s),
+            fmt_s(o.model_s),
+            err,
+            f"{o.efficiency:.2f}",
+            o.verdict,
+            style=style,
+        )
     console().print(t)
     tok = st.token
-    click.echo(f"token: the linear projection says {fmt_s(tok.linear_s)} ({ft / fm:.2f}x), the cycle model "
-               f"{fmt_s(tok.model_s)} ({tok.measured_s / tok.model_s:.2f}x); the bandwidth floor is "
-               f"{fmt_s(st.bandwidth_floor_s)} ({tok.measured_s / st.bandwidth_floor_s:.2f}x)")
+    click.echo(
+        f"token: the linear projection says {fmt_s(tok.linear_s)} ({ft / fm:.2f}x), the cycle model "
+        f"{fmt_s(tok.model_s)} ({tok.measured_s / tok.model_s:.2f}x); the bandwidth floor is "
+        f"{fmt_s(st.bandwidth_floor_s)} ({tok.measured_s / st.bandwidth_floor_s:.2f}x)"
+    )
     if tok.linear_s < st.bandwidth_floor_s:
-        click.echo("the linear projection is below the HBM bandwidth floor: no design can stream the token's bytes "
-                   "that fast on this board")
+        click.echo(
+            "the linear projection is below the HBM bandwidth floor: no design can stream the token's bytes "
+            "that fast on this board"
+        )
     if st.target_hz > st.board_max_hz:
         click.echo(f"note: {ft:g} MHz is above the board's max kernel clock ({st.board_max_hz / 1e6:g} MHz)")
 
 
 @study.command("freq")
 @click.option("--design", required=True, help="Streaming design: built-in name (draft-u280, ...) or TOML path.")
-@clock_option("measured_mhz", name="--measured-clock-mhz", legacy=("--measured-mhz",), required=True,
-              help="Kernel clock in MHz the design was measured at (within the board's range).")
-@clock_option("target_mhz", name="--target-clock-mhz", legacy=("--target-mhz",), required=True,
-              help="Kernel clock in MHz to project to (within the board's range).")
-@click.option("--ctx", "ctx_tokens", type=click.IntRange(min=0), default=512, show_default=True,
-              help="Tokens in the KV cache.")
-@click.option("--steps", type=click.IntRange(min=2, max=64), default=9, show_default=True,
-              help="Clocks simulated for the speedup curve.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out/study/freq"),
-              show_default=True, help="Directory for the JSON, CSV and plot.")
+@clock_option(
+    "measured_mhz",
+    name="--measured-clock-mhz",
+    legacy=("--measured-mhz",),
+    required=True,
+    help="Kernel clock in MHz the design was measured at (within the board's range).",
+)
+@clock_option(
+    "target_mhz",
+    name="--target-clock-mhz",
+    legacy=("--target-mhz",),
+    required=True,
+    help="Kernel clock in MHz to project to (within the board's range).",
+)
+@click.option(
+    "--ctx", "ctx_tokens", type=click.IntRange(min=0), default=512, show_default=True, help="Tokens in the KV cache."
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=2, max=64),
+    default=9,
+    show_default=True,
+    help="Clocks simulated for the speedup curve.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("out/study/freq"),
+    show_default=True,
+    help="Directory for the JSON, CSV and plot.",
+)
 @click.option("--svg", is_flag=True, help="Write an SVG beside the PNG.")
 @json_option
-def freq_cmd(design: str, measured_mhz: float, target_mhz: float, ctx_tokens: int, steps: int, out_dir: Path,
-             svg: bool, as_json: bool) -> None:
+def freq_cmd(
+    design: str,
+    measured_mhz: float,
+    target_mhz: float,
+    ctx_tokens: int,
+    steps: int,
+    out_dir: Path,
+    svg: bool,
+    as_json: bool,
+) -> None:
     """What a design measured at one clock does at another: the linear projection a paper would make beside the
     cycle model (HBM in its own clock domain), per operator, marking where HBM saturation breaks the projection."""
     from fpga.streaming.design import load_design
@@ -113,9 +177,23 @@ def reproduce_dse(ctx: click.Context) -> None:
     """The example design-space sweep of the draft accelerator on U280 (examples/sweeps/draft_u280.toml)."""
     from hwmodel.cli.cmd_sweep import sweep_cmd
 
-    ctx.invoke(sweep_cmd, spec=EXAMPLE_SWEEP, out_dir=ctx.obj["out_dir"] / "dse", workers=None, scheduler=None,
-               chunk_size=None, fresh=False, dry_run=False, report_only=False, no_progress=False, fronts=(),
-               top_k=None, rank_by=None, svg=False, as_json=False)
+    ctx.invoke(
+        sweep_cmd,
+        spec=EXAMPLE_SWEEP,
+        out_dir=ctx.obj["out_dir"] / "dse",
+        workers=None,
+        scheduler=None,
+        chunk_size=None,
+        fresh=False,
+        dry_run=False,
+        report_only=False,
+        no_progress=False,
+        fronts=(),
+        top_k=None,
+        rank_by=None,
+        svg=False,
+        as_json=False,
+    )
 
 
 reproduce_dse.order = 70  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
 """`hwmodel sweep SPEC.toml`: design-space exploration on local processes or a Dask cluster, resumable."""
+
 from __future__ import annotations
 
 import sys
@@ -21,12 +22,20 @@ def _print_plan(plan: Any, out_dir: Path, as_json: bool) -> None:
 
     rows = open_store(plan, out_dir).read()
     _screened, pending, done = split_work(plan, rows)
-    info = {"sweep": plan.name, "evaluator": f"{plan.evaluator.name} (version {plan.evaluator.version})",
-            "sampling": plan.sweep.sampling, "points": len(plan.points),
-            "screened_out": len(plan.screened_out), "already_finished": done, "to_evaluate": len(pending),
-            "axes": {a.name: a.describe() for a in plan.axes}, "objectives": dict(plan.objectives),
-            "constraints": plan.describe_constraints(), "fronts": [list(f) for f in plan.fronts],
-            "results": str(out_dir / "results.csv")}
+    info = {
+        "sweep": plan.name,
+        "evaluator": f"{plan.evaluator.name} (version {plan.evaluator.version})",
+        "sampling": plan.sweep.sampling,
+        "points": len(plan.points),
+        "screened_out": len(plan.screened_out),
+        "already_finished": done,
+        "to_evaluate": len(pending),
+        "axes": {a.name: a.describe() for a in plan.axes},
+        "objectives": dict(plan.objectives),
+        "constraints": plan.describe_constraints(),
+        "fronts": [list(f) for f in plan.fronts],
+        "results": str(out_dir / "results.csv"),
+    }
     if as_json:
         echo_json(info)
         return
@@ -49,9 +58,11 @@ def _print_report(rep: Any) -> None:
     varied = [a.name for a in plan.axes if a.size != 1]
     shown_metrics = list(dict.fromkeys([m for m, _s in plan.objectives] + ([plan.color_by] if plan.color_by else [])))
     c = rep.counts()
-    console().print(f"{c['finished']:,} of {c['points']:,} points finished: {c['feasible']:,} feasible, "
-                    f"{c['infeasible']:,} break a constraint ({c['screened']:,} screened out before simulation), "
-                    f"{c['invalid']:,} invalid")
+    console().print(
+        f"{c['finished']:,} of {c['points']:,} points finished: {c['feasible']:,} feasible, "
+        f"{c['infeasible']:,} break a constraint ({c['screened']:,} screened out before simulation), "
+        f"{c['invalid']:,} invalid"
+    )
     if not rep.top:
         console().print("[yellow]no feasible point yet[/]")
         return
@@ -61,8 +72,11 @@ def _print_report(rep: Any) -> None:
         t.add_row(str(rank), *(_fmt(r.params[n]) for n in varied), *(_fmt(r.metrics[m]) for m in shown_metrics))
     console().print(t)
     for objs, idx in rep.fronts.items():
-        t = Table(*varied, *objs, title=f"Pareto front over {', '.join(f'{m} ({plan.sense[m]})' for m in objs)}: "
-                                        f"{len(idx)} points")
+        t = Table(
+            *varied,
+            *objs,
+            title=f"Pareto front over {', '.join(f'{m} ({plan.sense[m]})' for m in objs)}: {len(idx)} points",
+        )
         for i in idx[:25]:
             r = rep.rows[i].row
             t.add_row(*(_fmt(r.params[n]) for n in varied), *(_fmt(r.metrics[m]) for m in objs))
@@ -73,27 +87,63 @@ def _print_report(rep: Any) -> None:
 
 @main.command("sweep")
 @click.argument("spec", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Directory for results.csv and the report [default: out/sweeps/<sweep name>].")
-@click.option("--workers", "-j", type=click.IntRange(min=1), default=None,
-              help="Local worker processes [default: the CPUs available; 1 runs in this process].")
-@click.option("--scheduler", default=None, metavar="ADDRESS",
-              help="Run on a Dask distributed cluster (e.g. tcp://10.0.0.5:8786) instead of local processes.")
-@click.option("--chunk-size", type=click.IntRange(min=1), default=None,
-              help="Points per task [default: about 16 tasks per worker, at most 64 points each].")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for results.csv and the report [default: out/sweeps/<sweep name>].",
+)
+@click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Local worker processes [default: the CPUs available; 1 runs in this process].",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Run on a Dask distributed cluster (e.g. tcp://10.0.0.5:8786) instead of local processes.",
+)
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Points per task [default: about 16 tasks per worker, at most 64 points each].",
+)
 @click.option("--fresh", is_flag=True, help="Discard results.csv and start over (default: resume).")
 @click.option("--dry-run", is_flag=True, help="Validate the spec and print the plan; evaluate nothing.")
 @click.option("--report-only", is_flag=True, help="Write the report from the results so far; evaluate nothing.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option("--front", "fronts", multiple=True, metavar="OBJ,OBJ[,OBJ]",
-              help="Pareto front over these 2 or 3 objectives (repeatable; replaces the spec's [report] fronts).")
+@click.option(
+    "--front",
+    "fronts",
+    multiple=True,
+    metavar="OBJ,OBJ[,OBJ]",
+    help="Pareto front over these 2 or 3 objectives (repeatable; replaces the spec's [report] fronts).",
+)
 @click.option("--top-k", type=click.IntRange(min=1), default=None, help="Rows of the top-k table.")
 @click.option("--rank-by", default=None, metavar="OBJ", help="Objective ranking the top-k table.")
 @click.option("--svg", is_flag=True, help="Write SVG plots beside the PNGs.")
 @json_option
-def sweep_cmd(spec: Path, out_dir: Path | None, workers: int | None, scheduler: str | None, chunk_size: int | None,
-              fresh: bool, dry_run: bool, report_only: bool, no_progress: bool, fronts: tuple[str, ...],
-              top_k: int | None, rank_by: str | None, svg: bool, as_json: bool) -> None:
+def sweep_cmd(
+    spec: Path,
+    out_dir: Path | None,
+    workers: int | None,
+    scheduler: str | None,
+    chunk_size: int | None,
+    fresh: bool,
+    dry_run: bool,
+    report_only: bool,
+    no_progress: bool,
+    fronts: tuple[str, ...],
+    top_k: int | None,
+    rank_by: str | None,
+    svg: bool,
+    as_json: bool,
+) -> None:
     """Evaluate every design point of the sweep SPEC (TOML), streaming results to results.csv as points finish.
 
     Rerunning the same command resumes: finished points are skipped, so Ctrl-C or a killed worker loses nothing
@@ -101,36 +151,75 @@ def sweep_cmd(spec: Path, out_dir: Path | None, workers: int | None, scheduler: 
     format is in docs/dse.md; every problem in it is reported before any work starts.
     """
     try:
-        _sweep(spec, out_dir, workers, scheduler, chunk_size, fresh, dry_run, report_only, no_progress, fronts,
-               top_k, rank_by, svg, as_json)
+        _sweep(
+            spec,
+            out_dir,
+            workers,
+            scheduler,
+            chunk_size,
+            fresh,
+            dry_run,
+            report_only,
+            no_progress,
+            fronts,
+            top_k,
+            rank_by,
+            svg,
+            as_json,
+        )
     except KeyboardInterrupt:
-        click.echo("interrupted; every finished point is saved in results.csv: rerun the same command to resume",
-                   err=True)
+        click.echo(
+            "interrupted; every finished point is saved in results.csv: rerun the same command to resume", err=True
+        )
         sys.exit(130)
 
 
-def _sweep(spec: Path, out_dir: Path | None, workers: int | None, scheduler: str | None, chunk_size: int | None,
-           fresh: bool, dry_run: bool, report_only: bool, no_progress: bool, fronts: tuple[str, ...],
-           top_k: int | None, rank_by: str | None, svg: bool, as_json: bool) -> None:
+def _sweep(
+    spec: Path,
+    out_dir: Path | None,
+    workers: int | None,
+    scheduler: str | None,
+    chunk_size: int | None,
+    fresh: bool,
+    dry_run: bool,
+    report_only: bool,
+    no_progress: bool,
+    fronts: tuple[str, ...],
+    top_k: int | None,
+    rank_by: str | None,
+    svg: bool,
+    as_json: bool,
+) -> None:
     from hwmodel.dse import load_plan, read_report, run_sweep, write_report
     from hwmodel.dse.spec import with_report
 
     plan = load_plan(spec)
     if fronts or top_k or rank_by:
-        plan = with_report(plan, fronts=[tuple(x.strip() for x in f.split(",")) for f in fronts] or None,
-                           top_k=top_k, rank_by=rank_by)
+        plan = with_report(
+            plan, fronts=[tuple(x.strip() for x in f.split(",")) for f in fronts] or None, top_k=top_k, rank_by=rank_by
+        )
     out_dir = out_dir or Path("out") / "sweeps" / plan.name
     if dry_run:
         _print_plan(plan, out_dir, as_json)
         return
     stats = None
     if not report_only:
-        stats = run_sweep(plan, out_dir, workers=workers, scheduler=scheduler, chunk_size=chunk_size, fresh=fresh,
-                          progress=not (no_progress or as_json))
+        stats = run_sweep(
+            plan,
+            out_dir,
+            workers=workers,
+            scheduler=scheduler,
+            chunk_size=chunk_size,
+            fresh=fresh,
+            progress=not (no_progress or as_json),
+        )
         if stats.interrupted:
-            click.echo(f"interrupted: {stats.evaluated:,} points evaluated in this run, "
-                       f"{stats.already_done + stats.screened + stats.evaluated:,} of {stats.total:,} finished and "
-                       f"saved in {out_dir / 'results.csv'}; rerun the same command to resume", err=True)
+            click.echo(
+                f"interrupted: {stats.evaluated:,} points evaluated in this run, "
+                f"{stats.already_done + stats.screened + stats.evaluated:,} of {stats.total:,} finished and "
+                f"saved in {out_dir / 'results.csv'}; rerun the same command to resume",
+                err=True,
+            )
             sys.exit(130)
     rep = read_report(plan, out_dir)
     written = write_report(rep, out_dir, svg=svg)
@@ -139,16 +228,25 @@ def _sweep(spec: Path, out_dir: Path | None, workers: int | None, scheduler: str
 
         d = summary_dict(rep)
         if stats is not None:
-            d["run"] = {"evaluated": stats.evaluated, "already_done": stats.already_done,
-                        "screened": stats.screened, "invalid": stats.invalid, "elapsed_s": stats.elapsed_s,
-                        "points_per_min": stats.points_per_min, "workers": stats.workers, "backend": stats.backend}
+            d["run"] = {
+                "evaluated": stats.evaluated,
+                "already_done": stats.already_done,
+                "screened": stats.screened,
+                "invalid": stats.invalid,
+                "elapsed_s": stats.elapsed_s,
+                "points_per_min": stats.points_per_min,
+                "workers": stats.workers,
+                "backend": stats.backend,
+            }
         d["files"] = [str(p) for p in written]
         echo_json(d)
         return
     if stats is not None:
         rate = f", {stats.points_per_min:,.0f} points/min" if stats.evaluated else ""
-        click.echo(f"{stats.evaluated:,} points evaluated ({stats.backend}, {stats.workers} worker(s)) in "
-                   f"{stats.elapsed_s:.1f} s{rate}; {stats.already_done:,} were already done, "
-                   f"{stats.screened:,} screened out now")
+        click.echo(
+            f"{stats.evaluated:,} points evaluated ({stats.backend}, {stats.workers} worker(s)) in "
+            f"{stats.elapsed_s:.1f} s{rate}; {stats.already_done:,} were already done, "
+            f"{stats.screened:,} screened out now"
+        )
     _print_report(rep)
     click.echo(f"wrote {', '.join(str(p) for p in written)}")

@@ -16,6 +16,7 @@
 :func:`walk` yields every (command path, parameter) pair; the test suite uses it to check that every visible option
 has help text and that no visible option spells the clock other than ``--…clock-mhz``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,8 +44,9 @@ def _allows_inf(p: click.Parameter) -> bool:
     """An option whose default is +inf or whose help gives ``inf`` a meaning keeps +inf (NaN is still refused)."""
     default = p.default if not callable(p.default) else None
     helptext = getattr(p, "help", None) or ""
-    return (isinstance(default, float) and math.isinf(default) and default > 0) or \
-        re.search(r"\binf\b", helptext) is not None
+    return (isinstance(default, float) and math.isinf(default) and default > 0) or re.search(
+        r"\binf\b", helptext
+    ) is not None
 
 
 def _finite_twin(p: click.Parameter) -> click.ParamType | None:
@@ -117,6 +119,10 @@ def harden(root: click.Command) -> None:
                 lo = getattr(p.type, "min", None)
                 if lo is None or lo < 0 or getattr(p.type, "max", None) is None:
                     p.type = SEED
-            elif (isinstance(p, click.Option) and "--scheduler" in p.opts and p.default is None
-                  and isinstance(p.type, click.types.StringParamType)):  # a Dask address (serving's names a policy)
+            elif (
+                isinstance(p, click.Option)
+                and "--scheduler" in p.opts
+                and p.default is None
+                and isinstance(p.type, click.types.StringParamType)
+            ):  # a Dask address (serving's names a policy)
                 p.type = SchedulerAddress()

@@ -11,6 +11,7 @@ refused the same way everywhere (docs/errors.md):
   board's limits are checked by the model (:func:`hwmodel.domains.check_kernel_clock`) wherever the clock is
   used, so a clock from a design file, this option or ``--freq-range`` is bounded the same way.
 """
+
 from __future__ import annotations
 
 import functools
@@ -52,8 +53,9 @@ class Finite(click.FloatRange):
         return super().convert(value, param, ctx)
 
 
-def finite(min: float | None = None, max: float | None = None, *, min_open: bool = False,
-           max_open: bool = False) -> Finite:
+def finite(
+    min: float | None = None, max: float | None = None, *, min_open: bool = False, max_open: bool = False
+) -> Finite:
     return Finite(min=min, max=max, min_open=min_open, max_open=max_open)
 
 
@@ -101,10 +103,16 @@ class AliasOption(click.Option):
         return self.opts[:1]
 
 
-def clock_option(param: str = "clock_mhz", *, unit: str = "MHz", default: float | None = None,
-                 help: str = "Kernel clock in MHz [default: the design's].", required: bool = False,
-                 legacy: tuple[str, ...] = ("--freq-mhz", "--clock-hz"),
-                 name: str = "--clock-mhz") -> Callable[[Any], Any]:
+def clock_option(
+    param: str = "clock_mhz",
+    *,
+    unit: str = "MHz",
+    default: float | None = None,
+    help: str = "Kernel clock in MHz [default: the design's].",
+    required: bool = False,
+    legacy: tuple[str, ...] = ("--freq-mhz", "--clock-hz"),
+    name: str = "--clock-mhz",
+) -> Callable[[Any], Any]:
     """The kernel-clock option ``name`` (``--clock-mhz``; a command with two clocks uses ``--X-clock-mhz``) for a
     command whose function takes ``param`` (in ``unit``: "MHz" or "Hz"). ``legacy`` spellings are accepted as
     hidden, deprecated aliases (``--clock-hz`` in Hz, every other in MHz). The value must be finite and positive;
@@ -135,12 +143,22 @@ def clock_option(param: str = "clock_mhz", *, unit: str = "MHz", default: float 
 
         for old, dest in aliases.items():
             in_hz = old == "--clock-hz"
-            wrapper = click.option(old, dest, type=finite(min=0, max=MAX_CLOCK_MHZ * (1e6 if in_hz else 1),
-                                                           min_open=True),
-                                   default=None, hidden=True,
-                                   help=f"Deprecated: use {name} ({'Hz' if in_hz else 'MHz'}).")(wrapper)
-        wrapper = click.option(name, dest_main, type=finite(min=0, max=MAX_CLOCK_MHZ, min_open=True),
-                               default=default, show_default=default is not None, help=help)(wrapper)
+            wrapper = click.option(
+                old,
+                dest,
+                type=finite(min=0, max=MAX_CLOCK_MHZ * (1e6 if in_hz else 1), min_open=True),
+                default=None,
+                hidden=True,
+                help=f"Deprecated: use {name} ({'Hz' if in_hz else 'MHz'}).",
+            )(wrapper)
+        wrapper = click.option(
+            name,
+            dest_main,
+            type=finite(min=0, max=MAX_CLOCK_MHZ, min_open=True),
+            default=default,
+            show_default=default is not None,
+            help=help,
+        )(wrapper)
         return wrapper
 
     return decorate

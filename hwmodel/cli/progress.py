@@ -12,6 +12,7 @@ pipe read by a program gets no extra lines.
 The ``HWMODEL_HEARTBEAT_S`` environment variable sets the first delay and turns the heartbeat on (the tests set it
 small).
 """
+
 from __future__ import annotations
 
 import contextlib

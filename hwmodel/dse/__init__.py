@@ -8,6 +8,7 @@ Typical use (what `hwmodel sweep SPEC.toml` does)::
     report = read_report(plan, out_dir)                    # feasibility, fronts, top-k, in plan order
     write_report(report, out_dir)                          # summary.json, points.csv, topk.csv, fronts + plots
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,6 +25,24 @@ def read_report(plan: SweepPlan, out_dir: Path | str) -> SweepReport:
     return build_report(plan, open_store(plan, Path(out_dir)).read())
 
 
-__all__ = ["Evaluator", "Metric", "Param", "Point", "RunStats", "Screen", "SweepPlan", "SweepReport", "build_report",
-           "dominates", "load_plan", "pareto_front", "read_report", "register", "resolve", "results_path",
-           "run_sweep", "top_k", "write_report"]
+__all__ = [
+    "Evaluator",
+    "Metric",
+    "Param",
+    "Point",
+    "RunStats",
+    "Screen",
+    "SweepPlan",
+    "SweepReport",
+    "build_report",
+    "dominates",
+    "load_plan",
+    "pareto_front",
+    "read_report",
+    "register",
+    "resolve",
+    "results_path",
+    "run_sweep",
+    "top_k",
+    "write_report",
+]

@@ -18,6 +18,7 @@ A spec's ``evaluator`` is one of:
 Worker processes (local or Dask) receive only this reference and resolve it themselves, so an evaluator never has
 to be pickled; a Dask cluster needs the package (and any evaluator file) installed at the same path on its workers.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -113,8 +114,9 @@ class Screen:
 Bound = tuple[float | None, float | None]
 
 
-def decode_floor_screen(exact: Mapping[str, float], llm: Any, weight_bits: int, kv_bits: int, ctx: int,
-                        peak_bw_bytes_per_s: float) -> Screen:
+def decode_floor_screen(
+    exact: Mapping[str, float], llm: Any, weight_bits: int, kv_bits: int, ctx: int, peak_bw_bytes_per_s: float
+) -> Screen:
     """A decode evaluator's screen: ``exact`` metrics, and latency bounded below by the decoder weights and KV cache
     of ``ctx`` tokens at the board's peak HBM bandwidth (every model streams at least those bytes, no faster)."""
     from hwmodel.bounds import decode_bytes

@@ -6,6 +6,7 @@ design point (every parameter and metric), click it to pin it. Each point of the
 ``circle.front`` marker, the other feasible points are ``circle.point`` markers, and a two-objective front is
 joined by its staircase line.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,14 +33,26 @@ def explorer_data(rep: SweepReport) -> dict[str, Any]:
     points = []
     for pos in feas_pos:
         r = rep.rows[pos].row
-        points.append({"id": r.point_id, "params": {k: v for k, v in r.params.items()},
-                       "metrics": {k: _num(v) for k, v in r.metrics.items()}})
+        points.append(
+            {
+                "id": r.point_id,
+                "params": {k: v for k, v in r.params.items()},
+                "metrics": {k: _num(v) for k, v in r.metrics.items()},
+            }
+        )
     metrics = list(plan.evaluator.metric_names)
-    numeric_params = [p for p in plan.param_names
-                      if points and all(_num(pt["params"].get(p)) is not None for pt in points)]
-    fronts = [{"name": front_name(objs), "objectives": list(objs),
-               "sense": [plan.sense[m] for m in objs], "points": [index_of[p] for p in idx]}
-              for objs, idx in rep.fronts.items()]
+    numeric_params = [
+        p for p in plan.param_names if points and all(_num(pt["params"].get(p)) is not None for pt in points)
+    ]
+    fronts = [
+        {
+            "name": front_name(objs),
+            "objectives": list(objs),
+            "sense": [plan.sense[m] for m in objs],
+            "points": [index_of[p] for p in idx],
+        }
+        for objs, idx in rep.fronts.items()
+    ]
     return {"sweep": plan.name, "metrics": metrics, "params": numeric_params, "points": points, "fronts": fronts}
 
 
@@ -132,6 +145,13 @@ def write_explorer(rep: SweepReport, path: Path) -> Path:
     data = explorer_data(rep)
     n = len(data["points"])
     body = _BODY.replace("{data}", json_for_script(data))
-    path.write_text(page(f"Pareto explorer: {rep.plan.name}", f"{n} feasible points, {len(data['fronts'])} fronts",
-                         body, script=_SCRIPT), encoding="utf-8")
+    path.write_text(
+        page(
+            f"Pareto explorer: {rep.plan.name}",
+            f"{n} feasible points, {len(data['fronts'])} fronts",
+            body,
+            script=_SCRIPT,
+        ),
+        encoding="utf-8",
+    )
     return path

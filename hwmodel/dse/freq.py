@@ -21,6 +21,7 @@ classified by the engine that runs it:
 A sweep of clocks from the measured one to 1.5x the higher of the two draws the token's speedup curve against the
 linear line and the bandwidth floor.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,12 @@ from hwmodel.report.plots import save_figure
 
 SCALES = 0.9
 SATURATED = 0.8
-VERDICT_COLORS = {"scales with the clock": "tab:blue", "HBM-bound": "tab:red", "paced by its inputs": "tab:purple",
-                  "latency-bound": "tab:orange"}
+VERDICT_COLORS = {
+    "scales with the clock": "tab:blue",
+    "HBM-bound": "tab:red",
+    "paced by its inputs": "tab:purple",
+    "latency-bound": "tab:orange",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,8 +109,7 @@ def _verdict(eff: float, bw_gain: float, clock_gain: float, stall_in: float) -> 
     return "paced by its inputs" if stall_in >= 0.5 else "latency-bound"
 
 
-def run_freq_study(design_name: str, measured_hz: float, target_hz: float, ctx: int = 512,
-                   steps: int = 9) -> FreqStudy:
+def run_freq_study(design_name: str, measured_hz: float, target_hz: float, ctx: int = 512, steps: int = 9) -> FreqStudy:
     """Simulate ``design_name`` at the measured and target kernel clocks (and ``steps`` clocks spanning both and
     beyond) and compare each operator with the linear projection (see the module docstring)."""
     from fpga.streaming.engine import load_design, simulate_token
@@ -131,18 +135,40 @@ def run_freq_study(design_name: str, measured_hz: float, target_hz: float, ctx: 
         bw_m, bw_t = _engine_bw(t_m, engine), _engine_bw(t_t, engine)
         gain = bw_t / bw_m if bw_m > 0 else float("nan")
         stall_in = _stall_in_share(t_t, engine) if engine is not None else 0.0
-        return OperatorScaling(op, engine or "all", sec_m, sec_m * ratio, sec_t, eff, gain, stall_in,
-                               _verdict(eff, gain, clock_gain, stall_in))
+        return OperatorScaling(
+            op,
+            engine or "all",
+            sec_m,
+            sec_m * ratio,
+            sec_t,
+            eff,
+            gain,
+            stall_in,
+            _verdict(eff, gain, clock_gain, stall_in),
+        )
 
-    ops = tuple(row(op, design.engine_of(op).name, cyc_m, t_t.op_span_cycles[op])
-                for op, cyc_m in t_m.op_span_cycles.items())
+    ops = tuple(
+        row(op, design.engine_of(op).name, cyc_m, t_t.op_span_cycles[op]) for op, cyc_m in t_m.op_span_cycles.items()
+    )
     token = row("token", None, t_m.cycles, t_t.cycles)
     hi = max(measured_hz, target_hz) * 1.5
     lo = min(measured_hz, target_hz)
     curve = tuple(float(f) for f in np.linspace(lo, hi, max(2, steps)))
     curve_s = tuple(simulate_token(design, ctx, clock_hz=f).seconds for f in curve)
-    return FreqStudy(design.name, board.name, design.llm, ctx, measured_hz, target_hz, token, ops, curve,
-                     curve_s, t_t.bandwidth_floor_s, board.max_kernel_clock_hz)
+    return FreqStudy(
+        design.name,
+        board.name,
+        design.llm,
+        ctx,
+        measured_hz,
+        target_hz,
+        token,
+        ops,
+        curve,
+        curve_s,
+        t_t.bandwidth_floor_s,
+        board.max_kernel_clock_hz,
+    )
 
 
 def plot_freq_study(study: FreqStudy, stem: Path, *, svg: bool = False) -> list[Path]:
@@ -159,8 +185,12 @@ def plot_freq_study(study: FreqStudy, stem: Path, *, svg: bool = False) -> list[
     t_meas = study.token.measured_s
     a1.plot(f / 1e6, f / study.measured_hz, "--", color="0.4", label="linear projection")
     a1.plot(f / 1e6, t_meas / t, "o-", color="tab:blue", label="cycle model")
-    a1.axhline(t_meas / study.bandwidth_floor_s, color="tab:red", linewidth=0.9,
-               label="speedup at the HBM bandwidth floor (bytes / board peak)")
+    a1.axhline(
+        t_meas / study.bandwidth_floor_s,
+        color="tab:red",
+        linewidth=0.9,
+        label="speedup at the HBM bandwidth floor (bytes / board peak)",
+    )
     a1.axvline(study.target_hz / 1e6, color="tab:green", linewidth=0.8, linestyle=":", label="target clock")
     if study.board_max_hz < f.max():
         a1.axvspan(study.board_max_hz / 1e6, f.max() / 1e6, color="0.9", label="above board max clock")
@@ -178,8 +208,9 @@ def plot_freq_study(study: FreqStudy, stem: Path, *, svg: bool = False) -> list[
             a2.bar([0], [0], 0, color=color, label=f"cycle model: {verdict}")
     for i, o in enumerate(ops):
         if o.projection_error > 0.02:
-            a2.annotate(f"+{100 * o.projection_error:.0f}%", (i + 0.2, o.model_s * 1e6), ha="center",
-                        va="bottom", fontsize=7)
+            a2.annotate(
+                f"+{100 * o.projection_error:.0f}%", (i + 0.2, o.model_s * 1e6), ha="center", va="bottom", fontsize=7
+            )
     a2.set_xticks(x, [o.op for o in ops], rotation=45, ha="right", fontsize=8)
     a2.set_ylabel(f"time at {study.target_hz / 1e6:g} MHz [us] (sum over layers)")
     a2.set_yscale("log")

@@ -26,6 +26,7 @@ Speed: the compiler depends only on the design's structure and k (``fpga.instruc
 engine memoizes it, so points that differ only in clock or timing values cost one simulation each (~10 ms); a new
 structure or k costs a compilation (~0.3 s).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,7 +77,8 @@ PARAMS: tuple[Param, ...] = (
     _opt("prefetch_ratio", int, low=1, doc="coalescing ratio k (default: the design's)"),
     _opt("clock_mhz", float, low=1.0, unit="MHz", doc="kernel clock asked for (default: the design's)"),
     Param("clock_policy", str, choices=("constrain", "clamp"), default="constrain"),
-    _opt("weight_bits", int, choices=(4, 8, 16)), _opt("act_bits", int, choices=(8, 16)),
+    _opt("weight_bits", int, choices=(4, 8, 16)),
+    _opt("act_bits", int, choices=(8, 16)),
     _opt("kv_bits", int, choices=(4, 8, 16)),
     Param("timing_full_fraction", float, low=0.05, high=1.0, default=TimingModel().full_fraction),
     Param("timing_slr_derate", float, low=0.0, high=0.5, default=TimingModel().slr_derate),
@@ -96,15 +98,25 @@ METRICS: tuple[Metric, ...] = (
     Metric("slrs_spanned", "", low=1.0),
     Metric("hbm_ports_util", "", "datamover channels / board HBM ports", low=0.0),
     Metric("hbm_capacity_util", "", "weights + KV cache of ctx tokens (bounds.resident_bytes) / board HBM", low=0.0),
-    Metric("fits_hbm", "", "1 when the compiled layout (weights, metadata, head) + KV of ctx fit the HBM", low=0.0,
-           high=1.0),
+    Metric(
+        "fits_hbm",
+        "",
+        "1 when the compiled layout (weights, metadata, head) + KV of ctx fit the HBM",
+        low=0.0,
+        high=1.0,
+    ),
     Metric("prefetch_fits", "", "1 when a group of k tiles fits the on-chip buffers", low=0.0, high=1.0),
     Metric("hbm_bw_util", "", "achieved HBM bandwidth / board peak", low=0.0),
     Metric("mpe_busy", "", "matrix engine busy fraction", low=0.0, high=1.0),
 )
 
-CONSTRAINTS = {**{f"{name}_util": (None, 1.0) for _k, name in RESOURCE_KEYS}, "hbm_ports_util": (None, 1.0),
-               "fits_hbm": (1.0, None), "prefetch_fits": (1.0, None), "timing_slack": (0.0, None)}
+CONSTRAINTS = {
+    **{f"{name}_util": (None, 1.0) for _k, name in RESOURCE_KEYS},
+    "hbm_ports_util": (None, 1.0),
+    "fits_hbm": (1.0, None),
+    "prefetch_fits": (1.0, None),
+    "timing_slack": (0.0, None),
+}
 
 
 @functools.lru_cache(maxsize=64)
@@ -160,29 +172,36 @@ class _Static:
 
 
 def _static(p: Params) -> _Static:
-    from fpga.instruction.prefetch import prefetch_fits
     from fpga.instruction.power import total_resources
-
+    from fpga.instruction.prefetch import prefetch_fits
     from hwmodel.bounds import resident_bytes
 
     d = build_design(p)
     board, llm = d.board_spec, d.llm_spec
     use = total_resources(d)
     r = board.resources
-    util = {"lut": use["lut"] / r.lut, "ff": use["ff"] / r.ff, "dsp": use["dsp"] / r.dsp,
-            "bram": use["bram18k"] / max(1, r.bram18k), "uram": use["uram"] / max(1, r.uram)}
+    util = {
+        "lut": use["lut"] / r.lut,
+        "ff": use["ff"] / r.ff,
+        "dsp": use["dsp"] / r.dsp,
+        "bram": use["bram18k"] / max(1, r.bram18k),
+        "uram": use["uram"] / max(1, r.uram),
+    }
     model = TimingModel(full_fraction=float(p["timing_full_fraction"]), slr_derate=float(p["timing_slr_derate"]))
     reach = reachable_clock_hz(board.max_kernel_clock_hz, util, board.slrs, model)
     asked = d.clock_hz
     run = min(asked, reach) if p["clock_policy"] == "clamp" else asked
     exact = {f"{name}_util": util[name] for _k, name in RESOURCE_KEYS}
-    exact.update(dsp=float(use["dsp"]), slrs_spanned=float(slrs_spanned(util, board.slrs)),
-                 hbm_ports_util=d.datamover.channels / board.hbm.axi_ports,
-                 hbm_capacity_util=resident_bytes(llm, d.weight_bits, d.kv_bits, int(p["ctx"]))
-                 / board.hbm.capacity_bytes,
-                 prefetch_fits=1.0 if prefetch_fits(d, llm, d.prefetch_ratio) else 0.0,
-                 run_clock_mhz=run / 1e6, reachable_clock_mhz=reach / 1e6, timing_slack=reach / run - 1.0
-                 if p["clock_policy"] == "clamp" else reach / asked - 1.0)
+    exact.update(
+        dsp=float(use["dsp"]),
+        slrs_spanned=float(slrs_spanned(util, board.slrs)),
+        hbm_ports_util=d.datamover.channels / board.hbm.axi_ports,
+        hbm_capacity_util=resident_bytes(llm, d.weight_bits, d.kv_bits, int(p["ctx"])) / board.hbm.capacity_bytes,
+        prefetch_fits=1.0 if prefetch_fits(d, llm, d.prefetch_ratio) else 0.0,
+        run_clock_mhz=run / 1e6,
+        reachable_clock_mhz=reach / 1e6,
+        timing_slack=reach / run - 1.0 if p["clock_policy"] == "clamp" else reach / asked - 1.0,
+    )
     return _Static(d, exact, run)
 
 
@@ -198,9 +217,17 @@ def evaluate(p: Params) -> dict[str, float]:
     run = eng.decode(ctx)
     power = run_power_w(eng, run)
     fits = 1.0 if eng.weights_bytes + eng.kv_bytes(ctx) <= eng.hbm_capacity_bytes else 0.0
-    return {**st.exact, "fits_hbm": fits, "latency_s": run.seconds, "tokens_per_s": 1.0 / run.seconds,
-            "cycles": float(run.cycles), "energy_per_token_j": power * run.seconds, "power_w": power,
-            "hbm_bw_util": run.hbm_utilization, "mpe_busy": run.mpe_busy_fraction}
+    return {
+        **st.exact,
+        "fits_hbm": fits,
+        "latency_s": run.seconds,
+        "tokens_per_s": 1.0 / run.seconds,
+        "cycles": float(run.cycles),
+        "energy_per_token_j": power * run.seconds,
+        "power_w": power,
+        "hbm_bw_util": run.hbm_utilization,
+        "mpe_busy": run.mpe_busy_fraction,
+    }
 
 
 def screen(p: Params) -> Screen:
@@ -208,13 +235,23 @@ def screen(p: Params) -> Screen:
     cache at the board's peak HBM bandwidth."""
     st = _static(p)
     d = st.design
-    return decode_floor_screen(st.exact, d.llm_spec, d.weight_bits, d.kv_bits, int(p["ctx"]),
-                               d.board_spec.hbm.peak_bw_bytes_per_s)
+    return decode_floor_screen(
+        st.exact, d.llm_spec, d.weight_bits, d.kv_bits, int(p["ctx"]), d.board_spec.hbm.peak_bw_bytes_per_s
+    )
 
 
-EVALUATOR = register(Evaluator(
-    name="instruction-decode", version=VERSION,
-    doc="cycle-level instruction-driven decode accelerator (fpga.instruction.engine) with resources, power and timing",
-    params=PARAMS, metrics=METRICS, evaluate=evaluate, screen=screen, constraints=CONSTRAINTS,
-    innermost=("clock_mhz",), extra_param=_section_param, check_space=_check_space,
-))
+EVALUATOR = register(
+    Evaluator(
+        name="instruction-decode",
+        version=VERSION,
+        doc="cycle-level instruction-driven decode accelerator (fpga.instruction.engine) with resources, power and timing",
+        params=PARAMS,
+        metrics=METRICS,
+        evaluate=evaluate,
+        screen=screen,
+        constraints=CONSTRAINTS,
+        innermost=("clock_mhz",),
+        extra_param=_section_param,
+        check_space=_check_space,
+    )
+)

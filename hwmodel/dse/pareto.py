@@ -9,6 +9,7 @@ dominators all sort before it, and if some earlier point dominates it then so do
 (dominance is transitive), so each point is checked against the front found so far only -- O(n log n + n f k) for
 n points, a front of f points and k objectives.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -4,14 +4,15 @@ For a two-objective front: x and y are the objectives, colour is ``report.color_
 front is drawn as a staircase through its points. For a three-objective front: x and y are the first two, colour
 is the third, and the front's points are ringed. Evaluated points that break a constraint are grey crosses.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hwmodel.report.plots import save_figure
-
 import numpy as np
+
+from hwmodel.report.plots import save_figure
 
 if TYPE_CHECKING:
     from hwmodel.dse.report import SweepReport
@@ -43,8 +44,16 @@ def plot_front(rep: SweepReport, objs: tuple[str, ...], stem: Path, *, svg: bool
 
     fig, ax = plt.subplots(figsize=(7.5, 5.0), dpi=120)
     if infeas:
-        ax.scatter(rep.column(x_m, infeas), rep.column(y_m, infeas), marker="x", s=14, c="0.75", linewidths=0.8,
-                   label=f"breaks a constraint ({len(infeas)})", zorder=1)
+        ax.scatter(
+            rep.column(x_m, infeas),
+            rep.column(y_m, infeas),
+            marker="x",
+            s=14,
+            c="0.75",
+            linewidths=0.8,
+            label=f"breaks a constraint ({len(infeas)})",
+            zorder=1,
+        )
     if feas:
         xs, ys = rep.column(x_m, feas), rep.column(y_m, feas)
         if c_m:
@@ -55,13 +64,23 @@ def plot_front(rep: SweepReport, objs: tuple[str, ...], stem: Path, *, svg: bool
             ax.scatter(xs, ys, s=16, color="tab:blue", label=f"feasible ({len(feas)})", zorder=2)
     if front:
         fx, fy = rep.column(x_m, front), rep.column(y_m, front)
-        ax.scatter(fx, fy, s=60, facecolors="none", edgecolors="red", linewidths=1.4,
-                   label=f"Pareto front ({len(front)})", zorder=3)
+        ax.scatter(
+            fx,
+            fy,
+            s=60,
+            facecolors="none",
+            edgecolors="red",
+            linewidths=1.4,
+            label=f"Pareto front ({len(front)})",
+            zorder=3,
+        )
         if len(objs) == 2:
             order = np.argsort(fx, kind="stable")
             ax.step(fx[order], fy[order], where="post", color="red", linewidth=1.0, zorder=3)
-    for axis_m, setter, vals in ((x_m, ax.set_xscale, rep.column(x_m, feas + infeas)),
-                                 (y_m, ax.set_yscale, rep.column(y_m, feas + infeas))):
+    for _axis_m, setter, vals in (
+        (x_m, ax.set_xscale, rep.column(x_m, feas + infeas)),
+        (y_m, ax.set_yscale, rep.column(y_m, feas + infeas)),
+    ):
         if _log_worthy(vals):
             setter("log")
     sense = plan.sense

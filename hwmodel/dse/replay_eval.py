@@ -17,6 +17,7 @@ ctx 512, and the draft design's resource, HBM and timing metrics and constraints
 Cost: a new draft design needs a few hundred token simulations (every ``ctx_grid`` contexts up to the longest
 context the problems reach, decode and ingest) plus the replay: 1-2 s of CPU per point for 50 MATH500 problems.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -78,8 +79,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("util_draft", "", "draft device busy / span", low=0.0, high=1.0),
     Metric("speedup_vs_baseline", "", "three-GPU baseline latency / this latency, same problems", low=0.0),
     Metric("draft_token_s", "s", f"draft decode time of one token at ctx {DRAFT_CTX}", low=0.0),
-    *(m for m in se.METRICS if m.name not in ("latency_s", "tokens_per_s", "cycles", "energy_per_token_j",
-                                               "power_w", "hbm_bw_util", "ports_bw_util")),
+    *(
+        m
+        for m in se.METRICS
+        if m.name
+        not in ("latency_s", "tokens_per_s", "cycles", "energy_per_token_j", "power_w", "hbm_bw_util", "ports_bw_util")
+    ),
 )
 
 CONSTRAINTS = dict(se.CONSTRAINTS)
@@ -137,14 +142,14 @@ def _baseline_latency_s(dataset: str, config: str, seed: int, problems: int, bac
     from hwmodel.reasoning.system import build_platform
 
     trace, replays = _traces(dataset, config, seed, problems, backtracking)
-    return summarize(run_trace(trace, "baseline", build_platform(config, "baseline"), config,
-                               replays=replays)).latency_total_s
+    return summarize(
+        run_trace(trace, "baseline", build_platform(config, "baseline"), config, replays=replays)
+    ).latency_total_s
 
 
 def evaluate(p: Params) -> dict[str, float]:
     """Replay the point's problems with its draft design on the FPGA (module docstring)."""
     from fpga.streaming.engine import StreamingEngine
-
     from hwmodel.reasoning.costs import TimedEngine
     from hwmodel.reasoning.metrics import summarize
     from hwmodel.reasoning.runner import run_trace
@@ -161,19 +166,31 @@ def evaluate(p: Params) -> dict[str, float]:
     base = build_platform(config, str(p["policy"]))
     board = library().board(design.board)
     platform = dataclasses.replace(
-        base, draft=draft,
+        base,
+        draft=draft,
         prompt_migration=prompt_migrations_to(sys_, board.name, int(design.kv_bits)),
-        device_names={**base.device_names, "draft": f"{board.display_name} ({design.name} @ "
-                                                    f"{design.clock_hz / 1e6:.0f} MHz)"})
+        device_names={
+            **base.device_names,
+            "draft": f"{board.display_name} ({design.name} @ {design.clock_hz / 1e6:.0f} MHz)",
+        },
+    )
     key = (str(p["dataset"]), config, int(p["seed"]), int(p["problems"]), bool(p["backtracking"]))
     trace, replays = _traces(*key)
     s = summarize(run_trace(trace, str(p["policy"]), platform, config, replays=replays))
-    return {**st.exact, "fits_hbm": se._fits_hbm(dataclasses.replace(st.design, clock_hz=1.0)),
-            "latency_per_problem_s": s.latency_mean_s, "latency_total_s": s.latency_total_s,
-            "goodput_tokens_per_s": s.goodput_tokens_per_s, "energy_per_token_j": s.energy_per_token_j,
-            "energy_total_j": s.energy_total_j, "stall_ratio": s.stall_ratio, "comm_share": s.comm_share,
-            "util_draft": s.util_draft, "speedup_vs_baseline": _baseline_latency_s(*key) / s.latency_total_s,
-            "draft_token_s": engine.decode_s(DRAFT_CTX)}
+    return {
+        **st.exact,
+        "fits_hbm": se._fits_hbm(dataclasses.replace(st.design, clock_hz=1.0)),
+        "latency_per_problem_s": s.latency_mean_s,
+        "latency_total_s": s.latency_total_s,
+        "goodput_tokens_per_s": s.goodput_tokens_per_s,
+        "energy_per_token_j": s.energy_per_token_j,
+        "energy_total_j": s.energy_total_j,
+        "stall_ratio": s.stall_ratio,
+        "comm_share": s.comm_share,
+        "util_draft": s.util_draft,
+        "speedup_vs_baseline": _baseline_latency_s(*key) / s.latency_total_s,
+        "draft_token_s": engine.decode_s(DRAFT_CTX),
+    }
 
 
 def screen(p: Params) -> Screen:
@@ -181,9 +198,17 @@ def screen(p: Params) -> Screen:
     return Screen(exact=se._static(_stream_params(p)).exact)
 
 
-EVALUATOR = register(Evaluator(
-    name="reasoning-replay", version=VERSION,
-    doc="FPGA draft designs evaluated inside the system-A reasoning replay (hwmodel.reasoning)",
-    params=PARAMS, metrics=METRICS, evaluate=evaluate, screen=screen, constraints=CONSTRAINTS,
-    extra_param=se._engine_param, check_space=_check_space,
-))
+EVALUATOR = register(
+    Evaluator(
+        name="reasoning-replay",
+        version=VERSION,
+        doc="FPGA draft designs evaluated inside the system-A reasoning replay (hwmodel.reasoning)",
+        params=PARAMS,
+        metrics=METRICS,
+        evaluate=evaluate,
+        screen=screen,
+        constraints=CONSTRAINTS,
+        extra_param=se._engine_param,
+        check_space=_check_space,
+    )
+)

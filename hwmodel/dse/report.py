@@ -4,6 +4,7 @@ Everything here is computed from the results file and the plan, in plan order (t
 so the report of a resumed sweep is identical to that of an uninterrupted one, whatever order points finished in.
 Fronts and top-k only consider *feasible* points: evaluated (status ok) and meeting every constraint.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,11 +47,14 @@ class SweepReport:
         return [r for r in self.rows if r.feasible]
 
     def counts(self) -> dict[str, int]:
-        c = {"points": len(self.plan.points), "finished": len(self.rows),
-             "feasible": sum(r.feasible for r in self.rows),
-             "evaluated": sum(r.row.status == "ok" for r in self.rows),
-             "screened": sum(r.row.status == "screened" for r in self.rows),
-             "invalid": sum(r.row.status == "invalid" for r in self.rows)}
+        c = {
+            "points": len(self.plan.points),
+            "finished": len(self.rows),
+            "feasible": sum(r.feasible for r in self.rows),
+            "evaluated": sum(r.row.status == "ok" for r in self.rows),
+            "screened": sum(r.row.status == "screened" for r in self.rows),
+            "invalid": sum(r.row.status == "invalid" for r in self.rows),
+        }
         c["infeasible"] = c["finished"] - c["feasible"] - c["invalid"]
         return c
 
@@ -98,8 +102,7 @@ def front_name(objs: tuple[str, ...]) -> str:
 
 
 def _row_dict(plan: SweepPlan, r: ReportRow) -> dict[str, Any]:
-    d: dict[str, Any] = {"point_id": r.row.point_id, "index": r.index, "status": r.row.status,
-                         "feasible": r.feasible}
+    d: dict[str, Any] = {"point_id": r.row.point_id, "index": r.index, "status": r.row.status, "feasible": r.feasible}
     d.update(r.row.params)
     d.update({m: v for m, v in r.row.metrics.items()})
     d["why_not"] = r.why_not
@@ -123,14 +126,22 @@ def _cell(v: Any) -> str:
 def summary_dict(rep: SweepReport) -> dict[str, Any]:
     plan = rep.plan
     return {
-        "sweep": plan.name, "spec": str(plan.path), "evaluator": plan.evaluator.name,
-        "evaluator_version": plan.evaluator.version, "sampling": plan.sweep.sampling,
-        "objectives": dict(plan.objectives), "constraints": plan.describe_constraints(),
+        "sweep": plan.name,
+        "spec": str(plan.path),
+        "evaluator": plan.evaluator.name,
+        "evaluator_version": plan.evaluator.version,
+        "sampling": plan.sweep.sampling,
+        "objectives": dict(plan.objectives),
+        "constraints": plan.describe_constraints(),
         "counts": rep.counts(),
-        "fronts": {front_name(k): [{kk: jsonable(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in v]
-                   for k, v in rep.fronts.items()},
-        "top_k": {"rank_by": plan.rank_by,
-                  "rows": [{kk: jsonable(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in rep.top]},
+        "fronts": {
+            front_name(k): [{kk: jsonable(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in v]
+            for k, v in rep.fronts.items()
+        },
+        "top_k": {
+            "rank_by": plan.rank_by,
+            "rows": [{kk: jsonable(vv) for kk, vv in _row_dict(plan, rep.rows[i]).items()} for i in rep.top],
+        },
     }
 
 

@@ -18,6 +18,7 @@ The chunks run on the project's one study executor (:func:`hwmodel.studies.runne
 The sweep's journal is its ``results.csv`` (one row per finished point, the rows users read), not the runner's
 JSON-lines journal.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -95,7 +96,7 @@ def split_work(plan: SweepPlan, rows: dict[str, Row]) -> tuple[list[Row], list[P
 
 def chunks_of(points: Sequence[Point], size: int) -> Iterator[Chunk]:
     for i in range(0, len(points), size):
-        yield [(p.id, p.params) for p in points[i:i + size]]
+        yield [(p.id, p.params) for p in points[i : i + size]]
 
 
 def auto_chunk_size(n_points: int, n_workers: int) -> int:
@@ -103,9 +104,17 @@ def auto_chunk_size(n_points: int, n_workers: int) -> int:
     return max(1, min(64, math.ceil(n_points / (16 * max(1, n_workers)))))
 
 
-def run_sweep(plan: SweepPlan, out_dir: Path, *, workers: int | None = None, scheduler: str | None = None,
-              client: Any = None, chunk_size: int | None = None, fresh: bool = False,
-              progress: bool = True) -> RunStats:
+def run_sweep(
+    plan: SweepPlan,
+    out_dir: Path,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client: Any = None,
+    chunk_size: int | None = None,
+    fresh: bool = False,
+    progress: bool = True,
+) -> RunStats:
     """Evaluate every unfinished point of ``plan`` into ``out_dir/results.csv``; see the module docstring.
 
     ``scheduler`` (an address) or ``client`` (a distributed.Client) selects Dask; otherwise ``workers`` local
@@ -130,11 +139,17 @@ def run_sweep(plan: SweepPlan, out_dir: Path, *, workers: int | None = None, sch
         if progress:
             import sys
 
-            where = f"Dask at {scheduler}" if scheduler else ("Dask" if dask else
-                                                             f"{n_workers} local worker(s)" if n_workers > 1 else
-                                                             "this process")
-            print(f"{plan.name}: {len(pending):,} points to evaluate on {where}, {done:,} already done, "
-                  f"{len(screened_rows):,} screened out now -> {store.path}", file=sys.stderr, flush=True)
+            where = (
+                f"Dask at {scheduler}"
+                if scheduler
+                else ("Dask" if dask else f"{n_workers} local worker(s)" if n_workers > 1 else "this process")
+            )
+            print(
+                f"{plan.name}: {len(pending):,} points to evaluate on {where}, {done:,} already done, "
+                f"{len(screened_rows):,} screened out now -> {store.path}",
+                file=sys.stderr,
+                flush=True,
+            )
         with _progress_bar(progress, plan.name, len(pending)) as advance:
 
             def finished(result: ChunkResult) -> None:
@@ -145,9 +160,18 @@ def run_sweep(plan: SweepPlan, out_dir: Path, *, workers: int | None = None, sch
                 advance(len(out))
 
             try:
-                used = execute(evaluate_chunk, plan.evaluator_ref, chunks, finished, workers=n_workers,
-                               scheduler=scheduler, client=client, start_method="forkserver",
-                               preload=("hwmodel.dse.worker",), connect_timeout_s=DASK_CONNECT_TIMEOUT_S)
+                used = execute(
+                    evaluate_chunk,
+                    plan.evaluator_ref,
+                    chunks,
+                    finished,
+                    workers=n_workers,
+                    scheduler=scheduler,
+                    client=client,
+                    start_method="forkserver",
+                    preload=("hwmodel.dse.worker",),
+                    connect_timeout_s=DASK_CONNECT_TIMEOUT_S,
+                )
                 if dask:
                     stats.workers = used
             except KeyboardInterrupt:
@@ -166,11 +190,24 @@ def _progress_bar(enabled: bool, name: str, total: int) -> Iterator[Callable[[in
         yield lambda n: None
         return
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    )
     start = time.perf_counter()
     with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task(name, total=total, rate="")

@@ -19,6 +19,7 @@ The identity of a point is a SHA-256 digest of the evaluator's name and version 
 canonical JSON form, so the same point gets the same id in any run, on any machine; a resumed sweep skips exactly
 the points whose ids are already in its results file.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -196,9 +197,9 @@ def sampled_points(axes: Sequence[Axis], sampling: str, samples: int, seed: int)
     """
     d = len(axes)
     if sampling == "lhs":
-        from scipy.stats import qmc
-
         import inspect
+
+        from scipy.stats import qmc
 
         gen = np.random.default_rng(seed)
         kw = {"rng": gen} if "rng" in inspect.signature(qmc.LatinHypercube).parameters else {"seed": gen}

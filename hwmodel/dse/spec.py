@@ -33,6 +33,7 @@ not accept, an empty range, a continuous range on a grid, objectives and constra
 constraint whose min exceeds its max or that lies outside the values the metric can take, and -- after screening
 every point with the evaluator's cheap estimates -- a constraint set that no point of the space can satisfy.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,8 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from hwmodel.dse.evaluators import Bound, Evaluator, canonical_ref, resolve
-from hwmodel.dse.space import (RANGE_KEYS, Axis, Params, grid_points, parse_axis, point_count, point_id,
-                               sampled_points)
+from hwmodel.dse.space import RANGE_KEYS, Axis, Params, grid_points, parse_axis, point_count, point_id, sampled_points
 from hwmodel.errors import HwmodelError, SpecError
 from hwmodel.schema import build, non_negative, one_of, plain, positive, read_toml
 
@@ -154,8 +154,9 @@ def load_plan(path: Path | str) -> SweepPlan:
     table = read_toml(path)
     unknown = sorted(set(table) - set(_TABLES))
     if unknown:
-        raise SpecError(path, unknown[0],
-                        f"a known table ({_close(unknown[0], list(_TABLES))}known: {', '.join(_TABLES)})")
+        raise SpecError(
+            path, unknown[0], f"a known table ({_close(unknown[0], list(_TABLES))}known: {', '.join(_TABLES)})"
+        )
     if "sweep" not in table:
         raise SpecError(path, "sweep", "a [sweep] table with at least 'evaluator'")
     sweep: SweepSection = build(SweepSection, table["sweep"], path=path, prefix="sweep.")
@@ -171,38 +172,74 @@ def load_plan(path: Path | str) -> SweepPlan:
     if sweep.sampling == "grid":
         cont = [a.name for a in axes if a.continuous]
         if cont:
-            raise SpecError(path, f"parameters.{cont[0]}", "a list or a range with step, num or factor "
-                            "(a continuous range needs sampling = \"random\" or \"lhs\")")
+            raise SpecError(
+                path,
+                f"parameters.{cont[0]}",
+                'a list or a range with step, num or factor (a continuous range needs sampling = "random" or "lhs")',
+            )
     elif sweep.samples < 1:
-        raise SpecError(path, "sweep.samples", f"a positive number of points to draw for sampling = {sweep.sampling!r}",
-                        sweep.samples)
+        raise SpecError(
+            path,
+            "sweep.samples",
+            f"a positive number of points to draw for sampling = {sweep.sampling!r}",
+            sweep.samples,
+        )
     n = point_count(axes, sweep.sampling, sweep.samples)
     if n > sweep.max_points:
-        raise SpecError(path, "parameters", f"a design space of at most sweep.max_points = {sweep.max_points:,} points "
-                        f"(this one has {n:,}; narrow the ranges, use sampling = \"lhs\", or raise max_points)")
+        raise SpecError(
+            path,
+            "parameters",
+            f"a design space of at most sweep.max_points = {sweep.max_points:,} points "
+            f'(this one has {n:,}; narrow the ranges, use sampling = "lhs", or raise max_points)',
+        )
 
     objectives = tuple(_objectives(path, table.get("objectives", {}), ev))
     constraints = _constraints(path, table.get("constraints", {}), ev)
     report: ReportSection = build(ReportSection, table.get("report", {}), path=path, prefix="report.")
     fronts, rank_by, color_by = _report_choices(path, report, objectives, ev)
 
-    raw_points = grid_points(axes) if sweep.sampling == "grid" else sampled_points(axes, sweep.sampling,
-                                                                                   sweep.samples, sweep.seed)
+    raw_points = (
+        grid_points(axes)
+        if sweep.sampling == "grid"
+        else sampled_points(axes, sweep.sampling, sweep.samples, sweep.seed)
+    )
     points = []
     for i, p in enumerate(raw_points):
         full = ev.complete(p)
         points.append(Point(i, point_id(ev.name, ev.version, full), full))
     screened = _screen(path, ev, points, constraints)
-    return SweepPlan(path=path, name=name, evaluator_ref=ref, evaluator=ev, sweep=sweep, axes=axes,
-                     points=tuple(points), objectives=objectives, constraints=constraints, report=report,
-                     fronts=fronts, rank_by=rank_by, color_by=color_by, screened_out=screened)
+    return SweepPlan(
+        path=path,
+        name=name,
+        evaluator_ref=ref,
+        evaluator=ev,
+        sweep=sweep,
+        axes=axes,
+        points=tuple(points),
+        objectives=objectives,
+        constraints=constraints,
+        report=report,
+        fronts=fronts,
+        rank_by=rank_by,
+        color_by=color_by,
+        screened_out=screened,
+    )
 
 
-def with_report(plan: SweepPlan, *, fronts: list[tuple[str, ...]] | None = None, top_k: int | None = None,
-                rank_by: str | None = None) -> SweepPlan:
+def with_report(
+    plan: SweepPlan,
+    *,
+    fronts: list[tuple[str, ...]] | None = None,
+    top_k: int | None = None,
+    rank_by: str | None = None,
+) -> SweepPlan:
     """``plan`` with other report choices (the CLI's --front, --top-k, --rank-by), validated like the spec's."""
-    report = dataclasses.replace(plan.report, fronts=tuple(fronts) if fronts else plan.report.fronts,
-                                 top_k=top_k or plan.report.top_k, rank_by=rank_by or plan.report.rank_by)
+    report = dataclasses.replace(
+        plan.report,
+        fronts=tuple(fronts) if fronts else plan.report.fronts,
+        top_k=top_k or plan.report.top_k,
+        rank_by=rank_by or plan.report.rank_by,
+    )
     if report.top_k < 1:
         raise HwmodelError(f"top-k must be positive, got {report.top_k}")
     try:
@@ -240,14 +277,21 @@ def _each_axis(path: Path, raw: dict[str, Any], ev: Evaluator) -> Iterator[Axis]
     for pname, value in raw.items():
         spec = ev.param(pname)
         if spec is None:
-            raise SpecError(path, f"parameters.{pname}", f"a parameter of evaluator '{ev.name}' "
-                            f"({_close(pname, known)}known: {', '.join(known)}"
-                            f"{'; and the patterns in its docs' if ev.extra_param else ''})")
+            raise SpecError(
+                path,
+                f"parameters.{pname}",
+                f"a parameter of evaluator '{ev.name}' "
+                f"({_close(pname, known)}known: {', '.join(known)}"
+                f"{'; and the patterns in its docs' if ev.extra_param else ''})",
+            )
         axis = parse_axis(pname, value, path)
         if axis.continuous:
             if spec.kind not in (int, float) or spec.choices is not None:
-                raise SpecError(path, f"parameters.{pname}", f"a list of values (parameter '{pname}' takes "
-                                f"{spec.describe()}, not a continuous range)")
+                raise SpecError(
+                    path,
+                    f"parameters.{pname}",
+                    f"a list of values (parameter '{pname}' takes {spec.describe()}, not a continuous range)",
+                )
             for end, v in (("min", axis.low), ("max", axis.high)):
                 try:
                     spec.coerce(int(v) if spec.kind is int and float(v).is_integer() else v)
@@ -265,20 +309,27 @@ def _each_axis(path: Path, raw: dict[str, Any], ev: Evaluator) -> Iterator[Axis]
         yield dataclasses.replace(axis, values=tuple(coerced))
     missing = [p.name for p in ev.params if p.default is None and p.required and p.name not in raw]
     if missing:
-        raise SpecError(path, f"parameters.{missing[0]}", f"a value for required parameter '{missing[0]}' of evaluator "
-                        f"'{ev.name}' ({ev.param_map[missing[0]].describe()})")
+        raise SpecError(
+            path,
+            f"parameters.{missing[0]}",
+            f"a value for required parameter '{missing[0]}' of evaluator "
+            f"'{ev.name}' ({ev.param_map[missing[0]].describe()})",
+        )
 
 
 def _objectives(path: Path, raw: Any, ev: Evaluator) -> Iterator[tuple[str, str]]:
     if not isinstance(raw, dict) or not raw:
-        raise SpecError(path, "objectives", "a non-empty table of metric = \"min\" | \"max\"", raw)
+        raise SpecError(path, "objectives", 'a non-empty table of metric = "min" | "max"', raw)
     known = list(ev.metric_names)
     for m, sense in raw.items():
         if m not in ev.metric_map:
-            raise SpecError(path, f"objectives.{m}", f"a metric of evaluator '{ev.name}' ({_close(m, known)}"
-                            f"known: {', '.join(known)})")
+            raise SpecError(
+                path,
+                f"objectives.{m}",
+                f"a metric of evaluator '{ev.name}' ({_close(m, known)}known: {', '.join(known)})",
+            )
         if sense not in SENSES:
-            raise SpecError(path, f"objectives.{m}", "\"min\" or \"max\"", sense)
+            raise SpecError(path, f"objectives.{m}", '"min" or "max"', sense)
         yield m, sense
 
 
@@ -289,29 +340,42 @@ def _constraints(path: Path, raw: Any, ev: Evaluator) -> dict[str, Bound]:
     known = list(ev.metric_names)
     for m, b in raw.items():
         if m not in ev.metric_map:
-            raise SpecError(path, f"constraints.{m}", f"a metric of evaluator '{ev.name}' ({_close(m, known)}"
-                            f"known: {', '.join(known)})")
+            raise SpecError(
+                path,
+                f"constraints.{m}",
+                f"a metric of evaluator '{ev.name}' ({_close(m, known)}known: {', '.join(known)})",
+            )
         cb: ConstraintBound = build(ConstraintBound, b, path=path, prefix=f"constraints.{m}.")
         if cb.min is None and cb.max is None:
             raise SpecError(path, f"constraints.{m}", "a 'min' or a 'max' (or both)", b)
         if cb.min is not None and cb.max is not None and cb.min > cb.max:
-            raise SpecError(path, f"constraints.{m}", f"min <= max (min {cb.min:g} > max {cb.max:g}: no value can "
-                            "satisfy it)")
+            raise SpecError(
+                path, f"constraints.{m}", f"min <= max (min {cb.min:g} > max {cb.max:g}: no value can satisfy it)"
+            )
         merged[m] = _merge(merged.get(m, (None, None)), (cb.min, cb.max))
     for m, (lo, hi) in merged.items():
         metric = ev.metric_map[m]
         if lo is not None and hi is not None and lo > hi:
-            raise SpecError(path, f"constraints.{m}", f"a bound compatible with the evaluator's own limit "
-                            f"{describe_bound(m, ev.constraints[m])} (together they leave no value)")
+            raise SpecError(
+                path,
+                f"constraints.{m}",
+                f"a bound compatible with the evaluator's own limit "
+                f"{describe_bound(m, ev.constraints[m])} (together they leave no value)",
+            )
         if (lo is not None and lo > metric.high) or (hi is not None and hi < metric.low):
-            raise SpecError(path, f"constraints.{m}", f"a bound {metric.name} can meet (it takes values in "
-                            f"[{metric.low:g}, {metric.high:g}]{', ' + metric.unit if metric.unit else ''}; "
-                            f"{describe_bound(m, (lo, hi))} is infeasible)")
+            raise SpecError(
+                path,
+                f"constraints.{m}",
+                f"a bound {metric.name} can meet (it takes values in "
+                f"[{metric.low:g}, {metric.high:g}]{', ' + metric.unit if metric.unit else ''}; "
+                f"{describe_bound(m, (lo, hi))} is infeasible)",
+            )
     return merged
 
 
-def _report_choices(path: Path, report: ReportSection, objectives: tuple[tuple[str, str], ...],
-                    ev: Evaluator) -> tuple[tuple[tuple[str, ...], ...], str, str]:
+def _report_choices(
+    path: Path, report: ReportSection, objectives: tuple[tuple[str, str], ...], ev: Evaluator
+) -> tuple[tuple[tuple[str, ...], ...], str, str]:
     names = [m for m, _s in objectives]
     fronts = report.fronts
     if not fronts:
@@ -323,21 +387,27 @@ def _report_choices(path: Path, report: ReportSection, objectives: tuple[tuple[s
             raise SpecError(path, f"report.fronts[{i}]", "2 or 3 different objectives", list(f))
         for m in f:
             if m not in names:
-                raise SpecError(path, f"report.fronts[{i}]",
-                                f"objectives listed in [objectives] ({', '.join(names)})", m)
+                raise SpecError(
+                    path, f"report.fronts[{i}]", f"objectives listed in [objectives] ({', '.join(names)})", m
+                )
     rank_by = report.rank_by or names[0]
     if rank_by not in names:
         raise SpecError(path, "report.rank_by", f"one of the objectives ({', '.join(names)})", rank_by)
     color_by = report.color_by or ("dsp_util" if "dsp_util" in ev.metric_map else "")
     if color_by and color_by not in ev.metric_map:
-        raise SpecError(path, "report.color_by",
-                        f"a metric of evaluator '{ev.name}' ({_close(color_by, list(ev.metric_map))}"
-                        f"known: {', '.join(ev.metric_names)})", color_by)
+        raise SpecError(
+            path,
+            "report.color_by",
+            f"a metric of evaluator '{ev.name}' ({_close(color_by, list(ev.metric_map))}"
+            f"known: {', '.join(ev.metric_names)})",
+            color_by,
+        )
     return tuple(tuple(f) for f in fronts), rank_by, color_by
 
 
-def _screen(path: Path, ev: Evaluator, points: list[Point],
-            constraints: Mapping[str, Bound]) -> dict[str, tuple[dict[str, float], str]]:
+def _screen(
+    path: Path, ev: Evaluator, points: list[Point], constraints: Mapping[str, Bound]
+) -> dict[str, tuple[dict[str, float], str]]:
     """Points the evaluator's cheap screen proves infeasible; refuse the spec if that is every point."""
     if ev.screen is None or not constraints or not points:
         return {}
@@ -375,10 +445,18 @@ def _screen(path: Path, ev: Evaluator, points: list[Point],
         alone = [m for m, k in excluded.items() if k == n]
         if alone:
             m = alone[0]
-            raise SpecError(path, f"constraints.{m}", f"a constraint some design point can meet: "
-                            f"{describe_bound(m, constraints[m])} fails at all {n:,} points "
-                            f"(closest value {best[m]:.4g}), before any simulation")
+            raise SpecError(
+                path,
+                f"constraints.{m}",
+                f"a constraint some design point can meet: "
+                f"{describe_bound(m, constraints[m])} fails at all {n:,} points "
+                f"(closest value {best[m]:.4g}), before any simulation",
+            )
         parts = ", ".join(f"{describe_bound(m, constraints[m])} excludes {k:,}" for m, k in excluded.items() if k)
-        raise SpecError(path, "constraints", f"a constraint set some design point can meet: together they exclude "
-                        f"all {n:,} points ({parts}), before any simulation")
+        raise SpecError(
+            path,
+            "constraints",
+            f"a constraint set some design point can meet: together they exclude "
+            f"all {n:,} points ({parts}), before any simulation",
+        )
     return out

@@ -20,6 +20,7 @@ Robustness:
 CSV was chosen over Parquet: it appends line by line (Parquet files are immutable once their footer is written)
 and needs no extra dependency; it loads directly into any dataframe library.
 """
+
 from __future__ import annotations
 
 import csv
@@ -105,7 +106,7 @@ class ResultStore:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            text = raw[:exc.start].decode("utf-8")
+            text = raw[: exc.start].decode("utf-8")
             problem = f"byte 0x{raw[exc.start]:02x} at offset {exc.start} is not UTF-8"
         complete = text[: text.rfind("\n") + 1]
         if not complete:
@@ -123,7 +124,8 @@ class ResultStore:
                 shown = ", ".join(h[:40] for h in header[:40])
                 raise HwmodelError(
                     f"{self.path}: written by a different sweep (columns {shown}; this sweep writes "
-                    f"{', '.join(self.columns)}); choose another --out directory or rerun with --fresh to discard it")
+                    f"{', '.join(self.columns)}); choose another --out directory or rerun with --fresh to discard it"
+                )
             return {}, 0, problem or "the first line is not a results header"
         good = starts[reader.line_num]
         kinds = {}
@@ -140,8 +142,8 @@ class ResultStore:
                     problem = f"line {lineno}: a row with {len(rec)} cells or an unknown status"
                     break
                 try:
-                    params = {n: _parse_param(kinds[n], t) for n, t in zip(self.param_names, rec[2:2 + np_])}
-                    vals = rec[2 + np_: 2 + np_ + len(metric_names)]
+                    params = {n: _parse_param(kinds[n], t) for n, t in zip(self.param_names, rec[2 : 2 + np_])}
+                    vals = rec[2 + np_ : 2 + np_ + len(metric_names)]
                     metrics = {m: float(t) if t else math.nan for m, t in zip(metric_names, vals)}
                 except ValueError as exc:
                     problem = f"line {lineno}: {exc}"
@@ -173,8 +175,12 @@ class ResultStore:
                 fh.close()
                 fh = open_locked(self.path, "a+", busy, newline="", encoding="utf-8")
             elif problem:
-                note_damaged(self.path, "results journal", problem,
-                             f"keeping the {len(rows)} rows before it, the rest are evaluated again")
+                note_damaged(
+                    self.path,
+                    "results journal",
+                    problem,
+                    f"keeping the {len(rows)} rows before it, the rest are evaluated again",
+                )
             fh.truncate(good)
             fh.seek(0, os.SEEK_END)
             if good == 0:
@@ -192,9 +198,15 @@ class ResultStore:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         for r in rows:
-            w.writerow([r.point_id, r.status, *(_fmt(r.params[n]) for n in self.param_names),
-                        *(_fmt(r.metrics[m]) if m in r.metrics else "" for m in self.evaluator.metric_names),
-                        r.message])
+            w.writerow(
+                [
+                    r.point_id,
+                    r.status,
+                    *(_fmt(r.params[n]) for n in self.param_names),
+                    *(_fmt(r.metrics[m]) if m in r.metrics else "" for m in self.evaluator.metric_names),
+                    r.message,
+                ]
+            )
         self._fh.write(buf.getvalue())
         self._sync(self._fh)
 

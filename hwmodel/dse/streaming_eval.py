@@ -32,6 +32,7 @@ not depend on the kernel clock (only the channel timing does), so each worker ke
 designs and reuses them across clocks; a test checks the result is identical to ``simulate_token``. A grid varies
 ``clock_mhz`` fastest (``innermost``), so consecutive points, which land in the same chunk, share one program.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,8 +49,17 @@ from hwmodel.specs import BoardSpec, LlmSpec, library
 
 VERSION = "1"
 RESOURCE_KEYS = (("lut", "lut"), ("ff", "ff"), ("dsp", "dsp"), ("bram18k", "bram"), ("uram", "uram"))
-DESIGN_FIELDS = ("weight_bits", "act_bits", "kv_bits", "act_quant", "softmax", "vector_chunk", "fifo_depth",
-                 "fifo_latency_cycles", "max_ctx")
+DESIGN_FIELDS = (
+    "weight_bits",
+    "act_bits",
+    "kv_bits",
+    "act_quant",
+    "softmax",
+    "vector_chunk",
+    "fifo_depth",
+    "fifo_latency_cycles",
+    "max_ctx",
+)
 PORT_FIELDS = ("port_width_bits", "burst_bytes", "buffer_depth", "max_outstanding")
 ENGINE_FIELDS = ("lanes", "ports", *PORT_FIELDS, "pipeline_latency_cycles", "order")
 WIDTHS = (32, 64, 128, 256, 512, 1024)
@@ -74,21 +84,44 @@ PARAMS: tuple[Param, ...] = (
     Param("design", str, default="draft-u280", doc="built-in design name or design TOML path"),
     Param("ctx", int, low=0, default=512, unit="tokens", doc="tokens in the KV cache"),
     _opt("clock_mhz", float, low=1.0, unit="MHz", doc="kernel clock asked for (default: the design's)"),
-    Param("clock_policy", str, choices=("constrain", "clamp"), default="constrain",
-          doc="constrain: a clock above the reachable one is infeasible; clamp: run at the reachable clock"),
+    Param(
+        "clock_policy",
+        str,
+        choices=("constrain", "clamp"),
+        default="constrain",
+        doc="constrain: a clock above the reachable one is infeasible; clamp: run at the reachable clock",
+    ),
     _opt("board", str, doc="FPGA board spec name (default: the design's)"),
     _opt("llm", str, doc="LLM spec name (default: the design's)"),
-    _opt("weight_bits", int, choices=VALID_BITS), _opt("act_bits", int, choices=VALID_BITS),
+    _opt("weight_bits", int, choices=VALID_BITS),
+    _opt("act_bits", int, choices=VALID_BITS),
     _opt("kv_bits", int, choices=VALID_BITS),
-    _opt("act_quant", str, choices=("dynamic", "static")), _opt("softmax", str, choices=("two-pass", "online")),
-    _opt("vector_chunk", int, low=1), _opt("fifo_depth", int, low=1), _opt("fifo_latency_cycles", int, low=1),
+    _opt("act_quant", str, choices=("dynamic", "static")),
+    _opt("softmax", str, choices=("two-pass", "online")),
+    _opt("vector_chunk", int, low=1),
+    _opt("fifo_depth", int, low=1),
+    _opt("fifo_latency_cycles", int, low=1),
     _opt("max_ctx", int, low=0, unit="tokens"),
-    *(dataclasses.replace(_FIELD_PARAMS[f], required=False, doc=_FIELD_PARAMS[f].doc + " (every engine with ports)")
-      for f in PORT_FIELDS),
-    Param("timing_full_fraction", float, low=0.05, high=1.0, default=TimingModel().full_fraction,
-          doc="reachable fraction of the clock ceiling at 100 % use of a resource"),
-    Param("timing_slr_derate", float, low=0.0, high=0.5, default=TimingModel().slr_derate,
-          doc="clock lost per extra SLR spanned"),
+    *(
+        dataclasses.replace(_FIELD_PARAMS[f], required=False, doc=_FIELD_PARAMS[f].doc + " (every engine with ports)")
+        for f in PORT_FIELDS
+    ),
+    Param(
+        "timing_full_fraction",
+        float,
+        low=0.05,
+        high=1.0,
+        default=TimingModel().full_fraction,
+        doc="reachable fraction of the clock ceiling at 100 % use of a resource",
+    ),
+    Param(
+        "timing_slr_derate",
+        float,
+        low=0.0,
+        high=0.5,
+        default=TimingModel().slr_derate,
+        doc="clock lost per extra SLR spanned",
+    ),
 )
 
 METRICS: tuple[Metric, ...] = (
@@ -105,14 +138,19 @@ METRICS: tuple[Metric, ...] = (
     Metric("slrs_spanned", "", "SLRs the design spans at its utilisation", low=1.0),
     Metric("hbm_ports_util", "", "HBM ports used / board ports", low=0.0),
     Metric("hbm_capacity_util", "", "weights + KV cache for max_ctx / board HBM", low=0.0),
-    Metric("fits_hbm", "", "1 when weights + KV cache fit the pseudo-channels the ports reach, else 0", low=0.0,
-           high=1.0),
+    Metric(
+        "fits_hbm", "", "1 when weights + KV cache fit the pseudo-channels the ports reach, else 0", low=0.0, high=1.0
+    ),
     Metric("hbm_bw_util", "", "achieved HBM bandwidth / board peak", low=0.0),
     Metric("ports_bw_util", "", "achieved HBM bandwidth / peak of the channels used", low=0.0),
 )
 
-CONSTRAINTS = {**{f"{name}_util": (None, 1.0) for _k, name in RESOURCE_KEYS},
-               "hbm_ports_util": (None, 1.0), "fits_hbm": (1.0, None), "timing_slack": (0.0, None)}
+CONSTRAINTS = {
+    **{f"{name}_util": (None, 1.0) for _k, name in RESOURCE_KEYS},
+    "hbm_ports_util": (None, 1.0),
+    "fits_hbm": (1.0, None),
+    "timing_slack": (0.0, None),
+}
 
 
 # ---------------------------------------------------------------------------------------------------- designs
@@ -196,7 +234,6 @@ class _Static:
 def _static(p: Params) -> _Static:
     """Resources, clocks, ports and the coarse HBM capacity of point ``p`` (no simulation, well under 1 ms)."""
     from fpga.streaming.resources import estimate
-
     from hwmodel.bounds import resident_bytes
 
     d = build_design(p)
@@ -210,11 +247,15 @@ def _static(p: Params) -> _Static:
     asked = d.clock_hz
     run = min(asked, reach) if p["clock_policy"] == "clamp" else asked
     exact = {f"{name}_util": util[key] for key, name in RESOURCE_KEYS}
-    exact.update(dsp=float(use.dsp), slrs_spanned=float(slrs_spanned(timing_util, board.slrs)),
-                 hbm_ports_util=d.total_ports / board.hbm.axi_ports,
-                 hbm_capacity_util=resident_bytes(llm, d.weight_bits, d.kv_bits, d.max_ctx) / board.hbm.capacity_bytes,
-                 run_clock_mhz=run / 1e6, reachable_clock_mhz=reach / 1e6,
-                 timing_slack=reach / run - 1.0 if p["clock_policy"] == "clamp" else reach / asked - 1.0)
+    exact.update(
+        dsp=float(use.dsp),
+        slrs_spanned=float(slrs_spanned(timing_util, board.slrs)),
+        hbm_ports_util=d.total_ports / board.hbm.axi_ports,
+        hbm_capacity_util=resident_bytes(llm, d.weight_bits, d.kv_bits, d.max_ctx) / board.hbm.capacity_bytes,
+        run_clock_mhz=run / 1e6,
+        reachable_clock_mhz=reach / 1e6,
+        timing_slack=reach / run - 1.0 if p["clock_policy"] == "clamp" else reach / asked - 1.0,
+    )
     return _Static(d, board, llm, exact, asked, run)
 
 
@@ -262,23 +303,40 @@ def evaluate(p: Params) -> dict[str, float]:
     tok = simulate(d, int(p["ctx"]))
     power = token_power_w(d, tok)
     fits = _fits_hbm(dataclasses.replace(st.design, clock_hz=1.0))
-    return {**st.exact, "fits_hbm": fits, "latency_s": tok.seconds, "tokens_per_s": tok.tokens_per_s,
-            "cycles": float(tok.cycles),
-            "energy_per_token_j": power * tok.seconds, "power_w": power, "hbm_bw_util": tok.hbm_utilization,
-            "ports_bw_util": tok.ports_utilization}
+    return {
+        **st.exact,
+        "fits_hbm": fits,
+        "latency_s": tok.seconds,
+        "tokens_per_s": tok.tokens_per_s,
+        "cycles": float(tok.cycles),
+        "energy_per_token_j": power * tok.seconds,
+        "power_w": power,
+        "hbm_bw_util": tok.hbm_utilization,
+        "ports_bw_util": tok.ports_utilization,
+    }
 
 
 def screen(p: Params) -> Screen:
     """Exact resources, clocks and coarse HBM capacity; latency bounded below by the decoder weights and KV cache at the
     board's peak HBM bandwidth (the model streams at least those bytes and no channel beats its peak)."""
     st = _static(p)
-    return decode_floor_screen(st.exact, st.llm, st.design.weight_bits, st.design.kv_bits, int(p["ctx"]),
-                               st.board.hbm.peak_bw_bytes_per_s)
+    return decode_floor_screen(
+        st.exact, st.llm, st.design.weight_bits, st.design.kv_bits, int(p["ctx"]), st.board.hbm.peak_bw_bytes_per_s
+    )
 
 
-EVALUATOR = register(Evaluator(
-    name="streaming-decode", version=VERSION,
-    doc="cycle-level streaming decode accelerator (fpga.streaming.engine) with resources, power and a timing heuristic",
-    params=PARAMS, metrics=METRICS, evaluate=evaluate, screen=screen, constraints=CONSTRAINTS,
-    innermost=("clock_mhz",), extra_param=_engine_param, check_space=_check_space,
-))
+EVALUATOR = register(
+    Evaluator(
+        name="streaming-decode",
+        version=VERSION,
+        doc="cycle-level streaming decode accelerator (fpga.streaming.engine) with resources, power and a timing heuristic",
+        params=PARAMS,
+        metrics=METRICS,
+        evaluate=evaluate,
+        screen=screen,
+        constraints=CONSTRAINTS,
+        innermost=("clock_mhz",),
+        extra_param=_engine_param,
+        check_space=_check_space,
+    )
+)

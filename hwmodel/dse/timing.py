@@ -22,6 +22,7 @@ Reasoning and sources:
 All constants live in :class:`TimingModel`, so a study can state and vary them (a sweep spec's evaluator takes them
 as parameters). The function is monotone: more utilisation never raises the clock (tests check this).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,8 +36,9 @@ RESOURCES = ("lut", "ff", "dsp", "bram", "uram")
 class TimingModel:
     """Constants of the heuristic (see the module docstring for where each comes from)."""
 
-    knee: Mapping[str, float] = dataclasses.field(default_factory=lambda: {
-        "lut": 0.70, "ff": 0.50, "dsp": 0.80, "bram": 0.80, "uram": 0.80})
+    knee: Mapping[str, float] = dataclasses.field(
+        default_factory=lambda: {"lut": 0.70, "ff": 0.50, "dsp": 0.80, "bram": 0.80, "uram": 0.80}
+    )
     full_fraction: float = 0.5
     slr_derate: float = 0.05
 
@@ -58,8 +60,9 @@ def slrs_spanned(util: Mapping[str, float], slrs: int) -> int:
     return int(min(slrs, max(1, math.ceil(u * slrs - 1e-9))))
 
 
-def reachable_clock_hz(ceiling_hz: float, util: Mapping[str, float], slrs: int,
-                       model: TimingModel = DEFAULT_TIMING) -> float:
+def reachable_clock_hz(
+    ceiling_hz: float, util: Mapping[str, float], slrs: int, model: TimingModel = DEFAULT_TIMING
+) -> float:
     """The kernel clock a design with utilisation ``util`` (resource -> fraction of the board) is expected to close.
 
     ``util`` keys are among lut, ff, dsp, bram, uram (missing ones count as unused); ``ceiling_hz`` is the board's

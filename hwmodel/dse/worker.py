@@ -3,6 +3,7 @@
 Kept small and free of heavy imports: it is preloaded by the local process pool's fork server and pickled by
 reference for Dask. The evaluator is resolved from its reference inside the worker (cached per process).
 """
+
 from __future__ import annotations
 
 import signal
@@ -37,6 +38,7 @@ def evaluate_chunk(evaluator_ref: str, points: list[tuple[str, Params]]) -> Chun
             out.append((pid, "invalid", {}, str(exc).replace("\n", " ")))
         except Exception as exc:  # noqa: BLE001 - reported with the point that triggered it
             tb = "".join(traceback.format_exception(exc)[-3:]).strip().replace("\n", " | ")
-            raise EvaluatorFailed(f"evaluator '{ev.name}' raised {type(exc).__name__}: {exc} at point {params} "
-                                  f"[{tb}]") from None
+            raise EvaluatorFailed(
+                f"evaluator '{ev.name}' raised {type(exc).__name__}: {exc} at point {params} [{tb}]"
+            ) from None
     return out

@@ -5,20 +5,51 @@ Built from an :class:`~hwmodel.specs.LlmSpec` and a :class:`~hwmodel.graph.quant
 instruction FPGA lowerings, the GPU kernel lists) reads its bytes and MACs from here and is tested to conserve
 them exactly (tests/test_graph_conservation.py). See docs/graph.md.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 
-from hwmodel.graph.build import (PHASES, Graph, attention_keys, build_graph, decode, ingest, prefill,
-                                 resident_param_bytes, score, uniform_routing)
+from hwmodel.graph.build import (
+    PHASES,
+    Graph,
+    attention_keys,
+    build_graph,
+    decode,
+    ingest,
+    prefill,
+    resident_param_bytes,
+    score,
+    uniform_routing,
+)
 from hwmodel.graph.ops import BYTE_CLASSES, MEMORY_CLASSES, PARAM_CLASSES, Bytes, Op
 from hwmodel.graph.quant import QuantScheme, group_scheme, per_channel
 from hwmodel.specs import LlmSpec, kv_cache_bytes
 
-__all__ = ["BYTE_CLASSES", "MEMORY_CLASSES", "PARAM_CLASSES", "PHASES", "Bytes", "Graph", "Op", "Params",
-           "QuantScheme", "attention_keys", "build_graph", "decode", "group_scheme", "ingest", "kv_cache_bytes", "params_of",
-           "per_channel", "prefill", "resident_param_bytes", "score", "uniform_routing"]
+__all__ = [
+    "BYTE_CLASSES",
+    "MEMORY_CLASSES",
+    "PARAM_CLASSES",
+    "PHASES",
+    "Bytes",
+    "Graph",
+    "Op",
+    "Params",
+    "QuantScheme",
+    "attention_keys",
+    "build_graph",
+    "decode",
+    "group_scheme",
+    "ingest",
+    "kv_cache_bytes",
+    "params_of",
+    "per_channel",
+    "prefill",
+    "resident_param_bytes",
+    "score",
+    "uniform_routing",
+]
 
 
 @dataclasses.dataclass(frozen=True)

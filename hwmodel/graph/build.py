@@ -23,6 +23,7 @@ and writes the new tokens' K and V. MoE at batch 1 reads only the experts that r
 is an input (``routing``: tokens per expert, per layer) and defaults to **uniform routing**: token ``t`` of the
 pass picks experts ``(t k + j) mod E`` for ``j < k`` (balanced and deterministic).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -96,8 +97,9 @@ class Graph:
 
     def find(self, name: str, part: str = "layer") -> Op:
         """The operator ``name`` in layer 0 (``part='layer'``), the prologue or the epilogue."""
-        src = {"layer": self.layers[0] if self.layers else (), "prologue": self.prologue,
-               "epilogue": self.epilogue}[part]
+        src = {"layer": self.layers[0] if self.layers else (), "prologue": self.prologue, "epilogue": self.epilogue}[
+            part
+        ]
         for op in src:
             if op.name == name:
                 return op
@@ -112,26 +114,62 @@ class Graph:
 
 
 # ============================================================================================== operators
-def _linear(q: QuantScheme, name: str, tokens: int, in_f: int, out_f: int, bias: bool = False,
-            expert: int = -1, kind: str = "linear") -> Op:
-    return Op(name=name, kind=kind, tokens=tokens, in_features=in_f, out_features=out_f,
-              macs=tokens * in_f * out_f, bias=bias, expert=expert,
-              bytes=Bytes(weights=out_f * q.weight_row_bytes(in_f), metadata=out_f * q.meta_row_bytes(in_f),
-                          bias=out_f * q.vector_bytes if bias else 0,
-                          act_in=tokens * in_f * q.act_bytes, act_out=tokens * out_f * q.act_bytes))
+def _linear(
+    q: QuantScheme,
+    name: str,
+    tokens: int,
+    in_f: int,
+    out_f: int,
+    bias: bool = False,
+    expert: int = -1,
+    kind: str = "linear",
+) -> Op:
+    return Op(
+        name=name,
+        kind=kind,
+        tokens=tokens,
+        in_features=in_f,
+        out_features=out_f,
+        macs=tokens * in_f * out_f,
+        bias=bias,
+        expert=expert,
+        bytes=Bytes(
+            weights=out_f * q.weight_row_bytes(in_f),
+            metadata=out_f * q.meta_row_bytes(in_f),
+            bias=out_f * q.vector_bytes if bias else 0,
+            act_in=tokens * in_f * q.act_bytes,
+            act_out=tokens * out_f * q.act_bytes,
+        ),
+    )
 
 
 def _norm(m: LlmSpec, q: QuantScheme, name: str, tokens: int, width: int) -> Op:
     vecs = 2 if m.norm == "layer" else 1  # LayerNorm: gain and bias
-    return Op(name=name, kind="norm", tokens=tokens, in_features=width, out_features=width,
-              elementwise=tokens * width,
-              bytes=Bytes(norm=vecs * width * q.vector_bytes, act_in=tokens * width * q.act_bytes,
-                          act_out=tokens * width * q.act_bytes))
+    return Op(
+        name=name,
+        kind="norm",
+        tokens=tokens,
+        in_features=width,
+        out_features=width,
+        elementwise=tokens * width,
+        bytes=Bytes(
+            norm=vecs * width * q.vector_bytes,
+            act_in=tokens * width * q.act_bytes,
+            act_out=tokens * width * q.act_bytes,
+        ),
+    )
 
 
 def _eltwise(q: QuantScheme, name: str, kind: str, tokens: int, width_in: int, width_out: int, work: int) -> Op:
-    return Op(name=name, kind=kind, tokens=tokens, in_features=width_in, out_features=width_out, elementwise=work,
-              bytes=Bytes(act_in=tokens * width_in * q.act_bytes, act_out=tokens * width_out * q.act_bytes))
+    return Op(
+        name=name,
+        kind=kind,
+        tokens=tokens,
+        in_features=width_in,
+        out_features=width_out,
+        elementwise=work,
+        bytes=Bytes(act_in=tokens * width_in * q.act_bytes, act_out=tokens * width_out * q.act_bytes),
+    )
 
 
 def attention_keys(m: LlmSpec, layer: int, n: int, ctx: int) -> tuple[int, int]:
@@ -157,10 +195,21 @@ def _window_pairs(ctx: int, n: int, w: int) -> int:
 
 def _attention(m: LlmSpec, q: QuantScheme, layer: int, n: int, ctx: int) -> Op:
     pairs, cached = attention_keys(m, layer, n, ctx)
-    return Op(name="attention", kind="attention", tokens=n, in_features=m.q_dim + 2 * m.kv_dim,
-              out_features=m.q_dim, macs=2 * m.heads * m.head_dim * pairs, elementwise=m.heads * pairs,
-              bytes=Bytes(kv_read=q.kv_bytes(2 * cached * m.kv_dim), kv_write=q.kv_bytes(2 * n * m.kv_dim),
-                          act_in=n * (m.q_dim + 2 * m.kv_dim) * q.act_bytes, act_out=n * m.q_dim * q.act_bytes))
+    return Op(
+        name="attention",
+        kind="attention",
+        tokens=n,
+        in_features=m.q_dim + 2 * m.kv_dim,
+        out_features=m.q_dim,
+        macs=2 * m.heads * m.head_dim * pairs,
+        elementwise=m.heads * pairs,
+        bytes=Bytes(
+            kv_read=q.kv_bytes(2 * cached * m.kv_dim),
+            kv_write=q.kv_bytes(2 * n * m.kv_dim),
+            act_in=n * (m.q_dim + 2 * m.kv_dim) * q.act_bytes,
+            act_out=n * m.q_dim * q.act_bytes,
+        ),
+    )
 
 
 def uniform_routing(m: LlmSpec, n: int) -> tuple[int, ...]:
@@ -173,28 +222,43 @@ def uniform_routing(m: LlmSpec, n: int) -> tuple[int, ...]:
 def _mlp(m: LlmSpec, q: QuantScheme, n: int, width: int, prefix: str = "", expert: int = -1) -> list[Op]:
     h = m.hidden
     if m.mlp == "gated":
-        return [_linear(q, prefix + "gate_proj", n, h, width, m.mlp_bias, expert),
-                _linear(q, prefix + "up_proj", n, h, width, m.mlp_bias, expert),
-                _eltwise(q, prefix + "act_mul", "act", n, 2 * width, width, 2 * n * width),
-                _linear(q, prefix + "down_proj", n, width, h, m.mlp_bias, expert)]
-    return [_linear(q, prefix + "up_proj", n, h, width, m.mlp_bias, expert),
-            _eltwise(q, prefix + "act", "act", n, width, width, n * width),
-            _linear(q, prefix + "down_proj", n, width, h, m.mlp_bias, expert)]
+        return [
+            _linear(q, prefix + "gate_proj", n, h, width, m.mlp_bias, expert),
+            _linear(q, prefix + "up_proj", n, h, width, m.mlp_bias, expert),
+            _eltwise(q, prefix + "act_mul", "act", n, 2 * width, width, 2 * n * width),
+            _linear(q, prefix + "down_proj", n, width, h, m.mlp_bias, expert),
+        ]
+    return [
+        _linear(q, prefix + "up_proj", n, h, width, m.mlp_bias, expert),
+        _eltwise(q, prefix + "act", "act", n, width, width, n * width),
+        _linear(q, prefix + "down_proj", n, width, h, m.mlp_bias, expert),
+    ]
 
 
 def _qk_norms(m: LlmSpec, q: QuantScheme, n: int) -> list[Op]:
     """Per-head RMSNorm on q and k before RoPE (Qwen3, Gemma 3): one gain vector of head_dim each."""
-    return [Op(name=name, kind="qk_norm", tokens=n, in_features=w, out_features=w, elementwise=n * w,
-               bytes=Bytes(norm=m.head_dim * q.vector_bytes, act_in=n * w * q.act_bytes, act_out=n * w * q.act_bytes))
-            for name, w in (("q_norm", m.q_dim), ("k_norm", m.kv_dim))]
+    return [
+        Op(
+            name=name,
+            kind="qk_norm",
+            tokens=n,
+            in_features=w,
+            out_features=w,
+            elementwise=n * w,
+            bytes=Bytes(norm=m.head_dim * q.vector_bytes, act_in=n * w * q.act_bytes, act_out=n * w * q.act_bytes),
+        )
+        for name, w in (("q_norm", m.q_dim), ("k_norm", m.kv_dim))
+    ]
 
 
 def _attention_ops(m: LlmSpec, q: QuantScheme, layer: int, n: int, ctx: int) -> list[Op]:
     """q/k/v projections, optional q/k norms, RoPE (over rotary_dim of each head) and attention."""
     h = m.hidden
-    ops = [_linear(q, "q_proj", n, h, m.q_dim, m.qkv_bias),
-           _linear(q, "k_proj", n, h, m.kv_dim, m.qkv_bias),
-           _linear(q, "v_proj", n, h, m.kv_dim, m.qkv_bias)]
+    ops = [
+        _linear(q, "q_proj", n, h, m.q_dim, m.qkv_bias),
+        _linear(q, "k_proj", n, h, m.kv_dim, m.qkv_bias),
+        _linear(q, "v_proj", n, h, m.kv_dim, m.qkv_bias),
+    ]
     if m.qk_norm:
         ops += _qk_norms(m, q, n)
     if m.positions == "rope":  # over rotary_dim of each q and k head (all of it by default); the rest passes
@@ -217,8 +281,11 @@ def _mla_ops(m: LlmSpec, q: QuantScheme, layer: int, n: int, ctx: int) -> list[O
     nope = m.head_dim - r
     ops: list[Op] = []
     if m.q_lora_rank:
-        ops += [_linear(q, "q_a_proj", n, h, m.q_lora_rank), _norm(m, q, "q_a_norm", n, m.q_lora_rank),
-                _linear(q, "q_b_proj", n, m.q_lora_rank, m.q_dim)]
+        ops += [
+            _linear(q, "q_a_proj", n, h, m.q_lora_rank),
+            _norm(m, q, "q_a_norm", n, m.q_lora_rank),
+            _linear(q, "q_b_proj", n, m.q_lora_rank, m.q_dim),
+        ]
     else:
         ops.append(_linear(q, "q_proj", n, h, m.q_dim))
     ops += [_linear(q, "kv_a_proj", n, h, c + r), _norm(m, q, "kv_a_norm", n, c)]
@@ -226,11 +293,23 @@ def _mla_ops(m: LlmSpec, q: QuantScheme, layer: int, n: int, ctx: int) -> list[O
     ops.append(_eltwise(q, "rope", "rope", n, rw, rw, n * rw))
     ops.append(_linear(q, "kv_b_proj", n, c, m.heads * (nope + m.v_dim)))
     pairs, cached = attention_keys(m, layer, n, ctx)
-    ops.append(Op(name="attention", kind="attention", tokens=n, in_features=m.heads * (c + r) + c + r,
-                  out_features=m.heads * c, macs=m.heads * (2 * c + r) * pairs, elementwise=m.heads * pairs,
-                  bytes=Bytes(kv_read=q.kv_bytes(cached * m.kv_cache_dim), kv_write=q.kv_bytes(n * m.kv_cache_dim),
-                              act_in=n * (m.heads * (c + r) + c + r) * q.act_bytes,
-                              act_out=n * m.heads * c * q.act_bytes)))
+    ops.append(
+        Op(
+            name="attention",
+            kind="attention",
+            tokens=n,
+            in_features=m.heads * (c + r) + c + r,
+            out_features=m.heads * c,
+            macs=m.heads * (2 * c + r) * pairs,
+            elementwise=m.heads * pairs,
+            bytes=Bytes(
+                kv_read=q.kv_bytes(cached * m.kv_cache_dim),
+                kv_write=q.kv_bytes(n * m.kv_cache_dim),
+                act_in=n * (m.heads * (c + r) + c + r) * q.act_bytes,
+                act_out=n * m.heads * c * q.act_bytes,
+            ),
+        )
+    )
     return ops
 
 
@@ -294,27 +373,53 @@ def _check(m: LlmSpec, phase: str, n: int, ctx: int, routing: tuple[tuple[int, .
             raise HwmodelError(f"routing must give {m.experts} token counts for each of {m.layers} layers")
         for r in routing:
             if sum(r) != n * m.experts_per_token or min(r) < 0 or max(r) > n:
-                raise HwmodelError(f"routing: each layer routes {n} token(s) to {m.experts_per_token} experts "
-                                   f"each (counts summing to {n * m.experts_per_token}, each at most {n}), got {r}")
+                raise HwmodelError(
+                    f"routing: each layer routes {n} token(s) to {m.experts_per_token} experts "
+                    f"each (counts summing to {n * m.experts_per_token}, each at most {n}), got {r}"
+                )
 
 
 @functools.lru_cache(maxsize=4096)
-def build_graph(llm: LlmSpec, quant: QuantScheme, phase: str, n: int = 1, ctx: int = 0,
-                routing: tuple[tuple[int, ...], ...] | None = None) -> Graph:
+def build_graph(
+    llm: LlmSpec,
+    quant: QuantScheme,
+    phase: str,
+    n: int = 1,
+    ctx: int = 0,
+    routing: tuple[tuple[int, ...], ...] | None = None,
+) -> Graph:
     """The graph of one pass (memoized per arguments). See the module docstring for what is counted."""
     m, q = llm, quant
     _check(m, phase, n, ctx, routing)
     h = m.hidden
-    prologue: tuple[Op, ...] = (Op(name="embed", kind="embed", tokens=n, in_features=m.vocab, out_features=h,
-                                   bytes=Bytes(weights=n * q.weight_row_bytes(h), metadata=n * q.meta_row_bytes(h),
-                                               act_out=n * h * q.act_bytes)),)
+    prologue: tuple[Op, ...] = (
+        Op(
+            name="embed",
+            kind="embed",
+            tokens=n,
+            in_features=m.vocab,
+            out_features=h,
+            bytes=Bytes(
+                weights=n * q.weight_row_bytes(h), metadata=n * q.meta_row_bytes(h), act_out=n * h * q.act_bytes
+            ),
+        ),
+    )
     if m.embed_scale:
         prologue += (_eltwise(q, "embed_scale", "scale", n, h, h, n * h),)
     if m.positions == "learned":  # the rows of the n positions, added to the token embeddings
-        prologue += (Op(name="pos_embed", kind="embed", tokens=n, in_features=m.position_rows, out_features=h,
-                        bytes=Bytes(weights=n * q.weight_row_bytes(h), metadata=n * q.meta_row_bytes(h),
-                                    act_out=n * h * q.act_bytes)),
-                     _eltwise(q, "pos_add", "add", n, 2 * h, h, n * h))
+        prologue += (
+            Op(
+                name="pos_embed",
+                kind="embed",
+                tokens=n,
+                in_features=m.position_rows,
+                out_features=h,
+                bytes=Bytes(
+                    weights=n * q.weight_row_bytes(h), metadata=n * q.meta_row_bytes(h), act_out=n * h * q.act_bytes
+                ),
+            ),
+            _eltwise(q, "pos_add", "add", n, 2 * h, h, n * h),
+        )
     layers: list[tuple[Op, ...]] = []
     memo: dict[tuple[Any, ...], tuple[Op, ...]] = {}
     for i in range(m.layers):
@@ -325,15 +430,23 @@ def build_graph(llm: LlmSpec, quant: QuantScheme, phase: str, n: int = 1, ctx: i
         layers.append(memo[key])
     epilogue: tuple[Op, ...] = ()
     if phase != "ingest":
-        head = _linear(q, "lm_head" if m.output_head == "lm" else "value_head", 1, h, m.head_out_channels,
-                       bias=m.output_head == "value" or m.lm_head_bias, kind="head")
+        head = _linear(
+            q,
+            "lm_head" if m.output_head == "lm" else "value_head",
+            1,
+            h,
+            m.head_out_channels,
+            bias=m.output_head == "value" or m.lm_head_bias,
+            kind="head",
+        )
         epilogue = (_norm(m, q, "final_norm", 1, h), head)
         if m.final_softcap and m.output_head == "lm":  # cap x tanh(z / cap) on every logit
             epilogue += (_eltwise(q, "logit_softcap", "softcap", 1, m.vocab, m.vocab, 3 * m.vocab),)
         if m.output_head == "lm":
             epilogue += (_eltwise(q, "argmax", "sample", 1, m.vocab, 1, m.vocab),)
-    return Graph(llm=m.name, quant=q, phase=phase, tokens=n, ctx=ctx, prologue=prologue, layers=tuple(layers),
-                 epilogue=epilogue)
+    return Graph(
+        llm=m.name, quant=q, phase=phase, tokens=n, ctx=ctx, prologue=prologue, layers=tuple(layers), epilogue=epilogue
+    )
 
 
 def decode(llm: LlmSpec, quant: QuantScheme, ctx: int, routing: tuple[tuple[int, ...], ...] | None = None) -> Graph:
@@ -341,18 +454,21 @@ def decode(llm: LlmSpec, quant: QuantScheme, ctx: int, routing: tuple[tuple[int,
     return build_graph(llm, quant, "decode", 1, ctx, routing)
 
 
-def prefill(llm: LlmSpec, quant: QuantScheme, n: int, ctx: int = 0,
-            routing: tuple[tuple[int, ...], ...] | None = None) -> Graph:
+def prefill(
+    llm: LlmSpec, quant: QuantScheme, n: int, ctx: int = 0, routing: tuple[tuple[int, ...], ...] | None = None
+) -> Graph:
     return build_graph(llm, quant, "prefill", n, ctx, routing)
 
 
-def ingest(llm: LlmSpec, quant: QuantScheme, n: int, ctx: int = 0,
-           routing: tuple[tuple[int, ...], ...] | None = None) -> Graph:
+def ingest(
+    llm: LlmSpec, quant: QuantScheme, n: int, ctx: int = 0, routing: tuple[tuple[int, ...], ...] | None = None
+) -> Graph:
     return build_graph(llm, quant, "ingest", n, ctx, routing)
 
 
-def score(llm: LlmSpec, quant: QuantScheme, n: int, ctx: int = 0,
-          routing: tuple[tuple[int, ...], ...] | None = None) -> Graph:
+def score(
+    llm: LlmSpec, quant: QuantScheme, n: int, ctx: int = 0, routing: tuple[tuple[int, ...], ...] | None = None
+) -> Graph:
     return build_graph(llm, quant, "score", n, ctx, routing)
 
 
@@ -374,7 +490,10 @@ def resident_param_bytes(llm: LlmSpec, quant: QuantScheme) -> Bytes:
     rows = m.vocab + (m.position_rows if m.positions == "learned" else 0)
     embed = Bytes(weights=rows * q.weight_row_bytes(h), metadata=rows * q.meta_row_bytes(h))
     head = _linear(q, "head", 1, h, m.head_out_channels, bias=m.output_head == "value" or m.lm_head_bias).bytes
-    head = Bytes(weights=0 if (m.output_head == "lm" and m.tied_embeddings) else head.weights,
-                 metadata=0 if (m.output_head == "lm" and m.tied_embeddings) else head.metadata, bias=head.bias)
+    head = Bytes(
+        weights=0 if (m.output_head == "lm" and m.tied_embeddings) else head.weights,
+        metadata=0 if (m.output_head == "lm" and m.tied_embeddings) else head.metadata,
+        bias=head.bias,
+    )
     final = Bytes(norm=(2 if m.norm == "layer" else 1) * h * q.vector_bytes)
     return layer + embed + head + final

@@ -11,6 +11,7 @@ per class. The classes are disjoint, so a back-end can be checked class by class
 * ``act_in`` / ``act_out`` — the operator's input / output activations at the scheme's activation width (they
   cross device memory on a GPU; a streaming FPGA design keeps them on chip).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +20,22 @@ BYTE_CLASSES = ("weights", "metadata", "bias", "norm", "kv_read", "kv_write", "a
 MEMORY_CLASSES = ("weights", "metadata", "bias", "norm", "kv_read", "kv_write")  # what a pass must read/write
 PARAM_CLASSES = ("weights", "metadata", "bias", "norm")
 
-OP_KINDS = ("embed", "norm", "linear", "qk_norm", "rope", "attention", "act", "add", "router", "moe_combine",
-            "head", "sample", "scale", "softcap")
+OP_KINDS = (
+    "embed",
+    "norm",
+    "linear",
+    "qk_norm",
+    "rope",
+    "attention",
+    "act",
+    "add",
+    "router",
+    "moe_combine",
+    "head",
+    "sample",
+    "scale",
+    "softcap",
+)
 
 
 @dataclasses.dataclass(frozen=True)

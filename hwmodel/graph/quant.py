@@ -16,6 +16,7 @@ Conventions in use (the designs and engines declare theirs):
 * group-wise 128, fp16 scale + fp16 scaled zero point: the instruction-driven designs (GLITCHES / FlightLLM),
   built from each design's ``[quant]`` table by :func:`group_scheme`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -58,9 +59,16 @@ class QuantScheme:
 
     @property
     def label(self) -> str:
-        meta = "" if not self.quantized else (
-            f" per-channel s{self.scale_bits}" if self.granularity == "channel"
-            else f" g{self.group_size} s{self.scale_bits}") + (f" z{self.zero_bits}" if self.zero_bits else "")
+        meta = (
+            ""
+            if not self.quantized
+            else (
+                f" per-channel s{self.scale_bits}"
+                if self.granularity == "channel"
+                else f" g{self.group_size} s{self.scale_bits}"
+            )
+            + (f" z{self.zero_bits}" if self.zero_bits else "")
+        )
         return f"W{self.weight_bits} KV{self.kv_bits}{meta}"
 
     # ---- bytes of one row of a matrix
@@ -101,8 +109,16 @@ def per_channel(weight_bits: int, kv_bits: int, act_bits: int = 16) -> QuantSche
 PER_CHANNEL_FP16 = "per-channel fp16 scale"
 
 
-def group_scheme(weight_bits: int, kv_bits: int, group_size: int, scale_bits: int, zero_bits: int,
-                 act_bits: int = 16) -> QuantScheme:
+def group_scheme(
+    weight_bits: int, kv_bits: int, group_size: int, scale_bits: int, zero_bits: int, act_bits: int = 16
+) -> QuantScheme:
     """Group-wise scales and zero points (instruction-driven designs)."""
-    return QuantScheme(weight_bits=weight_bits, kv_bits=kv_bits, granularity="group", group_size=group_size,
-                       scale_bits=scale_bits, zero_bits=zero_bits, act_bits=act_bits)
+    return QuantScheme(
+        weight_bits=weight_bits,
+        kv_bits=kv_bits,
+        granularity="group",
+        group_size=group_size,
+        scale_bits=scale_bits,
+        zero_bits=zero_bits,
+        act_bits=act_bits,
+    )

@@ -19,6 +19,7 @@ carries both residual adds of a layer. A model's times are deterministic, so min
 Batch 1 only (what the FPGA decoders run). Engines provide the times through the ``operator-times`` capability:
 ``operator_times_s(n_tokens, ctx)`` -> seconds per layer of each canonical operator below (plus ``embed``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -30,9 +31,16 @@ from hwmodel.errors import HwmodelError
 
 #: canonical operator (what engines report) -> Vidur's compute operator
 COMPUTE_OPS: dict[str, str] = {
-    "embed": "emb", "input_norm": "input_layernorm", "qkv_proj": "attn_pre_proj", "rope": "attn_rope",
-    "o_proj": "attn_post_proj", "post_norm": "post_attention_layernorm", "up_proj": "mlp_up_proj",
-    "act": "mlp_act", "down_proj": "mlp_down_proj", "residual_add": "add",
+    "embed": "emb",
+    "input_norm": "input_layernorm",
+    "qkv_proj": "attn_pre_proj",
+    "rope": "attn_rope",
+    "o_proj": "attn_post_proj",
+    "post_norm": "post_attention_layernorm",
+    "up_proj": "mlp_up_proj",
+    "act": "mlp_act",
+    "down_proj": "mlp_down_proj",
+    "residual_add": "add",
 }
 ATTENTION_OPS = ("attention", "kv_write")
 CANONICAL = tuple(COMPUTE_OPS) + ATTENTION_OPS
@@ -44,9 +52,15 @@ def _stats(prefix: str, ms: float) -> dict[str, float]:
 
 
 def _model_keys(llm: Any) -> dict[str, Any]:
-    return {"n_head": llm.heads, "n_kv_head": llm.kv_heads, "n_embd": llm.hidden,
-            "n_expanded_embd": llm.intermediate, "vocab_size": llm.vocab, "use_gated_mlp": llm.mlp != "ungated",
-            "num_tensor_parallel_workers": 1}
+    return {
+        "n_head": llm.heads,
+        "n_kv_head": llm.kv_heads,
+        "n_embd": llm.hidden,
+        "n_expanded_embd": llm.intermediate,
+        "vocab_size": llm.vocab,
+        "use_gated_mlp": llm.mlp != "ungated",
+        "num_tensor_parallel_workers": 1,
+    }
 
 
 def operator_times(engine: Any, n_tokens: int, ctx: int) -> dict[str, float]:
@@ -58,9 +72,15 @@ def operator_times(engine: Any, n_tokens: int, ctx: int) -> dict[str, float]:
     return t
 
 
-def export(engine: Any, out_dir: Path | str, *, num_tokens: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256),
-           kv_cache_sizes: Sequence[int] = (0, 128, 256, 512, 1024, 2048), prefill_chunks: Sequence[int] = (
-               1, 16, 64, 128, 256, 512), block_size: int = 16) -> list[Path]:
+def export(
+    engine: Any,
+    out_dir: Path | str,
+    *,
+    num_tokens: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256),
+    kv_cache_sizes: Sequence[int] = (0, 128, 256, 512, 1024, 2048),
+    prefill_chunks: Sequence[int] = (1, 16, 64, 128, 256, 512),
+    block_size: int = 16,
+) -> list[Path]:
     """Write ``mlp.csv`` and ``attention.csv`` for ``engine`` under ``out_dir``; returns the paths."""
     require(engine, (Capability.OPERATOR_TIMES,), "Vidur profile export")
     llm = engine.llm
@@ -76,25 +96,50 @@ def export(engine: Any, out_dir: Path | str, *, num_tokens: Sequence[int] = (1, 
             row.update(_stats(vid, 1e3 * t[canon]))
         mlp_rows.append({**row, **keys, "num_tokens": int(n)})
     att_rows = []
-    base = {"n_embd": llm.hidden, "n_q_head": llm.heads, "n_kv_head": llm.kv_heads, "block_size": block_size,
-            "num_tensor_parallel_workers": 1, "max_model_len": max_len}
+    base = {
+        "n_embd": llm.hidden,
+        "n_q_head": llm.heads,
+        "n_kv_head": llm.kv_heads,
+        "block_size": block_size,
+        "num_tensor_parallel_workers": 1,
+        "max_model_len": max_len,
+    }
     for kv in kv_cache_sizes:
         if kv + 1 > max_len:
             continue
         t = operator_times(engine, 1, int(kv))
-        att_rows.append({**_stats("attn_decode", 1e3 * t["attention"]), **_stats("attn_prefill", float("nan")),
-                         **_stats("attn_kv_cache_save", 1e3 * t["kv_write"]), **_stats("attn_input_reshape", 0.0),
-                         **_stats("attn_output_reshape", 0.0), **base, "batch_size": 1, "prefill_chunk_size": 0,
-                         "kv_cache_size": int(kv), "is_prefill": False})
+        att_rows.append(
+            {
+                **_stats("attn_decode", 1e3 * t["attention"]),
+                **_stats("attn_prefill", float("nan")),
+                **_stats("attn_kv_cache_save", 1e3 * t["kv_write"]),
+                **_stats("attn_input_reshape", 0.0),
+                **_stats("attn_output_reshape", 0.0),
+                **base,
+                "batch_size": 1,
+                "prefill_chunk_size": 0,
+                "kv_cache_size": int(kv),
+                "is_prefill": False,
+            }
+        )
         for chunk in prefill_chunks:
             if kv + chunk > max_len:
                 continue
             tp = operator_times(engine, int(chunk), int(kv))
-            att_rows.append({**_stats("attn_decode", float("nan")), **_stats("attn_prefill", 1e3 * tp["attention"]),
-                             **_stats("attn_kv_cache_save", 1e3 * tp["kv_write"]),
-                             **_stats("attn_input_reshape", 0.0), **_stats("attn_output_reshape", 0.0), **base,
-                             "batch_size": 1, "prefill_chunk_size": int(chunk), "kv_cache_size": int(kv),
-                             "is_prefill": True})
+            att_rows.append(
+                {
+                    **_stats("attn_decode", float("nan")),
+                    **_stats("attn_prefill", 1e3 * tp["attention"]),
+                    **_stats("attn_kv_cache_save", 1e3 * tp["kv_write"]),
+                    **_stats("attn_input_reshape", 0.0),
+                    **_stats("attn_output_reshape", 0.0),
+                    **base,
+                    "batch_size": 1,
+                    "prefill_chunk_size": int(chunk),
+                    "kv_cache_size": int(kv),
+                    "is_prefill": True,
+                }
+            )
     return [_write(out / "mlp.csv", mlp_rows), _write(out / "attention.csv", att_rows)]
 
 
@@ -107,6 +152,7 @@ def _write(path: Path, rows: list[Mapping[str, Any]]) -> Path:
 def vidur_block_ms(mlp_row: Mapping[str, str], att_row: Mapping[str, str]) -> float:
     """One layer's time as Vidur composes it from the two files' medians (ExecutionTime._get_block_execution_time,
     tensor/pipeline parallel terms zero): attention layer + MLP layer + add."""
+
     def med(row: Mapping[str, str], op: str) -> float:
         v = row.get(f"time_stats.{op}.median", "")
         return float(v) if v not in ("", None) else 0.0

@@ -16,6 +16,7 @@ The x axis is the draft's mean decode time per token over contexts 0..1023 (wher
 datasets mostly fall: prompts of 100-150 tokens, answers of 300-650). T2 replays the same problems with the draft on
 the baseline's GPU server. Nothing here is fitted; the study reads no published value.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,8 +54,9 @@ class ScaledDraft:
     """A draft device whose every time is ``factor`` x a built draft's (:class:`TimedEngine`), at the same power
     per phase (a speed point of the study; not a design)."""
 
-    CAPABILITIES = frozenset({Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED,
-                              Capability.CONTEXT_BOUND})
+    CAPABILITIES = frozenset(
+        {Capability.DECODER, Capability.PREFILLER, Capability.INGESTER, Capability.POWERED, Capability.CONTEXT_BOUND}
+    )
 
     def __init__(self, base: TimedEngine, factor: float) -> None:
         if not factor > 0:
@@ -89,8 +91,9 @@ def mean_token_s(engine: TimedEngine, ctx_hi: int = X_CTX) -> float:
 _DESIGN_ENGINES: dict[str, TimedEngine] = {}  # design_engine's memo (per process)
 
 
-def design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: str,
-                  design: str = "flexllm-draft-u280") -> TimedEngine:
+def design_engine(
+    changes: dict[str, dict[str, Any]], clock_hz: float, board: str, design: str = "flexllm-draft-u280"
+) -> TimedEngine:
     """The cycle-level streaming draft of ``design`` with engine fields changed, at ``clock_hz`` on ``board``
     (memoized per process, so the reproduction's warm-up and the study share its per-token samples)."""
     key = json.dumps([design, changes, float(clock_hz), board], sort_keys=True)
@@ -100,8 +103,7 @@ def design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: st
     return te
 
 
-def _build_design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: str,
-                         design: str) -> TimedEngine:
+def _build_design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, board: str, design: str) -> TimedEngine:
     from fpga.streaming import engine as streaming
     from hwmodel.sampled import ContextSampledEngine
 
@@ -112,8 +114,10 @@ def _build_design_engine(changes: dict[str, dict[str, Any]], clock_hz: float, bo
     engines = tuple(dataclasses.replace(e, **changes.get(e.name, {})) for e in d.engines)
     d = dataclasses.replace(d, engines=engines, board=board)
     # tables filled on demand (initial_ctx=0): the same canonical chunks as a table built at once, so the same times
-    return TimedEngine(ContextSampledEngine(streaming.StreamingEngine(d, clock_hz=clock_hz), DESIGN_CTX_GRID,
-                                            prefill="tokenwise"), initial_ctx=0)
+    return TimedEngine(
+        ContextSampledEngine(streaming.StreamingEngine(d, clock_hz=clock_hz), DESIGN_CTX_GRID, prefill="tokenwise"),
+        initial_ctx=0,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,15 +153,23 @@ def _crossing(points: Sequence[BreakEvenPoint]) -> tuple[float, float]:
     for a, b in zip(pts, pts[1:]):
         if (a.speedup_over_t2 - 1.0) * (b.speedup_over_t2 - 1.0) <= 0 and a.speedup_over_t2 != b.speedup_over_t2:
             w = (a.speedup_over_t2 - 1.0) / (a.speedup_over_t2 - b.speedup_over_t2)
-            return (a.token_s + w * (b.token_s - a.token_s),
-                    a.energy_ratio_to_t2 + w * (b.energy_ratio_to_t2 - a.energy_ratio_to_t2))
+            return (
+                a.token_s + w * (b.token_s - a.token_s),
+                a.energy_ratio_to_t2 + w * (b.energy_ratio_to_t2 - a.energy_ratio_to_t2),
+            )
     return math.nan, math.nan
 
 
-def warm_targets(*, config: str = "config1", datasets: Sequence[str] = DATASETS, seed: int = DEFAULT_SEED,
-                 limit: int | None = 25,
-                 designs: Sequence[tuple[str, dict[str, dict[str, Any]], float, str]] = DESIGN_POINTS,
-                 build: Any = None, bound_limit: int | None | bool = False) -> list[tuple[TimedEngine, int]]:
+def warm_targets(
+    *,
+    config: str = "config1",
+    datasets: Sequence[str] = DATASETS,
+    seed: int = DEFAULT_SEED,
+    limit: int | None = 25,
+    designs: Sequence[tuple[str, dict[str, dict[str, Any]], float, str]] = DESIGN_POINTS,
+    build: Any = None,
+    bound_limit: int | None | bool = False,
+) -> list[tuple[TimedEngine, int]]:
     """(timed engine, context bound) of the cycle-level drafts :func:`run_breakeven` with the same arguments
     replays on (:mod:`hwmodel.reasoning.warmup` simulates their samples ahead, over the study's workers).
 
@@ -170,17 +182,28 @@ def warm_targets(*, config: str = "config1", datasets: Sequence[str] = DATASETS,
     if build is None:
         from hwmodel.reasoning.system import build_platform as build
     lim = limit if bound_limit is False else bound_limit
-    bound = max([X_CTX] + [context_bound(study_traces(d, config, seed, lim)[1].problems,
-                                         study_replays(d, config, seed, lim)[1]) for d in datasets])
+    bound = max(
+        [X_CTX]
+        + [
+            context_bound(study_traces(d, config, seed, lim)[1].problems, study_replays(d, config, seed, lim)[1])
+            for d in datasets
+        ]
+    )
     out = [(build(config, "heteroreason").draft, bound)]
     out += [(design_engine(changes, clock, board), bound) for _label, changes, clock, board in designs]
     return out
 
 
-def run_breakeven(*, config: str = "config1", datasets: Sequence[str] = DATASETS, seed: int = DEFAULT_SEED,
-                  limit: int | None = 25, factors: Sequence[float] = SPEED_FACTORS,
-                  designs: Sequence[tuple[str, dict[str, dict[str, Any]], float, str]] = DESIGN_POINTS,
-                  build: Any = None) -> BreakEven:
+def run_breakeven(
+    *,
+    config: str = "config1",
+    datasets: Sequence[str] = DATASETS,
+    seed: int = DEFAULT_SEED,
+    limit: int | None = 25,
+    factors: Sequence[float] = SPEED_FACTORS,
+    designs: Sequence[tuple[str, dict[str, dict[str, Any]], float, str]] = DESIGN_POINTS,
+    build: Any = None,
+) -> BreakEven:
     """The study (module docstring). ``build(config, policy, draft=None) -> Platform`` (default: the system's
     :func:`~hwmodel.reasoning.system.build_platform`; tests pass their own)."""
     from hwmodel.reasoning.study import study_traces
@@ -211,8 +234,9 @@ def run_breakeven(*, config: str = "config1", datasets: Sequence[str] = DATASETS
         pf = dataclasses.replace(base, draft=design_engine(changes, clock, board))
         add("design", label, pf)
     x, e = _crossing([p for p in points if p.series == "speed"])
-    return BreakEven(config, sum(len(t.problems) for t in traces), mean_token_s(t2_pf.draft), t2_lat,
-                     tuple(points), x, e)
+    return BreakEven(
+        config, sum(len(t.problems) for t in traces), mean_token_s(t2_pf.draft), t2_lat, tuple(points), x, e
+    )
 
 
 def write_plot(path: Path, study: BreakEven) -> None:
@@ -224,18 +248,33 @@ def write_plot(path: Path, study: BreakEven) -> None:
 
     fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
     sp = sorted((p for p in study.points if p.series == "speed"), key=lambda p: p.token_s)
-    ax.plot([1e3 * p.token_s for p in sp], [p.speedup_over_t2 for p in sp], "-o", color="tab:blue", ms=3,
-            label="draft-u280, times scaled")
+    ax.plot(
+        [1e3 * p.token_s for p in sp],
+        [p.speedup_over_t2 for p in sp],
+        "-o",
+        color="tab:blue",
+        ms=3,
+        label="draft-u280, times scaled",
+    )
     for p in study.points:
         if p.series == "design":
             ax.plot(1e3 * p.token_s, p.speedup_over_t2, "s", color="tab:orange", ms=5)
-            ax.annotate(p.label.replace("FlexLLM-derived", "FL"), (1e3 * p.token_s, p.speedup_over_t2), fontsize=6,
-                        xytext=(3, 3), textcoords="offset points")
+            ax.annotate(
+                p.label.replace("FlexLLM-derived", "FL"),
+                (1e3 * p.token_s, p.speedup_over_t2),
+                fontsize=6,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.axvline(1e3 * study.t2_token_s, color="tab:green", ls=":", label="T2's GPU draft (vLLM on RTX 3090)")
     if not math.isnan(study.breakeven_token_s):
-        ax.axvline(1e3 * study.breakeven_token_s, color="tab:red", ls="--",
-                   label=f"break-even {1e3 * study.breakeven_token_s:.2f} ms/token")
+        ax.axvline(
+            1e3 * study.breakeven_token_s,
+            color="tab:red",
+            ls="--",
+            label=f"break-even {1e3 * study.breakeven_token_s:.2f} ms/token",
+        )
     ax.set_xlabel(f"FPGA draft decode time per token, mean over contexts 0-{X_CTX - 1} (ms)")
     ax.set_ylabel("T1+T2 speedup over T2 (latency)")
     ax.set_title(f"T1 break-even, {study.config}, with backtracking, {study.problems} problems", fontsize=9)

@@ -5,6 +5,7 @@ reserves in HBM) and the KVMU's ``kvmu_capacity_tokens``. The system layer reads
 workload layer only checks a trace against them (:func:`hwmodel.workload.caps.check_trace_caps`), so it imports
 no device model.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -16,8 +17,10 @@ from hwmodel.specs import library
 def context_caps(system: ReasoningSystem) -> list[tuple[int, str]]:
     """(tokens, what) for every context cap of ``system``."""
     lib = library()
-    caps = [(lib.llm(getattr(system, f)).max_position, f"{f} '{getattr(system, f)}' max_position")
-            for f in ("draft_llm", "prm_llm", "target_llm")]
+    caps = [
+        (lib.llm(getattr(system, f)).max_position, f"{f} '{getattr(system, f)}' max_position")
+        for f in ("draft_llm", "prm_llm", "target_llm")
+    ]
     try:
         from fpga.streaming.design import load_design
 

@@ -10,6 +10,7 @@ the waveform shows the pointer moves when the simulated system makes them. Timin
 (the platform's); the verdicts stay the trace's. The target is not modelled functionally: its tokens, and the
 prompt's, are seeded random token ids.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -108,32 +109,51 @@ class CosimResult:
     kvmu_commands: int
 
 
-def cosimulate(problem: Problem, header: TraceHeader, platform: Platform, model: Any, *,
-               clock_hz: float, vcd_path: Path | None = None, seed: int = 0,
-               policy: str = "heteroreason") -> CosimResult:
+def cosimulate(
+    problem: Problem,
+    header: TraceHeader,
+    platform: Platform,
+    model: Any,
+    *,
+    clock_hz: float,
+    vcd_path: Path | None = None,
+    seed: int = 0,
+    policy: str = "heteroreason",
+) -> CosimResult:
     """Replay ``problem`` under an FPGA-draft policy with ``model`` (a functional draft model whose ``kvmu``
     records) producing the draft's tokens; write the KVMU waveform to ``vcd_path``."""
     from fpga.kvmu.model import write_vcd
 
     rp = replay_of(problem, header)
     need = max(c + a.tokens for c, a in zip(rp.context_tokens, problem.attempts)) + max(
-        a.tokens for a in problem.attempts)  # the longest context plus a speculated step on top
+        a.tokens for a in problem.attempts
+    )  # the longest context plus a speculated step on top
     if need > model.capacity:
-        raise HwmodelError(f"problem {problem.id} needs up to {need} KV positions, more than the functional model's "
-                           f"capacity {model.capacity}: choose a shorter problem or a larger --capacity")
+        raise HwmodelError(
+            f"problem {problem.id} needs up to {need} KV positions, more than the functional model's "
+            f"capacity {model.capacity}: choose a shorter problem or a larger --capacity"
+        )
     draft = FunctionalDraft(model, clock_hz, seed)
     pf = dataclasses.replace(platform, kvmu_factory=lambda: draft, kvmu_clocked=True)
     outcome, sim = simulate_problem(problem, header, policy, pf, keep_log=True)
     if vcd_path is not None:
         write_vcd(model.kvmu.trace(), vcd_path, clock_hz=clock_hz)
-    return CosimResult(outcome, draft.drafted, draft.ingested, [int(t) for t in model.tokens], vcd_path,
-                       outcome.kvmu_commands)
+    return CosimResult(
+        outcome, draft.drafted, draft.ingested, [int(t) for t in model.tokens], vcd_path, outcome.kvmu_commands
+    )
 
 
 def write_cosim_summary(path: Path, result: CosimResult, problem: Problem) -> Path:
-    data = {"problem": problem.id, "dataset": problem.dataset, "latency_s": result.outcome.latency_s,
-            "committed": [list(c) for c in result.outcome.committed], "drafted_tokens": result.drafted_tokens,
-            "ingested_tokens": result.ingested_tokens, "kv_tokens": result.kv_tokens,
-            "kvmu_commands": result.kvmu_commands, "vcd": str(result.vcd_path) if result.vcd_path else None}
+    data = {
+        "problem": problem.id,
+        "dataset": problem.dataset,
+        "latency_s": result.outcome.latency_s,
+        "committed": [list(c) for c in result.outcome.committed],
+        "drafted_tokens": result.drafted_tokens,
+        "ingested_tokens": result.ingested_tokens,
+        "kv_tokens": result.kv_tokens,
+        "kvmu_commands": result.kvmu_commands,
+        "vcd": str(result.vcd_path) if result.vcd_path else None,
+    }
     path.write_text(json.dumps(data, indent=1))
     return path

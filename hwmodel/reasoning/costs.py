@@ -18,6 +18,7 @@ never by probing its attributes. Power: an ``op-costed`` engine (per-operation p
 ``decode_power_w(ctx)``) is charged per operation; otherwise at its per-phase ``power_w``. The wrapper never changes
 a time.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -130,7 +131,7 @@ class TimedEngine:
             return []
         self.decode_span_s(ctx, n)
         base = self._cum[ctx]
-        return [x - base for x in self._cum[ctx + 1: ctx + n + 1]]
+        return [x - base for x in self._cum[ctx + 1 : ctx + n + 1]]
 
     @property
     def cum_table(self) -> list[float]:
@@ -148,7 +149,7 @@ class TimedEngine:
         """Per-token ingest times of tokens at contexts ``ctx .. ctx + n - 1``."""
         if ctx + n >= len(self._cum_ing):
             self._grow_ingest(ctx + n)
-        return np.diff(np.asarray(self._cum_ing[ctx: ctx + n + 1]))
+        return np.diff(np.asarray(self._cum_ing[ctx : ctx + n + 1]))
 
     # ------------------------------------------------------------------------------------------------ prefill
     def _prefill_block(self, n: int, ctx: int) -> tuple[float, float] | None:
@@ -164,12 +165,10 @@ class TimedEngine:
             n0 = max(1, (n // _PREFILL_BLOCK) * _PREFILL_BLOCK)
             ns = np.arange(n0, min(n0 + _PREFILL_BLOCK, room + 1))
             cs = np.zeros(len(ns), dtype=np.int64)
-            k = n - n0
         else:
             c0 = (ctx // _PREFILL_BLOCK) * _PREFILL_BLOCK
             cs = np.arange(c0, min(c0 + _PREFILL_BLOCK, room - n + 1))
             ns = np.full(len(cs), n)
-            k = ctx - c0
         times, power = eng.prefill_many(ns, cs)
         self._blocks += 1
         self._prefill.update(zip(zip(ns.tolist(), cs.tolist()), zip(times.tolist(), power.tolist())))
@@ -202,7 +201,7 @@ class TimedEngine:
         memo = self._prefill
         points = [p for p in zip(n[keep].tolist(), c[keep].tolist()) if p not in memo]
         for i in range(0, len(points), _PLAN_PASS):
-            part = points[i:i + _PLAN_PASS]
+            part = points[i : i + _PLAN_PASS]
             ns, cs = (np.array(col, dtype=np.int64) for col in zip(*part))
             times, power = self.engine.prefill_many(ns, cs)
             memo.update(zip(part, zip(times.tolist(), power.tolist())))

@@ -1,5 +1,6 @@
 """What the system-A replay (:mod:`hwmodel.reasoning.sim`) times: one generation on a device, with its tokens'
 emission times kept lazily from the engine's cumulative decode table, and the prefix cache of a GPU model server."""
+
 from __future__ import annotations
 
 import bisect
@@ -75,7 +76,7 @@ class Generation:
             return head
         cum, c0 = self.cum, self.c0
         base = self.t0 - cum[c0]
-        return head + [base + x for x in cum[c0 + 1: c0 + self.n - self.k0 + 1]]
+        return head + [base + x for x in cum[c0 + 1 : c0 + self.n - self.k0 + 1]]
 
 
 class PrefixCache:

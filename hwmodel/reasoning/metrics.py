@@ -14,6 +14,7 @@
 * per-device utilization: busy time / span;
 * accuracy: carried by the trace.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -97,25 +98,55 @@ METRIC_FIELDS = tuple(f.name for f in dataclasses.fields(ProblemMetrics))
 CSV_FIELDS = list(METRIC_FIELDS) + ["util_draft", "util_prm", "util_target"]
 
 
-def problem_metrics(problem: Problem, outcome: ProblemOutcome, *, config: str, policy: str,
-                    backtracking: bool, rejects: int, backtracks: int) -> ProblemMetrics:
+def problem_metrics(
+    problem: Problem,
+    outcome: ProblemOutcome,
+    *,
+    config: str,
+    policy: str,
+    backtracking: bool,
+    rejects: int,
+    backtracks: int,
+) -> ProblemMetrics:
     lat = outcome.latency_s
     comm_s = outcome.comm_s
     e = {r: outcome.devices[r].energy_j(outcome.span_s) for r in ROLE_ORDER}
     total = math.fsum(e.values())
     tokens = outcome.committed_tokens
     return ProblemMetrics(
-        dataset=problem.dataset, problem=problem.id, config=config, policy=policy, backtracking=backtracking,
-        latency_s=lat, span_s=outcome.span_s, committed_tokens=tokens, goodput_tokens_per_s=tokens / lat, energy_j=total,
-        energy_per_token_j=total / tokens, stall_s=outcome.stall_s, stall_ratio=outcome.stall_s / lat,
-        comm_s=comm_s, comm_share=comm_s / lat, discarded_draft_tokens=outcome.discarded_draft_tokens,
-        discarded_target_tokens=outcome.discarded_target_tokens, discarded_energy_j=outcome.discarded_energy_j,
-        reused_target_tokens=outcome.reused_target_tokens, busy_draft_s=outcome.devices["draft"].busy_s,
-        busy_prm_s=outcome.devices["prm"].busy_s, busy_target_s=outcome.devices["target"].busy_s,
-        energy_draft_j=e["draft"], energy_prm_j=e["prm"], energy_target_j=e["target"], correct=problem.correct,
-        attempts=len(problem.attempts), rejects=rejects, backtracks=backtracks,
+        dataset=problem.dataset,
+        problem=problem.id,
+        config=config,
+        policy=policy,
+        backtracking=backtracking,
+        latency_s=lat,
+        span_s=outcome.span_s,
+        committed_tokens=tokens,
+        goodput_tokens_per_s=tokens / lat,
+        energy_j=total,
+        energy_per_token_j=total / tokens,
+        stall_s=outcome.stall_s,
+        stall_ratio=outcome.stall_s / lat,
+        comm_s=comm_s,
+        comm_share=comm_s / lat,
+        discarded_draft_tokens=outcome.discarded_draft_tokens,
+        discarded_target_tokens=outcome.discarded_target_tokens,
+        discarded_energy_j=outcome.discarded_energy_j,
+        reused_target_tokens=outcome.reused_target_tokens,
+        busy_draft_s=outcome.devices["draft"].busy_s,
+        busy_prm_s=outcome.devices["prm"].busy_s,
+        busy_target_s=outcome.devices["target"].busy_s,
+        energy_draft_j=e["draft"],
+        energy_prm_j=e["prm"],
+        energy_target_j=e["target"],
+        correct=problem.correct,
+        attempts=len(problem.attempts),
+        rejects=rejects,
+        backtracks=backtracks,
         invalidated_draft_tokens=outcome.invalidated_draft_tokens,
-        invalidated_target_tokens=outcome.invalidated_target_tokens, invalidated_energy_j=outcome.invalidated_energy_j)
+        invalidated_target_tokens=outcome.invalidated_target_tokens,
+        invalidated_energy_j=outcome.invalidated_energy_j,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,9 +192,17 @@ def summarize(rows: Sequence[ProblemMetrics]) -> Summary:
     tok = sum(r.committed_tokens for r in rows)
     en = math.fsum(r.energy_j for r in rows)
     return Summary(
-        dataset=r0.dataset, config=r0.config, policy=r0.policy, backtracking=r0.backtracking, problems=len(rows),
-        latency_mean_s=lat / len(rows), latency_total_s=lat, goodput_tokens_per_s=tok / lat,
-        energy_per_token_j=en / tok, energy_total_j=en, stall_ratio=math.fsum(r.stall_s for r in rows) / lat,
+        dataset=r0.dataset,
+        config=r0.config,
+        policy=r0.policy,
+        backtracking=r0.backtracking,
+        problems=len(rows),
+        latency_mean_s=lat / len(rows),
+        latency_total_s=lat,
+        goodput_tokens_per_s=tok / lat,
+        energy_per_token_j=en / tok,
+        energy_total_j=en,
+        stall_ratio=math.fsum(r.stall_s for r in rows) / lat,
         comm_share=math.fsum(r.comm_s for r in rows) / lat,
         discarded_energy_share=math.fsum(r.discarded_energy_j for r in rows) / en,
         discarded_draft_tokens=sum(r.discarded_draft_tokens for r in rows),
@@ -176,7 +215,8 @@ def summarize(rows: Sequence[ProblemMetrics]) -> Summary:
         invalidated_energy_share=math.fsum(r.invalidated_energy_j for r in rows) / en,
         invalidated_draft_tokens=sum(r.invalidated_draft_tokens for r in rows),
         invalidated_target_tokens=sum(r.invalidated_target_tokens for r in rows),
-        backtracks=sum(r.backtracks for r in rows))
+        backtracks=sum(r.backtracks for r in rows),
+    )
 
 
 def summarize_all(rows: Iterable[ProblemMetrics]) -> list[Summary]:

@@ -4,6 +4,7 @@ A :class:`Platform` is built from a system configuration (:mod:`hwmodel.reasonin
 build small ones directly. Engines are :class:`~hwmodel.reasoning.costs.TimedEngine` wrappers, shared by every
 problem a platform replays.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,7 +23,6 @@ class LinkModel(Protocol):
         """Move ``n_bytes`` from ``src`` to ``dst`` (roles "draft", "prm", "target", or "host"); through the host
         when neither end is the host."""
         ...
-
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ stopped generation mid-step) is computed on demand, as before.
 Values do not change: a memoized point holds the engine's ``prefill_many`` element for it, whichever pass
 computed it (tests/test_reasoning_prefill_plan.py).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -53,16 +54,26 @@ def candidate_points(problems: Sequence[Problem], replays: Sequence[Replay]) -> 
     return np.unique(np.concatenate(codes)) if codes else np.zeros(0, dtype=np.int64)
 
 
-def score_points(problems: Sequence[Problem], replays: Sequence[Replay], prm: TimedEngine,
-                 prefix_cache: bool) -> np.ndarray:
+def score_points(
+    problems: Sequence[Problem], replays: Sequence[Replay], prm: TimedEngine, prefix_cache: bool
+) -> np.ndarray:
     """The packed prefill points of the PRM passes scoring every attempt of ``problems`` (none if the PRM does
     not score with a prefill)."""
-    steps = np.unique(np.fromiter((a.tokens * _CTX_CODE + ctx for p, rp in zip(problems, replays, strict=True)
-                                   for a, ctx in zip(p.attempts, rp.context_tokens)), dtype=np.int64))
-    points = (prm.score_prefill_point(n, c, prefix_cache)
-              for n, c in zip((steps // _CTX_CODE).tolist(), (steps % _CTX_CODE).tolist()))
-    return np.unique(np.array([n * _CTX_CODE + c for n, c in (pt for pt in points if pt is not None)],
-                              dtype=np.int64))
+    steps = np.unique(
+        np.fromiter(
+            (
+                a.tokens * _CTX_CODE + ctx
+                for p, rp in zip(problems, replays, strict=True)
+                for a, ctx in zip(p.attempts, rp.context_tokens)
+            ),
+            dtype=np.int64,
+        )
+    )
+    points = (
+        prm.score_prefill_point(n, c, prefix_cache)
+        for n, c in zip((steps // _CTX_CODE).tolist(), (steps % _CTX_CODE).tolist())
+    )
+    return np.unique(np.array([n * _CTX_CODE + c for n, c in (pt for pt in points if pt is not None)], dtype=np.int64))
 
 
 def steps(targets: Iterable[tuple[TimedEngine, Iterable[np.ndarray]]]) -> Iterator[int]:

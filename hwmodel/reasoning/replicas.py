@@ -2,6 +2,7 @@
 draws each problem's steps, tokens per step and PRM verdicts from its seed, so a replay of ``limit`` problems of a
 dataset is a sample; ``N`` seeds give each summary metric's mean and confidence interval (:mod:`hwmodel.replicas`).
 The platform (device models) is built once and shared by every seed."""
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,19 @@ from hwmodel.replicas import Replicas, seed_list
 HEADLINE = ("latency_mean_s", "goodput_tokens_per_s", "energy_per_token_j", "stall_ratio", "comm_share")
 
 
-def run_seeds(dataset: str, policy: str, system: str | Any, seeds: int, *, first_seed: int | None = None,
-              target: str | None = None, backtracking: bool = True, limit: int | None = None,
-              draft: str | None = None, on_seed: Callable[[int], None] | None = None) -> Replicas:
+def run_seeds(
+    dataset: str,
+    policy: str,
+    system: str | Any,
+    seeds: int,
+    *,
+    first_seed: int | None = None,
+    target: str | None = None,
+    backtracking: bool = True,
+    limit: int | None = None,
+    draft: str | None = None,
+    on_seed: Callable[[int], None] | None = None,
+) -> Replicas:
     """Generate ``seeds`` traces of ``dataset`` (seeds ``first_seed ..``; default: the generator's own seed first)
     for the system's target and replay each under ``policy``; ``runs`` holds each seed's summary."""
     from hwmodel.reasoning.metrics import summarize
@@ -35,6 +46,9 @@ def run_seeds(dataset: str, policy: str, system: str | Any, seeds: int, *, first
         if on_seed is not None:
             on_seed(s)
     per_seed = [s.as_row() for s in summaries]
-    what = (f"{policy} on {spec.name}, {dataset}" + (f" ({limit} problems)" if limit else "")
-            + ("" if backtracking else ", no backtracking"))
+    what = (
+        f"{policy} on {spec.name}, {dataset}"
+        + (f" ({limit} problems)" if limit else "")
+        + ("" if backtracking else ", no backtracking")
+    )
     return Replicas.of(what, ss, summaries, per_seed)

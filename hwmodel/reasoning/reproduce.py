@@ -1,4 +1,5 @@
 """The whole system-A reproduction in one call (what `hwmodel reproduce heteroreason` runs)."""
+
 from __future__ import annotations
 
 import json
@@ -6,6 +7,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from hwmodel.reasoning import fidelity
+from hwmodel.reasoning.breakeven import DESIGN_POINTS, run_breakeven
+from hwmodel.reasoning.breakeven import warm_targets as breakeven_warm_targets
 from hwmodel.reasoning.report import (
     pick_timeline_problem,
     render_report,
@@ -23,9 +27,6 @@ from hwmodel.reasoning.study import (
     run_study,
     study_traces,
 )
-from hwmodel.reasoning import fidelity
-from hwmodel.reasoning.breakeven import DESIGN_POINTS, run_breakeven
-from hwmodel.reasoning.breakeven import warm_targets as breakeven_warm_targets
 from hwmodel.reasoning.system import MissingDeviceModelError, build_platform
 from hwmodel.workload.datasets import DATASETS
 from hwmodel.workload.generator import DEFAULT_SEED
@@ -35,21 +36,33 @@ BREAKEVEN_LIMIT = 25  # problems per dataset of the break-even study (hwmodel/re
 BREAKEVEN_DESIGNS = DESIGN_POINTS
 
 
-def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Sequence[str] = CONFIGS,
-                           policies: Sequence[str] = STUDY_POLICIES,
-                           placements: Sequence[tuple[str, str]] = DRAFT_PLACEMENTS, seed: int = DEFAULT_SEED,
-                           limit: int | None = None, jobs: int = 2, resume: bool = False,
-                           scheduler: str | None = None,
-                           on_unit_done: Callable[[Unit, int], None] | None = None) -> tuple[StudyResult, Path]:
+def reproduce_heteroreason(
+    out_dir: Path,
+    *,
+    datasets: Sequence[str] = DATASETS,
+    configs: Sequence[str] = CONFIGS,
+    policies: Sequence[str] = STUDY_POLICIES,
+    placements: Sequence[tuple[str, str]] = DRAFT_PLACEMENTS,
+    seed: int = DEFAULT_SEED,
+    limit: int | None = None,
+    jobs: int = 2,
+    resume: bool = False,
+    scheduler: str | None = None,
+    on_unit_done: Callable[[Unit, int], None] | None = None,
+) -> tuple[StudyResult, Path]:
     """Run the study and write every output under ``out_dir``; returns the result and the report's path. Every
     output but ``run.json`` (run time, workers, resumed units) is byte-identical however the study ran."""
     out_dir = Path(out_dir)
     be_limit = min(limit, BREAKEVEN_LIMIT) if limit else BREAKEVEN_LIMIT
-    be_args = dict(config=configs[0], datasets=datasets, seed=seed, limit=be_limit, designs=BREAKEVEN_DESIGNS,
-                   build=build_platform)
+    be_args = dict(
+        config=configs[0], datasets=datasets, seed=seed, limit=be_limit, designs=BREAKEVEN_DESIGNS, build=build_platform
+    )
     try:  # the break-even study's cycle-level drafts: their samples are simulated with the study's (in parallel)
-        be_warm = (breakeven_warm_targets(**be_args, bound_limit=limit)
-                   if "heteroreason" in policies and "step-ahead" in policies else [])
+        be_warm = (
+            breakeven_warm_targets(**be_args, bound_limit=limit)
+            if "heteroreason" in policies and "step-ahead" in policies
+            else []
+        )
     except MissingDeviceModelError:
         be_warm = []  # the study skips the policy and says why; the break-even study does not run
     side: dict[str, Any] = {}
@@ -65,9 +78,21 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
             side["be"] = run_breakeven(**be_args)
             fidelity.write_breakeven(out_dir, side["be"])
 
-    result = run_study(out_dir, datasets=datasets, configs=configs, policies=policies, placements=placements,
-                       seed=seed, limit=limit, jobs=jobs, resume=resume, scheduler=scheduler,
-                       on_unit_done=on_unit_done, warm_also=be_warm, while_running=independent)
+    result = run_study(
+        out_dir,
+        datasets=datasets,
+        configs=configs,
+        policies=policies,
+        placements=placements,
+        seed=seed,
+        limit=limit,
+        jobs=jobs,
+        resume=resume,
+        scheduler=scheduler,
+        on_unit_done=on_unit_done,
+        warm_also=be_warm,
+        while_running=independent,
+    )
     write_tables(out_dir, result)
     write_ablation_plot(out_dir, result, datasets, configs)
     # the timeline: a short MATH500 problem (config 1, with backtracking) that has a reject and a backtrack
@@ -91,7 +116,16 @@ def reproduce_heteroreason(out_dir: Path, *, datasets: Sequence[str] = DATASETS,
     path = out_dir / "report.md"
     path.write_text(report, encoding="utf-8")
     (out_dir / "summary.json").write_text(json.dumps([s.as_row() for s in result.summaries], indent=1))
-    (out_dir / "run.json").write_text(json.dumps({"wall_s": result.wall_s, "workers": result.jobs,
-                                                  "resumed_units": result.resumed_units,
-                                                  "skipped": result.skipped}, indent=1) + "\n")
+    (out_dir / "run.json").write_text(
+        json.dumps(
+            {
+                "wall_s": result.wall_s,
+                "workers": result.jobs,
+                "resumed_units": result.resumed_units,
+                "skipped": result.skipped,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     return result, path

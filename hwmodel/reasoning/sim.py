@@ -35,6 +35,7 @@ Lengths of speculative work that never commits (a step drafted after a step that
 a context where the trace never has a target step) are not in the trace; the model takes the length of the next
 draft step at that position, or the rejected step's own length (docs/reasoning.md).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -87,8 +88,15 @@ class ProblemOutcome:
 class ProblemSimulation:
     """Replays one problem under one policy on one platform (module docstring)."""
 
-    def __init__(self, problem: Problem, header: TraceHeader, policy: Policy, platform: Platform,
-                 keep_log: bool = False, replay: Replay | None = None) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        header: TraceHeader,
+        policy: Policy,
+        platform: Platform,
+        keep_log: bool = False,
+        replay: Replay | None = None,
+    ) -> None:
         self.problem = problem
         self.header = header
         self.policy = policy
@@ -97,8 +105,11 @@ class ProblemSimulation:
         self.attempts = problem.attempts
         self.keep_log = keep_log
         self.env = simpy.Environment()
-        idle = {"draft": platform.draft.power_w(Phase.IDLE), "prm": platform.prm.power_w(Phase.IDLE),
-                "target": platform.target.power_w(Phase.IDLE)}
+        idle = {
+            "draft": platform.draft.power_w(Phase.IDLE),
+            "prm": platform.prm.power_w(Phase.IDLE),
+            "target": platform.target.power_w(Phase.IDLE),
+        }
         self.dev = {r: Device(platform.device_names[r], r, idle[r], keep_log) for r in ("draft", "prm", "target")}
         self.engine = {"draft": platform.draft, "prm": platform.prm, "target": platform.target}
         self.transfers: list[Transfer] = []
@@ -161,8 +172,9 @@ class ProblemSimulation:
             self.transfers.append(Transfer(s, s + t, f"{src}->{dst}", n_bytes, label))
         return t
 
-    def record(self, role: str, start: float, end: float, phase: Phase, label: str,
-                power_w: float | None = None) -> float:
+    def record(
+        self, role: str, start: float, end: float, phase: Phase, label: str, power_w: float | None = None
+    ) -> float:
         """Log an activity at ``power_w`` (default: the engine's power in ``phase``); returns its energy."""
         p = self.engine[role].power_w(phase) if power_w is None else power_w
         self.dev[role].record(start, end, phase, label, p)
@@ -174,20 +186,21 @@ class ProblemSimulation:
         getattr(self.kvmu, cmd)(*args)
         self.kvmu_commands += 1
         if self.keep_log:
-            self.kvmu_log.append((float(self.env.now), int(self.kvmu.valid), int(self.kvmu.curr),
-                                  int(self.kvmu.ahead)))
+            self.kvmu_log.append((float(self.env.now), int(self.kvmu.valid), int(self.kvmu.curr), int(self.kvmu.ahead)))
 
     def kv_check(self, what: str, valid: int, curr: int | None = None) -> None:
         if self.kvmu is None:
             return
         if self.kvmu.valid != valid or (curr is not None and self.kvmu.curr != curr):
-            raise SimulationError(f"problem {self.problem.id}: KVMU after {what}: valid={self.kvmu.valid} "
-                                  f"curr={self.kvmu.curr}, expected valid={valid}"
-                                  + (f" curr={curr}" if curr is not None else ""))
+            raise SimulationError(
+                f"problem {self.problem.id}: KVMU after {what}: valid={self.kvmu.valid} "
+                f"curr={self.kvmu.curr}, expected valid={valid}" + (f" curr={curr}" if curr is not None else "")
+            )
 
     # ------------------------------------------------------------------------------------------------ operations
-    def gpu_request(self, op: Generation, eng: TimedEngine, cache: PrefixCache | None, overhead_s: float,
-                     wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
+    def gpu_request(
+        self, op: Generation, eng: TimedEngine, cache: PrefixCache | None, overhead_s: float, wait_until_s: float = 0.0
+    ):  # noqa: ANN202 - SimPy process
         """A request to a GPU model server (module docstring); interruptible at forward-pass boundaries."""
         env = self.env
         if not (yield from self._wait_to_start(op, wait_until_s)):
@@ -265,8 +278,9 @@ class ProblemSimulation:
         return op
 
     def _start_target(self, op: Generation) -> Generation:
-        op.proc = self.env.process(self.gpu_request(op, self.pf.target, self.target_cache,
-                                                     self.pf.api_call_overhead_s, self.target_free_s))
+        op.proc = self.env.process(
+            self.gpu_request(op, self.pf.target, self.target_cache, self.pf.api_call_overhead_s, self.target_free_s)
+        )
         return op
 
     def _discard_spec(self, spec: Generation) -> None:
@@ -380,10 +394,12 @@ class ProblemSimulation:
             op = spec
         else:
             if spec is not None:
-                raise SimulationError(f"problem {self.problem.id}: speculation for attempt {spec.attempt} "
-                                      f"still pending at attempt {i}")
-            op = self._start_draft(Generation("draft", ctx_key, ctx_tokens, a.tokens, i, f"draft step {i}"),
-                                   self.draft_ready_s)
+                raise SimulationError(
+                    f"problem {self.problem.id}: speculation for attempt {spec.attempt} still pending at attempt {i}"
+                )
+            op = self._start_draft(
+                Generation("draft", ctx_key, ctx_tokens, a.tokens, i, f"draft step {i}"), self.draft_ready_s
+            )
         spec = None
         yield from self._generated(op, i, "draft")
         # submit step i: the KVMU closes it (an accept held for the previous step carries the boundary)
@@ -398,8 +414,9 @@ class ProblemSimulation:
         submit = env.now
         if pol.speculates and not a.final:
             nxt, n_spec = self._spec_length(i)
-            spec = self._start_draft(Generation("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
-                                         f"speculate step {a.step + 1}"))
+            spec = self._start_draft(
+                Generation("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt, f"speculate step {a.step + 1}")
+            )
         if prefetch is None:
             prefetch = self._start_prefetch(ctx_key, at="submit")
         yield from self._verify(i, ctx_tokens)
@@ -441,8 +458,9 @@ class ProblemSimulation:
                 self.partial_ops.pop(ctx_key, None)
                 self.reused_target_tokens += reuse
             label = "refine" if self.attempts[i - 1].by == DRAFT else "alternative"
-            op = self._start_target(Generation("target", ctx_key, ctx_tokens, a.tokens, i,
-                                        f"target {label} @step {a.step}", reuse=reuse))
+            op = self._start_target(
+                Generation("target", ctx_key, ctx_tokens, a.tokens, i, f"target {label} @step {a.step}", reuse=reuse)
+            )
         prefetch = None
         yield from self._generated(op, i, "target")
         if not a.final:  # the answer's last step is never built upon: the draft need not catch up
@@ -456,8 +474,10 @@ class ProblemSimulation:
         submit = env.now
         if pol.speculates and not a.final:
             nxt, n_spec = self._spec_length(i)
-            spec = self._start_draft(Generation("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt,
-                                         f"speculate step {a.step + 1}"), self.draft_ready_s)
+            spec = self._start_draft(
+                Generation("draft", ctx_key + (i,), ctx_tokens + a.tokens, n_spec, nxt, f"speculate step {a.step + 1}"),
+                self.draft_ready_s,
+            )
         prefetch = self._start_prefetch(ctx_key + (i,))  # without waiting for the verdict
         yield from self._verify(i, ctx_tokens)
         self.stall_s += self._stall(spec, max(submit, self.draft_ready_s))
@@ -482,8 +502,9 @@ class ProblemSimulation:
         if not op.done:
             yield op.proc
         if op.produced != self.attempts[i].tokens:
-            raise SimulationError(f"problem {self.problem.id}: {who} step {i} produced {op.produced} of "
-                                  f"{self.attempts[i].tokens} tokens")
+            raise SimulationError(
+                f"problem {self.problem.id}: {who} step {i} produced {op.produced} of {self.attempts[i].tokens} tokens"
+            )
 
     def _stall(self, spec: Generation | None, idle_from_s: float) -> float:
         """Draft idle time waiting for the verdict that just arrived (now)."""
@@ -505,13 +526,24 @@ class ProblemSimulation:
         seq = tuple((j, self.attempts[j].tokens) for j in self.committed)
         span = max([latency] + [d.free_at_s for d in self.dev.values()])
         inv = invalidated(self._discarded_ops, self.attempts)
-        return ProblemOutcome(latency_s=latency, span_s=span, committed=seq, committed_tokens=sum(t for _j, t in seq),
-                              devices=self.dev, transfers=self.transfers, stall_s=self.stall_s, comm_s=self.comm_s,
-                              discarded_draft_tokens=self.discarded_draft_tokens,
-                              discarded_target_tokens=discarded_target, discarded_energy_j=self.discarded_energy_j,
-                              reused_target_tokens=self.reused_target_tokens, kvmu_commands=self.kvmu_commands,
-                              invalidated_draft_tokens=inv.draft_tokens, invalidated_target_tokens=inv.target_tokens,
-                              invalidated_energy_j=inv.energy_j)
+        return ProblemOutcome(
+            latency_s=latency,
+            span_s=span,
+            committed=seq,
+            committed_tokens=sum(t for _j, t in seq),
+            devices=self.dev,
+            transfers=self.transfers,
+            stall_s=self.stall_s,
+            comm_s=self.comm_s,
+            discarded_draft_tokens=self.discarded_draft_tokens,
+            discarded_target_tokens=discarded_target,
+            discarded_energy_j=self.discarded_energy_j,
+            reused_target_tokens=self.reused_target_tokens,
+            kvmu_commands=self.kvmu_commands,
+            invalidated_draft_tokens=inv.draft_tokens,
+            invalidated_target_tokens=inv.target_tokens,
+            invalidated_energy_j=inv.energy_j,
+        )
 
     def activities(self) -> dict[str, list[Activity]]:
         return {r: d.activities() for r, d in self.dev.items()}

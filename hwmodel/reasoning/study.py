@@ -13,6 +13,7 @@ built), Dask with ``scheduler``, journaled in ``journal.jsonl`` as each unit fin
 uninterrupted run's. The published reference values below appear only in the report, beside the model's results;
 nothing in the model reads them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,13 +43,17 @@ from hwmodel.workload.trace import Replay, Trace, replay_of
 
 STUDY_VERSION = 4  # 3: fitted backtracking (issue 17) changed the traces; 4: rows journaled as value lists
 CONFIGS = ("config1", "config2")
-STUDY_POLICIES = ("baseline", "step-ahead", "heteroreason", "heteroreason-reprefill", "edge-draft",
-                  "step-ahead-submit")
+STUDY_POLICIES = ("baseline", "step-ahead", "heteroreason", "heteroreason-reprefill", "edge-draft", "step-ahead-submit")
 FIRST_CONFIG_ONLY = ("step-ahead-submit",)  # sensitivity runs: the first configuration only
 WITH_BACKTRACKING_ONLY = ("heteroreason-reprefill", "edge-draft", "step-ahead-submit")  # not in the ablation
 #: (policy, draft device of the configuration): the draft on devices beyond the paper's (predictions)
-DRAFT_PLACEMENTS = (("heteroreason", "fpga-instruction"), ("heteroreason", "fpga-v80"), ("step-ahead", "h200"),
-                    ("heteroreason", "fpga-flexllm"), ("heteroreason", "fpga-flexllm-300"))
+DRAFT_PLACEMENTS = (
+    ("heteroreason", "fpga-instruction"),
+    ("heteroreason", "fpga-v80"),
+    ("step-ahead", "h200"),
+    ("heteroreason", "fpga-flexllm"),
+    ("heteroreason", "fpga-flexllm-300"),
+)
 #: issue 17: the published-like draft (FlexLLM-derived) at 200 MHz and at the 300 MHz projection
 PUBLISHED_LIKE_DRAFTS = ("fpga-flexllm", "fpga-flexllm-300")
 #: issue 17: the baseline GPUs with CUDA graphs (vLLM 0.9.2's default) beside RSD's eager mode: configuration ->
@@ -81,8 +86,14 @@ class Unit:
         return f"{self.dataset}__{self.config}__{self.run_name}"
 
     def spec(self, seed: int, limit: int | None) -> dict[str, Any]:
-        return {"dataset": self.dataset, "config": self.config, "policy": self.policy, "draft": self.draft,
-                "seed": seed, "limit": limit}
+        return {
+            "dataset": self.dataset,
+            "config": self.config,
+            "policy": self.policy,
+            "draft": self.draft,
+            "seed": seed,
+            "limit": limit,
+        }
 
 
 def policy_label(run_name: str) -> str:
@@ -92,14 +103,26 @@ def policy_label(run_name: str) -> str:
     return f"{label}, draft on {dev}" if dev else label
 
 
-def study_units(datasets: Sequence[str], configs: Sequence[str], policies: Sequence[str],
-                placements: Sequence[tuple[str, str]] = ()) -> list[Unit]:
+def study_units(
+    datasets: Sequence[str], configs: Sequence[str], policies: Sequence[str], placements: Sequence[tuple[str, str]] = ()
+) -> list[Unit]:
     """The units of a study (sensitivity policies on the first configuration; placements on every one)."""
-    units = [Unit(d, c, p) for d in datasets for c in configs for p in policies
-             if c == configs[0] or p not in FIRST_CONFIG_ONLY]
+    units = [
+        Unit(d, c, p)
+        for d in datasets
+        for c in configs
+        for p in policies
+        if c == configs[0] or p not in FIRST_CONFIG_ONLY
+    ]
     units += [Unit(d, c, p, dev) for d in datasets for c in configs for p, dev in placements]
-    units += [Unit(d, GPU_MODE_VARIANTS[c], p) for d in datasets for c in configs if c in GPU_MODE_VARIANTS
-              for p in GPU_MODE_POLICIES if p in policies]
+    units += [
+        Unit(d, GPU_MODE_VARIANTS[c], p)
+        for d in datasets
+        for c in configs
+        if c in GPU_MODE_VARIANTS
+        for p in GPU_MODE_POLICIES
+        if p in policies
+    ]
     return units
 
 
@@ -110,8 +133,7 @@ def base_config(config: str) -> str:
 
 
 @functools.cache
-def study_traces(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int | None = None
-                 ) -> tuple[Trace, Trace]:
+def study_traces(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int | None = None) -> tuple[Trace, Trace]:
     """(without, with backtracking) traces of ``dataset`` for the baseline of ``config`` (memoized per process)."""
     config = base_config(config)
     system = load_system(config)
@@ -119,22 +141,24 @@ def study_traces(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int
 
 
 @functools.cache
-def study_replays(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int | None = None
-                  ) -> tuple[tuple[Replay, ...], ...]:
+def study_replays(
+    dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int | None = None
+) -> tuple[tuple[Replay, ...], ...]:
     """The step-rule replays of both traces (shared by every policy of a unit, per process)."""
     if base_config(config) != config:
         return study_replays(dataset, base_config(config), seed, limit)
     return tuple(tuple(replay_of(p, t.header) for p in t.problems) for t in study_traces(dataset, config, seed, limit))
 
 
-def unit_traces(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None
-                ) -> list[tuple[Trace, tuple[Replay, ...]]]:
+def unit_traces(
+    unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None
+) -> list[tuple[Trace, tuple[Replay, ...]]]:
     """The traces a unit replays, with their replays: both, or only the one with backtracking (the policies and
     placements that need it, and the GPU-mode variants)."""
-    only_bt = (unit.policy in WITH_BACKTRACKING_ONLY or unit.draft is not None
-               or base_config(unit.config) != unit.config)
-    pairs = zip(study_traces(unit.dataset, unit.config, seed, limit),
-                study_replays(unit.dataset, unit.config, seed, limit))
+    only_bt = unit.policy in WITH_BACKTRACKING_ONLY or unit.draft is not None or base_config(unit.config) != unit.config
+    pairs = zip(
+        study_traces(unit.dataset, unit.config, seed, limit), study_replays(unit.dataset, unit.config, seed, limit)
+    )
     return [(t, r) for t, r in pairs if t.header.backtracking or not only_bt]
 
 
@@ -160,8 +184,9 @@ def unit_metrics(result: Sequence[Sequence[Any]]) -> list[ProblemMetrics]:
     return [ProblemMetrics(*v) for v in result]
 
 
-def warm_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | None = None
-                 ) -> list[tuple[TimedEngine, int]]:
+def warm_targets(
+    units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | None = None
+) -> list[tuple[TimedEngine, int]]:
     """(timed engine, bound of the contexts its replays reach) of every role of every unit's platform."""
     bounds: dict[tuple[str, str, bool], int] = {}
     out = []
@@ -177,8 +202,9 @@ def warm_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | N
     return out
 
 
-def prefill_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | None = None
-                    ) -> list[tuple[TimedEngine, list[np.ndarray]]]:
+def prefill_targets(
+    units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int | None = None
+) -> list[tuple[TimedEngine, list[np.ndarray]]]:
     """(timed engine, the packed prefill points its replays may ask for) of every role of every unit's platform
     (:mod:`hwmodel.reasoning.prefill_plan`): a GPU server's requests for the draft and the target, the scoring
     passes for the PRM."""
@@ -201,8 +227,12 @@ def prefill_targets(units: Sequence[Unit], seed: int = DEFAULT_SEED, limit: int 
     return out
 
 
-def parent_warm_steps(units: Sequence[Unit], sampled: Sequence[tuple[TimedEngine, int]],
-                      seed: int = DEFAULT_SEED, limit: int | None = None) -> Iterator[object]:
+def parent_warm_steps(
+    units: Sequence[Unit],
+    sampled: Sequence[tuple[TimedEngine, int]],
+    seed: int = DEFAULT_SEED,
+    limit: int | None = None,
+) -> Iterator[object]:
     """What every worker would otherwise compute for itself, computed once in this process, one piece per step
     (run while the samples' workers run, before the study's workers fork and inherit it; values unchanged): the
     planned GPU prefills (:mod:`hwmodel.reasoning.prefill_plan`), the per-phase powers of the ``sampled``
@@ -220,8 +250,11 @@ def parent_warm_steps(units: Sequence[Unit], sampled: Sequence[tuple[TimedEngine
 def fingerprint(seed: int, limit: int | None, configs: Sequence[str]) -> str:
     """Identifies the inputs of a study run: units journaled under another fingerprint are recomputed."""
     h = hashlib.sha256()
-    h.update(json.dumps({"study": STUDY_VERSION, "generator": GENERATOR_VERSION, "seed": seed, "limit": limit},
-                        sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {"study": STUDY_VERSION, "generator": GENERATOR_VERSION, "seed": seed, "limit": limit}, sort_keys=True
+        ).encode()
+    )
     for c in list(configs) + [GPU_MODE_VARIANTS[c] for c in configs if c in GPU_MODE_VARIANTS]:
         h.update(Path(load_system(c).origin).read_bytes())
     return h.hexdigest()[:16]
@@ -243,16 +276,17 @@ class StudyResult:
     unit_csv: list[str] = dataclasses.field(default_factory=list, compare=False, repr=False)
 
 
-def available_policies(configs: Sequence[str], policies: Sequence[str],
-                       placements: Sequence[tuple[str, str]] = ()) -> tuple[list[str], list[tuple[str, str]],
-                                                                          dict[str, str]]:
+def available_policies(
+    configs: Sequence[str], policies: Sequence[str], placements: Sequence[tuple[str, str]] = ()
+) -> tuple[list[str], list[tuple[str, str]], dict[str, str]]:
     """Build every platform once (in this process, before workers fork, so they inherit the engines); a policy or
     placement whose device model this checkout lacks is skipped, with the reason."""
     ok, ok_place, skipped = [], [], {}
     for p in policies:
         try:
-            for c in list(configs) + [GPU_MODE_VARIANTS[c] for c in configs
-                                      if c in GPU_MODE_VARIANTS and p in GPU_MODE_POLICIES]:
+            for c in list(configs) + [
+                GPU_MODE_VARIANTS[c] for c in configs if c in GPU_MODE_VARIANTS and p in GPU_MODE_POLICIES
+            ]:
                 build_platform(c, p)
         except MissingDeviceModelError as exc:
             skipped[p] = str(exc)
@@ -269,13 +303,22 @@ def available_policies(configs: Sequence[str], policies: Sequence[str],
     return ok, ok_place, skipped
 
 
-def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Sequence[str] = CONFIGS,
-              policies: Sequence[str] = STUDY_POLICIES, placements: Sequence[tuple[str, str]] = DRAFT_PLACEMENTS,
-              seed: int = DEFAULT_SEED, limit: int | None = None, jobs: int = 2, resume: bool = False,
-              scheduler: str | None = None,
-              on_unit_done: Callable[[Unit, int], None] | None = None,
-              warm_also: Sequence[tuple[TimedEngine, int]] = (),
-              while_running: Callable[[Sequence[str]], Iterator[object]] | None = None) -> StudyResult:
+def run_study(
+    out_dir: Path,
+    *,
+    datasets: Sequence[str] = DATASETS,
+    configs: Sequence[str] = CONFIGS,
+    policies: Sequence[str] = STUDY_POLICIES,
+    placements: Sequence[tuple[str, str]] = DRAFT_PLACEMENTS,
+    seed: int = DEFAULT_SEED,
+    limit: int | None = None,
+    jobs: int = 2,
+    resume: bool = False,
+    scheduler: str | None = None,
+    on_unit_done: Callable[[Unit, int], None] | None = None,
+    warm_also: Sequence[tuple[TimedEngine, int]] = (),
+    while_running: Callable[[Sequence[str]], Iterator[object]] | None = None,
+) -> StudyResult:
     """Run every unit on the study runner (``jobs`` local processes, or Dask at ``scheduler``), journal each unit
     as it finishes, write each unit's rows, return all rows (in unit order, however the units were run).
 
@@ -320,15 +363,31 @@ def run_study(out_dir: Path, *, datasets: Sequence[str] = DATASETS, configs: Seq
             on_unit_done(by_name[key], len(rows))
         side_work()
 
-    run = run_points(POINT_FN, [(u.name, u.spec(seed, limit)) for u in units], journal=out_dir / "journal.jsonl",
-                     fingerprint=fp, workers=max(1, jobs), scheduler=scheduler, chunk_size=1, start_method="fork",
-                     fresh=not resume, on_result=done)
+    run = run_points(
+        POINT_FN,
+        [(u.name, u.spec(seed, limit)) for u in units],
+        journal=out_dir / "journal.jsonl",
+        fingerprint=fp,
+        workers=max(1, jobs),
+        scheduler=scheduler,
+        chunk_size=1,
+        start_method="fork",
+        fresh=not resume,
+        on_result=done,
+    )
     side_work()  # no unit ran (every policy skipped)
     for _ in steps or ():
         pass
     rows = [r for u in units for r in rows_by_unit[u.name]]
-    return StudyResult(rows, summarize_all(rows), time.perf_counter() - t0, run.workers, run.resumed, skipped,
-                       unit_csv=[bodies[u.name] for u in units])
+    return StudyResult(
+        rows,
+        summarize_all(rows),
+        time.perf_counter() - t0,
+        run.workers,
+        run.resumed,
+        skipped,
+        unit_csv=[bodies[u.name] for u in units],
+    )
 
 
 # ------------------------------------------------------------------------------------------------ derived results
@@ -336,8 +395,9 @@ def summary_index(summaries: Sequence[Summary]) -> dict[tuple[str, str, str, boo
     return {(s.dataset, s.config, s.policy, s.backtracking): s for s in summaries}
 
 
-def speedup(idx: dict, dataset: str, config: str, policy: str, backtracking: bool,
-            reference: str = "baseline") -> float:
+def speedup(
+    idx: dict, dataset: str, config: str, policy: str, backtracking: bool, reference: str = "baseline"
+) -> float:
     """Total-latency speedup of ``policy`` over ``reference`` on the same trace."""
     base = idx.get((dataset, config, reference, backtracking))
     pol = idx.get((dataset, config, policy, backtracking))

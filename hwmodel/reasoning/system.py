@@ -22,6 +22,7 @@ How the host reaches a device (``attach``):
 * ``host-driven`` -- the host drives the device directly (XRT/DMA, no server): no API overhead, the device keeps
   the draft's KV cache (a KVMU manages it, prompt KV migrated once from a GPU) and is told each verdict.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,7 +37,8 @@ from hwmodel.engine import Capability, require
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.platform import ROLES, Platform, PromptMigration
-from hwmodel.reasoning.policies import Policy, policy as get_policy
+from hwmodel.reasoning.policies import Policy
+from hwmodel.reasoning.policies import policy as get_policy
 from hwmodel.schema import internal, load_toml_as, non_negative, one_of, plain, positive, sourced
 from hwmodel.specs import library
 
@@ -57,11 +59,16 @@ class Attachment:
     told_verdict: bool  # the host sends each verdict to the device over its link
 
 
-ATTACHMENTS: Mapping[str, Attachment] = MappingProxyType({a.name: a for a in (
-    Attachment("local-server", api_call=True, resident=False, told_verdict=False),
-    Attachment("remote-server", api_call=True, resident=False, told_verdict=True),
-    Attachment("host-driven", api_call=False, resident=True, told_verdict=True),
-)})
+ATTACHMENTS: Mapping[str, Attachment] = MappingProxyType(
+    {
+        a.name: a
+        for a in (
+            Attachment("local-server", api_call=True, resident=False, told_verdict=False),
+            Attachment("remote-server", api_call=True, resident=False, told_verdict=True),
+            Attachment("host-driven", api_call=False, resident=True, told_verdict=True),
+        )
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -71,8 +78,10 @@ class Roles:
     draft: str = sourced(doc="device of the draft in the baseline")
     prm: str = sourced(doc="device of the process reward model")
     target: str = sourced(doc="device of the target")
-    prompt_prefill: str = sourced(doc="device that prefills the prompt with the draft model before its KV cache "
-                                      "migrates to a resident (host-driven) draft")
+    prompt_prefill: str = sourced(
+        doc="device that prefills the prompt with the draft model before its KV cache "
+        "migrates to a resident (host-driven) draft"
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -156,8 +165,7 @@ def clear_engine_memo() -> None:
 def _device(system: ReasoningSystem, device: str, llm: str) -> Device:
     where = f"{system.origin or system.name}: devices.{device}"
     _alive[id(system)] = system
-    return _memoized(("device", id(system), device, llm),
-                     lambda: build_device(system.device(device), llm, where))
+    return _memoized(("device", id(system), device, llm), lambda: build_device(system.device(device), llm, where))
 
 
 def role_engine(system: ReasoningSystem, device: str, llm: str) -> TimedEngine:
@@ -208,23 +216,34 @@ class _PromptMigrations:
     def __call__(self, n_tokens: int) -> PromptMigration:
         m = self._memo.get(n_tokens)
         if m is None:
-            km = self.pcie.kv_migration(self.engine, self.board, n_tokens, path="host", kv_bits=self.kv_bits,
-                                        dst_link=self.dst_link)
+            km = self.pcie.kv_migration(
+                self.engine, self.board, n_tokens, path="host", kv_bits=self.kv_bits, dst_link=self.dst_link
+            )
             power = self.engine.prefill_cost(n_tokens).power_w
-            m = self._memo[n_tokens] = PromptMigration(prefill_s=km.prefill_s, prefill_power_w=float(power),
-                                                       ready_s=km.total_s, transfer_s=km.transfer_s,
-                                                       kv_bytes=km.kv_bytes)
+            m = self._memo[n_tokens] = PromptMigration(
+                prefill_s=km.prefill_s,
+                prefill_power_w=float(power),
+                ready_s=km.total_s,
+                transfer_s=km.transfer_s,
+                kv_bytes=km.kv_bytes,
+            )
         return m
 
 
-def prompt_migrations_to(system: ReasoningSystem, board: str, kv_bits: int, dst_link: str | None = None
-                         ) -> _PromptMigrations:
+def prompt_migrations_to(
+    system: ReasoningSystem, board: str, kv_bits: int, dst_link: str | None = None
+) -> _PromptMigrations:
     """The prompt-KV migrations to a draft on ``board`` (KV at ``kv_bits``, over ``dst_link``, default the board's
     host link), prefilled with the draft model on the system's prompt-prefill device (memoized)."""
+
     def make() -> _PromptMigrations:
         src = _device(system, system.roles.prompt_prefill, system.draft_llm)
-        require(src.engine, (Capability.PREFILL_TIMELINE, Capability.OP_COSTED),
-                "prompt prefill (KV migration source)", f"{system.origin or system.name}: roles.prompt_prefill")
+        require(
+            src.engine,
+            (Capability.PREFILL_TIMELINE, Capability.OP_COSTED),
+            "prompt prefill (KV migration source)",
+            f"{system.origin or system.name}: roles.prompt_prefill",
+        )
         return _PromptMigrations(src.engine, board, dst_link or library().board(board).host_link, kv_bits)
 
     src_dev = _device(system, system.roles.prompt_prefill, system.draft_llm)
@@ -235,8 +254,12 @@ def prompt_migrations(system: ReasoningSystem, draft_device: str) -> _PromptMigr
     """The prompt-KV migrations to ``draft_device``, prefilled on the system's prompt-prefill device."""
     dst = _device(system, draft_device, system.draft_llm)
     if dst.board is None:
-        raise SpecError(f"{system.origin or system.name}", f"devices.{draft_device}",
-                        "a device on an FPGA board spec, where a migrated prompt KV cache can land", draft_device)
+        raise SpecError(
+            f"{system.origin or system.name}",
+            f"devices.{draft_device}",
+            "a device on an FPGA board spec, where a migrated prompt KV cache can land",
+            draft_device,
+        )
     return prompt_migrations_to(system, dst.board, dst.kv_bits, dst.host_link)
 
 
@@ -249,15 +272,19 @@ def _kvmu_factory(capacity: int) -> Any:
 _ROLE_LABEL = {"draft": "draft", "prm": "PRM", "target": "target"}
 
 
-def build_platform(system: ReasoningSystem | str, policy: Policy | str, *, draft: str | None = None,
-                   with_kvmu: bool = True) -> Platform:
+def build_platform(
+    system: ReasoningSystem | str, policy: Policy | str, *, draft: str | None = None, with_kvmu: bool = True
+) -> Platform:
     """The devices ``policy`` runs on in ``system``, the draft on device ``draft`` (default: the policy's);
     refuses a role whose engine lacks a capability the policy needs there (module docstring)."""
     sys_ = load_system(system) if isinstance(system, str) else system
     pol = get_policy(policy) if isinstance(policy, str) else policy
     where = sys_.origin or sys_.name
-    placement = {"draft": draft or (sys_.roles.draft if pol.draft_device == "server" else pol.draft_device),
-                 "prm": sys_.roles.prm, "target": sys_.roles.target}
+    placement = {
+        "draft": draft or (sys_.roles.draft if pol.draft_device == "server" else pol.draft_device),
+        "prm": sys_.roles.prm,
+        "target": sys_.roles.target,
+    }
     llms = {"draft": sys_.draft_llm, "prm": sys_.prm_llm, "target": sys_.target_llm}
     devices = {r: _device(sys_, placement[r], llms[r]) for r in ROLES}
     engines = {r: role_engine(sys_, placement[r], llms[r]) for r in ROLES}
@@ -266,18 +293,29 @@ def build_platform(system: ReasoningSystem | str, policy: Policy | str, *, draft
     attach = ATTACHMENTS[sys_.device(placement["draft"]).attach]
     if attach.resident != pol.resident_draft:
         want = "host-driven" if pol.resident_draft else "local-server or remote-server"
-        raise SpecError(where, f"devices.{placement['draft']}.attach",
-                        f"{want} for the draft under policy '{pol.name}' (sync: {pol.sync})", attach.name)
+        raise SpecError(
+            where,
+            f"devices.{placement['draft']}.attach",
+            f"{want} for the draft under policy '{pol.name}' (sync: {pol.sync})",
+            attach.name,
+        )
     names = {r: f"{devices[r].display_name} ({_ROLE_LABEL[r]})" for r in ("prm", "target")}
-    names["draft"] = (devices["draft"].display_name if attach.resident
-                      else f"{devices['draft'].display_name} (draft)")
+    names["draft"] = devices["draft"].display_name if attach.resident else f"{devices['draft'].display_name} (draft)"
     migration = prompt_migrations(sys_, placement["draft"]) if attach.resident else None
     kvmu = _kvmu_factory(sys_.kvmu_capacity_tokens) if (attach.resident and with_kvmu) else None
     links = SystemLinks({r: devices[r].host_link for r in ROLES})
-    return Platform(draft=engines["draft"], prm=engines["prm"], target=engines["target"], links=links,
-                    device_names=names, prompt_migration=migration, prm_prefix_cache=sys_.prm_prefix_cache,
-                    api_call_overhead_s=sys_.api_call_overhead_s,
-                    draft_api_call_overhead_s=sys_.api_call_overhead_s if attach.api_call else 0.0,
-                    draft_told_verdict=attach.told_verdict, token_bytes=sys_.token_id_bytes, kvmu_factory=kvmu,
-                    description={"system": sys_.name, "policy": pol.name,
-                                 **({"draft_device": draft} if draft else {}), **names})
+    return Platform(
+        draft=engines["draft"],
+        prm=engines["prm"],
+        target=engines["target"],
+        links=links,
+        device_names=names,
+        prompt_migration=migration,
+        prm_prefix_cache=sys_.prm_prefix_cache,
+        api_call_overhead_s=sys_.api_call_overhead_s,
+        draft_api_call_overhead_s=sys_.api_call_overhead_s if attach.api_call else 0.0,
+        draft_told_verdict=attach.told_verdict,
+        token_bytes=sys_.token_id_bytes,
+        kvmu_factory=kvmu,
+        description={"system": sys_.name, "policy": pol.name, **({"draft_device": draft} if draft else {}), **names},
+    )

@@ -4,6 +4,7 @@ and the Perfetto timeline).
 A :class:`Device` refuses an activity that overlaps one already recorded: no device ever runs two things at once
 (the policies are written so that it never happens; the check makes a violation an error, not a wrong number).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -58,24 +59,30 @@ class Device:
         a policy may schedule work that starts after another activity it has not logged yet)."""
         self.record_window(start_s, end_s, end_s - start_s, phase, label, power_w)
 
-    def record_window(self, start_s: float, end_s: float, busy_s: float, phase: Phase, label: str,
-                      power_w: float) -> None:
+    def record_window(
+        self, start_s: float, end_s: float, busy_s: float, phase: Phase, label: str, power_w: float
+    ) -> None:
         """Reserve ``[start_s, end_s]`` for one activity that keeps the device busy ``busy_s`` of it (the rest is
         idle time, e.g. waiting for the next streamed token); same overlap rule as :meth:`record`."""
         if end_s < start_s - _EPS_S or busy_s > end_s - start_s + _EPS_S:
-            raise OverlapError(f"{self.name}: activity '{label}' from {start_s:.9f} s to {end_s:.9f} s cannot be "
-                               f"busy {busy_s:.9f} s")
+            raise OverlapError(
+                f"{self.name}: activity '{label}' from {start_s:.9f} s to {end_s:.9f} s cannot be busy {busy_s:.9f} s"
+            )
         if end_s <= start_s:
             return
         k = bisect.bisect_right(self._starts, start_s)
         if k > 0 and self._spans[k - 1][1] > start_s + _EPS_S:
             other = self._spans[k - 1]
-            raise OverlapError(f"{self.name} would run two things at once: '{label}' starts at {start_s:.9f} s "
-                               f"while '{other[2]}' runs from {other[0]:.9f} s until {other[1]:.9f} s")
+            raise OverlapError(
+                f"{self.name} would run two things at once: '{label}' starts at {start_s:.9f} s "
+                f"while '{other[2]}' runs from {other[0]:.9f} s until {other[1]:.9f} s"
+            )
         if k < len(self._spans) and self._spans[k][0] < end_s - _EPS_S:
             other = self._spans[k]
-            raise OverlapError(f"{self.name} would run two things at once: '{label}' runs until {end_s:.9f} s "
-                               f"while '{other[2]}' starts at {other[0]:.9f} s")
+            raise OverlapError(
+                f"{self.name} would run two things at once: '{label}' runs until {end_s:.9f} s "
+                f"while '{other[2]}' starts at {other[0]:.9f} s"
+            )
         self._starts.insert(k, start_s)
         self._spans.insert(k, (start_s, end_s, label))
         self.busy_s += busy_s

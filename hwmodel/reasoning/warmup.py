@@ -11,6 +11,7 @@ once by ``jobs`` processes, and stored in the parent's engines, which the study'
 A sample is a pure function of the engine and the context, and is stored exactly as simulated, so every time read
 from the tables -- every output -- is unchanged; a sample the plan missed is simply simulated on demand as before.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -73,12 +74,13 @@ def plan(targets: Iterable[tuple[TimedEngine, int]]) -> list[tuple[ContextSample
     return out
 
 
-def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[object] = iter(())) -> int:
+def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[object] | None = None) -> int:
     """Simulate the planned samples on ``jobs`` forked processes (in this process when ``jobs == 1``) and store
     them in the engines; returns how many samples were simulated.
 
     ``side``: this process's own work, one step per ``next``, done a step at a time as the workers' results come
     in (between two results the workers keep computing the chunks queued ahead), the rest after the last."""
+    side = iter(()) if side is None else side
     simulated = _warm(targets, jobs, side)
     for _ in side:
         pass

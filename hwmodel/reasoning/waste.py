@@ -13,6 +13,7 @@ those invalidated by a rejection, interrupted prefetches whose cache was never r
 the answer ended. This module selects, among those, the ones the paper's definition counts; the two are reported
 side by side under distinct names (``invalidated_energy_share`` vs ``discarded_energy_share``).
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -5,6 +5,7 @@ rendered to HTML (markdown-it, the CommonMark parser `rich` already depends on, 
 (Chrome-trace JSON) and waveforms (VCD) are linked by relative path with how to open them; CSV/JSON results are
 linked. A study's page section lists every file it wrote, so nothing under out/ is hidden.
 """
+
 from __future__ import annotations
 
 import base64
@@ -56,8 +57,7 @@ def _data_uri(path: Path) -> str:
     return f"data:{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
-def _markdown(text: str, base: Path | None = None, root: Path | None = None,
-              inlined: set[Path] | None = None) -> str:
+def _markdown(text: str, base: Path | None = None, root: Path | None = None, inlined: set[Path] | None = None) -> str:
     """``text`` rendered to HTML. A report's relative references are resolved from its folder ``base``: images it
     shows are embedded as data URIs (the index is one self-contained file) and recorded in ``inlined``; links to
     files are rewritten relative to the index's folder ``root``."""
@@ -77,8 +77,12 @@ def _markdown(text: str, base: Path | None = None, root: Path | None = None,
                     if inlined is not None:
                         inlined.add(target)
                 else:
-                    child.attrSet(attr, target.relative_to(root.resolve()).as_posix()
-                                  if target.is_relative_to(root.resolve()) else target.as_uri())
+                    child.attrSet(
+                        attr,
+                        target.relative_to(root.resolve()).as_posix()
+                        if target.is_relative_to(root.resolve())
+                        else target.as_uri(),
+                    )
     return md.renderer.render(tokens, md.options, {})
 
 
@@ -102,18 +106,25 @@ def _is_chrome_trace(path: Path) -> bool:
 def page(title: str, subtitle: str, body: str, nav: Sequence[tuple[str, str]] = (), script: str = "") -> str:
     """A whole self-contained page around ``body`` (HTML), with an optional inline ``script``."""
     links = "".join(f'<a href="#{html.escape(a)}">{html.escape(t)}</a>' for a, t in nav)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}"
-            f"</title><style>{STYLE}</style></head><body><header><h1>{html.escape(title)}</h1>"
-            f"<p>{html.escape(subtitle)}</p></header>" + (f"<nav>{links}</nav>" if links else "")
-            + f"<main>{body}</main>" + (f"<script>{script}</script>" if script else "") + "</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(title)}'
+        f"</title><style>{STYLE}</style></head><body><header><h1>{html.escape(title)}</h1>"
+        f"<p>{html.escape(subtitle)}</p></header>"
+        + (f"<nav>{links}</nav>" if links else "")
+        + f"<main>{body}</main>"
+        + (f"<script>{script}</script>" if script else "")
+        + "</body></html>\n"
+    )
 
 
 def study_section(study: Study, root: Path) -> str:
     """A study's section: its reports rendered, its figures shown, its timelines/waveforms/results linked."""
     anchor = html.escape(study.name)
-    parts = [f'<section class="study" id="{anchor}"><h2>{html.escape(study.name)}</h2>'
-             f"<p>{html.escape(study.description)}</p>"]
+    parts = [
+        f'<section class="study" id="{anchor}"><h2>{html.escape(study.name)}</h2>'
+        f"<p>{html.escape(study.description)}</p>"
+    ]
     files = sorted(p for p in study.folder.rglob("*") if p.is_file()) if study.folder.is_dir() else []
     if not files:
         parts.append("<p><em>This study wrote no files.</em></p></section>")
@@ -128,20 +139,24 @@ def study_section(study: Study, root: Path) -> str:
         parts.append(_figure(p))
     traces = [p for p in files if p.suffix.lower() == ".json" and _is_chrome_trace(p)]
     if traces:
-        parts.append("<h3>Timelines</h3><p>Chrome-trace JSON: open <code>https://ui.perfetto.dev</code> and drag "
-                     "the file in (or <code>chrome://tracing</code>).</p><ul>")
-        parts += [f'<li><a href="{html.escape(str(p.relative_to(root)))}">{html.escape(p.name)}</a></li>'
-                  for p in traces]
+        parts.append(
+            "<h3>Timelines</h3><p>Chrome-trace JSON: open <code>https://ui.perfetto.dev</code> and drag "
+            "the file in (or <code>chrome://tracing</code>).</p><ul>"
+        )
+        parts += [
+            f'<li><a href="{html.escape(str(p.relative_to(root)))}">{html.escape(p.name)}</a></li>' for p in traces
+        ]
         parts.append("</ul>")
     vcds = [p for p in files if p.suffix.lower() == ".vcd"]
     if vcds:
         parts.append("<h3>Waveforms</h3><p>VCD: open with GTKWave or Surfer.</p><ul>")
-        parts += [f'<li><a href="{html.escape(str(p.relative_to(root)))}">{html.escape(p.name)}</a></li>'
-                  for p in vcds]
+        parts += [f'<li><a href="{html.escape(str(p.relative_to(root)))}">{html.escape(p.name)}</a></li>' for p in vcds]
         parts.append("</ul>")
-    parts.append("<h3>All files</h3><ul class=\"files\">")
-    parts += [f'<li><a href="{html.escape(str(p.relative_to(root)))}">{html.escape(str(p.relative_to(root)))}'
-              "</a></li>" for p in files]
+    parts.append('<h3>All files</h3><ul class="files">')
+    parts += [
+        f'<li><a href="{html.escape(str(p.relative_to(root)))}">{html.escape(str(p.relative_to(root)))}</a></li>'
+        for p in files
+    ]
     parts.append("</ul></section>")
     return "".join(parts)
 
@@ -149,11 +164,12 @@ def study_section(study: Study, root: Path) -> str:
 def write_index(out_dir: Path, studies: Sequence[Study], title: str = "hwmodel reproduce") -> Path:
     """out/index.html: every study's tables, figures and links in one self-contained page."""
     out_dir = Path(out_dir)
-    body = ("<p>Every number on this page is a model output; each study's report puts the published reference "
-            "beside it, labelled fitted, predicted or leave-one-out.</p>"
-            + "".join(study_section(s, out_dir) for s in studies))
-    text = page(title, f"{len(studies)} studies, written to {out_dir}", body,
-                nav=[(s.name, s.name) for s in studies])
+    body = (
+        "<p>Every number on this page is a model output; each study's report puts the published reference "
+        "beside it, labelled fitted, predicted or leave-one-out.</p>"
+        + "".join(study_section(s, out_dir) for s in studies)
+    )
+    text = page(title, f"{len(studies)} studies, written to {out_dir}", body, nav=[(s.name, s.name) for s in studies])
     path = out_dir / "index.html"
     path.write_text(text, encoding="utf-8")
     return path

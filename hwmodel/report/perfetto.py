@@ -12,6 +12,7 @@ sees a partial overlap. :func:`check_nesting` is the rule itself; the tests run 
 
 Counters (HBM bandwidth, KVMU pointers) are 'C' events: a named series of (time, value) samples per track.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -72,13 +73,17 @@ def pack_lanes(slices: Sequence[Slice]) -> list[list[Slice]]:
     return lanes
 
 
-def chrome_trace(tracks: Mapping[str, Sequence[Slice]], process_name: str = "hwmodel",
-                 metadata: Mapping[str, Any] | None = None,
-                 counters: Mapping[str, Sequence[Counter]] | None = None) -> dict[str, Any]:
+def chrome_trace(
+    tracks: Mapping[str, Sequence[Slice]],
+    process_name: str = "hwmodel",
+    metadata: Mapping[str, Any] | None = None,
+    counters: Mapping[str, Sequence[Counter]] | None = None,
+) -> dict[str, Any]:
     """The Chrome trace JSON object: one thread per track lane (tracks in the given order), complete ('X') events,
     and one counter ('C') series per entry of ``counters``."""
-    events: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
-                                     "args": {"name": process_name}}]
+    events: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": process_name}}
+    ]
     tid = 0
     for track, slices in tracks.items():
         lanes = pack_lanes(slices) or [[]]
@@ -86,11 +91,16 @@ def chrome_trace(tracks: Mapping[str, Sequence[Slice]], process_name: str = "hwm
             tid += 1
             label = track if k == 0 else f"{track} #{k + 1}"
             events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": label}})
-            events.append({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid,
-                           "args": {"sort_index": tid}})
+            events.append({"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid, "args": {"sort_index": tid}})
             for s in lane:
-                ev: dict[str, Any] = {"name": s.name, "ph": "X", "pid": 1, "tid": tid, "ts": s.start_s * _US_PER_S,
-                                      "dur": max(0.0, s.end_s - s.start_s) * _US_PER_S}
+                ev: dict[str, Any] = {
+                    "name": s.name,
+                    "ph": "X",
+                    "pid": 1,
+                    "tid": tid,
+                    "ts": s.start_s * _US_PER_S,
+                    "dur": max(0.0, s.end_s - s.start_s) * _US_PER_S,
+                }
                 if s.category:
                     ev["cat"] = s.category
                 if s.args:
@@ -98,17 +108,28 @@ def chrome_trace(tracks: Mapping[str, Sequence[Slice]], process_name: str = "hwm
                 events.append(ev)
     for name, samples in (counters or {}).items():
         for c in samples:
-            events.append({"name": name, "ph": "C", "pid": 1, "ts": c.time_s * _US_PER_S,
-                           "args": {k: float(v) for k, v in c.values.items()}})
+            events.append(
+                {
+                    "name": name,
+                    "ph": "C",
+                    "pid": 1,
+                    "ts": c.time_s * _US_PER_S,
+                    "args": {k: float(v) for k, v in c.values.items()},
+                }
+            )
     out: dict[str, Any] = {"traceEvents": events, "displayTimeUnit": "ms"}
     if metadata:
         out["metadata"] = dict(metadata)
     return out
 
 
-def write_chrome_trace(path: Path | str, tracks: Mapping[str, Sequence[Slice]], process_name: str = "hwmodel",
-                       metadata: Mapping[str, Any] | None = None,
-                       counters: Mapping[str, Sequence[Counter]] | None = None) -> Path:
+def write_chrome_trace(
+    path: Path | str,
+    tracks: Mapping[str, Sequence[Slice]],
+    process_name: str = "hwmodel",
+    metadata: Mapping[str, Any] | None = None,
+    counters: Mapping[str, Sequence[Counter]] | None = None,
+) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     trace = chrome_trace(tracks, process_name, metadata, counters)
@@ -125,8 +146,9 @@ def check_nesting(trace: Mapping[str, Any], tolerance_us: float = 1e-6) -> list[
     for ev in trace.get("traceEvents", []):
         if ev.get("ph") == "X":
             t0 = float(ev["ts"])
-            by_thread.setdefault((ev.get("pid"), ev.get("tid")), []).append((t0, t0 + float(ev.get("dur", 0.0)),
-                                                                             str(ev.get("name", ""))))
+            by_thread.setdefault((ev.get("pid"), ev.get("tid")), []).append(
+                (t0, t0 + float(ev.get("dur", 0.0)), str(ev.get("name", "")))
+            )
     problems = []
     for key, evs in by_thread.items():
         evs.sort(key=lambda e: (e[0], -e[1]))
@@ -136,7 +158,9 @@ def check_nesting(trace: Mapping[str, Any], tolerance_us: float = 1e-6) -> list[
                 stack.pop()
             if stack and t1 > stack[-1][1] + tolerance_us:
                 p = stack[-1]
-                problems.append(f"thread {key}: '{name}' [{t0:.3f}, {t1:.3f}] us partially overlaps "
-                                f"'{p[2]}' [{p[0]:.3f}, {p[1]:.3f}] us")
+                problems.append(
+                    f"thread {key}: '{name}' [{t0:.3f}, {t1:.3f}] us partially overlaps "
+                    f"'{p[2]}' [{p[0]:.3f}, {p[1]:.3f}] us"
+                )
             stack.append((t0, t1, name))
     return problems

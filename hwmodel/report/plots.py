@@ -1,4 +1,5 @@
 """Plots (matplotlib, Agg backend): grouped bar charts in one or more panels (generic)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -6,10 +7,19 @@ from pathlib import Path
 from typing import Any
 
 
-def grouped_bars(path: Path | str, panels: Mapping[str, Mapping[str, Mapping[str, float]]], series: Sequence[str],
-                 *, ylabel: str, title: str = "", hatched: Sequence[str] = (), colors: Mapping[str, str] | None = None,
-                 reference_band: tuple[float, float, str] | None = None, band_panels: Sequence[str] | None = None,
-                 dpi: int = 150) -> Path:
+def grouped_bars(
+    path: Path | str,
+    panels: Mapping[str, Mapping[str, Mapping[str, float]]],
+    series: Sequence[str],
+    *,
+    ylabel: str,
+    title: str = "",
+    hatched: Sequence[str] = (),
+    colors: Mapping[str, str] | None = None,
+    reference_band: tuple[float, float, str] | None = None,
+    band_panels: Sequence[str] | None = None,
+    dpi: int = 150,
+) -> Path:
     """One panel per key of ``panels``; in each, one group per category and one bar per series
     (``panels[panel][category][series] = value``). Series named in ``hatched`` are drawn hatched. An optional
     horizontal ``reference_band`` (low, high, label) marks a published range, on the panels named in
@@ -29,8 +39,16 @@ def grouped_bars(path: Path | str, panels: Mapping[str, Mapping[str, Mapping[str
         for k, s in enumerate(series):
             xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(names))]
             ys = [cats[c].get(s, float("nan")) for c in names]
-            ax.bar(xs, ys, width, label=s, hatch="//" if s in hatched else None,
-                   color=(colors or {}).get(s), edgecolor="black", linewidth=0.5)
+            ax.bar(
+                xs,
+                ys,
+                width,
+                label=s,
+                hatch="//" if s in hatched else None,
+                color=(colors or {}).get(s),
+                edgecolor="black",
+                linewidth=0.5,
+            )
         if reference_band is not None and (band_panels is None or panel in band_panels):
             lo, hi, label = reference_band
             ax.axhspan(lo, hi, color="grey", alpha=0.2, label=label)

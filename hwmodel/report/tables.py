@@ -1,4 +1,5 @@
 """Tables: CSV files and Markdown tables (generic; rows are mappings or sequences)."""
+
 from __future__ import annotations
 
 import csv

@@ -24,14 +24,15 @@ wherever a cluster name does. Device and link names are checked when the cluster
 (:func:`resolve_cluster`), and each engine's capabilities against its role when the devices are built, with the
 file and field in the error.
 """
+
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from hwmodel.errors import SpecError, UnknownNameError
 from hwmodel.domains import MAX_DEVICES, device_count
+from hwmodel.errors import SpecError, UnknownNameError
 from hwmodel.schema import internal, load_toml_as, non_empty, one_of, plain, positive, sourced
 from hwmodel.specs import LinkSpec, LlmSpec, SpecLibrary, library
 
@@ -52,32 +53,41 @@ class DeviceGroup:
 
     device: str = plain(doc="GPU spec name or FPGA design name")
     count: int = plain(check=device_count)
-    engine: str | None = plain(default=None, doc="engine builder (gpu, instruction, streaming); default: inferred "
-                                                 "from the device name")
-    framework: str | None = plain(default=None, check=one_of(*GPU_FRAMEWORKS),
-                                  doc="serving framework of a GPU model (default hf)")
+    engine: str | None = plain(
+        default=None, doc="engine builder (gpu, instruction, streaming); default: inferred from the device name"
+    )
+    framework: str | None = plain(
+        default=None, check=one_of(*GPU_FRAMEWORKS), doc="serving framework of a GPU model (default hf)"
+    )
     weight_bits: int | None = plain(default=None, check=one_of(4, 8, 16), doc="GPU weight precision (default 16)")
     kv_bits: int | None = plain(default=None, check=one_of(4, 8, 16), doc="GPU KV precision (default 16)")
-    max_decode_batch: int = plain(default=1, check=positive,
-                                  doc="most requests one device decodes together (1 = batch-1 serving); > 1 needs "
-                                      "the batch-decoder capability")
-    prefetch_ratio: int | None = plain(default=None, check=positive,
-                                       doc="override an instruction design's prefetch ratio")
+    max_decode_batch: int = plain(
+        default=1,
+        check=positive,
+        doc="most requests one device decodes together (1 = batch-1 serving); > 1 needs the batch-decoder capability",
+    )
+    prefetch_ratio: int | None = plain(
+        default=None, check=positive, doc="override an instruction design's prefetch ratio"
+    )
     clock_hz: float | None = plain(default=None, check=positive, unit="Hz", doc="override an FPGA kernel clock")
     link: str | None = plain(default=None, doc="link spec to the host; default: the device's host_link")
-    decode_table: str | None = plain(default=None, check=one_of("exact", "steps"),
-                                     doc="per-context decode times: every context, or bisected steps (devices.py); "
-                                         "default: the builder's")
+    decode_table: str | None = plain(
+        default=None,
+        check=one_of("exact", "steps"),
+        doc="per-context decode times: every context, or bisected steps (devices.py); default: the builder's",
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HostSpec:
     """The node's CPU: it samples every token an FPGA decodes, from the logits the FPGA returns over PCIe."""
 
-    sampling_s_per_logit: float = sourced(check=positive, unit="s", doc="host time per vocabulary entry to "
-                                                                        "sample one token from its logits")
-    logits_bytes_per_value: int = plain(default=2, check=one_of(2, 4), unit="B",
-                                        doc="logit precision on PCIe (fp16 = 2, fp32 = 4)")
+    sampling_s_per_logit: float = sourced(
+        check=positive, unit="s", doc="host time per vocabulary entry to sample one token from its logits"
+    )
+    logits_bytes_per_value: int = plain(
+        default=2, check=one_of(2, 4), unit="B", doc="logit precision on PCIe (fp16 = 2, fp32 = 4)"
+    )
     token_id_bytes: int = plain(default=4, check=positive, unit="B", doc="a sampled token id sent back")
 
 
@@ -115,8 +125,11 @@ class ClusterSpec:
     display_name: str = plain()
     notes: str = plain(default="")
     llm: str = plain(doc="LLM spec name; its weights are replicated on every device")
-    kv_path: str = plain(default="host-staged", check=one_of(*KV_PATHS),
-                         doc="GPU -> FPGA KV migration: through host memory, or peer-to-peer")
+    kv_path: str = plain(
+        default="host-staged",
+        check=one_of(*KV_PATHS),
+        doc="GPU -> FPGA KV migration: through host memory, or peer-to-peer",
+    )
     nodes: tuple[NodeSpec, ...] = plain(check=non_empty)
     network: NetworkSpec | None = plain(default=None)
     origin: str = internal(default="")

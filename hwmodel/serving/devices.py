@@ -12,6 +12,7 @@ computed once per kind of device, not once per card; with a cache directory (:fu
 also kept on disk between runs, keyed by everything the engine's numbers depend on (the device, board and LLM
 specs, the options, and the source of the device-model code).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,7 +29,6 @@ import numpy as np
 from hwmodel.engine import Capability, Phase, has
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import LinkSpec, LlmSpec, SpecLibrary
-
 
 BATCH_GRID_TOKENS = 64  # context resolution of the batched-decode tables (see DeviceModel.decode_batch_s)
 
@@ -80,9 +80,9 @@ class DecodeTable:
         if b - a <= 1:
             return
         if self._val[a] == self._val[b]:
-            gap = ~self._have[a + 1:b]
-            self._val[a + 1:b][gap] = self._val[a]
-            self._have[a + 1:b] = True
+            gap = ~self._have[a + 1 : b]
+            self._val[a + 1 : b][gap] = self._val[a]
+            self._have[a + 1 : b] = True
             return
         m = (a + b) // 2
         self._eval(m)
@@ -106,12 +106,12 @@ class DecodeTable:
             b1 = -(-hi // g) * g
             for a in range(a0, b1, g):
                 b = a + g if self.max_ctx is None else min(a + g, self.max_ctx)
-                if b > a and not self._have[a:b + 1].all():
+                if b > a and not self._have[a : b + 1].all():
                     va, vb = self._eval(a), self._eval(b)
-                    gap = ~self._have[a + 1:b]
+                    gap = ~self._have[a + 1 : b]
                     w = np.arange(1, b - a) / (b - a)
-                    self._val[a + 1:b][gap] = (va + w * (vb - va))[gap]
-                    self._have[a + 1:b] = True
+                    self._val[a + 1 : b][gap] = (va + w * (vb - va))[gap]
+                    self._have[a + 1 : b] = True
                 elif b <= a:
                     self._eval(a)
         else:  # whole global grid intervals, so the result never depends on the order of requests
@@ -119,7 +119,7 @@ class DecodeTable:
             b1 = -(-hi // g) * g
             for a in range(a0, b1, g):
                 b = a + g if self.max_ctx is None else min(a + g, self.max_ctx)
-                if b > a and not self._have[a:b + 1].all():
+                if b > a and not self._have[a : b + 1].all():
                     self._eval(a)
                     self._eval(b)
                     self._fill_steps(a, b)
@@ -149,14 +149,14 @@ class DecodeTable:
         v = self._steps_memo.get((ctx0, n))
         if v is None:
             self._ensure(ctx0, ctx0 + n)
-            v = self._steps_memo[(ctx0, n)] = float(np.cumsum(self._val[ctx0:ctx0 + n])[-1])
+            v = self._steps_memo[(ctx0, n)] = float(np.cumsum(self._val[ctx0 : ctx0 + n])[-1])
         return v
 
     def cumulative_from(self, ctx0: int, n: int) -> np.ndarray:
         """End times of steps 1..n (relative to the start of step 1) from context ``ctx0`` (summed in order, as
         :meth:`steps_s`)."""
         self._ensure(ctx0, ctx0 + n)
-        return np.cumsum(self._val[ctx0:ctx0 + n])
+        return np.cumsum(self._val[ctx0 : ctx0 + n])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,11 +202,15 @@ class DeviceModel:
         limit = self.llm.max_position if self.max_ctx is None else min(self.max_ctx, self.llm.max_position)
         self.table = DecodeTable(self.engine.decode_s, self.decode_table, limit - 1)
         if self.max_decode_batch > 1 and not has(self.engine, Capability.BATCH_DECODER):
-            raise HwmodelError(f"{self.label}: max_decode_batch {self.max_decode_batch} needs an engine with the "
-                               "batch-decoder capability; this engine decodes one request at a time")
+            raise HwmodelError(
+                f"{self.label}: max_decode_batch {self.max_decode_batch} needs an engine with the "
+                "batch-decoder capability; this engine decodes one request at a time"
+            )
         if self.weights_bytes >= self.memory_bytes:
-            raise HwmodelError(f"{self.label}: the {self.llm.name} weights ({self.weights_bytes / 1e9:.2f} GB) do "
-                               f"not fit in its {self.memory_bytes / 1e9:.2f} GB of memory")
+            raise HwmodelError(
+                f"{self.label}: the {self.llm.name} weights ({self.weights_bytes / 1e9:.2f} GB) do "
+                f"not fit in its {self.memory_bytes / 1e9:.2f} GB of memory"
+            )
         self._power: dict[Phase, float] | None = None  # by phase, on first use (or from the disk cache)
         self._plans: dict[tuple[int, int | None], PrefillPlan] = {}
         self._batch_grid: dict[int, dict[int, float]] = {}
@@ -221,8 +225,11 @@ class DeviceModel:
         """Bytes of one request's KV cache at ``ctx_tokens`` tokens, as this device stores it (memoized)."""
         v = self._kv_memo.get(ctx_tokens)
         if v is None:
-            v = int(self.kv_bytes_fn(ctx_tokens)) if self.kv_bytes_fn is not None else \
-                self.llm.kv_bytes(ctx_tokens, self.kv_bits)
+            v = (
+                int(self.kv_bytes_fn(ctx_tokens))
+                if self.kv_bytes_fn is not None
+                else self.llm.kv_bytes(ctx_tokens, self.kv_bits)
+            )
             self._kv_memo[ctx_tokens] = v
         return v
 
@@ -235,8 +242,7 @@ class DeviceModel:
         return sum(self.kv_bytes(c) for c in final_ctxs)
 
     def fits_alone(self, ctx_tokens: int) -> bool:
-        return ctx_tokens <= self.context_limit and \
-            self.weights_bytes + self.kv_bytes(ctx_tokens) <= self.memory_bytes
+        return ctx_tokens <= self.context_limit and self.weights_bytes + self.kv_bytes(ctx_tokens) <= self.memory_bytes
 
     def _engine_prefill_s(self, n_tokens: int) -> float:
         v = self.prefill_memo.get(n_tokens)
@@ -289,8 +295,9 @@ class DeviceModel:
                 t_quant = self.kv_quant_s(read, write)
             elif self.mem_bw_bytes_per_s > 0:
                 t_quant = (read + write) / self.mem_bw_bytes_per_s
-        plan = PrefillPlan(total + layers * t_quant, tuple(e + (k + 1) * t_quant for k, e in enumerate(ends)),
-                           host_done)
+        plan = PrefillPlan(
+            total + layers * t_quant, tuple(e + (k + 1) * t_quant for k, e in enumerate(ends)), host_done
+        )
         self._plans[key] = plan
         return plan
 
@@ -384,8 +391,14 @@ def _read_table_file(path: Path, key: str) -> tuple[np.ndarray, np.ndarray, dict
         raise ValueError("decode table arrays of unequal shape or type")
     if not np.isfinite(val[have]).all() or (val[have] < 0).any():
         raise ValueError("a decode step time that is negative or not finite")
-    if pn.ndim != 1 or pn.shape != ps.shape or pn.dtype.kind != "i" or (pn < 1).any() \
-            or not np.isfinite(ps).all() or (ps < 0).any():
+    if (
+        pn.ndim != 1
+        or pn.shape != ps.shape
+        or pn.dtype.kind != "i"
+        or (pn < 1).any()
+        or not np.isfinite(ps).all()
+        or (ps < 0).any()
+    ):
         raise ValueError("prefill memo arrays of unequal shape or out-of-range values")
     if power is not None and (len(power) != len(Phase) or not all(math.isfinite(w) and w >= 0 for w in power)):
         raise ValueError("per-phase power of the wrong length or out of range")
@@ -421,8 +434,9 @@ class EngineFactory:
     def _path(self, model: DeviceModel) -> Path | None:
         if self.cache is None or model.cache_key is None:
             return None
-        digest = hashlib.sha256(repr((model.cache_key, model.decode_table, model.max_ctx,
-                                      _code_hash())).encode()).hexdigest()
+        digest = hashlib.sha256(
+            repr((model.cache_key, model.decode_table, model.max_ctx, _code_hash())).encode()
+        ).hexdigest()
         return self.cache / f"decode-{model.label}-{digest[:20]}.npz"
 
     def _load(self, model: DeviceModel) -> None:
@@ -455,17 +469,26 @@ class EngineFactory:
             if path is None:
                 continue
             val, have = model.table.snapshot()
-            if int(have.sum()) <= model.saved_contexts and len(model.prefill_memo) <= model.saved_prefills \
-                    and model.saved_power:
+            if (
+                int(have.sum()) <= model.saved_contexts
+                and len(model.prefill_memo) <= model.saved_prefills
+                and model.saved_power
+            ):
                 continue
             tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 pn = sorted(model.prefill_memo)
-                np.savez(tmp, format=np.array(TABLE_FORMAT), key=np.array(path.stem.rsplit("-", 1)[-1]),
-                         val=val, have=have, prefill_n=np.array(pn, dtype=np.int64),
-                         prefill_s=np.array([model.prefill_memo[n] for n in pn], dtype=float),
-                         power_w=np.array([model.power_w(p) for p in Phase], dtype=float))
+                np.savez(
+                    tmp,
+                    format=np.array(TABLE_FORMAT),
+                    key=np.array(path.stem.rsplit("-", 1)[-1]),
+                    val=val,
+                    have=have,
+                    prefill_n=np.array(pn, dtype=np.int64),
+                    prefill_s=np.array([model.prefill_memo[n] for n in pn], dtype=float),
+                    power_w=np.array([model.power_w(p) for p in Phase], dtype=float),
+                )
                 model.saved_power = True
                 os.replace(tmp, path)
                 model.saved_contexts = int(have.sum())

@@ -19,6 +19,7 @@ file, the field, the role, the device and the missing capability in the error):
   free); batch-decoder as well when ``max_decode_batch > 1``;
 * decode pool: decoder; prefiller as well in a cluster without any prefill pool (the decoder prefills).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -65,19 +66,28 @@ def resolve_builder(group: Any, lib: SpecLibrary, where: str, field: str) -> Bui
             raise SpecError(where, f"{field}.engine", "one of " + ", ".join(BUILDERS.names()), group.engine)
         b = BUILDERS.get(group.engine)
         if not b.knows(group.device, lib):
-            raise SpecError(where, f"{field}.device", f"a device the '{b.name}' builder knows ({b.describe})",
-                            group.device)
+            raise SpecError(
+                where, f"{field}.device", f"a device the '{b.name}' builder knows ({b.describe})", group.device
+            )
     else:
         builders = [b for _name, b in BUILDERS.items()]
         found = [b for b in builders if b.knows(group.device, lib)]
         if not found:
-            raise SpecError(where, f"{field}.device", "a GPU spec or an FPGA design name ("
-                            + "; ".join(f"{b.name}: {b.describe}" for b in builders) + ")", group.device)
+            raise SpecError(
+                where,
+                f"{field}.device",
+                "a GPU spec or an FPGA design name (" + "; ".join(f"{b.name}: {b.describe}" for b in builders) + ")",
+                group.device,
+            )
         b = found[0]
     for f in _OPTIONAL_FIELDS:
         if getattr(group, f) is not None and f not in b.fields:
-            raise SpecError(where, f"{field}.{f}", f"no {f} (the '{b.name}' builder of {group.device!r} does not "
-                            "use it)", getattr(group, f))
+            raise SpecError(
+                where,
+                f"{field}.{f}",
+                f"no {f} (the '{b.name}' builder of {group.device!r} does not use it)",
+                getattr(group, f),
+            )
     return b
 
 
@@ -96,8 +106,10 @@ def role_needs(role: str, group: Any, cluster_has_prefill_pool: bool) -> list[Ca
     if not cluster_has_prefill_pool:
         need.append(C.PREFILLER)
     if group.max_decode_batch > 1:
-        raise HwmodelError("decode-pool devices decode one request at a time (max_decode_batch = 1); put a "
-                           "batching device in the prefill pool")
+        raise HwmodelError(
+            "decode-pool devices decode one request at a time (max_decode_batch = 1); put a "
+            "batching device in the prefill pool"
+        )
     return need
 
 
@@ -130,8 +142,9 @@ def _build_gpu(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: st
     link = lib.link(group.link or spec.host_link)
     kv_bits = group.kv_bits or 16
     try:
-        engine = GpuEngine(spec, llm, framework=group.framework or "hf", weight_bits=group.weight_bits or 16,
-                           kv_bits=kv_bits)
+        engine = GpuEngine(
+            spec, llm, framework=group.framework or "hf", weight_bits=group.weight_bits or 16, kv_bits=kv_bits
+        )
     except HwmodelError as exc:
         raise SpecError(where, f"{field}.device", f"a GPU that serves {llm.name} ({exc})", group.device) from None
     rf = engine.roofline
@@ -140,14 +153,23 @@ def _build_gpu(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, field: st
         """One memory-bound kernel per layer on the GPU (the convention of interconnect.pcie.kv_migration)."""
         return rf.t_kernel_s + (read_bytes + write_bytes) / (rf.eta_bw * rf.bw_bytes_per_s)
 
-    return DeviceModel(label=spec.name, engine=engine, llm=llm, memory_bytes=spec.memory_bytes,
-                       weights_bytes=int(engine.weights_bytes), kv_bits=kv_bits, link=link,
-                       price_usd=spec.price_usd, max_decode_batch=group.max_decode_batch,
-                       mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s,
-                       padded_batch=engine.framework.kv_layout == "padded", kv_quant_s=kv_quant_s,
-                       host_sampled=False, decode_table=group.decode_table or "exact",
-                       cache_key=("gpu", repr(spec), repr(llm), group.framework or "hf", group.weight_bits or 16,
-                                  kv_bits))
+    return DeviceModel(
+        label=spec.name,
+        engine=engine,
+        llm=llm,
+        memory_bytes=spec.memory_bytes,
+        weights_bytes=int(engine.weights_bytes),
+        kv_bits=kv_bits,
+        link=link,
+        price_usd=spec.price_usd,
+        max_decode_batch=group.max_decode_batch,
+        mem_bw_bytes_per_s=spec.mem_bw_measured_bytes_per_s,
+        padded_batch=engine.framework.kv_layout == "padded",
+        kv_quant_s=kv_quant_s,
+        host_sampled=False,
+        decode_table=group.decode_table or "exact",
+        cache_key=("gpu", repr(spec), repr(llm), group.framework or "hf", group.weight_bits or 16, kv_bits),
+    )
 
 
 def _instruction_knows(name: str, lib: SpecLibrary) -> bool:
@@ -161,17 +183,31 @@ def _build_instruction(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, f
 
     design = load_design(group.device)
     if design.llm != llm.name:
-        raise SpecError(where, f"{field}.device", f"a design for the cluster's LLM {llm.name!r} (this design runs "
-                        f"{design.llm!r})", group.device)
+        raise SpecError(
+            where,
+            f"{field}.device",
+            f"a design for the cluster's LLM {llm.name!r} (this design runs {design.llm!r})",
+            group.device,
+        )
     _check_clock(design.board_spec, group, where, field)
     engine = InstructionEngine(design, prefetch_ratio=group.prefetch_ratio, clock_hz=group.clock_hz)
     board = lib.board(design.board)
-    return DeviceModel(label=group.device, engine=engine, llm=llm, memory_bytes=board.memory_bytes,
-                       weights_bytes=int(engine.weights_bytes), kv_bits=design.kv_bits,
-                       link=lib.link(group.link or board.host_link), price_usd=board.price_usd, max_decode_batch=1,
-                       kv_bytes_fn=engine.kv_bytes, host_sampled=True, decode_table=group.decode_table or "steps",
-                       prefill_grid_tokens=int(design.tiling.prefill_token_block),
-                       cache_key=("instruction", repr(engine.design), repr(board), repr(llm), engine.prefetch_ratio))
+    return DeviceModel(
+        label=group.device,
+        engine=engine,
+        llm=llm,
+        memory_bytes=board.memory_bytes,
+        weights_bytes=int(engine.weights_bytes),
+        kv_bits=design.kv_bits,
+        link=lib.link(group.link or board.host_link),
+        price_usd=board.price_usd,
+        max_decode_batch=1,
+        kv_bytes_fn=engine.kv_bytes,
+        host_sampled=True,
+        decode_table=group.decode_table or "steps",
+        prefill_grid_tokens=int(design.tiling.prefill_token_block),
+        cache_key=("instruction", repr(engine.design), repr(board), repr(llm), engine.prefetch_ratio),
+    )
 
 
 def _check_clock(board: Any, group: Any, where: str, field: str) -> None:
@@ -204,8 +240,12 @@ def _build_streaming(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, fie
         raise SpecError(where, f"{field}.device", f"a valid streaming design ({exc})", group.device) from None
     design = engine.design
     if design.llm != llm.name:
-        raise SpecError(where, f"{field}.device", f"a design for the cluster's LLM {llm.name!r} (this design runs "
-                        f"{design.llm!r})", group.device)
+        raise SpecError(
+            where,
+            f"{field}.device",
+            f"a design for the cluster's LLM {llm.name!r} (this design runs {design.llm!r})",
+            group.device,
+        )
     board = engine.board
     from fpga.streaming.lowering import quant_of
     from hwmodel.graph import resident_param_bytes
@@ -213,19 +253,48 @@ def _build_streaming(group: Any, llm: LlmSpec, lib: SpecLibrary, where: str, fie
     # every parameter of the graph under the design's quantization (packed weights, scales, biases, norm gains),
     # counted as the GPU builder counts them (hwmodel.bounds.resident_bytes)
     weights = resident_param_bytes(llm, quant_of(design)).params
-    return DeviceModel(label=group.device, engine=engine, llm=llm, memory_bytes=board.memory_bytes,
-                       weights_bytes=int(weights), kv_bits=design.kv_bits,
-                       link=lib.link(group.link or board.host_link), price_usd=board.price_usd, max_decode_batch=1,
-                       host_sampled=True, decode_table=group.decode_table or "grid", max_ctx=design.max_ctx,
-                       prefill_grid_tokens=128,
-                       cache_key=("streaming", repr(design), repr(board), repr(llm)))
+    return DeviceModel(
+        label=group.device,
+        engine=engine,
+        llm=llm,
+        memory_bytes=board.memory_bytes,
+        weights_bytes=int(weights),
+        kv_bits=design.kv_bits,
+        link=lib.link(group.link or board.host_link),
+        price_usd=board.price_usd,
+        max_decode_batch=1,
+        host_sampled=True,
+        decode_table=group.decode_table or "grid",
+        max_ctx=design.max_ctx,
+        prefill_grid_tokens=128,
+        cache_key=("streaming", repr(design), repr(board), repr(llm)),
+    )
 
 
-register_builder(Builder("gpu", _gpu_knows, _build_gpu, frozenset({"framework", "weight_bits", "kv_bits",
-                                                                   "decode_table"}),
-                         "GPU specs, gpu/devices/*.toml"))
-register_builder(Builder("instruction", _instruction_knows, _build_instruction,
-                         frozenset({"prefetch_ratio", "clock_hz", "decode_table"}),
-                         "instruction-driven designs, fpga/designs/instruction/*.toml"))
-register_builder(Builder("streaming", _streaming_knows, _build_streaming, frozenset({"clock_hz", "decode_table"}),
-                         "streaming designs, fpga/designs/*.toml"))
+register_builder(
+    Builder(
+        "gpu",
+        _gpu_knows,
+        _build_gpu,
+        frozenset({"framework", "weight_bits", "kv_bits", "decode_table"}),
+        "GPU specs, gpu/devices/*.toml",
+    )
+)
+register_builder(
+    Builder(
+        "instruction",
+        _instruction_knows,
+        _build_instruction,
+        frozenset({"prefetch_ratio", "clock_hz", "decode_table"}),
+        "instruction-driven designs, fpga/designs/instruction/*.toml",
+    )
+)
+register_builder(
+    Builder(
+        "streaming",
+        _streaming_knows,
+        _build_streaming,
+        frozenset({"clock_hz", "decode_table"}),
+        "streaming designs, fpga/designs/*.toml",
+    )
+)

@@ -12,6 +12,7 @@ Definitions (the window is from the first arrival to the last completion):
 * cost efficiency: output tokens/s per US dollar of accelerators (``price_usd`` of the GPU and board specs);
 * utilization: compute-busy time (prefill + decode) / window, per device.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -103,16 +104,28 @@ def request_arrays(result: SimResult) -> dict[str, np.ndarray]:
     """Per-request columns (arrival, prompt, output, milestones, devices, path) as numpy arrays."""
     rs = result.requests
     n = len(rs)
-    fields = {"id": ("id", np.int64), "arrival_s": ("arrival_s", float), "prompt_tokens": ("prompt_tokens", np.int64),
-              "output_tokens": ("output_tokens", np.int64), "prefill_device": ("prefill_dev", np.int64),
-              "decode_device": ("decode_dev", np.int64), "path": ("path_kind", None),
-              "t_prefill_start_s": ("t_prefill_start", float), "t_prefill_end_s": ("t_prefill_end", float),
-              "t_first_token_s": ("t_first_token", float), "t_kv_ready_s": ("t_kv_ready", float),
-              "t_decode_start_s": ("t_decode_start", float), "t_finish_s": ("t_finish", float),
-              "decode_steps_prefill_pool": ("steps_prefill_pool", np.int64),
-              "decode_steps_decode_pool": ("steps_decode_pool", np.int64), "kv_bytes_moved": ("kv_bytes_moved", np.int64)}
-    return {k: np.asarray(list(map(attrgetter(a), rs))) if dt is None else np.fromiter(map(attrgetter(a), rs), dt, n)
-            for k, (a, dt) in fields.items()}
+    fields = {
+        "id": ("id", np.int64),
+        "arrival_s": ("arrival_s", float),
+        "prompt_tokens": ("prompt_tokens", np.int64),
+        "output_tokens": ("output_tokens", np.int64),
+        "prefill_device": ("prefill_dev", np.int64),
+        "decode_device": ("decode_dev", np.int64),
+        "path": ("path_kind", None),
+        "t_prefill_start_s": ("t_prefill_start", float),
+        "t_prefill_end_s": ("t_prefill_end", float),
+        "t_first_token_s": ("t_first_token", float),
+        "t_kv_ready_s": ("t_kv_ready", float),
+        "t_decode_start_s": ("t_decode_start", float),
+        "t_finish_s": ("t_finish", float),
+        "decode_steps_prefill_pool": ("steps_prefill_pool", np.int64),
+        "decode_steps_decode_pool": ("steps_decode_pool", np.int64),
+        "kv_bytes_moved": ("kv_bytes_moved", np.int64),
+    }
+    return {
+        k: np.asarray(list(map(attrgetter(a), rs))) if dt is None else np.fromiter(map(attrgetter(a), rs), dt, n)
+        for k, (a, dt) in fields.items()
+    }
 
 
 def compute_metrics(result: SimResult) -> Metrics:
@@ -138,22 +151,48 @@ def compute_metrics(result: SimResult) -> Metrics:
         e = sum(d.phase_s[p] * m.power_w(p) for p in Phase if p is not Phase.IDLE) + idle * m.power_w(Phase.IDLE)
         energy += e
         cost += m.price_usd
-        devices.append(DeviceUse(d.name, d.role, m.label, busy / window if window > 0 else 0.0,
-                                 d.phase_s[Phase.PREFILL], d.phase_s[Phase.DECODE], d.phase_s[Phase.TRANSFER], e,
-                                 d.mem_peak, m.memory_bytes))
+        devices.append(
+            DeviceUse(
+                d.name,
+                d.role,
+                m.label,
+                busy / window if window > 0 else 0.0,
+                d.phase_s[Phase.PREFILL],
+                d.phase_s[Phase.DECODE],
+                d.phase_s[Phase.TRANSFER],
+                e,
+                d.mem_peak,
+                m.memory_bytes,
+            )
+        )
     tokens = int(out.sum())
     thr = tokens / window if window > 0 else math.inf
     moved = a["path"] != "local"
     exposed = (a["t_kv_ready_s"] - a["t_prefill_end_s"])[moved & (a["path"] != "")]
     return Metrics(
-        cluster=result.cluster, scheduler=result.scheduler, requests=len(out), window_s=window,
-        output_tokens=tokens, prompt_tokens=int(a["prompt_tokens"].sum()), throughput_tok_per_s=thr,
+        cluster=result.cluster,
+        scheduler=result.scheduler,
+        requests=len(out),
+        window_s=window,
+        output_tokens=tokens,
+        prompt_tokens=int(a["prompt_tokens"].sum()),
+        throughput_tok_per_s=thr,
         total_throughput_tok_per_s=(tokens + int(a["prompt_tokens"].sum())) / window if window > 0 else math.inf,
         request_rate_per_s=len(out) / window if window > 0 else math.inf,
-        ttft_s=Dist.of(ttft), tpot_s=Dist.of(tpot[multi]), e2e_s=Dist.of(e2e),
-        slo_ttft_s=slo.ttft_s, slo_tpot_s=slo.tpot_s, slo_attainment=float(good.mean()),
+        ttft_s=Dist.of(ttft),
+        tpot_s=Dist.of(tpot[multi]),
+        e2e_s=Dist.of(e2e),
+        slo_ttft_s=slo.ttft_s,
+        slo_tpot_s=slo.tpot_s,
+        slo_attainment=float(good.mean()),
         goodput_req_per_s=float(good.sum()) / window if window > 0 else math.inf,
-        energy_j=energy, energy_per_token_j=energy / tokens, cost_usd=cost, tok_per_s_per_usd=thr / cost,
-        decode_tokens_prefill_pool=int(a["decode_steps_prefill_pool"].sum()), decode_tokens_decode_pool=int(a["decode_steps_decode_pool"].sum()),
+        energy_j=energy,
+        energy_per_token_j=energy / tokens,
+        cost_usd=cost,
+        tok_per_s_per_usd=thr / cost,
+        decode_tokens_prefill_pool=int(a["decode_steps_prefill_pool"].sum()),
+        decode_tokens_decode_pool=int(a["decode_steps_decode_pool"].sum()),
         kv_migrations=dict(sorted(Counter(str(p) for p in a["path"][moved]).items())),
-        kv_exposed_s=Dist.of(exposed), devices=tuple(devices))
+        kv_exposed_s=Dist.of(exposed),
+        devices=tuple(devices),
+    )

@@ -16,6 +16,7 @@ Distributions: no public serving trace's length statistics were found with a pri
 so the distributions are log-normal laws whose medians and spreads are **assumptions** (stated in
 :data:`DISTRIBUTIONS`), not fits to a trace.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,10 @@ from hwmodel.serving.study import PUBLISHED, with_prefetch
 from hwmodel.specs import library
 from hwmodel.workload.requests import parse_length, poisson_stream
 
-PUBLISHED_SOURCE = ("GLITCHES (IEEE HPEC 2024): A100 + 7 x U280 vs 8 x A100, LLaMA2-7B, 'average system throughput' "
-                    "over unstated workloads (shared/MISSION.md B; shared/research/measurements.md s4)")
+PUBLISHED_SOURCE = (
+    "GLITCHES (IEEE HPEC 2024): A100 + 7 x U280 vs 8 x A100, LLaMA2-7B, 'average system throughput' "
+    "over unstated workloads (shared/MISSION.md B; shared/research/measurements.md s4)"
+)
 
 # config key -> (cluster, FPGA prefetch ratio or None for the design's own)
 CONFIGS: dict[str, tuple[str, int | None]] = {
@@ -58,41 +61,73 @@ PROMPTS = (128, 256, 512, 1024, 1536, 2048, 3072)
 OUTPUTS = (128, 256, 512, 1024)
 DISTRIBUTIONS: dict[str, tuple[str, str, str]] = {
     # label -> (prompt law, output law, what it stands for); medians and sigmas are assumptions, not trace fits
-    "lognormal-long": ("lognormal:1024:0.6:3072", "lognormal:256:0.8:1024",
-                       "long prompts, medium outputs (median 1,024 + 256; assumed)"),
-    "lognormal-short": ("lognormal:256:1.0:3072", "lognormal:128:0.8:1024",
-                        "short chat-like prompts and outputs (median 256 + 128; assumed)"),
+    "lognormal-long": (
+        "lognormal:1024:0.6:3072",
+        "lognormal:256:0.8:1024",
+        "long prompts, medium outputs (median 1,024 + 256; assumed)",
+    ),
+    "lognormal-short": (
+        "lognormal:256:1.0:3072",
+        "lognormal:128:0.8:1024",
+        "short chat-like prompts and outputs (median 256 + 128; assumed)",
+    ),
 }
 PUBLISHED_POINT = (1536, 512)
 
 
-def grid(prompts: Sequence[int] = PROMPTS, outputs: Sequence[int] = OUTPUTS,
-         max_context: int = 4096) -> list[tuple[int, int]]:
+def grid(
+    prompts: Sequence[int] = PROMPTS, outputs: Sequence[int] = OUTPUTS, max_context: int = 4096
+) -> list[tuple[int, int]]:
     """(prompt, output) pairs whose final context (prompt + output - 1) fits the model."""
     return [(p, o) for p in prompts for o in outputs if p + o - 1 <= max_context - 1]
 
 
-def points(requests: int = 400, seed: int = 0, configs: Sequence[str] = tuple(CONFIGS),
-           prompts: Sequence[int] = PROMPTS, outputs: Sequence[int] = OUTPUTS,
-           distributions: Sequence[str] = tuple(DISTRIBUTIONS)) -> list[dict[str, Any]]:
+def points(
+    requests: int = 400,
+    seed: int = 0,
+    configs: Sequence[str] = tuple(CONFIGS),
+    prompts: Sequence[int] = PROMPTS,
+    outputs: Sequence[int] = OUTPUTS,
+    distributions: Sequence[str] = tuple(DISTRIBUTIONS),
+) -> list[dict[str, Any]]:
     """Every (config, workload) point of the study, as plain JSON-serializable dicts."""
     llm = library().llm(load_cluster(ALL_CONFIGS[configs[0]][0]).llm)
-    work = [{"workload": f"{p}+{o}", "prompt": f"fixed:{p}", "output": f"fixed:{o}", "kind": "grid"}
-            for p, o in grid(prompts, outputs, llm.max_position)]
+    work = [
+        {"workload": f"{p}+{o}", "prompt": f"fixed:{p}", "output": f"fixed:{o}", "kind": "grid"}
+        for p, o in grid(prompts, outputs, llm.max_position)
+    ]
     if PUBLISHED_POINT not in grid(prompts, outputs, llm.max_position):
         p, o = PUBLISHED_POINT
         work.append({"workload": f"{p}+{o}", "prompt": f"fixed:{p}", "output": f"fixed:{o}", "kind": "published"})
-    work += [{"workload": d, "prompt": DISTRIBUTIONS[d][0], "output": DISTRIBUTIONS[d][1], "kind": "distribution"}
-             for d in distributions]
-    return [{"config": c, "cluster": ALL_CONFIGS[c][0], "prefetch": ALL_CONFIGS[c][1], "requests": requests,
-             "seed": seed, **w} for w in work for c in configs]
+    work += [
+        {"workload": d, "prompt": DISTRIBUTIONS[d][0], "output": DISTRIBUTIONS[d][1], "kind": "distribution"}
+        for d in distributions
+    ]
+    return [
+        {
+            "config": c,
+            "cluster": ALL_CONFIGS[c][0],
+            "prefetch": ALL_CONFIGS[c][1],
+            "requests": requests,
+            "seed": seed,
+            **w,
+        }
+        for w in work
+        for c in configs
+    ]
 
 
 def decoder_points(requests: int = 400, seed: int = 0) -> list[dict[str, Any]]:
     """The decoder-style comparison: the published workload and the long log-normal mix, for every config of
     :data:`DECODER_CONFIGS`."""
-    return points(requests, seed, tuple(DECODER_CONFIGS), prompts=(PUBLISHED_POINT[0],), outputs=(PUBLISHED_POINT[1],),
-                  distributions=("lognormal-long",))
+    return points(
+        requests,
+        seed,
+        tuple(DECODER_CONFIGS),
+        prompts=(PUBLISHED_POINT[0],),
+        outputs=(PUBLISHED_POINT[1],),
+        distributions=("lognormal-long",),
+    )
 
 
 _FACTORY: EngineFactory | None = None
@@ -113,17 +148,30 @@ def run_point(point: dict[str, Any], factory: DeviceFactory | None = None) -> di
     if point.get("prefetch"):
         spec = with_prefetch(spec, int(point["prefetch"]))
     cluster = resolve_cluster(spec)
-    reqs = poisson_stream(int(point["requests"]), math.inf, parse_length(point["prompt"], "prompt"),
-                          parse_length(point["output"], "output"), int(point["seed"]))
+    reqs = poisson_stream(
+        int(point["requests"]),
+        math.inf,
+        parse_length(point["prompt"], "prompt"),
+        parse_length(point["output"], "output"),
+        int(point["seed"]),
+    )
     fac = factory or shared_factory()
     m = compute_metrics(simulate(cluster, reqs, "fcfs", factory=fac))
     if factory is None:
         fac.save()  # type: ignore[attr-defined]
-    return {"config": point["config"], "workload": point["workload"], "kind": point["kind"],
-            "cluster": m.cluster, "throughput_tok_per_s": m.throughput_tok_per_s, "cost_usd": m.cost_usd,
-            "tok_per_s_per_usd": m.tok_per_s_per_usd, "energy_per_token_j": m.energy_per_token_j,
-            "request_rate_per_s": m.request_rate_per_s,
-            "mean_prompt_tokens": m.prompt_tokens / m.requests, "mean_output_tokens": m.output_tokens / m.requests}
+    return {
+        "config": point["config"],
+        "workload": point["workload"],
+        "kind": point["kind"],
+        "cluster": m.cluster,
+        "throughput_tok_per_s": m.throughput_tok_per_s,
+        "cost_usd": m.cost_usd,
+        "tok_per_s_per_usd": m.tok_per_s_per_usd,
+        "energy_per_token_j": m.energy_per_token_j,
+        "request_rate_per_s": m.request_rate_per_s,
+        "mean_prompt_tokens": m.prompt_tokens / m.requests,
+        "mean_output_tokens": m.output_tokens / m.requests,
+    }
 
 
 def use_factory(factory: EngineFactory) -> None:
@@ -132,9 +180,15 @@ def use_factory(factory: EngineFactory) -> None:
     _FACTORY = factory
 
 
-def run(pts: Sequence[dict[str, Any]], progress: Callable[[int, int, dict[str, Any]], None] | None = None,
-        factory: DeviceFactory | None = None, *, journal: Path | None = None, workers: int = 1,
-        scheduler: str | None = None) -> list[dict[str, Any]]:
+def run(
+    pts: Sequence[dict[str, Any]],
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    factory: DeviceFactory | None = None,
+    *,
+    journal: Path | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
+) -> list[dict[str, Any]]:
     """Every point in order; the results do not depend on the order or on who runs them. With a ``journal`` (or
     several ``workers``, or a Dask ``scheduler``) the points run on the project's study runner
     (:mod:`hwmodel.studies.runner`): each finished point is journaled, a killed run resumes where it stopped and
@@ -156,8 +210,16 @@ def run(pts: Sequence[dict[str, Any]], progress: Callable[[int, int, dict[str, A
                 progress(done[0], len(pts), pts[min(done[0], len(pts) - 1)])
             done[0] += 1
 
-        res = run_points("hwmodel.serving.mix:run_point", list(zip(keys, pts)), journal=journal, fingerprint=fp,
-                         workers=workers, scheduler=scheduler, start_method="fork", on_result=tick)
+        res = run_points(
+            "hwmodel.serving.mix:run_point",
+            list(zip(keys, pts)),
+            journal=journal,
+            fingerprint=fp,
+            workers=workers,
+            scheduler=scheduler,
+            start_method="fork",
+            on_result=tick,
+        )
         return [res.results[k] for k in keys]
     out = []
     for i, p in enumerate(pts):
@@ -172,13 +234,20 @@ def prices(gpu: str = "a100-40gb", board: str = "u280") -> dict[str, Any]:
     """Card prices from the specs, with their sources (all street/list prices flagged [M]: assumptions)."""
     lib = library()
     g, b = lib.gpu(gpu), lib.board(board)
-    return {"gpu": gpu, "fpga": board, "gpu_usd": g.price_usd, "fpga_usd": b.price_usd,
-            "gpu_source": g.source_of("price_usd"), "fpga_source": b.source_of("price_usd"),
-            "fpga_to_gpu": b.price_usd / g.price_usd}
+    return {
+        "gpu": gpu,
+        "fpga": board,
+        "gpu_usd": g.price_usd,
+        "fpga_usd": b.price_usd,
+        "gpu_source": g.source_of("price_usd"),
+        "fpga_source": b.source_of("price_usd"),
+        "fpga_to_gpu": b.price_usd / g.price_usd,
+    }
 
 
-def break_even_price_ratio(throughput_ratio: float, cost_efficiency_ratio: float, n_fpga: int = 7,
-                           n_gpu_hybrid: int = 1, n_gpu_base: int = 8) -> float:
+def break_even_price_ratio(
+    throughput_ratio: float, cost_efficiency_ratio: float, n_fpga: int = 7, n_gpu_hybrid: int = 1, n_gpu_base: int = 8
+) -> float:
     """The FPGA/GPU price ratio r at which a hybrid with ``throughput_ratio`` the baseline's throughput has
     ``cost_efficiency_ratio`` its cost efficiency: T x n_base / (n_hybrid + n_fpga r) = CE, so
     r = (T n_base / CE - n_hybrid) / n_fpga (accelerator prices only, as the published comparison)."""
@@ -200,10 +269,17 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
             r = by.get((c, w))
             if r is None:
                 continue
-            rows.append({"workload": w, "kind": kinds[w], "config": c, "throughput_tok_per_s": r["throughput_tok_per_s"],
-                         "throughput_ratio": r["throughput_tok_per_s"] / base["throughput_tok_per_s"],
-                         "cost_efficiency_ratio": r["tok_per_s_per_usd"] / base["tok_per_s_per_usd"],
-                         "energy_per_token_ratio": r["energy_per_token_j"] / base["energy_per_token_j"]})
+            rows.append(
+                {
+                    "workload": w,
+                    "kind": kinds[w],
+                    "config": c,
+                    "throughput_tok_per_s": r["throughput_tok_per_s"],
+                    "throughput_ratio": r["throughput_tok_per_s"] / base["throughput_tok_per_s"],
+                    "cost_efficiency_ratio": r["tok_per_s_per_usd"] / base["tok_per_s_per_usd"],
+                    "energy_per_token_ratio": r["energy_per_token_j"] / base["energy_per_token_j"],
+                }
+            )
     pr = prices()
     averages = {}
     grid_w = [w for w in workloads if kinds[w] == "grid"]
@@ -215,32 +291,56 @@ def summarize(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ce_mean = sum(x["cost_efficiency_ratio"] for x in sel) / len(sel)
         tot = sum(by[(c, w)]["throughput_tok_per_s"] for w in grid_w if (c, w) in by)
         tot_base = sum(by[(BASELINE, w)]["throughput_tok_per_s"] for w in grid_w if (c, w) in by)
-        averages[c] = {"points": len(sel), "mean_throughput_ratio": t_mean, "mean_cost_efficiency_ratio": ce_mean,
-                       "ratio_of_mean_throughputs": tot / tot_base,
-                       "geomean_throughput_ratio": math.exp(sum(math.log(x["throughput_ratio"]) for x in sel)
-                                                            / len(sel))}
+        averages[c] = {
+            "points": len(sel),
+            "mean_throughput_ratio": t_mean,
+            "mean_cost_efficiency_ratio": ce_mean,
+            "ratio_of_mean_throughputs": tot / tot_base,
+            "geomean_throughput_ratio": math.exp(sum(math.log(x["throughput_ratio"]) for x in sel) / len(sel)),
+        }
     hybrid = [c for c in configs if c.startswith("gpu+7xfpga")]
     break_even = []
     for c in hybrid:
-        cases = [(f"grid mean ({averages[c]['points']} points)", averages[c]["mean_throughput_ratio"])] \
-            if c in averages else []
-        cases += [(x["workload"], x["throughput_ratio"]) for x in rows
-                  if x["config"] == c and x["kind"] in ("distribution", "published")
-                  or (x["config"] == c and x["workload"] == f"{PUBLISHED_POINT[0]}+{PUBLISHED_POINT[1]}")]
+        cases = (
+            [(f"grid mean ({averages[c]['points']} points)", averages[c]["mean_throughput_ratio"])]
+            if c in averages
+            else []
+        )
+        cases += [
+            (x["workload"], x["throughput_ratio"])
+            for x in rows
+            if x["config"] == c
+            and x["kind"] in ("distribution", "published")
+            or (x["config"] == c and x["workload"] == f"{PUBLISHED_POINT[0]}+{PUBLISHED_POINT[1]}")
+        ]
         for label, t in dict.fromkeys(cases):
-            break_even.append({"config": c, "workload": label, "throughput_ratio": t,
-                               "published_cost_efficiency_ratio": PUBLISHED["cost_efficiency_ratio"],
-                               "break_even_fpga_to_gpu_price": break_even_price_ratio(
-                                   t, PUBLISHED["cost_efficiency_ratio"]),
-                               "spec_fpga_to_gpu_price": pr["fpga_to_gpu"]})
-    return {"rows": rows, "averages": averages, "prices": pr, "break_even": break_even,
-            "published": {"throughput_ratio": PUBLISHED["throughput_ratio"],
-                          "cost_efficiency_ratio": PUBLISHED["cost_efficiency_ratio"], "source": PUBLISHED_SOURCE},
-            "distributions": {k: {"prompt": v[0], "output": v[1], "what": v[2]} for k, v in DISTRIBUTIONS.items()}}
+            break_even.append(
+                {
+                    "config": c,
+                    "workload": label,
+                    "throughput_ratio": t,
+                    "published_cost_efficiency_ratio": PUBLISHED["cost_efficiency_ratio"],
+                    "break_even_fpga_to_gpu_price": break_even_price_ratio(t, PUBLISHED["cost_efficiency_ratio"]),
+                    "spec_fpga_to_gpu_price": pr["fpga_to_gpu"],
+                }
+            )
+    return {
+        "rows": rows,
+        "averages": averages,
+        "prices": pr,
+        "break_even": break_even,
+        "published": {
+            "throughput_ratio": PUBLISHED["throughput_ratio"],
+            "cost_efficiency_ratio": PUBLISHED["cost_efficiency_ratio"],
+            "source": PUBLISHED_SOURCE,
+        },
+        "distributions": {k: {"prompt": v[0], "output": v[1], "what": v[2]} for k, v in DISTRIBUTIONS.items()},
+    }
 
 
-def heatmap(summary: dict[str, Any], path: Path, configs: Sequence[str] = ("8xfpga", "gpu+7xfpga", "8xfpga/k4",
-                                                                             "gpu+7xfpga/k4")) -> Path:
+def heatmap(
+    summary: dict[str, Any], path: Path, configs: Sequence[str] = ("8xfpga", "gpu+7xfpga", "8xfpga/k4", "gpu+7xfpga/k4")
+) -> Path:
     """Throughput ratio vs 8 x GPU over the prompt x output grid, one panel per config (PNG)."""
     import matplotlib
 

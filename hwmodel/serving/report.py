@@ -3,6 +3,7 @@ throughput-vs-load PNG and a Perfetto (Chrome trace JSON) timeline of device act
 trace format come from the shared :mod:`hwmodel.report`; what is specific to serving (which columns, which
 tracks, the load plot) lives here.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,18 +43,38 @@ def metrics_table(rows: Sequence[tuple[str, Metrics]], title: str) -> Any:
     from rich.table import Table
 
     t = Table(title=title)
-    for col in ("run", "tok/s", "req/s", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "SLO ok", "goodput req/s",
-                "J/token", "cost k$", "tok/s per k$", "util prefill/decode pool", "decoded by prefill pool"):
+    for col in (
+        "run",
+        "tok/s",
+        "req/s",
+        "TTFT p50/p99 (ms)",
+        "TPOT p50/p99 (ms)",
+        "SLO ok",
+        "goodput req/s",
+        "J/token",
+        "cost k$",
+        "tok/s per k$",
+        "util prefill/decode pool",
+        "decoded by prefill pool",
+    ):
         t.add_column(col, justify="left" if col == "run" else "right")
     for label, m in rows:
         u = m.mean_utilization
         dec = m.decode_tokens_prefill_pool + m.decode_tokens_decode_pool
-        t.add_row(label, f"{m.throughput_tok_per_s:.1f}", f"{m.request_rate_per_s:.3f}",
-                  f"{_ms(m.ttft_s.p50)} / {_ms(m.ttft_s.p99)}", f"{_ms(m.tpot_s.p50)} / {_ms(m.tpot_s.p99)}",
-                  f"{m.slo_attainment:.0%}", f"{m.goodput_req_per_s:.3f}", f"{m.energy_per_token_j:.2f}",
-                  f"{m.cost_usd / 1e3:.1f}", f"{m.tok_per_s_per_usd * 1e3:.2f}",
-                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("prefill", "decode")),
-                  f"{m.decode_tokens_prefill_pool / dec:.0%}" if dec else "-")
+        t.add_row(
+            label,
+            f"{m.throughput_tok_per_s:.1f}",
+            f"{m.request_rate_per_s:.3f}",
+            f"{_ms(m.ttft_s.p50)} / {_ms(m.ttft_s.p99)}",
+            f"{_ms(m.tpot_s.p50)} / {_ms(m.tpot_s.p99)}",
+            f"{m.slo_attainment:.0%}",
+            f"{m.goodput_req_per_s:.3f}",
+            f"{m.energy_per_token_j:.2f}",
+            f"{m.cost_usd / 1e3:.1f}",
+            f"{m.tok_per_s_per_usd * 1e3:.2f}",
+            " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("prefill", "decode")),
+            f"{m.decode_tokens_prefill_pool / dec:.0%}" if dec else "-",
+        )
     return t
 
 
@@ -64,9 +85,17 @@ def device_table(m: Metrics, title: str) -> Any:
     for col in ("device", "model", "util", "prefill s", "decode s", "KV in s", "energy kJ", "peak mem GB", "mem GB"):
         t.add_column(col, justify="left" if col in ("device", "model") else "right")
     for d in m.devices:
-        t.add_row(d.name, d.model, f"{d.utilization:.1%}", f"{d.prefill_s:.1f}", f"{d.decode_s:.1f}",
-                  f"{d.transfer_s:.2f}", f"{d.energy_j / 1e3:.1f}", f"{d.peak_memory_bytes / 1e9:.2f}",
-                  f"{d.memory_bytes / 1e9:.2f}")
+        t.add_row(
+            d.name,
+            d.model,
+            f"{d.utilization:.1%}",
+            f"{d.prefill_s:.1f}",
+            f"{d.decode_s:.1f}",
+            f"{d.transfer_s:.2f}",
+            f"{d.energy_j / 1e3:.1f}",
+            f"{d.peak_memory_bytes / 1e9:.2f}",
+            f"{d.memory_bytes / 1e9:.2f}",
+        )
     return t
 
 
@@ -74,17 +103,33 @@ def headline_table(study: dict[str, Any], title: str) -> Any:
     from rich.table import Table
 
     t = Table(title=title)
-    for col in ("node", "tok/s", "cost k$", "tok/s per k$", "J/token", "throughput vs 8xGPU", "published",
-                "cost eff. vs 8xGPU", "published"):
+    for col in (
+        "node",
+        "tok/s",
+        "cost k$",
+        "tok/s per k$",
+        "J/token",
+        "throughput vs 8xGPU",
+        "published",
+        "cost eff. vs 8xGPU",
+        "published",
+    ):
         t.add_column(col, justify="left" if col == "node" else "right")
-    for key, row in study["rows"].items():
+    for _key, row in study["rows"].items():
         m = row["metrics"]
         pub_t = row.get("published_throughput_ratio")
         pub_c = row.get("published_cost_efficiency_ratio")
-        t.add_row(m.cluster, f"{m.throughput_tok_per_s:.1f}", f"{m.cost_usd / 1e3:.1f}",
-                  f"{m.tok_per_s_per_usd * 1e3:.2f}", f"{m.energy_per_token_j:.2f}",
-                  f"{row['throughput_ratio']:.2f}x", f"{pub_t:.2f}x" if pub_t else "-",
-                  f"{row['cost_efficiency_ratio']:.2f}x", f"{pub_c:.2f}x" if pub_c else "-")
+        t.add_row(
+            m.cluster,
+            f"{m.throughput_tok_per_s:.1f}",
+            f"{m.cost_usd / 1e3:.1f}",
+            f"{m.tok_per_s_per_usd * 1e3:.2f}",
+            f"{m.energy_per_token_j:.2f}",
+            f"{row['throughput_ratio']:.2f}x",
+            f"{pub_t:.2f}x" if pub_t else "-",
+            f"{row['cost_efficiency_ratio']:.2f}x",
+            f"{pub_c:.2f}x" if pub_c else "-",
+        )
     return t
 
 
@@ -92,17 +137,32 @@ def beyond_table(rows: Sequence[dict[str, Any]], title: str) -> Any:
     from rich.table import Table
 
     t = Table(title=title)
-    for col in ("cluster", "KV path", "sat. tok/s", "tok/s per k$", "util prefill/decode pool", "load req/s",
-                "TTFT p50/p90 (ms)", "KV exposed p50/max (ms)", "migrations at load"):
+    for col in (
+        "cluster",
+        "KV path",
+        "sat. tok/s",
+        "tok/s per k$",
+        "util prefill/decode pool",
+        "load req/s",
+        "TTFT p50/p90 (ms)",
+        "KV exposed p50/max (ms)",
+        "migrations at load",
+    ):
         t.add_column(col, justify="left" if col in ("cluster", "KV path", "migrations at load") else "right")
     for r in rows:
         m, a = r["metrics"], r["at_load"]
         u = m.mean_utilization
-        t.add_row(r["cluster"], r["kv_path"], f"{m.throughput_tok_per_s:.1f}", f"{m.tok_per_s_per_usd * 1e3:.2f}",
-                  " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("prefill", "decode")),
-                  f"{r['offered_req_per_s']:.3f}", f"{_ms(a.ttft_s.p50)} / {_ms(a.ttft_s.p90)}",
-                  f"{_ms(a.kv_exposed_s.p50)} / {_ms(a.kv_exposed_s.max)}",
-                  ", ".join(f"{k} {v}" for k, v in a.kv_migrations.items()))
+        t.add_row(
+            r["cluster"],
+            r["kv_path"],
+            f"{m.throughput_tok_per_s:.1f}",
+            f"{m.tok_per_s_per_usd * 1e3:.2f}",
+            " / ".join(f"{u[k]:.0%}" if k in u else "-" for k in ("prefill", "decode")),
+            f"{r['offered_req_per_s']:.3f}",
+            f"{_ms(a.ttft_s.p50)} / {_ms(a.ttft_s.p90)}",
+            f"{_ms(a.kv_exposed_s.p50)} / {_ms(a.kv_exposed_s.max)}",
+            ", ".join(f"{k} {v}" for k, v in a.kv_migrations.items()),
+        )
     return t
 
 
@@ -150,18 +210,32 @@ def perfetto_trace(result: SimResult, path: Path, max_requests: int | None = Non
     kv_track: dict[int, str] = {}
     for d in result.devices:
         name = f"{d.name} ({d.model.label})"
-        tracks[name] = [Slice(start, end, f"{kind} r{ids[0]}" + (f" +{len(ids) - 1}" if len(ids) > 1 else ""),
-                              kind, {"requests": list(ids)})
-                        for start, end, kind, ids in d.segments if keep is None or keep.intersection(ids)]
+        tracks[name] = [
+            Slice(
+                start,
+                end,
+                f"{kind} r{ids[0]}" + (f" +{len(ids) - 1}" if len(ids) > 1 else ""),
+                kind,
+                {"requests": list(ids)},
+            )
+            for start, end, kind, ids in d.segments
+            if keep is None or keep.intersection(ids)
+        ]
         if d.role == "decode":
             kv_track[d.index] = f"{d.name} KV in"
             tracks[kv_track[d.index]] = []
     for rs in result.requests:
         if rs.path_kind in ("", "local") or (keep is not None and rs.id not in keep):
             continue
-        tracks[kv_track[rs.decode_dev]].append(Slice(rs.t_prefill_start, rs.t_kv_ready,
-                                                     f"KV r{rs.id} ({rs.path_kind})", "transfer",
-                                                     {"bytes": rs.kv_bytes_moved}))
+        tracks[kv_track[rs.decode_dev]].append(
+            Slice(
+                rs.t_prefill_start,
+                rs.t_kv_ready,
+                f"KV r{rs.id} ({rs.path_kind})",
+                "transfer",
+                {"bytes": rs.kv_bytes_moved},
+            )
+        )
     return write_chrome_trace(path, tracks, process_name=f"serving: {result.cluster} ({result.scheduler})")
 
 
@@ -175,47 +249,122 @@ def glitches_markdown(result: dict[str, Any]) -> str:
         for row in h["rows"].values():
             m = row["metrics"]
             pub_t, pub_c = row.get("published_throughput_ratio"), row.get("published_cost_efficiency_ratio")
-            rows.append([m.cluster, f"{m.throughput_tok_per_s:.1f}", f"{m.cost_usd / 1e3:.1f}",
-                         f"{m.tok_per_s_per_usd * 1e3:.2f}", f"{m.energy_per_token_j:.2f}",
-                         f"{row['throughput_ratio']:.2f}x" + (f" ({pub_t:.2f}x)" if pub_t else ""),
-                         f"{row['cost_efficiency_ratio']:.2f}x" + (f" ({pub_c:.2f}x)" if pub_c else "")])
+            rows.append(
+                [
+                    m.cluster,
+                    f"{m.throughput_tok_per_s:.1f}",
+                    f"{m.cost_usd / 1e3:.1f}",
+                    f"{m.tok_per_s_per_usd * 1e3:.2f}",
+                    f"{m.energy_per_token_j:.2f}",
+                    f"{row['throughput_ratio']:.2f}x" + (f" ({pub_t:.2f}x)" if pub_t else ""),
+                    f"{row['cost_efficiency_ratio']:.2f}x" + (f" ({pub_c:.2f}x)" if pub_c else ""),
+                ]
+            )
         out.append(f"## 8-card node, {h['gpu']}\n")
-        out.append(markdown_table(["node", "tok/s", "cost k$", "tok/s per k$", "J/token",
-                                   "throughput vs 8xGPU (published)", "cost eff. vs 8xGPU (published)"], rows))
-        out.append(f"\nA U280 at ${h['implied_fpga_price_usd']:,.0f} would give the published 2.38x cost efficiency at "
-                   "the ratio-1 throughput ratio"
-                   + (f" (${h['implied_fpga_price_usd_prefetch']:,.0f} at the prefetch k={h['prefetch_ratio']} one)"
-                      if "prefetch_ratio" in h else "") + ". Rows `/k4` run the U280s with GLITCHES's prefetching "
-                   "(its measured 21.50 ms/token is without it).\n")
+        out.append(
+            markdown_table(
+                [
+                    "node",
+                    "tok/s",
+                    "cost k$",
+                    "tok/s per k$",
+                    "J/token",
+                    "throughput vs 8xGPU (published)",
+                    "cost eff. vs 8xGPU (published)",
+                ],
+                rows,
+            )
+        )
+        out.append(
+            f"\nA U280 at ${h['implied_fpga_price_usd']:,.0f} would give the published 2.38x cost efficiency at "
+            "the ratio-1 throughput ratio"
+            + (
+                f" (${h['implied_fpga_price_usd_prefetch']:,.0f} at the prefetch k={h['prefetch_ratio']} one)"
+                if "prefetch_ratio" in h
+                else ""
+            )
+            + ". Rows `/k4` run the U280s with GLITCHES's prefetching "
+            "(its measured 21.50 ms/token is without it).\n"
+        )
     rows = []
     for r in result["beyond"]:
         m, a = r["metrics"], r["at_load"]
-        rows.append([r["cluster"], r["kv_path"], f"{m.throughput_tok_per_s:.1f}", f"{r['offered_req_per_s']:.3f}",
-                     f"{_ms(a.ttft_s.p50)} / {_ms(a.ttft_s.p90)}",
-                     f"{_ms(a.kv_exposed_s.p50)} / {_ms(a.kv_exposed_s.max)}",
-                     ", ".join(f"{k} {v}" for k, v in a.kv_migrations.items())])
+        rows.append(
+            [
+                r["cluster"],
+                r["kv_path"],
+                f"{m.throughput_tok_per_s:.1f}",
+                f"{r['offered_req_per_s']:.3f}",
+                f"{_ms(a.ttft_s.p50)} / {_ms(a.ttft_s.p90)}",
+                f"{_ms(a.kv_exposed_s.p50)} / {_ms(a.kv_exposed_s.max)}",
+                ", ".join(f"{k} {v}" for k, v in a.kv_migrations.items()),
+            ]
+        )
     out.append("## P2P, a second node, prefill/decode nodes\n")
-    out.append(markdown_table(["cluster", "KV path", "saturation tok/s", "load req/s", "TTFT p50/p90 (ms)",
-                               "KV exposed p50/max (ms)", "migrations at load"], rows, "llrrrrl"))
-    rows = [[r["gpu_batch"], f"{r['8xgpu'].throughput_tok_per_s:.1f}", f"{r['gpu+7xu280'].throughput_tok_per_s:.1f}",
-             f"{r['throughput_ratio']:.2f}x", f"{r['throughput_ratio_vs_batch1']:.2f}x",
-             f"{r['cost_efficiency_ratio_vs_batch1']:.2f}x"] for r in result["gpu_batch"]]
+    out.append(
+        markdown_table(
+            [
+                "cluster",
+                "KV path",
+                "saturation tok/s",
+                "load req/s",
+                "TTFT p50/p90 (ms)",
+                "KV exposed p50/max (ms)",
+                "migrations at load",
+            ],
+            rows,
+            "llrrrrl",
+        )
+    )
+    rows = [
+        [
+            r["gpu_batch"],
+            f"{r['8xgpu'].throughput_tok_per_s:.1f}",
+            f"{r['gpu+7xu280'].throughput_tok_per_s:.1f}",
+            f"{r['throughput_ratio']:.2f}x",
+            f"{r['throughput_ratio_vs_batch1']:.2f}x",
+            f"{r['cost_efficiency_ratio_vs_batch1']:.2f}x",
+        ]
+        for r in result["gpu_batch"]
+    ]
     out.append("\n## GPU decode batching\n")
-    out.append(markdown_table(["GPU batch", "8xA100 tok/s", "A100+7xU280 tok/s", "ratio (both batched)",
-                               "ratio vs batch-1 baseline", "cost eff. vs batch-1 baseline"], rows, "rrrrrr"))
-    rows = [[r["scheduler"], f"{_ms(r['metrics'].ttft_s.p50)} / {_ms(r['metrics'].ttft_s.p99)}",
-             f"{_ms(r['metrics'].tpot_s.p50)} / {_ms(r['metrics'].tpot_s.p99)}", f"{r['metrics'].slo_attainment:.0%}",
-             f"{r['metrics'].goodput_req_per_s:.3f}"] for r in result["schedulers"]]
+    out.append(
+        markdown_table(
+            [
+                "GPU batch",
+                "8xA100 tok/s",
+                "A100+7xU280 tok/s",
+                "ratio (both batched)",
+                "ratio vs batch-1 baseline",
+                "cost eff. vs batch-1 baseline",
+            ],
+            rows,
+            "rrrrrr",
+        )
+    )
+    rows = [
+        [
+            r["scheduler"],
+            f"{_ms(r['metrics'].ttft_s.p50)} / {_ms(r['metrics'].ttft_s.p99)}",
+            f"{_ms(r['metrics'].tpot_s.p50)} / {_ms(r['metrics'].tpot_s.p99)}",
+            f"{r['metrics'].slo_attainment:.0%}",
+            f"{r['metrics'].goodput_req_per_s:.3f}",
+        ]
+        for r in result["schedulers"]
+    ]
     out.append("\n## Schedulers\n")
-    out.append(markdown_table(["scheduler", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "SLO ok", "goodput req/s"],
-                              rows))
+    out.append(markdown_table(["scheduler", "TTFT p50/p99 (ms)", "TPOT p50/p99 (ms)", "SLO ok", "goodput req/s"], rows))
     if result.get("mix"):
         out.append("\n" + mix_markdown(result["mix"]))
     if result.get("decoders"):
-        out.append("\n" + mix_markdown(result["decoders"], "Decoder styles and boards (same A100 prefill; "
-                                        "streaming U280s at glitches-u280's resources; V80)",
-                                        [c for c in ("gpu+7xfpga", "gpu+7xfpga/k4", "gpu+7xu280-streaming",
-                                                     "gpu+7xv80", "8xv80")]))
+        out.append(
+            "\n"
+            + mix_markdown(
+                result["decoders"],
+                "Decoder styles and boards (same A100 prefill; streaming U280s at glitches-u280's resources; V80)",
+                [c for c in ("gpu+7xfpga", "gpu+7xfpga/k4", "gpu+7xu280-streaming", "gpu+7xv80", "8xv80")],
+            )
+        )
     if result.get("scale"):
         out.append("\n" + scale_markdown(result["scale"]))
     return "\n".join(out) + "\n"
@@ -225,8 +374,11 @@ def glitches_markdown(result: dict[str, Any]) -> str:
 MIX_COLUMNS = ("8xfpga", "gpu+7xfpga", "8xfpga/k4", "gpu+7xfpga/k4")
 
 
-def mix_markdown(summary: dict[str, Any], title: str = "Workload mix: throughput ratio vs 8 x A100",
-                 configs: Sequence[str] = MIX_COLUMNS) -> str:
+def mix_markdown(
+    summary: dict[str, Any],
+    title: str = "Workload mix: throughput ratio vs 8 x A100",
+    configs: Sequence[str] = MIX_COLUMNS,
+) -> str:
     """Per-workload throughput ratios (cost-efficiency ratios in brackets), the grid averages, prices and the
     break-even FPGA/GPU price ratios, as Markdown."""
     from hwmodel.report.tables import markdown_table
@@ -234,25 +386,63 @@ def mix_markdown(summary: dict[str, Any], title: str = "Workload mix: throughput
     by = {(r["workload"], r["config"]): r for r in summary["rows"]}
     configs = [c for c in configs if any(r["config"] == c for r in summary["rows"])]
     workloads = list(dict.fromkeys(r["workload"] for r in summary["rows"]))
-    rows = [[w, f"{by[(w, '8xgpu')]['throughput_tok_per_s']:.1f}" if (w, "8xgpu") in by else "-"]
-            + [f"{by[(w, c)]['throughput_ratio']:.2f}x ({by[(w, c)]['cost_efficiency_ratio']:.2f}x)"
-               if (w, c) in by else "-" for c in configs] for w in workloads]
+    rows = [
+        [w, f"{by[(w, '8xgpu')]['throughput_tok_per_s']:.1f}" if (w, "8xgpu") in by else "-"]
+        + [
+            f"{by[(w, c)]['throughput_ratio']:.2f}x ({by[(w, c)]['cost_efficiency_ratio']:.2f}x)"
+            if (w, c) in by
+            else "-"
+            for c in configs
+        ]
+        for w in workloads
+    ]
     av = summary["averages"]
-    rows.append(["**grid mean**", ""] + [f"**{av[c]['mean_throughput_ratio']:.2f}x** "
-                                          f"({av[c]['mean_cost_efficiency_ratio']:.2f}x)" if c in av else "-"
-                                          for c in configs])
-    out = [f"## {title}\n", markdown_table(["workload (prompt+output)", "8xA100 tok/s"] + list(configs), rows,
-                                           "lr" + "r" * len(configs))]
+    rows.append(
+        ["**grid mean**", ""]
+        + [
+            f"**{av[c]['mean_throughput_ratio']:.2f}x** ({av[c]['mean_cost_efficiency_ratio']:.2f}x)"
+            if c in av
+            else "-"
+            for c in configs
+        ]
+    )
+    out = [
+        f"## {title}\n",
+        markdown_table(["workload (prompt+output)", "8xA100 tok/s"] + list(configs), rows, "lr" + "r" * len(configs)),
+    ]
     pr = summary["prices"]
-    out.append(f"\nPrices (assumptions, [M] in the specs): {pr['gpu']} ${pr['gpu_usd']:,.0f} ({pr['gpu_source']}); "
-               f"{pr['fpga']} ${pr['fpga_usd']:,.0f} ({pr['fpga_source']}); FPGA/GPU = {pr['fpga_to_gpu']:.2f}.\n")
-    be = [[b["config"], b["workload"], f"{b['throughput_ratio']:.2f}x", f"{b['break_even_fpga_to_gpu_price']:.2f}",
-           f"{b['spec_fpga_to_gpu_price']:.2f}"] for b in summary["break_even"]]
-    out.append(markdown_table(["config", "workload", "throughput ratio", "U280/A100 price at which the published "
-                               "2.38x holds", "spec price ratio"], be, "llrrr"))
-    out.append("\nDistributions (assumed log-normal laws, not trace fits): "
-               + "; ".join(f"{k}: {v['prompt']} / {v['output']} ({v['what']})"
-                           for k, v in summary["distributions"].items()) + ".\n")
+    out.append(
+        f"\nPrices (assumptions, [M] in the specs): {pr['gpu']} ${pr['gpu_usd']:,.0f} ({pr['gpu_source']}); "
+        f"{pr['fpga']} ${pr['fpga_usd']:,.0f} ({pr['fpga_source']}); FPGA/GPU = {pr['fpga_to_gpu']:.2f}.\n"
+    )
+    be = [
+        [
+            b["config"],
+            b["workload"],
+            f"{b['throughput_ratio']:.2f}x",
+            f"{b['break_even_fpga_to_gpu_price']:.2f}",
+            f"{b['spec_fpga_to_gpu_price']:.2f}",
+        ]
+        for b in summary["break_even"]
+    ]
+    out.append(
+        markdown_table(
+            [
+                "config",
+                "workload",
+                "throughput ratio",
+                "U280/A100 price at which the published 2.38x holds",
+                "spec price ratio",
+            ],
+            be,
+            "llrrr",
+        )
+    )
+    out.append(
+        "\nDistributions (assumed log-normal laws, not trace fits): "
+        + "; ".join(f"{k}: {v['prompt']} / {v['output']} ({v['what']})" for k, v in summary["distributions"].items())
+        + ".\n"
+    )
     return "\n".join(out)
 
 
@@ -260,13 +450,17 @@ def scale_markdown(res: dict[str, Any], host: dict[str, Any] | None = None) -> s
     """The scale run's simulated results; with ``host`` (:func:`hwmodel.serving.scale.host_figures`), also what
     it cost on this machine (kept out of the files that must be byte-identical from run to run)."""
     p, m = res["point"], res["metrics"]
-    text = (f"## Scale run\n\n{p['nodes']} nodes x ({p['node_cluster']}), {res['devices']} devices, "
-            f"{p['requests']:,} requests ({p['prompt']} / {p['output']}, Poisson {p['rate_per_node_per_s']:g}/s per "
-            f"node): {m.throughput_tok_per_s:,.0f} tok/s simulated, TTFT p50 {m.ttft_s.p50 * 1e3:,.0f} ms, "
-            f"{m.kv_migrations.get('network-host-staged', 0):,} KV caches sent across nodes.")
+    text = (
+        f"## Scale run\n\n{p['nodes']} nodes x ({p['node_cluster']}), {res['devices']} devices, "
+        f"{p['requests']:,} requests ({p['prompt']} / {p['output']}, Poisson {p['rate_per_node_per_s']:g}/s per "
+        f"node): {m.throughput_tok_per_s:,.0f} tok/s simulated, TTFT p50 {m.ttft_s.p50 * 1e3:,.0f} ms, "
+        f"{m.kv_migrations.get('network-host-staged', 0):,} KV caches sent across nodes."
+    )
     if host is None:
         return text + " (What the run cost this machine: run.json.)\n"
     h = host["host_s"]
-    return (text + f" Host time {h['total']:.1f} s (simulation {h['simulate']:.1f} s, set-up {h['setup']:.1f} s), "
-            f"{host['host_s_per_request'] * 1e6:.0f} us per request, peak memory "
-            f"{host['peak_rss_bytes'] / 2**30:.2f} GiB.\n")
+    return (
+        text + f" Host time {h['total']:.1f} s (simulation {h['simulate']:.1f} s, set-up {h['setup']:.1f} s), "
+        f"{host['host_s_per_request'] * 1e6:.0f} us per request, peak memory "
+        f"{host['peak_rss_bytes'] / 2**30:.2f} GiB.\n"
+    )

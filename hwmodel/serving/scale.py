@@ -6,6 +6,7 @@ time and peak memory of the run (the benchmark in benchmarks/bench_serving.py ti
 Engine set-up is shared by every identical device (one device model per group) and kept on disk between runs
 (:class:`hwmodel.serving.devices.EngineFactory`), so a second run starts at once.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,35 +26,60 @@ def scaled_cluster(node_cluster: str = "a100+7xu280", nodes: int = 64, network: 
     """``nodes`` copies of the (single) node of ``node_cluster``, joined by ``network``."""
     base = load_cluster(node_cluster)
     if len(base.nodes) != 1:
-        raise ValueError(f"{node_cluster}: a scaled cluster replicates a one-node cluster, this one has "
-                         f"{len(base.nodes)} nodes")
+        raise ValueError(
+            f"{node_cluster}: a scaled cluster replicates a one-node cluster, this one has {len(base.nodes)} nodes"
+        )
     node = base.nodes[0]
     reps = tuple(dataclasses.replace(node, name=f"node{i}") for i in range(nodes))
-    return dataclasses.replace(base, name=f"{nodes}x-{base.name}", display_name=f"{nodes} x ({base.display_name})",
-                               nodes=reps, network=NetworkSpec(link=network) if nodes > 1 else base.network)
+    return dataclasses.replace(
+        base,
+        name=f"{nodes}x-{base.name}",
+        display_name=f"{nodes} x ({base.display_name})",
+        nodes=reps,
+        network=NetworkSpec(link=network) if nodes > 1 else base.network,
+    )
 
 
-def scale_point(nodes: int = 64, requests: int = 1_000_000, node_cluster: str = "a100+7xu280",
-                rate_per_node_per_s: float = 0.6, prompt: str = "fixed:1536", output: str = "fixed:512",
-                seed: int = 0, scheduler: str = "fcfs") -> dict[str, Any]:
+def scale_point(
+    nodes: int = 64,
+    requests: int = 1_000_000,
+    node_cluster: str = "a100+7xu280",
+    rate_per_node_per_s: float = 0.6,
+    prompt: str = "fixed:1536",
+    output: str = "fixed:512",
+    seed: int = 0,
+    scheduler: str = "fcfs",
+) -> dict[str, Any]:
     """A JSON-serializable scale point (0.6 requests/s per node: below the hybrid node's ~0.68/s saturation at
     1,536 + 512, so queues stay bounded)."""
-    return {"nodes": nodes, "requests": requests, "node_cluster": node_cluster,
-            "rate_per_node_per_s": rate_per_node_per_s, "prompt": prompt, "output": output, "seed": seed,
-            "scheduler": scheduler}
+    return {
+        "nodes": nodes,
+        "requests": requests,
+        "node_cluster": node_cluster,
+        "rate_per_node_per_s": rate_per_node_per_s,
+        "prompt": prompt,
+        "output": output,
+        "seed": seed,
+        "scheduler": scheduler,
+    }
 
 
-def run_scale(point: dict[str, Any], factory: DeviceFactory | None = None,
-              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def run_scale(
+    point: dict[str, Any], factory: DeviceFactory | None = None, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     """Run one scale point; the simulated metrics plus host seconds (set-up, stream, simulation, metrics) and the
     process's peak resident memory."""
     t0 = time.perf_counter()
     spec = scaled_cluster(point["node_cluster"], point["nodes"])
     cluster = resolve_cluster(spec)
     fac = factory or EngineFactory()
-    reqs = poisson_stream(point["requests"], point["rate_per_node_per_s"] * point["nodes"],
-                          parse_length(point["prompt"], "prompt"), parse_length(point["output"], "output"),
-                          point["seed"])
+    reqs = poisson_stream(
+        point["requests"],
+        point["rate_per_node_per_s"] * point["nodes"],
+        parse_length(point["prompt"], "prompt"),
+        parse_length(point["output"], "output"),
+        point["seed"],
+    )
     t1 = time.perf_counter()
     sim = Simulation(cluster, reqs, point["scheduler"], factory=fac, progress=progress)
     t2 = time.perf_counter()
@@ -63,11 +89,14 @@ def run_scale(point: dict[str, Any], factory: DeviceFactory | None = None,
     t4 = time.perf_counter()
     if factory is None:
         fac.save()  # type: ignore[attr-defined]
-    return {"point": point, "metrics": m, "devices": len(res.devices),
-            "host_s": {"stream": t1 - t0, "setup": t2 - t1, "simulate": t3 - t2, "metrics": t4 - t3,
-                       "total": t4 - t0},
-            "host_s_per_request": (t4 - t0) / point["requests"],
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    return {
+        "point": point,
+        "metrics": m,
+        "devices": len(res.devices),
+        "host_s": {"stream": t1 - t0, "setup": t2 - t1, "simulate": t3 - t2, "metrics": t4 - t3, "total": t4 - t0},
+        "host_s_per_request": (t4 - t0) / point["requests"],
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
 
 
 HOST_KEYS = ("host_s", "host_s_per_request", "peak_rss_bytes")  # measurements of this machine, not model results

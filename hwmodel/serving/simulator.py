@@ -32,6 +32,7 @@ Every request completes exactly once; tokens are conserved (``output - 1`` decod
 one thing at a time (a prefill and its device's decode steps never overlap; a decode-pool device holds one
 request); device memory never exceeds its capacity. The tests check these over random streams and clusters.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -86,10 +87,19 @@ class _GpuNodes(AbstractSet[int]):
 class Simulation:
     """One run of a request stream on a cluster under a scheduler."""
 
-    def __init__(self, cluster: ResolvedCluster, requests: Sequence[Request], scheduler: Scheduler | str = "fcfs",
-                 *, slo: Slo | None = None, factory: DeviceFactory | None = None, lib: SpecLibrary | None = None,
-                 per_token_events: bool = False, record_segments: bool = False,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        cluster: ResolvedCluster,
+        requests: Sequence[Request],
+        scheduler: Scheduler | str = "fcfs",
+        *,
+        slo: Slo | None = None,
+        factory: DeviceFactory | None = None,
+        lib: SpecLibrary | None = None,
+        per_token_events: bool = False,
+        record_segments: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.cluster = cluster
         self.progress = progress  # called with (finished, total) every 1 % of the requests
         self.slo = slo or Slo()
@@ -117,8 +127,7 @@ class Simulation:
             self._node_prefillers.setdefault(g.node, []).append(g)
         self._check_placeable()
         prefillers = list({id(d.model): d.model for d in (self.prefillers or self.decoders)}.values())
-        self.scheduler.estimate_prefill_s = \
-            lambda rs: min(m.prefill_plan(rs.prompt_tokens).busy_s for m in prefillers)
+        self.scheduler.estimate_prefill_s = lambda rs: min(m.prefill_plan(rs.prompt_tokens).busy_s for m in prefillers)
         self.finished = 0
         self._progress_every = max(1, len(self.states) // 100)
         self._queued_prefill_only = 0  # queued requests with a single output token (they need no decoder)
@@ -131,8 +140,10 @@ class Simulation:
 
         spec = self.cluster.spec
         where = spec.origin or spec.name
-        models = {(i, role, j): factory.build(g, self.cluster.llm, self.lib, where, f"nodes[{i}].{role}[{j}]")
-                  for i, role, j, g in spec.groups()}
+        models = {
+            (i, role, j): factory.build(g, self.cluster.llm, self.lib, where, f"nodes[{i}].{role}[{j}]")
+            for i, role, j, g in spec.groups()
+        }
         check_roles(spec, models)
         devices: list[Device] = []
         for ni, node in enumerate(spec.nodes):
@@ -151,10 +162,17 @@ class Simulation:
                 link = d.model.link
                 d.host_sampling_s = host.sampling_s_per_logit * self.cluster.llm.vocab  # one token on the host
                 # per decoded token on a host-sampled device: logits -> host, sampling, token id -> device
-                d.token_overhead_s = (link.latency_s + logits_bytes / link.effective_bw_bytes_per_s
-                                      + d.host_sampling_s
-                                      + link.latency_s + host.token_id_bytes / link.effective_bw_bytes_per_s) \
-                    if d.model.host_sampled else 0.0
+                d.token_overhead_s = (
+                    (
+                        link.latency_s
+                        + logits_bytes / link.effective_bw_bytes_per_s
+                        + d.host_sampling_s
+                        + link.latency_s
+                        + host.token_id_bytes / link.effective_bw_bytes_per_s
+                    )
+                    if d.model.host_sampled
+                    else 0.0
+                )
         return devices
 
     def _check_placeable(self) -> None:
@@ -176,14 +194,22 @@ class Simulation:
                 raise HwmodelError(
                     f"request {rs.id} ({rs.prompt_tokens} prompt + {rs.output_tokens} output tokens) fits on no "
                     f"device of cluster {self.cluster.spec.name}: its KV cache at {rs.final_ctx} tokens plus the "
-                    f"{self.cluster.llm.name} weights exceed every device's memory")
+                    f"{self.cluster.llm.name} weights exceed every device's memory"
+                )
 
     def path(self, src: Device, dst: Device) -> Path:
         key = (src.index, dst.index)
         if key not in self._paths:
-            self._paths[key] = build_path(self.cluster.spec.kv_path, src=src.index, dst=dst.index,
-                                          src_node=src.node, dst_node=dst.node, src_link=src.model.link,
-                                          dst_link=dst.model.link, network=self.cluster.network)
+            self._paths[key] = build_path(
+                self.cluster.spec.kv_path,
+                src=src.index,
+                dst=dst.index,
+                src_node=src.node,
+                dst_node=dst.node,
+                src_link=src.model.link,
+                dst_link=dst.model.link,
+                network=self.cluster.network,
+            )
         return self._paths[key]
 
     # ------------------------------------------------------------------------------------------ run
@@ -194,10 +220,11 @@ class Simulation:
         run_to_end(self.env)
         if self.finished != len(self.states):
             stuck = [rs.id for rs in self.states if not rs.done][:5]
-            raise HwmodelError(f"simulation ended with {len(self.states) - self.finished} unfinished requests "
-                               f"(e.g. ids {stuck}); the cluster cannot serve them")
-        return SimResult(self.cluster.spec.name, self.scheduler.name, self.slo, self.states, self.devices,
-                         self.env.now)
+            raise HwmodelError(
+                f"simulation ended with {len(self.states) - self.finished} unfinished requests "
+                f"(e.g. ids {stuck}); the cluster cannot serve them"
+            )
+        return SimResult(self.cluster.spec.name, self.scheduler.name, self.slo, self.states, self.devices, self.env.now)
 
     def _arrivals(self) -> None:
         """Every request joins the scheduler's queue at its arrival time (a chain of timed callbacks, ordered as a
@@ -262,8 +289,11 @@ class Simulation:
         gpus = self._avail  # live, like ``fpgas``
         if not gpus:
             return None
-        if not fpgas and not self._queued_prefill_only \
-                and all(len(g.batch) + len(g.joining) >= g.model.max_decode_batch for g in gpus):
+        if (
+            not fpgas
+            and not self._queued_prefill_only
+            and all(len(g.batch) + len(g.joining) >= g.model.max_decode_batch for g in gpus)
+        ):
             return None  # no decode destination anywhere: nothing in the queue can start
         return gpus, fpgas
 
@@ -281,8 +311,12 @@ class Simulation:
     @staticmethod
     def _prefill_room(gpus: Sequence[Device], prompt_tokens: int, check_free: bool = False) -> list[Device]:
         """Of ``gpus``, those with memory for a prompt's KV cache (and, with ``check_free``, free to prefill)."""
-        return [g for g in gpus if g.mem_free() >= g.model.kv_bytes(prompt_tokens)
-                and not (check_free and (g.state == PREFILL or g.pending))]
+        return [
+            g
+            for g in gpus
+            if g.mem_free() >= g.model.kv_bytes(prompt_tokens)
+            and not (check_free and (g.state == PREFILL or g.pending))
+        ]
 
     def _place(self, rs: ReqState, gpus: list[Device], fpgas: list[Device]) -> bool:
         """Start ``rs`` on free devices if the cluster rules (module docstring) allow it now."""
@@ -303,15 +337,23 @@ class Simulation:
             f = self.scheduler.pick_decoder(rs, fits, _GpuNodes(self, prompt))
             # the GPU: one on the decoder's node if any (idle before decoding, then the smallest batch), else any
             near = self._prefill_room(self._node_prefillers.get(f.node, ()), prompt, check_free=True)
-            g = min(near, key=lambda d: (len(d.batch) > 0, len(d.batch), d.index)) if near else \
-                min(self._prefill_room(gpus, prompt), key=lambda d: (len(d.batch) > 0, len(d.batch), d.index))
+            g = (
+                min(near, key=lambda d: (len(d.batch) > 0, len(d.batch), d.index))
+                if near
+                else min(self._prefill_room(gpus, prompt), key=lambda d: (len(d.batch) > 0, len(d.batch), d.index))
+            )
             self._reserve(f, rs)
             f.alloc(f.model.kv_bytes(rs.final_ctx))
             self._assign_prefill(rs, g, f, g.model.kv_bytes(rs.prompt_tokens))
             return True
         # every FPGA busy (or too small): a GPU decodes the request itself if its batch and memory allow
-        local = [g for g in self._prefill_room(gpus, prompt) if len(g.batch) + len(g.joining) < g.model.max_decode_batch
-                 and g.mem_free() >= g.batch_bytes_with(rs) - g.batch_bytes and self.scheduler.admit_batch_decode(g, rs)]
+        local = [
+            g
+            for g in self._prefill_room(gpus, prompt)
+            if len(g.batch) + len(g.joining) < g.model.max_decode_batch
+            and g.mem_free() >= g.batch_bytes_with(rs) - g.batch_bytes
+            and self.scheduler.admit_batch_decode(g, rs)
+        ]
         if not local:
             return False
         g = min(local, key=lambda d: (len(d.batch), d.index))
@@ -362,8 +404,9 @@ class Simulation:
             rs.path_kind = path.kind
             calendar = self.calendar
             calendar.prune(t0, path.keys, min_kept=_PRUNE_ABOVE)
-            mig = migrate(calendar, path, kv_dst, plan.ready_array, host_free_s=plan.host_done_s, start_s=t0,
-                          memo_key=plan)
+            mig = migrate(
+                calendar, path, kv_dst, plan.ready_array, host_free_s=plan.host_done_s, start_s=t0, memo_key=plan
+            )
             rs.t_kv_ready = max(mig.kv_ready_s, t0 + plan.busy_s)  # usable once the prefill is done
             rs.kv_bytes_moved = kv_dst
             dest.phase_s[Phase.TRANSFER] += mig.dst_busy_s
@@ -405,8 +448,9 @@ class Simulation:
             link = g.model.link
             hops = self._hops[key] = (
                 self.vocab * self._logit_bytes(g) / link.effective_bw_bytes_per_s,
-                dest.model.link.latency_s + (self.cluster.network.latency_s if dest.node != g.node
-                                             and self.cluster.network else 0.0))
+                dest.model.link.latency_s
+                + (self.cluster.network.latency_s if dest.node != g.node and self.cluster.network else 0.0),
+            )
         return hops
 
     def _logit_bytes(self, d: Device) -> int:
@@ -414,6 +458,7 @@ class Simulation:
 
     def _release_at(self, d: Device, n_bytes: int, t_s: float) -> None:
         """Free ``n_bytes`` of ``d``'s memory at ``t_s`` (the GPU's copy of a prompt's KV, once migrated)."""
+
         def release(_event: Any) -> None:
             d.free(n_bytes)
             self.kick()
@@ -492,8 +537,12 @@ class Simulation:
         rs.t_prefill_end = rs.t_kv_ready = env.now
         f.state = IDLE
         link = f.model.link
-        rs.t_first_token = env.now + link.latency_s + self.vocab * self._logit_bytes(f) / \
-            link.effective_bw_bytes_per_s + f.host_sampling_s
+        rs.t_first_token = (
+            env.now
+            + link.latency_s
+            + self.vocab * self._logit_bytes(f) / link.effective_bw_bytes_per_s
+            + f.host_sampling_s
+        )
         if rs.steps_left == 0:
             f.free(f.model.kv_bytes(rs.final_ctx))
             self._unreserve(f)
@@ -572,14 +621,28 @@ class Simulation:
             self.progress(self.finished, len(self.states))
 
 
-def simulate(cluster: ResolvedCluster, requests: Sequence[Request], scheduler: str = "fcfs", *,
-             slo: Slo | None = None, factory: DeviceFactory | None = None, per_token_events: bool = False,
-             record_segments: bool = False) -> SimResult:
+def simulate(
+    cluster: ResolvedCluster,
+    requests: Sequence[Request],
+    scheduler: str = "fcfs",
+    *,
+    slo: Slo | None = None,
+    factory: DeviceFactory | None = None,
+    per_token_events: bool = False,
+    record_segments: bool = False,
+) -> SimResult:
     """Run ``requests`` on ``cluster`` (see :class:`Simulation`)."""
     own = factory is None
     factory = factory or EngineFactory()
-    res = Simulation(cluster, requests, scheduler, slo=slo, factory=factory, per_token_events=per_token_events,
-                     record_segments=record_segments).run()
+    res = Simulation(
+        cluster,
+        requests,
+        scheduler,
+        slo=slo,
+        factory=factory,
+        per_token_events=per_token_events,
+        record_segments=record_segments,
+    ).run()
     if own:
         factory.save()  # type: ignore[attr-defined]  # the default factory keeps its tables for the next run
     return res

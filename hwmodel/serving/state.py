@@ -1,5 +1,6 @@
 """The state the serving simulator (:mod:`hwmodel.serving.simulator`) keeps per request and per device, and the
 result of a run: what schedulers (:mod:`hwmodel.serving.schedulers`), metrics and reports read."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,10 +18,30 @@ IDLE, PREFILL, DECODE, FINISHING, BETWEEN = 0, 1, 2, 3, 4  # BETWEEN: a GPU's lo
 class ReqState:
     """A request in flight and the times of its milestones (NaN until reached)."""
 
-    __slots__ = ("req", "id", "arrival_s", "prompt_tokens", "output_tokens", "final_ctx", "prefill_dev",
-                 "decode_dev", "path_kind", "t_prefill_start", "t_prefill_end", "t_first_token", "t_kv_ready",
-                 "t_decode_start", "t_finish", "ctx", "steps_left", "steps_prefill_pool", "steps_decode_pool", "kv_bytes_moved",
-                 "gpu_stage_bytes", "done")
+    __slots__ = (
+        "req",
+        "id",
+        "arrival_s",
+        "prompt_tokens",
+        "output_tokens",
+        "final_ctx",
+        "prefill_dev",
+        "decode_dev",
+        "path_kind",
+        "t_prefill_start",
+        "t_prefill_end",
+        "t_first_token",
+        "t_kv_ready",
+        "t_decode_start",
+        "t_finish",
+        "ctx",
+        "steps_left",
+        "steps_prefill_pool",
+        "steps_decode_pool",
+        "kv_bytes_moved",
+        "gpu_stage_bytes",
+        "done",
+    )
 
     def __init__(self, req: Request) -> None:
         self.req = req
@@ -47,9 +68,28 @@ class ReqState:
 class Device:
     """Run-time state of one card."""
 
-    __slots__ = ("index", "name", "node", "model", "role", "state", "pending", "batch", "reserved", "mem_used",
-                 "mem_peak", "phase_s", "proc", "wake", "interrupted", "host_sampling_s", "token_overhead_s",
-                 "segments", "joining", "batch_bytes")
+    __slots__ = (
+        "index",
+        "name",
+        "node",
+        "model",
+        "role",
+        "state",
+        "pending",
+        "batch",
+        "reserved",
+        "mem_used",
+        "mem_peak",
+        "phase_s",
+        "proc",
+        "wake",
+        "interrupted",
+        "host_sampling_s",
+        "token_overhead_s",
+        "segments",
+        "joining",
+        "batch_bytes",
+    )
 
     def __init__(self, index: int, name: str, node: int, model: DeviceModel, role: str) -> None:
         self.index = index

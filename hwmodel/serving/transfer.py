@@ -20,6 +20,7 @@ are free for its whole duration (first fit). Two migrations through one link the
 instead of one waiting for the other to finish. Small messages (logits, token ids, prompts) are timed on the
 links but do not enter the calendars: they are a few KB against the tens of MB of a KV cache.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -48,8 +49,9 @@ class Path:
     host_started: tuple[bool, ...] = ()
     #: chunk plans of :func:`migrate` by (KV bytes, layers, chunk bytes): a path is reused by every migration
     #: between its two devices, which mostly move caches of a few sizes
-    plans: dict[tuple[float, int, float], ChunkPlan] = dataclasses.field(default_factory=dict, compare=False,
-                                                                          hash=False, repr=False)
+    plans: dict[tuple[float, int, float], ChunkPlan] = dataclasses.field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
     @functools.cached_property
     def keys(self) -> tuple[Hashable, ...]:
@@ -74,7 +76,8 @@ class ChunkPlan:
     dst_busy_s: float
     #: FIFO schedules on idle links by id of their memo key (see :func:`migrate`)
     fifo: dict[int, tuple[object, list[tuple[np.ndarray, np.ndarray, float]], float]] = dataclasses.field(
-        default_factory=dict, compare=False, repr=False)
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def chunk_plan(path: Path, kv_bytes: float, n_layers: int, chunk_bytes: float) -> ChunkPlan:
@@ -86,9 +89,14 @@ def chunk_plan(path: Path, kv_bytes: float, n_layers: int, chunk_bytes: float) -
         pieces = chunk_sizes(kv_bytes / n_layers, chunk_bytes, len(stages) > 1)
         dur = [[st.time_s(b) for b in pieces] for st in stages]
         plan = path.plans[key] = ChunkPlan(
-            dur, np.array(dur, dtype=np.float64), np.array(path.host_started or (False,) * len(stages), dtype=np.bool_),
-            tuple(k for st in stages for k in st.keys), min(min(d) for d in dur) <= 0.0,
-            n_layers * sum(sum(d) for d in dur), n_layers * sum(dur[-1]))
+            dur,
+            np.array(dur, dtype=np.float64),
+            np.array(path.host_started or (False,) * len(stages), dtype=np.bool_),
+            tuple(k for st in stages for k in st.keys),
+            min(min(d) for d in dur) <= 0.0,
+            n_layers * sum(sum(d) for d in dur),
+            n_layers * sum(dur[-1]),
+        )
     return plan
 
 
@@ -97,8 +105,17 @@ def link_stage(keys: tuple[Hashable, ...], links: Sequence[LinkSpec]) -> Hop:
     return Hop.over(*links, keys=keys)
 
 
-def build_path(kv_path: str, *, src: int, dst: int, src_node: int, dst_node: int, src_link: LinkSpec,
-               dst_link: LinkSpec, network: LinkSpec | None) -> Path:
+def build_path(
+    kv_path: str,
+    *,
+    src: int,
+    dst: int,
+    src_node: int,
+    dst_node: int,
+    src_link: LinkSpec,
+    dst_link: LinkSpec,
+    network: LinkSpec | None,
+) -> Path:
     """The path from device ``src`` (GPU) to device ``dst`` (FPGA) for the cluster's ``kv_path`` setting."""
     up, down = ("up", src), ("down", dst)
     if src == dst:
@@ -111,13 +128,18 @@ def build_path(kv_path: str, *, src: int, dst: int, src_node: int, dst_node: int
         raise ValueError("a cross-node path needs the cluster's network link")
     tx, rx = ("nic-tx", src_node), ("nic-rx", dst_node)
     if kv_path == "p2p":
-        stage = Hop(min(src_link.effective_bw_bytes_per_s, network.effective_bw_bytes_per_s,
-                        dst_link.effective_bw_bytes_per_s),
-                    src_link.latency_s + network.latency_s + dst_link.latency_s, (up, tx, rx, down))
+        stage = Hop(
+            min(src_link.effective_bw_bytes_per_s, network.effective_bw_bytes_per_s, dst_link.effective_bw_bytes_per_s),
+            src_link.latency_s + network.latency_s + dst_link.latency_s,
+            (up, tx, rx, down),
+        )
         return Path("network-p2p", (stage,), (False,))
     # the sending host posts the network transfer; the receiving host's DMA into the FPGA waits on nothing else
-    return Path("network-host-staged", (link_stage((up,), (src_link,)), link_stage((tx, rx), (network,)),
-                                        link_stage((down,), (dst_link,))), (False, True, False))
+    return Path(
+        "network-host-staged",
+        (link_stage((up,), (src_link,)), link_stage((tx, rx), (network,)), link_stage((down,), (dst_link,))),
+        (False, True, False),
+    )
 
 
 class LinkCalendar:
@@ -147,7 +169,7 @@ class LinkCalendar:
         which changes no booking), and only on directions with more than ``min_kept`` intervals (an interval that
         ended before every later ready time changes no booking either: pruning only bounds the lists). A block of
         the fast path goes once all of it has ended."""
-        for key in (list(self._ends.keys() | self._blocks.keys()) if keys is None else keys):
+        for key in list(self._ends.keys() | self._blocks.keys()) if keys is None else keys:
             blocks = self._blocks.get(key)
             if blocks and blocks[0][3] < now_s:
                 k = 1
@@ -213,8 +235,9 @@ class LinkCalendar:
                 return False
         return True
 
-    def extend(self, key: Hashable, starts: np.ndarray, ends: np.ndarray, shift_s: float = 0.0,
-               last_end_s: float | None = None) -> None:
+    def extend(
+        self, key: Hashable, starts: np.ndarray, ends: np.ndarray, shift_s: float = 0.0, last_end_s: float | None = None
+    ) -> None:
         """Add the intervals ``[shift_s + starts[i], shift_s + ends[i])`` (sorted, disjoint, known to start after
         every interval of ``key``: the uncontended fast path) as one block; ``last_end_s`` is the last of them
         when the caller knows it."""
@@ -239,9 +262,18 @@ def chunk_sizes(layer_bytes: float, chunk_bytes: float, multi_stage: bool) -> li
     return [chunk_bytes] * (n - 1) + [layer_bytes - chunk_bytes * (n - 1)]
 
 
-def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: Sequence[float], *,
-            chunk_bytes: float = DEFAULT_CHUNK_BYTES, host_free_s: float = 0.0, start_s: float = 0.0,
-            memo_key: object | None = None, force_calendar: bool = False) -> Migration:
+def migrate(
+    calendar: LinkCalendar,
+    path: Path,
+    kv_bytes: float,
+    layer_ready_s: Sequence[float],
+    *,
+    chunk_bytes: float = DEFAULT_CHUNK_BYTES,
+    host_free_s: float = 0.0,
+    start_s: float = 0.0,
+    memo_key: object | None = None,
+    force_calendar: bool = False,
+) -> Migration:
     """Send ``kv_bytes``, an equal share per layer; layer i's share is ready at ``start_s + layer_ready_s[i]``
     (its layer of the prefill done, quantized). On a multi-stage path each share goes as chunks of at most
     ``chunk_bytes`` (the staging buffer) that cross the stages store-and-forward; stages the host starts wait for
@@ -273,7 +305,7 @@ def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: 
     durations = plan.dur_s
     host_at = start_s + host_free_s
     done = 0.0
-    for off in (layer_ready_s.tolist() if isinstance(layer_ready_s, np.ndarray) else layer_ready_s):
+    for off in layer_ready_s.tolist() if isinstance(layer_ready_s, np.ndarray) else layer_ready_s:
         ready = start_s + off
         for j in range(len(durations[0])):
             t = ready
@@ -286,12 +318,14 @@ def migrate(calendar: LinkCalendar, path: Path, kv_bytes: float, layer_ready_s: 
     return Migration(done, plan.link_busy_s, plan.dst_busy_s)
 
 
-def _fifo_schedule(plan: ChunkPlan, layer_ready_s: Sequence[float], host_free_s: float,
-                   memo_key: object) -> tuple[object, list[tuple[np.ndarray, np.ndarray, float]], float]:
+def _fifo_schedule(
+    plan: ChunkPlan, layer_ready_s: Sequence[float], host_free_s: float, memo_key: object
+) -> tuple[object, list[tuple[np.ndarray, np.ndarray, float]], float]:
     """The FIFO chunk schedule on idle links, relative to the prefill's start: per stage its busy intervals and
     their last end; the last arrival. (``memo_key`` is kept with it, so the id it is filed under stays taken.)"""
-    starts, ends, counts, done = _fifo_chunks(np.asarray(layer_ready_s, dtype=np.float64), float(host_free_s),
-                                              plan.dur_array, plan.host, plan.has_empty)
+    starts, ends, counts, done = _fifo_chunks(
+        np.asarray(layer_ready_s, dtype=np.float64), float(host_free_s), plan.dur_array, plan.host, plan.has_empty
+    )
     blocks = []
     for h in range(len(counts)):
         k = int(counts[h])
@@ -300,8 +334,9 @@ def _fifo_schedule(plan: ChunkPlan, layer_ready_s: Sequence[float], host_free_s:
 
 
 @numba.njit(cache=True)
-def _fifo_chunks(ready_s: np.ndarray, host_free_s: float, dur_s: np.ndarray, host: np.ndarray,
-                 drop_empty: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:  # pragma: no cover
+def _fifo_chunks(
+    ready_s: np.ndarray, host_free_s: float, dur_s: np.ndarray, host: np.ndarray, drop_empty: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:  # pragma: no cover
     """The uncontended migration: chunks go FIFO through the stages (store-and-forward), links idle before the
     first layer is ready. ``dur_s[h, j]`` is chunk j's DMA time on stage h; stages with ``host[h]`` start no
     earlier than ``host_free_s``. Returns each stage's busy intervals (``counts[h]`` of them, in time order;
@@ -361,8 +396,9 @@ def _fifo_chunks(ready_s: np.ndarray, host_free_s: float, dur_s: np.ndarray, hos
 
 
 @numba.njit(cache=True, inline="always")
-def _book(starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, h: int, start: float, end: float,
-          drop_empty: bool) -> None:  # pragma: no cover - compiled
+def _book(
+    starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, h: int, start: float, end: float, drop_empty: bool
+) -> None:  # pragma: no cover - compiled
     """Append [start, end) to stage h's intervals, joined to the last one when it starts where that one ends."""
     k = counts[h]
     if drop_empty and not end > start:

@@ -15,6 +15,7 @@ instruction-driven FPGA families; the U280 energy adds the FPGA power family); `
 free parameters. A run with fewer than :data:`FULL_REQUESTS` requests per point is marked ``quick`` in its setting,
 and the table shows the full study's recorded value beside it.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -67,11 +68,31 @@ def _device_rows() -> list[dict[str, Any]]:
     k4 = fac.build(with_prefetch(spec, 4).nodes[0].decode[0], llm, lib, "validation", "fpga-k4")
     rows: list[dict[str, Any]] = []
 
-    def row(name: str, model: float, published: float, unit: str, role: str, note: str, families: tuple[str, ...],
-            workload: str = PAIR) -> None:
-        rows.append({"area": "system B", "name": name, "model": float(model), "published": published, "band": None,
-                     "unit": unit, "role": role, "families": list(families), "workload": workload, "source": SRC,
-                     "note": note})
+    def row(
+        name: str,
+        model: float,
+        published: float,
+        unit: str,
+        role: str,
+        note: str,
+        families: tuple[str, ...],
+        workload: str = PAIR,
+    ) -> None:
+        rows.append(
+            {
+                "area": "system B",
+                "name": name,
+                "model": float(model),
+                "published": published,
+                "band": None,
+                "unit": unit,
+                "role": role,
+                "families": list(families),
+                "workload": workload,
+                "source": SRC,
+                "note": note,
+            }
+        )
 
     def gpu_pub(point: str, scale: float = 1.0) -> float:
         return _published("gpu.csv", f"glitches-a100-hf-llama2-{point}", scale)
@@ -83,34 +104,93 @@ def _device_rows() -> list[dict[str, Any]]:
     f_pre = fpga.prefill_s(1536)
     g_dec = gpu.table.steps_s(1536, 511) / 511
     f_dec = fpga.table.steps_s(1536, 511) / 511
-    row("A100 HF FP16 prefill, 1536 tokens", g_pre * 1e3, gpu_pub("prefill", 1e3), "ms", "fitted",
-        "GPU latency family (calibration/measurements/gpu.csv); as the serving simulator times a prefill", (GPU,))
-    row("A100 HF FP16 decode per token", g_dec * 1e3, gpu_pub("decode", 1e3), "ms", "fitted",
-        "mean over the 511 decode steps from context 1,536; GPU latency family", (GPU,))
+    row(
+        "A100 HF FP16 prefill, 1536 tokens",
+        g_pre * 1e3,
+        gpu_pub("prefill", 1e3),
+        "ms",
+        "fitted",
+        "GPU latency family (calibration/measurements/gpu.csv); as the serving simulator times a prefill",
+        (GPU,),
+    )
+    row(
+        "A100 HF FP16 decode per token",
+        g_dec * 1e3,
+        gpu_pub("decode", 1e3),
+        "ms",
+        "fitted",
+        "mean over the 511 decode steps from context 1,536; GPU latency family",
+        (GPU,),
+    )
     serving_eff = 1.0 / (g_dec * gpu.power_w(Phase.DECODE))
-    row("A100 decode energy efficiency", _calibrated(GPU, "glitches-a100-hf-llama2-energy"),
-        gpu_pub("energy"), "tokens/s/W",
-        "fitted", "the GPU family's value of its fitted point (energy over the 512 decode steps); the serving "
-                  f"simulator's phase power at its reference context gives {serving_eff:.4g}", (GPU,))
-    row("U280 W4A8 prefill, 1536 tokens", f_pre * 1e3, u280_pub("prefill", 1e3), "ms", "fitted",
-        "instruction-driven FPGA family (calibration/measurements/u280_glitches.csv)", (FPGA,))
-    row("U280 W4A8 decode per token (no prefetch)", f_dec * 1e3, u280_pub("decode", 1e3), "ms", "fitted",
-        "mean over the 511 decode steps from context 1,536, without the host sampling round trip", (FPGA,))
+    row(
+        "A100 decode energy efficiency",
+        _calibrated(GPU, "glitches-a100-hf-llama2-energy"),
+        gpu_pub("energy"),
+        "tokens/s/W",
+        "fitted",
+        "the GPU family's value of its fitted point (energy over the 512 decode steps); the serving "
+        f"simulator's phase power at its reference context gives {serving_eff:.4g}",
+        (GPU,),
+    )
+    row(
+        "U280 W4A8 prefill, 1536 tokens",
+        f_pre * 1e3,
+        u280_pub("prefill", 1e3),
+        "ms",
+        "fitted",
+        "instruction-driven FPGA family (calibration/measurements/u280_glitches.csv)",
+        (FPGA,),
+    )
+    row(
+        "U280 W4A8 decode per token (no prefetch)",
+        f_dec * 1e3,
+        u280_pub("decode", 1e3),
+        "ms",
+        "fitted",
+        "mean over the 511 decode steps from context 1,536, without the host sampling round trip",
+        (FPGA,),
+    )
     from fpga.streaming.power import static_w
 
     f_pow = fpga.power_w(Phase.DECODE)
     design = getattr(fpga.engine, "design", None)
-    floor = "" if design is None else (
-        f"; of the {f_pow:.1f} W, the measured static floor is {static_w(design.board):.1f} W "
-        f"({100 * static_w(design.board) / f_pow:.0f} %), the modelled dynamic power the rest")
-    row("U280 decode energy efficiency", 1.0 / (f_dec * f_pow), u280_pub("energy"), "tokens/s/W", "predicted",
-        "FPGA power family (fitted on FlexLLM's U280 log, not on this point)" + floor, (FPGA, FPGA_POWER))
-    row("U280 / A100 prefill time", f_pre / g_pre, 28.44, "x", "fitted", "ratio of the two fitted prefill rows",
-        (GPU, FPGA))
-    row("U280 decode speed-up from prefetch ratio 4", fpga.table.step_s(128) / k4.table.step_s(128),
-        u280_pub("prefetch4"), "x",
-        "fitted", "one decode step at 128 cached tokens, ratio 4 against 1", (FPGA,),
-        workload="LLaMA2-7B decode at sequence length 128, batch 1")
+    floor = (
+        ""
+        if design is None
+        else (
+            f"; of the {f_pow:.1f} W, the measured static floor is {static_w(design.board):.1f} W "
+            f"({100 * static_w(design.board) / f_pow:.0f} %), the modelled dynamic power the rest"
+        )
+    )
+    row(
+        "U280 decode energy efficiency",
+        1.0 / (f_dec * f_pow),
+        u280_pub("energy"),
+        "tokens/s/W",
+        "predicted",
+        "FPGA power family (fitted on FlexLLM's U280 log, not on this point)" + floor,
+        (FPGA, FPGA_POWER),
+    )
+    row(
+        "U280 / A100 prefill time",
+        f_pre / g_pre,
+        28.44,
+        "x",
+        "fitted",
+        "ratio of the two fitted prefill rows",
+        (GPU, FPGA),
+    )
+    row(
+        "U280 decode speed-up from prefetch ratio 4",
+        fpga.table.step_s(128) / k4.table.step_s(128),
+        u280_pub("prefetch4"),
+        "x",
+        "fitted",
+        "one decode step at 128 cached tokens, ratio 4 against 1",
+        (FPGA,),
+        workload="LLaMA2-7B decode at sequence length 128, batch 1",
+    )
     return rows
 
 
@@ -123,23 +203,53 @@ def rows(requests: int = 200) -> list[dict[str, Any]]:
     pub = {r["config"]: r for r in summ["rows"] if r["workload"] == "1536+512"}
     avg = summ["averages"]
     ratio = summ["prices"]["fpga_to_gpu"]
-    grid_label = (f"mean over {avg['gpu+7xfpga']['points']} prompt x output points (prompts "
-                  f"{min(mix.PROMPTS)}-{max(mix.PROMPTS)}, outputs {min(mix.OUTPUTS)}-{max(mix.OUTPUTS)}), "
-                  "each at saturation, FCFS, GPUs HF batch 1")
+    grid_label = (
+        f"mean over {avg['gpu+7xfpga']['points']} prompt x output points (prompts "
+        f"{min(mix.PROMPTS)}-{max(mix.PROMPTS)}, outputs {min(mix.OUTPUTS)}-{max(mix.OUTPUTS)}), "
+        "each at saturation, FCFS, GPUs HF batch 1"
+    )
     pair_label = f"{PAIR}; at saturation, FCFS, GPUs HF batch 1"
-    common = {"area": "system B", "band": None, "unit": "x", "role": "predicted", "families": [GPU, FPGA],
-              "setting": setting(requests), "source": mix.PUBLISHED_SOURCE}
-    why = ("published figure is an average over workloads the paper does not state (measurements.md s4); "
-           "nothing in the serving simulator is fitted to it")
-    for cfg, tag in (("gpu+7xfpga", "no prefetch (the measured single-device setting)"),
-                     ("gpu+7xfpga/k4", "prefetch ratio 4 (GLITCHES's best)")):
-        for label, t, ce in ((pair_label, pub[cfg]["throughput_ratio"], pub[cfg]["cost_efficiency_ratio"]),
-                             (grid_label, avg[cfg]["mean_throughput_ratio"], avg[cfg]["mean_cost_efficiency_ratio"])):
+    common = {
+        "area": "system B",
+        "band": None,
+        "unit": "x",
+        "role": "predicted",
+        "families": [GPU, FPGA],
+        "setting": setting(requests),
+        "source": mix.PUBLISHED_SOURCE,
+    }
+    why = (
+        "published figure is an average over workloads the paper does not state (measurements.md s4); "
+        "nothing in the serving simulator is fitted to it"
+    )
+    for cfg, tag in (
+        ("gpu+7xfpga", "no prefetch (the measured single-device setting)"),
+        ("gpu+7xfpga/k4", "prefetch ratio 4 (GLITCHES's best)"),
+    ):
+        for label, t, ce in (
+            (pair_label, pub[cfg]["throughput_ratio"], pub[cfg]["cost_efficiency_ratio"]),
+            (grid_label, avg[cfg]["mean_throughput_ratio"], avg[cfg]["mean_cost_efficiency_ratio"]),
+        ):
             be = mix.break_even_price_ratio(t, PUBLISHED["cost_efficiency_ratio"])
-            out.append({**common, "name": f"A100 + 7 x U280 vs 8 x A100 throughput, {tag}", "model": t,
-                        "published": PUBLISHED["throughput_ratio"], "workload": label, "note": why})
-            out.append({**common, "name": f"A100 + 7 x U280 vs 8 x A100 cost efficiency, {tag}", "model": ce,
-                        "published": PUBLISHED["cost_efficiency_ratio"], "workload": label,
-                        "note": f"{why}; spec prices are assumptions (U280/A100 = {ratio:.2f}); the published 2.38x "
-                                f"at this throughput ratio holds at U280/A100 = {be:.2f}"})
+            out.append(
+                {
+                    **common,
+                    "name": f"A100 + 7 x U280 vs 8 x A100 throughput, {tag}",
+                    "model": t,
+                    "published": PUBLISHED["throughput_ratio"],
+                    "workload": label,
+                    "note": why,
+                }
+            )
+            out.append(
+                {
+                    **common,
+                    "name": f"A100 + 7 x U280 vs 8 x A100 cost efficiency, {tag}",
+                    "model": ce,
+                    "published": PUBLISHED["cost_efficiency_ratio"],
+                    "workload": label,
+                    "note": f"{why}; spec prices are assumptions (U280/A100 = {ratio:.2f}); the published 2.38x "
+                    f"at this throughput ratio holds at U280/A100 = {be:.2f}",
+                }
+            )
     return out

@@ -12,6 +12,7 @@ One module a job: :mod:`~hwmodel.specs.base` (what every spec has), :mod:`~hwmod
 The spec layer sits below the operator graph and imports nothing of it: counts that need the graph (parameters)
 are :func:`hwmodel.graph.params_of`.
 """
+
 from hwmodel.specs.base import Spec
 from hwmodel.specs.board import BoardSpec, DspPacking, FpgaResources, MissingMemory
 from hwmodel.specs.gpu import GpuSpec
@@ -29,6 +30,25 @@ from hwmodel.specs.link import LinkSpec
 from hwmodel.specs.llm import ARCHITECTURES, LlmSpec, kv_cache_bytes
 from hwmodel.specs.memory import DdrSpec, HbmSpec
 
-__all__ = ["ARCHITECTURES", "BUILTIN_DIRS", "KIND_WORDS", "SPEC_KINDS", "BoardSpec", "DdrSpec", "DspPacking",
-           "FpgaResources", "GpuSpec", "HbmSpec", "LinkSpec", "LlmSpec", "MissingMemory", "Spec", "SpecLibrary",
-           "extra_spec_dirs", "kv_cache_bytes", "library", "load_spec_file", "set_extra_spec_dirs"]
+__all__ = [
+    "ARCHITECTURES",
+    "BUILTIN_DIRS",
+    "KIND_WORDS",
+    "SPEC_KINDS",
+    "BoardSpec",
+    "DdrSpec",
+    "DspPacking",
+    "FpgaResources",
+    "GpuSpec",
+    "HbmSpec",
+    "LinkSpec",
+    "LlmSpec",
+    "MissingMemory",
+    "Spec",
+    "SpecLibrary",
+    "extra_spec_dirs",
+    "kv_cache_bytes",
+    "library",
+    "load_spec_file",
+    "set_extra_spec_dirs",
+]

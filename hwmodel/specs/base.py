@@ -1,4 +1,5 @@
 """What every spec has: identity, origin and the source of each value (:class:`Spec`)."""
+
 from __future__ import annotations
 
 import dataclasses

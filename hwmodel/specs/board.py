@@ -1,4 +1,5 @@
 """FPGA board specs: resources, DSP packing, clocks, power and the memory sections (:class:`BoardSpec`)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,8 +52,10 @@ class MissingMemory:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        raise HwmodelError(f"board '{self._board}' ({self._origin or 'no file'}) has no [{self._section}] section: "
-                           f"this needs a board with {self._section.upper()} (it asked for {self._section}.{name})")
+        raise HwmodelError(
+            f"board '{self._board}' ({self._origin or 'no file'}) has no [{self._section}] section: "
+            f"this needs a board with {self._section.upper()} (it asked for {self._section}.{name})"
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (MissingMemory, (self._section, self._board, self._origin))
@@ -80,8 +83,9 @@ class BoardSpec(Spec):
     max_kernel_clock_hz: float = sourced(check=positive, unit="Hz", doc="fabric clock ceiling for the studies")
     host_link: str = sourced(doc="name of the link spec of the host interface")
     max_power_w: float = sourced(check=positive, unit="W")
-    static_power_w: float = sourced(check=positive, unit="W",
-                                    doc="the card idle with a bitstream loaded (HBM refreshed, PHYs up, fans)")
+    static_power_w: float = sourced(
+        check=positive, unit="W", doc="the card idle with a bitstream loaded (HBM refreshed, PHYs up, fans)"
+    )
     price_usd: float = sourced(check=positive, unit="USD")
 
     def __post_init__(self) -> None:
@@ -93,8 +97,11 @@ class BoardSpec(Spec):
         if not self.hbm and not self.ddr:
             yield "hbm", "an [hbm] or a [ddr] section (the card's device memory)", None
         if self.typical_kernel_clock_hz > self.max_kernel_clock_hz:
-            yield "typical_kernel_clock_hz", f"at most max_kernel_clock_hz ({self.max_kernel_clock_hz:g})", \
-                self.typical_kernel_clock_hz
+            yield (
+                "typical_kernel_clock_hz",
+                f"at most max_kernel_clock_hz ({self.max_kernel_clock_hz:g})",
+                self.typical_kernel_clock_hz,
+            )
 
     @property
     def memory_bytes(self) -> int:

@@ -1,4 +1,5 @@
 """GPU specs: memory, tensor-core peaks, power and price (:class:`GpuSpec`)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,8 +27,11 @@ class GpuSpec(Spec):
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:
         if self.mem_bw_measured_bytes_per_s > self.mem_bw_bytes_per_s:
-            yield "mem_bw_measured_bytes_per_s", f"at most mem_bw_bytes_per_s ({self.mem_bw_bytes_per_s:g})", \
-                self.mem_bw_measured_bytes_per_s
+            yield (
+                "mem_bw_measured_bytes_per_s",
+                f"at most mem_bw_bytes_per_s ({self.mem_bw_bytes_per_s:g})",
+                self.mem_bw_measured_bytes_per_s,
+            )
         if self.idle_power_w >= self.tdp_w:
             yield "idle_power_w", f"below tdp_w ({self.tdp_w:g})", self.idle_power_w
 

@@ -1,4 +1,5 @@
 """The spec library: every spec file found, validated and looked up by kind and name."""
+
 from __future__ import annotations
 
 import functools
@@ -65,8 +66,9 @@ class SpecLibrary:
             for spec in self._specs[kind].values():
                 link = spec.host_link  # type: ignore[attr-defined]
                 if link not in links:
-                    raise SpecError(spec.origin, "host_link", "the name of a link spec (" + ", ".join(sorted(links)) + ")",
-                                    link)
+                    raise SpecError(
+                        spec.origin, "host_link", "the name of a link spec (" + ", ".join(sorted(links)) + ")", link
+                    )
 
     # ---- lookups
     def names(self, kind: str) -> list[str]:

@@ -1,4 +1,5 @@
 """Link specs: a point-to-point link's bandwidth and latency (:class:`LinkSpec`)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,5 +21,8 @@ class LinkSpec(Spec):
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:
         if self.effective_bw_bytes_per_s > self.raw_bw_bytes_per_s:
-            yield "effective_bw_bytes_per_s", f"at most raw_bw_bytes_per_s ({self.raw_bw_bytes_per_s:g})", \
-                self.effective_bw_bytes_per_s
+            yield (
+                "effective_bw_bytes_per_s",
+                f"at most raw_bw_bytes_per_s ({self.raw_bw_bytes_per_s:g})",
+                self.effective_bw_bytes_per_s,
+            )

@@ -1,4 +1,5 @@
 """LLM specs: the shapes and architectural choices of a decoder-only transformer (:class:`LlmSpec`)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +9,23 @@ from typing import ClassVar
 from hwmodel.schema import non_negative, one_of, positive, sourced
 from hwmodel.specs.base import Spec
 
-ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "opt", "gpt2", "gptj",
-                 "gpt_neox", "phi3", "gemma2", "gemma3_text", "deepseek_v2")
+ARCHITECTURES = (
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+    "opt",
+    "gpt2",
+    "gptj",
+    "gpt_neox",
+    "phi3",
+    "gemma2",
+    "gemma3_text",
+    "deepseek_v2",
+)
 
 
 def kv_cache_bytes(llm: LlmSpec, kv_bits: int, tokens: int | float, layers: int | None = None) -> int | float:
@@ -44,70 +60,126 @@ class LlmSpec(Spec):
     tied_embeddings: bool = sourced(doc="LM head shares the embedding matrix")
     qkv_bias: bool = sourced(doc="q/k/v projections carry a bias (Qwen2)")
     output_head: str = sourced(check=one_of("lm", "value"), doc="'lm' (vocab logits) or 'value' (PRM scalar)")
-    rms_norm_eps: float | None = sourced(default=None, check=positive,
-                                         doc="epsilon of the norms (RMSNorm or LayerNorm); numerics only")
-    rope_theta: float | None = sourced(default=None, check=positive,
-                                       doc="RoPE base; required with positions = 'rope', absent otherwise")
+    rms_norm_eps: float | None = sourced(
+        default=None, check=positive, doc="epsilon of the norms (RMSNorm or LayerNorm); numerics only"
+    )
+    rope_theta: float | None = sourced(
+        default=None, check=positive, doc="RoPE base; required with positions = 'rope', absent otherwise"
+    )
     max_position: int = sourced(check=positive, unit="tokens")
-    positions: str = sourced(default="rope", check=one_of("rope", "learned", "none"),
-                             doc="rope (rotary, no parameters), learned (a position table added to the embedding: "
-                                 "OPT, GPT-2) or none")
-    position_offset: int = sourced(default=0, check=non_negative,
-                                   doc="extra rows of a learned position table (OPT: 2)")
-    rotary_dim: int = sourced(default=0, check=non_negative,
-                              doc="dimensions of each head RoPE rotates; 0 = all of head_dim (GPT-J rotary_dim, "
-                                  "GPT-NeoX rotary_pct x head_dim)")
-    block: str = sourced(default="sequential", check=one_of("sequential", "parallel", "parallel-one-norm"),
-                         doc="sequential (x + attn, then + MLP), parallel (attention and MLP read the same input, "
-                             "each its own norm: GPT-NeoX) or parallel-one-norm (one shared norm: GPT-J)")
-    post_norms: bool = sourced(default=False, doc="a norm on the attention output and on the MLP output before "
-                                                  "each residual add (Gemma 2/3 sandwich norms)")
+    positions: str = sourced(
+        default="rope",
+        check=one_of("rope", "learned", "none"),
+        doc="rope (rotary, no parameters), learned (a position table added to the embedding: OPT, GPT-2) or none",
+    )
+    position_offset: int = sourced(default=0, check=non_negative, doc="extra rows of a learned position table (OPT: 2)")
+    rotary_dim: int = sourced(
+        default=0,
+        check=non_negative,
+        doc="dimensions of each head RoPE rotates; 0 = all of head_dim (GPT-J rotary_dim, "
+        "GPT-NeoX rotary_pct x head_dim)",
+    )
+    block: str = sourced(
+        default="sequential",
+        check=one_of("sequential", "parallel", "parallel-one-norm"),
+        doc="sequential (x + attn, then + MLP), parallel (attention and MLP read the same input, "
+        "each its own norm: GPT-NeoX) or parallel-one-norm (one shared norm: GPT-J)",
+    )
+    post_norms: bool = sourced(
+        default=False,
+        doc="a norm on the attention output and on the MLP output before each residual add (Gemma 2/3 sandwich norms)",
+    )
     embed_scale: bool = sourced(default=False, doc="embeddings multiplied by sqrt(hidden) (Gemma)")
-    attn_softcap: float = sourced(default=0.0, check=non_negative,
-                                  doc="attention logits soft-capped as cap x tanh(s / cap); 0 = none (Gemma 2)")
-    final_softcap: float = sourced(default=0.0, check=non_negative,
-                                   doc="output logits soft-capped as cap x tanh(z / cap); 0 = none (Gemma 2)")
-    full_attention_every: int = sourced(default=0, check=non_negative,
-                                        doc="with a sliding window, layer i attends fully when (i + 1) is a "
-                                            "multiple of this (Gemma 2: 2, Gemma 3: 6); 0 = no interleave")
+    attn_softcap: float = sourced(
+        default=0.0, check=non_negative, doc="attention logits soft-capped as cap x tanh(s / cap); 0 = none (Gemma 2)"
+    )
+    final_softcap: float = sourced(
+        default=0.0, check=non_negative, doc="output logits soft-capped as cap x tanh(z / cap); 0 = none (Gemma 2)"
+    )
+    full_attention_every: int = sourced(
+        default=0,
+        check=non_negative,
+        doc="with a sliding window, layer i attends fully when (i + 1) is a "
+        "multiple of this (Gemma 2: 2, Gemma 3: 6); 0 = no interleave",
+    )
     lm_head_bias: bool = sourced(default=False, doc="the LM head carries a bias (GPT-J)")
-    dense_layers: int = sourced(default=0, check=non_negative,
-                                doc="the first N layers of an MoE model use a dense MLP of width intermediate "
-                                    "(DeepSeek first_k_dense_replace)")
-    kv_lora_rank: int = sourced(default=0, check=non_negative,
-                                doc="multi-head latent attention (DeepSeek-V2): width of the cached KV latent; "
-                                    "0 = ordinary attention")
+    dense_layers: int = sourced(
+        default=0,
+        check=non_negative,
+        doc="the first N layers of an MoE model use a dense MLP of width intermediate (DeepSeek first_k_dense_replace)",
+    )
+    kv_lora_rank: int = sourced(
+        default=0,
+        check=non_negative,
+        doc="multi-head latent attention (DeepSeek-V2): width of the cached KV latent; 0 = ordinary attention",
+    )
     q_lora_rank: int = sourced(default=0, check=non_negative, doc="MLA query latent width; 0 = a direct q_proj")
-    qk_rope_head_dim: int = sourced(default=0, check=non_negative,
-                                    doc="MLA: rotary part of head_dim, shared by all heads in the cache")
+    qk_rope_head_dim: int = sourced(
+        default=0, check=non_negative, doc="MLA: rotary part of head_dim, shared by all heads in the cache"
+    )
     v_head_dim: int = sourced(default=0, check=non_negative, doc="MLA: value head width; 0 = head_dim")
     # ---- newer families (defaults: the Qwen2 / LLaMA layer)
     norm: str = sourced(default="rms", check=one_of("rms", "layer"), doc="RMSNorm or LayerNorm (gain + bias)")
-    mlp: str = sourced(default="gated", check=one_of("gated", "plain"),
-                       doc="gated (gate, up, act x up, down) or plain (up, act, down) MLP")
-    hidden_act: str = sourced(default="silu", check=one_of("silu", "gelu", "gelu_pytorch_tanh", "relu"),
-                              doc="MLP activation function")
+    mlp: str = sourced(
+        default="gated",
+        check=one_of("gated", "plain"),
+        doc="gated (gate, up, act x up, down) or plain (up, act, down) MLP",
+    )
+    hidden_act: str = sourced(
+        default="silu", check=one_of("silu", "gelu", "gelu_pytorch_tanh", "relu"), doc="MLP activation function"
+    )
     o_bias: bool = sourced(default=False, doc="o projection carries a bias")
     mlp_bias: bool = sourced(default=False, doc="MLP projections carry biases")
     qk_norm: bool = sourced(default=False, doc="per-head RMSNorm on q and k before RoPE (Qwen3)")
-    sliding_window: int = sourced(default=0, check=non_negative, unit="tokens",
-                                  doc="keys a query attends to (itself included); 0 = full causal attention")
-    full_attention_layers: int = sourced(default=0, check=non_negative,
-                                         doc="the first N layers use full attention even with a sliding window "
-                                             "(HF Qwen2 max_window_layers)")
+    sliding_window: int = sourced(
+        default=0,
+        check=non_negative,
+        unit="tokens",
+        doc="keys a query attends to (itself included); 0 = full causal attention",
+    )
+    full_attention_layers: int = sourced(
+        default=0,
+        check=non_negative,
+        doc="the first N layers use full attention even with a sliding window (HF Qwen2 max_window_layers)",
+    )
     experts: int = sourced(default=0, check=non_negative, doc="routed experts per MoE layer; 0 = dense MLP")
     experts_per_token: int = sourced(default=0, check=non_negative, doc="top-k experts each token is routed to")
     moe_intermediate: int = sourced(default=0, check=non_negative, doc="intermediate width of one expert")
-    shared_expert_intermediate: int = sourced(default=0, check=non_negative,
-                                              doc="intermediate width of the always-on shared expert; 0 = none")
+    shared_expert_intermediate: int = sourced(
+        default=0, check=non_negative, doc="intermediate width of the always-on shared expert; 0 = none"
+    )
     shared_expert_gate: bool = sourced(default=False, doc="sigmoid gate Linear(hidden, 1) on the shared expert")
 
     _DEFAULTED: ClassVar[tuple[str, ...]] = (
-        "norm", "mlp", "hidden_act", "o_bias", "mlp_bias", "qk_norm", "sliding_window", "full_attention_layers",
-        "experts", "experts_per_token", "moe_intermediate", "shared_expert_intermediate", "shared_expert_gate",
-        "positions", "position_offset", "rotary_dim", "block", "post_norms", "embed_scale", "attn_softcap",
-        "final_softcap", "full_attention_every", "lm_head_bias", "dense_layers", "kv_lora_rank", "q_lora_rank",
-        "qk_rope_head_dim", "v_head_dim")
+        "norm",
+        "mlp",
+        "hidden_act",
+        "o_bias",
+        "mlp_bias",
+        "qk_norm",
+        "sliding_window",
+        "full_attention_layers",
+        "experts",
+        "experts_per_token",
+        "moe_intermediate",
+        "shared_expert_intermediate",
+        "shared_expert_gate",
+        "positions",
+        "position_offset",
+        "rotary_dim",
+        "block",
+        "post_norms",
+        "embed_scale",
+        "attn_softcap",
+        "final_softcap",
+        "full_attention_every",
+        "lm_head_bias",
+        "dense_layers",
+        "kv_lora_rank",
+        "q_lora_rank",
+        "qk_rope_head_dim",
+        "v_head_dim",
+    )
 
     def source_of(self, field: str) -> str:
         src = super().source_of(field)
@@ -141,14 +213,19 @@ class LlmSpec(Spec):
             if self.rope_theta is None:
                 yield "rope_theta", "this field to be present when positions = 'rope' (the RoPE base)", None
             if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
-                yield "rotary_dim", f"an even number at most head_dim ({self.head_dim}) (RoPE rotates pairs)", \
-                    self.rotary_dim
+                yield (
+                    "rotary_dim",
+                    f"an even number at most head_dim ({self.head_dim}) (RoPE rotates pairs)",
+                    self.rotary_dim,
+                )
             if (self.rotary_dim or self.head_dim) % 2:
                 yield "head_dim", "an even number (RoPE rotates pairs of dimensions)", self.head_dim
         elif self.rope_theta is not None or self.rotary_dim:
-            yield "rope_theta" if self.rope_theta is not None else "rotary_dim", \
-                f"absent with positions = {self.positions!r} (no rotary embedding)", \
-                self.rope_theta if self.rope_theta is not None else self.rotary_dim
+            yield (
+                "rope_theta" if self.rope_theta is not None else "rotary_dim",
+                f"absent with positions = {self.positions!r} (no rotary embedding)",
+                self.rope_theta if self.rope_theta is not None else self.rotary_dim,
+            )
         if self.position_offset and self.positions != "learned":
             yield "position_offset", "0 unless positions = 'learned'", self.position_offset
         if self.full_attention_every and not self.sliding_window:
@@ -159,8 +236,11 @@ class LlmSpec(Spec):
             yield "dense_layers", f"at most layers ({self.layers})", self.dense_layers
         if self.kv_lora_rank:
             if not 0 < self.qk_rope_head_dim < self.head_dim or self.qk_rope_head_dim % 2:
-                yield "qk_rope_head_dim", f"an even number in (0, head_dim = {self.head_dim}) for MLA", \
-                    self.qk_rope_head_dim
+                yield (
+                    "qk_rope_head_dim",
+                    f"an even number in (0, head_dim = {self.head_dim}) for MLA",
+                    self.qk_rope_head_dim,
+                )
             if self.kv_heads != self.heads:
                 yield "kv_heads", f"heads ({self.heads}) for MLA (every head reads the shared latent)", self.kv_heads
         else:
@@ -214,10 +294,14 @@ class LlmSpec(Spec):
         """Features (issue 26) that change a layer's parameters or structure beyond the Llama/Qwen layer the
         FPGA and GPU lowerings replicate; a back-end that lowers only that layer refuses a model with any of
         them, naming them (the graph and bounds handle all)."""
-        gaps = [("a learned position table", self.positions == "learned"), ("Gemma post-norms", self.post_norms),
-                ("one shared norm for attention and MLP", self.block == "parallel-one-norm"),
-                ("an LM-head bias", self.lm_head_bias), ("multi-head latent attention", self.is_mla),
-                ("dense first layers in an MoE", self.dense_layers > 0)]
+        gaps = [
+            ("a learned position table", self.positions == "learned"),
+            ("Gemma post-norms", self.post_norms),
+            ("one shared norm for attention and MLP", self.block == "parallel-one-norm"),
+            ("an LM-head bias", self.lm_head_bias),
+            ("multi-head latent attention", self.is_mla),
+            ("dense first layers in an MoE", self.dense_layers > 0),
+        ]
         return tuple(name for name, on in gaps if on)
 
     def is_dense_layer(self, layer: int) -> bool:

@@ -1,4 +1,5 @@
 """Board memory specs: HBM seen from the fabric (:class:`HbmSpec`) and board DDR (:class:`DdrSpec`)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,11 +23,13 @@ class HbmSpec:
     axi_ports: int = sourced(check=positive, doc="fabric-side ports into the memory")
     axi_port_width_bits: int = sourced(check=positive, unit="bit")
     axi_clock_hz: float = sourced(check=positive, unit="Hz", doc="the memory-side port clock domain")
-    port_bw_cap_bytes_per_s: float = sourced(check=positive, unit="B/s",
-                                            doc="most one port can move (AXI width x clock, or a NoC link cap)")
+    port_bw_cap_bytes_per_s: float = sourced(
+        check=positive, unit="B/s", doc="most one port can move (AXI width x clock, or a NoC link cap)"
+    )
     granule_bytes: int = sourced(check=positive, unit="B", doc="smallest access (AxSIZE), one column access")
-    min_efficient_burst_bytes: int = sourced(check=positive, unit="B",
-                                             doc="smallest burst at full linear rate: the AXI command rate")
+    min_efficient_burst_bytes: int = sourced(
+        check=positive, unit="B", doc="smallest burst at full linear rate: the AXI command rate"
+    )
     latency_page_hit_cycles: int = sourced(check=positive, unit="axi cycles")
     latency_page_closed_cycles: int = sourced(check=positive, unit="axi cycles", doc="measured; validation only")
     latency_page_miss_cycles: int = sourced(check=positive, unit="axi cycles", doc="measured; validation only")
@@ -36,15 +39,21 @@ class HbmSpec:
     banks: int = sourced(check=positive, doc="banks per pseudo-channel")
     bank_groups: int = sourced(check=positive, doc="bank groups per pseudo-channel")
     address_map: str = sourced(doc="HBM IP ADDR_BIT list, MSB first: RA (all row bits), BGi, BAi, CAi")
-    controller_policy: str = sourced(check=one_of("in-order", "lookahead"),
-                                     doc="in-order: every command in arrival order; lookahead: PRE/ACT of queued "
-                                         "accesses issue early (PG276 look-ahead precharge/activate); column "
-                                         "commands in the order the controller picks (fpga/hbm/scheduler.py)")
+    controller_policy: str = sourced(
+        check=one_of("in-order", "lookahead"),
+        doc="in-order: every command in arrival order; lookahead: PRE/ACT of queued "
+        "accesses issue early (PG276 look-ahead precharge/activate); column "
+        "commands in the order the controller picks (fpga/hbm/scheduler.py)",
+    )
     # controller scheduling (fpga/hbm/scheduler.py); defaults are the HBM IP's (PG276 "HBM Reordering Options")
-    request_reordering: bool = sourced(default=True, doc="PG276 Enable Request Reordering: the AXI command queue "
-                                                         "reorders requests (data returns in order per AXI ID)")
-    reorder_queue_depth: int = sourced(default=64, check=positive,
-                                       doc="PG276: 64-entry AXI command (reorder) queue per pseudo-channel")
+    request_reordering: bool = sourced(
+        default=True,
+        doc="PG276 Enable Request Reordering: the AXI command queue "
+        "reorders requests (data returns in order per AXI ID)",
+    )
+    reorder_queue_depth: int = sourced(
+        default=64, check=positive, doc="PG276: 64-entry AXI command (reorder) queue per pseudo-channel"
+    )
     # ---- JEDEC timing (seconds)
     tcl_s: float = sourced(check=positive, unit="s", doc="column command -> data (read latency)")
     trcd_s: float = sourced(check=positive, unit="s", doc="ACT -> column command, same bank")
@@ -64,48 +73,82 @@ class HbmSpec:
     refresh_interval_s: float = sourced(check=positive, unit="s", doc="tREFI: one refresh every this long")
     refresh_cycle_s: float = sourced(check=positive, unit="s", doc="tRFC: the channel is blocked this long")
     # ---- fabric side
-    switch_latency_cycles: int = sourced(check=non_negative, unit="axi cycles",
-                                         doc="AXI switch / interconnect pipeline from the fabric port to the controller")
-    switch_segment_ports: int = sourced(check=positive,
-                                        doc="ports (and pseudo-channels) of one switch segment: local access")
-    lateral_hop_cycles: int = sourced(check=non_negative, unit="axi cycles",
-                                      doc="extra latency per lateral switch segment crossed")
-    cdc_sync_cycles: int = sourced(check=non_negative, unit="cycles",
-                                   doc="synchroniser stages of the asynchronous FIFO between kernel and AXI clocks")
+    switch_latency_cycles: int = sourced(
+        check=non_negative,
+        unit="axi cycles",
+        doc="AXI switch / interconnect pipeline from the fabric port to the controller",
+    )
+    switch_segment_ports: int = sourced(
+        check=positive, doc="ports (and pseudo-channels) of one switch segment: local access"
+    )
+    lateral_hop_cycles: int = sourced(
+        check=non_negative, unit="axi cycles", doc="extra latency per lateral switch segment crossed"
+    )
+    cdc_sync_cycles: int = sourced(
+        check=non_negative,
+        unit="cycles",
+        doc="synchroniser stages of the asynchronous FIFO between kernel and AXI clocks",
+    )
     ports_per_pc: int = sourced(check=positive, doc="fabric ports that share one pseudo-channel's data bus")
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:
         if self.pc_measured_bw_bytes_per_s > self.pc_peak_bw_bytes_per_s:
-            yield "pc_measured_bw_bytes_per_s", f"at most pc_peak_bw_bytes_per_s ({self.pc_peak_bw_bytes_per_s:g})", \
-                self.pc_measured_bw_bytes_per_s
+            yield (
+                "pc_measured_bw_bytes_per_s",
+                f"at most pc_peak_bw_bytes_per_s ({self.pc_peak_bw_bytes_per_s:g})",
+                self.pc_measured_bw_bytes_per_s,
+            )
         if not (self.latency_page_hit_cycles <= self.latency_page_closed_cycles <= self.latency_page_miss_cycles):
-            yield "latency_page_closed_cycles", "page hit <= page closed <= page miss latency", \
-                self.latency_page_closed_cycles
+            yield (
+                "latency_page_closed_cycles",
+                "page hit <= page closed <= page miss latency",
+                self.latency_page_closed_cycles,
+            )
         if self.capacity_bytes % self.pseudo_channels:
             yield "capacity_bytes", f"a multiple of pseudo_channels ({self.pseudo_channels})", self.capacity_bytes
         if self.refresh_cycle_s >= self.refresh_interval_s:
             yield "refresh_cycle_s", f"below refresh_interval_s ({self.refresh_interval_s:g})", self.refresh_cycle_s
         if self.axi_ports % self.ports_per_pc or self.axi_ports // self.ports_per_pc != self.pseudo_channels:
-            yield "ports_per_pc", f"axi_ports / pseudo_channels ({self.axi_ports} / {self.pseudo_channels})", \
-                self.ports_per_pc
+            yield (
+                "ports_per_pc",
+                f"axi_ports / pseudo_channels ({self.axi_ports} / {self.pseudo_channels})",
+                self.ports_per_pc,
+            )
         if not 6.25e6 <= self.axi_clock_hz <= 4e9:
-            yield "axi_clock_hz", "a memory-port clock in [6.25 MHz, 4 GHz] (MMCM floor; HBM AXI/NoC clocks are " \
-                                  "hundreds of MHz)", self.axi_clock_hz
+            yield (
+                "axi_clock_hz",
+                "a memory-port clock in [6.25 MHz, 4 GHz] (MMCM floor; HBM AXI/NoC clocks are hundreds of MHz)",
+                self.axi_clock_hz,
+            )
         if self.min_efficient_burst_bytes % self.granule_bytes:
-            yield "min_efficient_burst_bytes", f"a multiple of granule_bytes ({self.granule_bytes})", \
-                self.min_efficient_burst_bytes
+            yield (
+                "min_efficient_burst_bytes",
+                f"a multiple of granule_bytes ({self.granule_bytes})",
+                self.min_efficient_burst_bytes,
+            )
         if self.axi_port_width_bits != 8 * self.granule_bytes:
-            yield "axi_port_width_bits", f"8 x granule_bytes ({8 * self.granule_bytes}): one granule per AXI beat", \
-                self.axi_port_width_bits
+            yield (
+                "axi_port_width_bits",
+                f"8 x granule_bytes ({8 * self.granule_bytes}): one granule per AXI beat",
+                self.axi_port_width_bits,
+            )
         wire = self.axi_port_width_bits / 8 * self.axi_clock_hz
         if self.port_bw_cap_bytes_per_s > wire * 1.0001:
-            yield "port_bw_cap_bytes_per_s", f"at most axi_port_width_bits / 8 x axi_clock_hz ({wire:g})", \
-                self.port_bw_cap_bytes_per_s
+            yield (
+                "port_bw_cap_bytes_per_s",
+                f"at most axi_port_width_bits / 8 x axi_clock_hz ({wire:g})",
+                self.port_bw_cap_bytes_per_s,
+            )
         # JEDEC relations between declared timings (derived vs declared, as Ramulator 2 checks its presets)
-        for big, small, why in (("trc_s", None, "tRAS + tRP"), ("tras_s", "trcd_s", "tRCD"),
-                                ("tccdl_s", "tccds_s", "tCCD_S"), ("trrdl_s", "trrds_s", "tRRD_S"),
-                                ("twtrl_s", "twtrs_s", "tWTR_S"), ("tfaw_s", "trrds_s", "tRRD_S"),
-                                ("refresh_cycle_s", "trc_s", "tRC (a refresh outlasts every bank timer)")):
+        for big, small, why in (
+            ("trc_s", None, "tRAS + tRP"),
+            ("tras_s", "trcd_s", "tRCD"),
+            ("tccdl_s", "tccds_s", "tCCD_S"),
+            ("trrdl_s", "trrds_s", "tRRD_S"),
+            ("twtrl_s", "twtrs_s", "tWTR_S"),
+            ("tfaw_s", "trrds_s", "tRRD_S"),
+            ("refresh_cycle_s", "trc_s", "tRC (a refresh outlasts every bank timer)"),
+        ):
             lo = self.tras_s + self.trp_s if small is None else getattr(self, small)
             if getattr(self, big) < lo * (1 - 1e-9):
                 yield big, f"at least {why} ({lo:g} s)", getattr(self, big)
@@ -120,13 +163,19 @@ class HbmSpec:
             return
         if 2 ** (m.bank_bits + m.bg_bits) != self.banks:
             yield "banks", f"2^(bank + bank-group bits of address_map) = {2 ** (m.bank_bits + m.bg_bits)}", self.banks
-        if 2 ** m.bg_bits != self.bank_groups:
-            yield "bank_groups", f"2^(bank-group bits of address_map) = {2 ** m.bg_bits}", self.bank_groups
+        if 2**m.bg_bits != self.bank_groups:
+            yield "bank_groups", f"2^(bank-group bits of address_map) = {2**m.bg_bits}", self.bank_groups
         pc = self.capacity_bytes // self.pseudo_channels // self.ports_per_pc
         rows = pc // (self.row_bytes * self.banks) if self.row_bytes * self.banks else 0
         if rows < 1 or rows & (rows - 1) or rows * self.row_bytes * self.banks != pc:
-            yield "address_map", (f"column and bank bits that divide a port's {pc} B share of a pseudo-channel into "
-                                  f"a power of two of rows"), self.address_map
+            yield (
+                "address_map",
+                (
+                    f"column and bank bits that divide a port's {pc} B share of a pseudo-channel into "
+                    f"a power of two of rows"
+                ),
+                self.address_map,
+            )
 
     @property
     def row_bytes(self) -> int:
@@ -164,14 +213,20 @@ class DdrSpec:
     capacity_bytes: int = sourced(check=non_negative, unit="B")
     bw_bytes_per_s: float = sourced(check=non_negative, unit="B/s", doc="theoretical peak of all channels")
     channels: int = sourced(default=0, check=non_negative, doc="DDR channels (banks); 0 = not stated")
-    measured_bw_bytes_per_s: float | None = sourced(default=None, check=non_negative, unit="B/s",
-                                                    doc="sustained bandwidth of all channels; absent = not measured "
-                                                        "(the bounds then use the peak for both floors)")
+    measured_bw_bytes_per_s: float | None = sourced(
+        default=None,
+        check=non_negative,
+        unit="B/s",
+        doc="sustained bandwidth of all channels; absent = not measured (the bounds then use the peak for both floors)",
+    )
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:
         if self.measured_bw_bytes_per_s is not None and self.measured_bw_bytes_per_s > self.bw_bytes_per_s:
-            yield "measured_bw_bytes_per_s", f"at most bw_bytes_per_s ({self.bw_bytes_per_s:g})", \
-                self.measured_bw_bytes_per_s
+            yield (
+                "measured_bw_bytes_per_s",
+                f"at most bw_bytes_per_s ({self.bw_bytes_per_s:g})",
+                self.measured_bw_bytes_per_s,
+            )
 
     @property
     def sustained_bw_bytes_per_s(self) -> float:

@@ -1,5 +1,6 @@
 """Studies on the instruction-driven accelerator: the prefetch-ratio sweep, the access-size bandwidth profile,
 and Perfetto timelines of the cycle-level engine."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,14 +10,12 @@ from typing import Any
 import numpy as np
 
 from fpga.hbm import channel as hbm
-
-from fpga.instruction import simulator as instruction_sim
-
 from fpga.instruction import isa
+from fpga.instruction import simulator as instruction_sim
 from fpga.instruction.compiler import Compiler, load_stream_program
-from fpga.instruction.prefetch import prefetch_fits
-from fpga.instruction.engine import InstructionEngine
 from fpga.instruction.design import InstructionDesign
+from fpga.instruction.engine import InstructionEngine
+from fpga.instruction.prefetch import prefetch_fits
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import BoardSpec
 
@@ -93,8 +92,9 @@ class SweepRow:
         return dataclasses.asdict(self)
 
 
-def prefetch_sweep(design: InstructionDesign, ratios: Sequence[int], seqs: Sequence[int],
-                   progress: Progress | None = None) -> list[SweepRow]:
+def prefetch_sweep(
+    design: InstructionDesign, ratios: Sequence[int], seqs: Sequence[int], progress: Progress | None = None
+) -> list[SweepRow]:
     """Decode step time at each sequence length (cached tokens) for each prefetch ratio, its speedup over ratio 1
     (simulated as the baseline even when not listed), and the best ratio per sequence length: the fastest among the
     ratios that fit the buffers (ties to the smaller ratio)."""
@@ -136,19 +136,32 @@ class ProfileRow:
         return dataclasses.asdict(self)
 
 
-def raw_bandwidth(board: BoardSpec, access_bytes: int, total_bytes_per_channel: int, pattern: str = "sequential",
-                  write_fraction: float = 0.0) -> float:
+def raw_bandwidth(
+    board: BoardSpec,
+    access_bytes: int,
+    total_bytes_per_channel: int,
+    pattern: str = "sequential",
+    write_fraction: float = 0.0,
+) -> float:
     """Every port of the board issuing ``access_bytes`` requests in ``pattern`` (sequential, strided:BYTES,
     random[:SPAN]; a ``write_fraction`` of them writes) to its own pseudo-channel with 64 in flight and a port that
     never limits: the HBM channel model alone (:func:`fpga.hbm.channel.profile_bandwidth`), summed over the ports."""
-    r = hbm.profile_bandwidth(board, board.hbm.axi_clock_hz, access_bytes, outstanding=64, port_width_bits=4096,
-                              total_bytes=max(total_bytes_per_channel, access_bytes), pattern=pattern,
-                              write_fraction=write_fraction)
+    r = hbm.profile_bandwidth(
+        board,
+        board.hbm.axi_clock_hz,
+        access_bytes,
+        outstanding=64,
+        port_width_bits=4096,
+        total_bytes=max(total_bytes_per_channel, access_bytes),
+        pattern=pattern,
+        write_fraction=write_fraction,
+    )
     return float(r["bw_bytes_per_s"]) * board.hbm.axi_ports
 
 
-def scheduler_bandwidth(design: InstructionDesign, access_bytes: int, total_bytes_per_channel: int,
-                        with_metadata: bool = False) -> float:
+def scheduler_bandwidth(
+    design: InstructionDesign, access_bytes: int, total_bytes_per_channel: int, with_metadata: bool = False
+) -> float:
     """Independent LD instructions of ``access_bytes`` per channel through the scheduler and datamover of
     ``design`` (issue cost, request queue, requests in flight, request latency, port width); ``with_metadata``
     adds the scale and zero-point loads the lowering pairs with each weight load (all bytes counted)."""
@@ -158,9 +171,15 @@ def scheduler_bandwidth(design: InstructionDesign, access_bytes: int, total_byte
     return (c["read_bytes"] + c["write_bytes"]) / (c["cycles"] / design.clock_hz)
 
 
-def profile_hbm(board: BoardSpec, design: InstructionDesign, sizes: Iterable[int],
-                total_bytes_per_channel: int = 2 << 20, progress: Progress | None = None,
-                pattern: str = "sequential", write_fraction: float = 0.0) -> list[ProfileRow]:
+def profile_hbm(
+    board: BoardSpec,
+    design: InstructionDesign,
+    sizes: Iterable[int],
+    total_bytes_per_channel: int = 2 << 20,
+    progress: Progress | None = None,
+    pattern: str = "sequential",
+    write_fraction: float = 0.0,
+) -> list[ProfileRow]:
     """Effective bandwidth versus access size: raw (HBM model), through the instruction scheduler, and through the
     scheduler with each weight access followed by its scale and zero-point accesses (the decode lowering's
     pattern)."""
@@ -179,19 +198,20 @@ def profile_hbm(board: BoardSpec, design: InstructionDesign, sizes: Iterable[int
 
 
 # ============================================================================================== timeline
-def chrome_trace(design: InstructionDesign, prefetch_ratio: int, ctx: int, max_instructions: int = 20000,
-                 prefill_tokens: int = 0) -> dict[str, Any]:
+def chrome_trace(
+    design: InstructionDesign, prefetch_ratio: int, ctx: int, max_instructions: int = 20000, prefill_tokens: int = 0
+) -> dict[str, Any]:
     """A Chrome/Perfetto trace (JSON object format) of one decode step (or prefill): one track per unit (DM, MPE,
     SFU), each instruction a complete event from its start to its completion, named by its full assembly text.
 
     Instructions in flight together on one unit (the datamover keeps several loads outstanding) go to separate
     lanes of the unit's track (:func:`hwmodel.report.perfetto.chrome_trace`), and a counter track shows the HBM
     bandwidth the traced datamover instructions draw (each one's bytes spread evenly over its duration)."""
-    from hwmodel.report.perfetto import Counter, Slice, chrome_trace as build_trace
+    from hwmodel.report.perfetto import Counter, Slice
+    from hwmodel.report.perfetto import chrome_trace as build_trace
 
     eng = InstructionEngine(design, prefetch_ratio=prefetch_ratio)
-    prog = (eng.compiler.prefill_program(prefill_tokens, ctx) if prefill_tokens
-            else eng.compiler.decode_program(ctx))
+    prog = eng.compiler.prefill_program(prefill_tokens, ctx) if prefill_tokens else eng.compiler.decode_program(ctx)
     flat, starts, _reps = prog.flat()
     counters, trace = instruction_sim.simulate_program(eng.design, prog, trace_instructions=max_instructions)
     s_per_cycle = 1.0 / eng.design.clock_hz
@@ -206,8 +226,15 @@ def chrome_trace(design: InstructionDesign, prefetch_ratio: int, ctx: int, max_i
             instr = flat[row]
             text = isa.describe(instr)
             name = text.split("  wait")[0].strip()
-            lane.append(Slice(t0 * s_per_cycle, max(t1, t0 + 1) * s_per_cycle, name, isa.UNIT_NAMES[u],
-                              {"instruction": text, "segment": seg, "repetition": int(rep)}))
+            lane.append(
+                Slice(
+                    t0 * s_per_cycle,
+                    max(t1, t0 + 1) * s_per_cycle,
+                    name,
+                    isa.UNIT_NAMES[u],
+                    {"instruction": text, "segment": seg, "repetition": int(rep)},
+                )
+            )
             if int(instr[isa.F_OP]) in (isa.OP_LD, isa.OP_ST):
                 dur_s = max(t1 - t0, 1) * s_per_cycle
                 rate = float(isa.request_bytes(instr).sum()) / dur_s
@@ -217,13 +244,29 @@ def chrome_trace(design: InstructionDesign, prefetch_ratio: int, ctx: int, max_i
     for t in sorted(steps):
         level += steps[t]
         samples.append(Counter(t, {"GB/s": max(0.0, level) / 1e9}))
-    out = build_trace(tracks, process_name=f"{design.name} k={prefetch_ratio}",
-                      counters={"HBM bandwidth (traced DM instructions)": samples})
+    out = build_trace(
+        tracks,
+        process_name=f"{design.name} k={prefetch_ratio}",
+        counters={"HBM bandwidth (traced DM instructions)": samples},
+    )
     out["displayTimeUnit"] = "ns"
-    out["otherData"] = {"design": design.name, "prefetch_ratio": prefetch_ratio, "ctx": ctx,
-                        "cycles": counters["cycles"], "clock_hz": eng.design.clock_hz}
+    out["otherData"] = {
+        "design": design.name,
+        "prefetch_ratio": prefetch_ratio,
+        "ctx": ctx,
+        "cycles": counters["cycles"],
+        "clock_hz": eng.design.clock_hz,
+    }
     return out
 
 
-__all__ = ["prefetch_sweep", "profile_hbm", "chrome_trace", "parse_ratios", "parse_sizes", "access_bytes",
-           "SweepRow", "ProfileRow"]
+__all__ = [
+    "prefetch_sweep",
+    "profile_hbm",
+    "chrome_trace",
+    "parse_ratios",
+    "parse_sizes",
+    "access_bytes",
+    "SweepRow",
+    "ProfileRow",
+]

@@ -1,5 +1,6 @@
 """Point functions for checking the study runner itself (its tests and a quick look at a cluster): pure, cheap,
 importable by any worker process."""
+
 from __future__ import annotations
 
 import math

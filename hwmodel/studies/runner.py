@@ -28,6 +28,7 @@ API::
 :func:`execute` is the executor underneath (chunks of items through a function, results handed to a callback in
 the parent as they finish); the DSE sweep uses it with its own CSV store.
 """
+
 from __future__ import annotations
 
 import collections
@@ -193,17 +194,34 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
         p.join(timeout=5)
 
 
-def execute(task: Callable[..., Any], ref: Any, chunks: Sequence[Any], finished: Callable[[Any], None], *,
-            workers: int = 1, scheduler: str | None = None, client: Any = None, start_method: str = "forkserver",
-            preload: Sequence[str] = (), connect_timeout_s: float | None = None) -> int:
+def execute(
+    task: Callable[..., Any],
+    ref: Any,
+    chunks: Sequence[Any],
+    finished: Callable[[Any], None],
+    *,
+    workers: int = 1,
+    scheduler: str | None = None,
+    client: Any = None,
+    start_method: str = "forkserver",
+    preload: Sequence[str] = (),
+    connect_timeout_s: float | None = None,
+) -> int:
     """Run ``task(ref, chunk)`` for every chunk -- in this process (``workers == 1``), on ``workers`` local processes,
     or on Dask (``scheduler`` address or ``client``) -- and call ``finished(result)`` in this process as each one
     ends (in completion order). Returns the number of workers used. ``task`` must be a top-level function."""
     if not chunks:
         return workers
     if scheduler is not None or client is not None:
-        return _run_dask(task, ref, list(chunks), finished, scheduler, client,
-                         DASK_CONNECT_TIMEOUT_S if connect_timeout_s is None else connect_timeout_s)
+        return _run_dask(
+            task,
+            ref,
+            list(chunks),
+            finished,
+            scheduler,
+            client,
+            DASK_CONNECT_TIMEOUT_S if connect_timeout_s is None else connect_timeout_s,
+        )
     if workers <= 1:
         for ch in chunks:
             finished(task(ref, ch))
@@ -212,14 +230,22 @@ def execute(task: Callable[..., Any], ref: Any, chunks: Sequence[Any], finished:
     return workers
 
 
-def _run_local(task: Callable[..., Any], ref: Any, chunks: list[Any], finished: Callable[[Any], None],
-               n_workers: int, start_method: str, preload: Sequence[str]) -> None:
+def _run_local(
+    task: Callable[..., Any],
+    ref: Any,
+    chunks: list[Any],
+    finished: Callable[[Any], None],
+    n_workers: int,
+    start_method: str,
+    preload: Sequence[str],
+) -> None:
     queue = collections.deque(chunks)
     restarts = 0
     ctx = _mp_context(start_method, preload)
     while queue:
-        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=worker_init,
-                                   initargs=(os.getpid(), tuple(preload)))
+        pool = ProcessPoolExecutor(
+            max_workers=n_workers, mp_context=ctx, initializer=worker_init, initargs=(os.getpid(), tuple(preload))
+        )
         inflight: dict[Future[Any], Any] = {}
         clean = False
         try:
@@ -243,8 +269,10 @@ def _run_local(task: Callable[..., Any], ref: Any, chunks: list[Any], finished: 
                     queue.appendleft(ch)
             restarts += 1
             if restarts > MAX_POOL_RESTARTS:
-                raise StudyError(f"worker processes died {restarts} times (killed or out of memory); the finished "
-                                 "points are saved, rerun the same command to resume") from None
+                raise StudyError(
+                    f"worker processes died {restarts} times (killed or out of memory); the finished "
+                    "points are saved, rerun the same command to resume"
+                ) from None
         finally:
             if clean:
                 pool.shutdown(wait=True)
@@ -252,8 +280,15 @@ def _run_local(task: Callable[..., Any], ref: Any, chunks: list[Any], finished: 
                 _terminate(pool)
 
 
-def _run_dask(task: Callable[..., Any], ref: Any, chunks: list[Any], finished: Callable[[Any], None],
-              scheduler: str | None, client: Any, connect_timeout_s: float) -> int:
+def _run_dask(
+    task: Callable[..., Any],
+    ref: Any,
+    chunks: list[Any],
+    finished: Callable[[Any], None],
+    scheduler: str | None,
+    client: Any,
+    connect_timeout_s: float,
+) -> int:
     """Evaluate the chunks on a Dask cluster; returns the number of workers it had when starting."""
     from distributed import Client, as_completed
 
@@ -284,8 +319,10 @@ def _run_dask(task: Callable[..., Any], ref: Any, chunks: list[Any], finished: C
                     exc = fut.exception()
                     if isinstance(exc, HwmodelError):
                         raise exc
-                    raise StudyError(f"a Dask task failed ({type(exc).__name__}: {exc}); the finished points are "
-                                     "saved, rerun the same command to resume")
+                    raise StudyError(
+                        f"a Dask task failed ({type(exc).__name__}: {exc}); the finished points are "
+                        "saved, rerun the same command to resume"
+                    )
                 finished(fut.result())
                 fut.release()
                 if queue:
@@ -309,8 +346,9 @@ class Journal:
         self._fh: Any = None
 
     def header(self) -> str:
-        return json.dumps({"journal": JOURNAL_KIND, "version": JOURNAL_VERSION, "fingerprint": self.fingerprint},
-                          sort_keys=True)
+        return json.dumps(
+            {"journal": JOURNAL_KIND, "version": JOURNAL_VERSION, "fingerprint": self.fingerprint}, sort_keys=True
+        )
 
     def read(self, *, quiet: bool = False) -> tuple[dict[str, str], int]:
         """(finished points: key -> journal line, bytes of the file that are whole lines of this study); nothing
@@ -333,12 +371,20 @@ class Journal:
                 problem = f"line {i + 1} is not JSON"
                 break
             if i == 0:
-                if not (isinstance(doc, dict) and doc.get("journal") == JOURNAL_KIND
-                        and doc.get("version") == JOURNAL_VERSION and doc.get("fingerprint") == self.fingerprint):
+                if not (
+                    isinstance(doc, dict)
+                    and doc.get("journal") == JOURNAL_KIND
+                    and doc.get("version") == JOURNAL_VERSION
+                    and doc.get("fingerprint") == self.fingerprint
+                ):
                     if not quiet:
-                        why = ("another study's or model version's fingerprint"
-                               if isinstance(doc, dict) and doc.get("journal") == JOURNAL_KIND
-                               and doc.get("version") == JOURNAL_VERSION else "not a study journal header")
+                        why = (
+                            "another study's or model version's fingerprint"
+                            if isinstance(doc, dict)
+                            and doc.get("journal") == JOURNAL_KIND
+                            and doc.get("version") == JOURNAL_VERSION
+                            else "not a study journal header"
+                        )
                         note_damaged(self.path, "or outdated study journal", why, "starting it afresh")
                     return {}, 0
             elif isinstance(doc, dict) and isinstance(doc.get("key"), str) and "result" in doc:
@@ -348,16 +394,21 @@ class Journal:
                 break
             good_bytes = pos
         if problem and not quiet:
-            note_damaged(self.path, "study journal", problem,
-                         f"keeping the {len(done)} points before it, the rest are re-run")
+            note_damaged(
+                self.path, "study journal", problem, f"keeping the {len(done)} points before it, the rest are re-run"
+            )
         return done, good_bytes
 
     def open(self, fresh: bool = False) -> dict[str, str]:
         """Open for appending (an exclusive lock: a second run on the same journal is refused); returns the
         finished points already journaled (key -> journal line)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open_locked(self.path, "a", StudyError(f"{self.path} is being written by another run; wait for it or "
-                                                    "use another output directory"), encoding="utf-8")
+        fh = open_locked(
+            self.path,
+            "a",
+            StudyError(f"{self.path} is being written by another run; wait for it or use another output directory"),
+            encoding="utf-8",
+        )
         try:
             done, good_bytes = ({}, 0) if fresh else self.read()
             fh.truncate(good_bytes)  # drop a line cut short by a kill (or everything, for a fresh journal)
@@ -401,10 +452,21 @@ def auto_chunk_size(n_points: int, n_workers: int) -> int:
     return max(1, -(-n_points // (4 * max(1, n_workers))))
 
 
-def run_points(fn: str | Callable[..., Any], points: Sequence[tuple[str, Any]], *, journal: Path | str | None = None,
-               fingerprint: str = "", workers: int | None = None, scheduler: str | None = None, client: Any = None,
-               chunk_size: int | None = None, start_method: str = "forkserver", preload: Sequence[str] = (),
-               fresh: bool = False, on_result: Callable[[str, Any], None] | None = None) -> StudyRun:
+def run_points(
+    fn: str | Callable[..., Any],
+    points: Sequence[tuple[str, Any]],
+    *,
+    journal: Path | str | None = None,
+    fingerprint: str = "",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client: Any = None,
+    chunk_size: int | None = None,
+    start_method: str = "forkserver",
+    preload: Sequence[str] = (),
+    fresh: bool = False,
+    on_result: Callable[[str, Any], None] | None = None,
+) -> StudyRun:
     """Run ``fn(spec)`` for every ``(key, spec)`` of ``points`` not yet in ``journal`` (module docstring).
 
     ``workers``: local processes (default: the CPUs this process may use; 1 runs in this process). ``scheduler``
@@ -442,7 +504,7 @@ def run_points(fn: str | Callable[..., Any], points: Sequence[tuple[str, Any]], 
     n_workers = 1 if dask else (workers or default_workers())
     n_workers = min(n_workers, max(1, len(todo)))
     size = chunk_size or auto_chunk_size(len(todo), n_workers if not dask else 8)
-    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
 
     def finished(chunk_lines: list[str]) -> None:
         if jr is not None:
@@ -451,14 +513,29 @@ def run_points(fn: str | Callable[..., Any], points: Sequence[tuple[str, Any]], 
             take(line)
 
     try:
-        used = execute(evaluate_points, fn if isinstance(fn, str) else fn, chunks, finished, workers=n_workers,
-                       scheduler=scheduler, client=client, start_method=start_method, preload=preload)
+        used = execute(
+            evaluate_points,
+            fn if isinstance(fn, str) else fn,
+            chunks,
+            finished,
+            workers=n_workers,
+            scheduler=scheduler,
+            client=client,
+            start_method=start_method,
+            preload=preload,
+        )
     finally:
         if jr is not None:
             jr.close()
     backend = "dask" if dask else ("in-process" if n_workers == 1 else "local")
-    return StudyRun(results={k: parsed[k] for k in keys}, evaluated=len(todo), resumed=resumed, workers=used,
-                    backend=backend, elapsed_s=time.perf_counter() - t0)
+    return StudyRun(
+        results={k: parsed[k] for k in keys},
+        evaluated=len(todo),
+        resumed=resumed,
+        workers=used,
+        backend=backend,
+        elapsed_s=time.perf_counter() - t0,
+    )
 
 
 def journal_results(path: Path | str, fingerprint: str) -> Mapping[str, Any]:

@@ -21,6 +21,7 @@ Ranges (documented in docs/model-your-design.md, section "Sensitivity"), ``x`` t
 A variant the model refuses (a port buffer too small for a block, a deadlock) is reported with its reason and left
 out of the band. The result is a plain dict (its JSON is documented in docs/model-your-design.md).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,12 +32,23 @@ from typing import Any
 from fpga.streaming.design import StreamingDesign
 from hwmodel.errors import HwmodelError
 
-DESIGN_FIELDS = ("fifo_depth", "fifo_latency_cycles", "operand_passes", "softmax_passes", "slr_crossing_cycles",
-                 "layer_io_cycles")
+DESIGN_FIELDS = (
+    "fifo_depth",
+    "fifo_latency_cycles",
+    "operand_passes",
+    "softmax_passes",
+    "slr_crossing_cycles",
+    "layer_io_cycles",
+)
 ENGINE_FIELDS = ("burst_bytes", "buffer_depth", "max_outstanding", "pipeline_latency_cycles", "tile_overhead_cycles")
 _PORT_FIELDS = ("burst_bytes", "buffer_depth", "max_outstanding")
-_LATENCIES = ("pipeline_latency_cycles", "tile_overhead_cycles", "fifo_latency_cycles", "slr_crossing_cycles",
-              "layer_io_cycles")
+_LATENCIES = (
+    "pipeline_latency_cycles",
+    "tile_overhead_cycles",
+    "fifo_latency_cycles",
+    "slr_crossing_cycles",
+    "layer_io_cycles",
+)
 
 
 def field_range(name: str, x: int) -> tuple[int, int]:
@@ -100,8 +112,9 @@ class Knob:
         if "." in self.key:  # an instruction design's dotted field
             section, _, name = self.key.partition(".")
             if isinstance(getattr(getattr(d, section), name), bool):
-                return dataclasses.replace(d, **{section: dataclasses.replace(getattr(d, section),
-                                                                              **{name: bool(value)})})
+                return dataclasses.replace(
+                    d, **{section: dataclasses.replace(getattr(d, section), **{name: bool(value)})}
+                )
             return d.with_params({self.key: value})
         return dataclasses.replace(d, **{self.field: value})
 
@@ -129,8 +142,9 @@ def instruction_knobs(design: Any, fields: Iterable[str] | None = None) -> list[
     raw = _raw_table(design)
     for section, name in INSTRUCTION_STYLE:
         if name not in raw.get(section, {}) and (want is None or name in want):  # an execution style left at default
-            out.append(Knob(f"{section}.{name}", None, name, "default", int(getattr(getattr(design, section), name)),
-                            0, 1))
+            out.append(
+                Knob(f"{section}.{name}", None, name, "default", int(getattr(getattr(design, section), name)), 0, 1)
+            )
     return [k for k in out if k.low != k.high]
 
 
@@ -164,15 +178,19 @@ def knobs(design: StreamingDesign, fields: Iterable[str] | None = None) -> list[
     return [k for k in out if k.low != k.high]
 
 
-def sensitivity(design: Any, latency_s: Callable[[Any], float], fields: Iterable[str] | None = None,
-                guesses: list[Knob] | None = None) -> dict[str, Any]:
+def sensitivity(
+    design: Any,
+    latency_s: Callable[[Any], float],
+    fields: Iterable[str] | None = None,
+    guesses: list[Knob] | None = None,
+) -> dict[str, Any]:
     """Per guessed field (``guesses``, default :func:`knobs` of a streaming design), the latency at the low and high
     end of its range, and the band of all ends together. ``latency_s(design)`` simulates one point (it may raise a
     HwmodelError: that end is reported infeasible)."""
     nominal = latency_s(design)
     rows = []
     fast, slow = design, design
-    for k in (guesses if guesses is not None else knobs(design, fields)):
+    for k in guesses if guesses is not None else knobs(design, fields):
         row: dict[str, Any] = {"field": k.key, "status": k.status, "value": k.value, "low": k.low, "high": k.high}
         ends = {}
         for side, v in (("low", k.low), ("high", k.high)):
@@ -202,5 +220,10 @@ def sensitivity(design: Any, latency_s: Callable[[Any], float], fields: Iterable
         except HwmodelError as exc:
             band.append(None)
             errors[name] = str(exc).splitlines()[0]
-    return {"nominal_s": nominal, "fields": rows, "band_s": band, "band_errors": errors,
-            "varied": [r["field"] for r in rows]}
+    return {
+        "nominal_s": nominal,
+        "fields": rows,
+        "band_s": band,
+        "band_errors": errors,
+        "varied": [r["field"] for r in rows],
+    }

@@ -18,6 +18,7 @@ Not propagated yet, and said so in the row's ``band_sources``: the ``[estimate]`
 family *chose* outside least squares (``choices``), and the system-level studies (system A/B rows carry no band:
 each would need a replay per parameter; ``hwmodel validate`` counts them as "no band").
 """
+
 from __future__ import annotations
 
 import math
@@ -55,7 +56,7 @@ def covariance(fam: Any, fitted: Sequence[Any], values: Mapping[str, float]) -> 
     params = fam.params
     jac = np.array([gradient(lambda v, p=pt: fam.predict(v, p), params, values) for pt in fitted])
     prior = np.array([(p.upper - p.lower) / 4.0 for p in params])
-    fisher = jac.T @ jac / MEASUREMENT_SIGMA ** 2 + np.diag(1.0 / prior ** 2)
+    fisher = jac.T @ jac / MEASUREMENT_SIGMA**2 + np.diag(1.0 / prior**2)
     return np.linalg.inv(fisher)
 
 
@@ -85,5 +86,6 @@ def family_bands(fam: Any, points: Sequence[Any], values: Mapping[str, float]) -
     """The band of every predicted point of ``fam`` (point id -> ([lo, hi], sources))."""
     fitted = [p for p in points if p.fitted]
     cov = covariance(fam, fitted, values)
-    return {p.id: band(lambda v, pt=p: fam.predict(v, pt), fam.params, values, cov)
-            for p in points if p.role == "predicted"}
+    return {
+        p.id: band(lambda v, pt=p: fam.predict(v, pt), fam.params, values, cov) for p in points if p.role == "predicted"
+    }

@@ -6,6 +6,7 @@ family is either a calibration family (:data:`calibration.family.REGISTRY`: leas
 chosen on the same points, :func:`calibration.family.accounting`) or one of the fits made elsewhere, declared here
 by the names of its parameters (:data:`DECLARED`) -- the count is the length of that list.
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,15 +18,23 @@ from hwmodel.errors import HwmodelError
 #: fits made outside calibration/ (family -> the names of its free parameters and where each is fitted)
 DECLARED: dict[str, tuple[str, ...]] = {
     "hbm": ("latency_page_hit_cycles: fitted to Shuhai's U280 page-hit latency (hwmodel/validate/hbm.py)",),
-    "streaming-clock": (("the FlexLLM mem_opt design's achieved clock, fitted to the published 1.64x "
-                         "(hwmodel/validate/streaming.py)"),),
-    "acceptance": tuple(f"first-pass step rejection rate of {d} (hwmodel/workload/acceptance.py)"
-                        for d in ("math500", "gsm8k", "gaokao2023en", "olympiadbench")),
+    "streaming-clock": (
+        ("the FlexLLM mem_opt design's achieved clock, fitted to the published 1.64x (hwmodel/validate/streaming.py)"),
+    ),
+    "acceptance": tuple(
+        f"first-pass step rejection rate of {d} (hwmodel/workload/acceptance.py)"
+        for d in ("math500", "gsm8k", "gaokao2023en", "olympiadbench")
+    ),
     "backtrack": ("target_hazard_ratio of config1's target", "target_hazard_ratio of config2's target"),
 }
 #: the families a row depends on when its provider names none
-AREA_FAMILIES: dict[str, tuple[str, ...]] = {"HBM": ("hbm",), "HBM peer": ("hbm",), "GPU": ("gpu",), "edge": ("gpu",),
-                                             "FPGA instruction": ("fpga-instruction",)}
+AREA_FAMILIES: dict[str, tuple[str, ...]] = {
+    "HBM": ("hbm",),
+    "HBM peer": ("hbm",),
+    "GPU": ("gpu",),
+    "edge": ("gpu",),
+    "FPGA instruction": ("fpga-instruction",),
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,8 +55,10 @@ def families_of(r: Mapping[str, Any]) -> tuple[str, ...]:
     if fams is None:
         fams = AREA_FAMILIES.get(r["area"])
     if fams is None:
-        raise HwmodelError(f"validation row {r['id']!r}: field 'families': expected the families its model value "
-                           f"depends on (area {r['area']!r} has no default)")
+        raise HwmodelError(
+            f"validation row {r['id']!r}: field 'families': expected the families its model value "
+            f"depends on (area {r['area']!r} has no default)"
+        )
     return tuple(dict.fromkeys(fams))
 
 

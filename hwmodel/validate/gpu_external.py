@@ -18,6 +18,7 @@ columns ``llm``, ``framework``, ``weight_bits``, ``kv_bits``, ``input_tokens``, 
 * ``seq_decode_tokens_per_s`` [tokens/s] -- one sequence's decode rate in a batch of ``batch``: the inverse of the
   mean decode step over the ``output_tokens - 1`` steps after the prompt.
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,8 +31,12 @@ from hwmodel.validate.rows import row
 
 AREA = "GPU out-of-source"
 MEASUREMENTS = MEASUREMENTS_DIR / "gpu_external.csv"
-UNITS = {"batch_latency_s": "s", "batch_tokens_per_s": "tokens/s", "batch_speedup": "x",
-         "seq_decode_tokens_per_s": "tokens/s"}
+UNITS = {
+    "batch_latency_s": "s",
+    "batch_tokens_per_s": "tokens/s",
+    "batch_speedup": "x",
+    "seq_decode_tokens_per_s": "tokens/s",
+}
 CONDITIONS = ("llm", "framework", "weight_bits", "kv_bits", "input_tokens", "output_tokens", "batch", "decoding")
 
 
@@ -58,8 +63,14 @@ def decode_steps_s(eng: Any, batch: int, n_in: int, n_out: int) -> list[float]:
 def predict(pt: Measurement) -> float:
     """The committed GPU model's value of ``pt.quantity`` under ``pt``'s conditions."""
     expect_quantity(pt, UNITS, "the out-of-source GPU set")
-    eng = _engine(pt.subject, pt.text("llm"), pt.text("framework"), pt.integer("weight_bits", 16),
-                  pt.integer("kv_bits", 16), pt.text("decoding", "greedy"))
+    eng = _engine(
+        pt.subject,
+        pt.text("llm"),
+        pt.text("framework"),
+        pt.integer("weight_bits", 16),
+        pt.integer("kv_bits", 16),
+        pt.text("decoding", "greedy"),
+    )
     b, n_in, n_out = pt.integer("batch"), pt.integer("input_tokens"), pt.integer("output_tokens")
     if pt.quantity == "seq_decode_tokens_per_s":
         steps = decode_steps_s(eng, b, n_in, n_out)
@@ -83,13 +94,30 @@ def rows(path: Path | str | None = None) -> list[dict[str, Any]]:
     out = []
     for pt in load_measurements(p):
         if pt.role != "predicted":
-            raise MeasurementError(f"{pt.origin}: column 'role': out-of-source points are never fitted; "
-                                   f"expected 'predicted', got {pt.role!r}")
-        workload = f"{pt.subject}: " + ", ".join(f"{c}={pt.conditions[c]}" for c in CONDITIONS
-                                                 if pt.conditions.get(c)) + f" [{pt.quantity}]"
-        out.append(row(AREA, pt.id, predict(pt), pt.unit, "predicted", f"{pt.source} ({p.name})",
-                       published=pt.value, free_params=FAMILY.free_params, workload=workload, note=pt.notes,
-                       family="gpu"))
+            raise MeasurementError(
+                f"{pt.origin}: column 'role': out-of-source points are never fitted; "
+                f"expected 'predicted', got {pt.role!r}"
+            )
+        workload = (
+            f"{pt.subject}: "
+            + ", ".join(f"{c}={pt.conditions[c]}" for c in CONDITIONS if pt.conditions.get(c))
+            + f" [{pt.quantity}]"
+        )
+        out.append(
+            row(
+                AREA,
+                pt.id,
+                predict(pt),
+                pt.unit,
+                "predicted",
+                f"{pt.source} ({p.name})",
+                published=pt.value,
+                free_params=FAMILY.free_params,
+                workload=workload,
+                note=pt.notes,
+                family="gpu",
+            )
+        )
     return out
 
 

@@ -13,6 +13,7 @@ to record an |error| past its old limit unless ``--reason ID=TEXT`` names that r
 stored in the row's entry (``reason``), where the next reader of the file sees it. An entry whose error fell keeps
 its last reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,10 @@ def measure(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for r in rows:
         if r["role"] in GUARDED_ROLES:
             groups.setdefault(f"{r['area']}|{r['role']}", []).append(abs(float(r["error"])))
-    return {"points": points,
-            "groups": {g: {"mean": sum(v) / len(v), "max": max(v), "n": len(v)} for g, v in groups.items()}}
+    return {
+        "points": points,
+        "groups": {g: {"mean": sum(v) / len(v), "max": max(v), "n": len(v)} for g, v in groups.items()},
+    }
 
 
 def _was(entry: Any) -> tuple[float, str]:
@@ -52,8 +55,12 @@ def _was(entry: Any) -> tuple[float, str]:
     return float(entry), ""
 
 
-def updated(rows: Sequence[Mapping[str, Any]], old: Mapping[str, Any] | None,
-            reasons: Mapping[str, str] | None = None, first_reason: str = "") -> dict[str, Any]:
+def updated(
+    rows: Sequence[Mapping[str, Any]],
+    old: Mapping[str, Any] | None,
+    reasons: Mapping[str, str] | None = None,
+    first_reason: str = "",
+) -> dict[str, Any]:
     """The guard entries for ``rows`` given the ``old`` file: a value past its old limit needs ``reasons[id]``
     (one-line error naming every such row otherwise); the reason is stored beside it. A row the old file keyed
     by (area, name, role) is matched through :func:`legacy_key` when that key names one row only. ``first_reason``
@@ -90,19 +97,28 @@ def updated(rows: Sequence[Mapping[str, Any]], old: Mapping[str, Any] | None,
             why = reasons.get(g, "")
         groups[g] = {**cur, "reason": why}
     if missing:
-        raise HwmodelError("guards: these limits would grow without a reason (pass --reason 'ID=why' for each): "
-                           + "; ".join(missing))
+        raise HwmodelError(
+            "guards: these limits would grow without a reason (pass --reason 'ID=why' for each): " + "; ".join(missing)
+        )
     return {"points": points, "groups": groups}
 
 
-def write_guards(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None,
-                 path: Path = GUARDS_PATH, reasons: Mapping[str, str] | None = None, first_reason: str = "") -> Path:
+def write_guards(
+    rows: Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+    path: Path = GUARDS_PATH,
+    reasons: Mapping[str, str] | None = None,
+    first_reason: str = "",
+) -> Path:
     """Record today's errors (with the reason of every limit that grew, :func:`updated`), and the build options
     they were measured at (the tests rebuild at those)."""
     old = load_guards(path) if Path(path).is_file() else None
-    doc = {"doc": "hwmodel/validate/guards.py: today's |error| per guarded row (keyed by row id); a value may grow to "
-                  f"|error| x {1 + REL_MARGIN} + {ABS_MARGIN}; a limit that grew carries its reason",
-           "options": dict(options or {}), **updated(rows, old, reasons, first_reason)}
+    doc = {
+        "doc": "hwmodel/validate/guards.py: today's |error| per guarded row (keyed by row id); a value may grow to "
+        f"|error| x {1 + REL_MARGIN} + {ABS_MARGIN}; a limit that grew carries its reason",
+        "options": dict(options or {}),
+        **updated(rows, old, reasons, first_reason),
+    }
     Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return Path(path)
 
@@ -111,8 +127,9 @@ def load_guards(path: Path = GUARDS_PATH) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
-def violations(rows: Sequence[Mapping[str, Any]], guards: Mapping[str, Any] | None = None,
-               partial: bool = False) -> list[str]:
+def violations(
+    rows: Sequence[Mapping[str, Any]], guards: Mapping[str, Any] | None = None, partial: bool = False
+) -> list[str]:
     """Every guarded value of ``rows`` that grew past its limit, named. ``partial``: ``rows`` is a subset (a
     missing guarded row is not a violation, group statistics are not compared)."""
     g = guards if guards is not None else load_guards()
@@ -125,8 +142,9 @@ def violations(rows: Sequence[Mapping[str, Any]], guards: Mapping[str, Any] | No
                 out.append(f"{k}: guarded row is missing")
             continue
         if now["points"][k] > limit(was):
-            out.append(f"{k}: |error| {100 * now['points'][k]:.2f} % > guard {100 * limit(was):.2f} % "
-                       f"(was {100 * was:.2f} %)")
+            out.append(
+                f"{k}: |error| {100 * now['points'][k]:.2f} % > guard {100 * limit(was):.2f} % (was {100 * was:.2f} %)"
+            )
     if not partial:
         for grp, was in g["groups"].items():
             cur = now["groups"].get(grp)

@@ -14,6 +14,7 @@ requests, each cut into 32-B transactions addressed by the board's own address m
 takes the address vector as given), on its HBM2 standard with the U280's timings (the provenance lists the
 overrides and what could not be matched).
 """
+
 from __future__ import annotations
 
 import json
@@ -56,12 +57,12 @@ BOARD = "u280"
 #: cases whose difference exceeds 15 %, and the mechanism (docs/hbm.md, "Beside a simulator peer")
 EXPLAINED = {
     "rand-128B-rd-if1": "in flight: the peer bounds accesses queued in its controller, hwmodel requests issued and "
-                        "not yet returned (front pipeline + tCL + return ~ 60 AXI cycles each)",
+    "not yet returned (front pipeline + tCL + return ~ 60 AXI cycles each)",
     "rand-128B-rd-if4": "in flight, as rand-128B-rd-if1",
     "rand-128B-rd-if16": "in flight, as rand-128B-rd-if1",
     "scatter32-64B-rd": "in flight, as rand-128B-rd-if1 (the peer's queues are per controller, 16 of them)",
     "scatter4-4K-rd": "the peer's trace frontend issues in order and stalls on a full controller queue "
-                      "(head-of-line blocking), hwmodel's 64-ID port does not",
+    "(head-of-line blocking), hwmodel's 64-ID port does not",
 }
 
 
@@ -102,8 +103,21 @@ def model_gbps(board: BoardSpec, case: tuple[str, str, int, int, float, int, int
     for c in range(n_pc):
         st[c] = hbm.new_channel_state()
         hbm.set_refresh_phase(p, st[c], c * int(p[hbm.HP_REFI]) // n_pc)
-    _k, last_axi, _l = port_profile(p, st, addrs, ch, size, writes, inflight, inflight, 64, controller_window(h),
-                                    max(size, h.granule_bytes), np.zeros(n_pc, dtype=np.int64), 0)
+    _k, last_axi, _l = port_profile(
+        p,
+        st,
+        addrs,
+        ch,
+        size,
+        writes,
+        inflight,
+        inflight,
+        64,
+        controller_window(h),
+        max(size, h.granule_bytes),
+        np.zeros(n_pc, dtype=np.int64),
+        0,
+    )
     return len(addrs) * size / (last_axi / h.axi_clock_hz) / 1e9
 
 
@@ -120,8 +134,9 @@ def granule_lines(board: BoardSpec, case: tuple[str, str, int, int, float, int, 
         for ga in range(a // g, -(-(a + case[2]) // g)):
             bank = int(hbm.granule_bank(p, ga))
             row = int(hbm.granule_row(p, ga))
-            out.append(f"{'W' if w else 'R'} {c // 2},{c % 2},{bank >> ba_bits},{bank & ((1 << ba_bits) - 1)},"
-                       f"{row},{ga % 32}")
+            out.append(
+                f"{'W' if w else 'R'} {c // 2},{c % 2},{bank >> ba_bits},{bank & ((1 << ba_bits) - 1)},{row},{ga % 32}"
+            )
     return out
 
 
@@ -145,9 +160,19 @@ def comparison(which: str = "full") -> list[dict[str, Any]]:
         if not res[case[0]].get("comparable", True):
             continue  # the stored result says why (a peer run that is not a sustained rate)
         m, peer = model_gbps(b, case), float(res[case[0]]["gbps"])
-        out.append({"case": case[0], "pattern": case[1], "req_bytes": case[2], "write_fraction": case[4],
-                    "channels": case[5], "in_flight": case[6], "model_gbps": m, "peer_gbps": peer,
-                    "diff": m / peer - 1.0})
+        out.append(
+            {
+                "case": case[0],
+                "pattern": case[1],
+                "req_bytes": case[2],
+                "write_fraction": case[4],
+                "channels": case[5],
+                "in_flight": case[6],
+                "model_gbps": m,
+                "peer_gbps": peer,
+                "diff": m / peer - 1.0,
+            }
+        )
     return out
 
 
@@ -157,11 +182,21 @@ def rows(which: str = "full") -> list[dict[str, Any]]:
     src = f"Ramulator 2 simulator peer, {prov['repository']} @ {prov['commit'][:7]} (fpga/data/hbm_peer_ramulator.json)"
     out = []
     for r in comparison(which):
-        out.append({"area": "HBM peer", "name": f"Ramulator 2 peer (simulator, not a measurement): {r['case']}",
-                    "model": r["model_gbps"], "published": r["peer_gbps"], "band": None, "unit": "GB/s",
-                    "role": "predicted", "free_params": 0,
-                    "workload": f"{r['pattern']}, {r['req_bytes']} B, {int(100 * r['write_fraction'])} % writes, "
-                                f"{r['channels']} PC(s), {r['in_flight']} in flight",
-                    "source": src, "note": "two simulators of the same U280 pseudo-channel on one trace"
-                    + (f"; over 15 %: {EXPLAINED[r['case']]}" if r["case"] in EXPLAINED else "")})
+        out.append(
+            {
+                "area": "HBM peer",
+                "name": f"Ramulator 2 peer (simulator, not a measurement): {r['case']}",
+                "model": r["model_gbps"],
+                "published": r["peer_gbps"],
+                "band": None,
+                "unit": "GB/s",
+                "role": "predicted",
+                "free_params": 0,
+                "workload": f"{r['pattern']}, {r['req_bytes']} B, {int(100 * r['write_fraction'])} % writes, "
+                f"{r['channels']} PC(s), {r['in_flight']} in flight",
+                "source": src,
+                "note": "two simulators of the same U280 pseudo-channel on one trace"
+                + (f"; over 15 %: {EXPLAINED[r['case']]}" if r["case"] in EXPLAINED else ""),
+            }
+        )
     return out

@@ -6,6 +6,7 @@ as their own area (``GPU out-of-source``) so their mean and largest error stand 
 row's model value is the GPU engine's decode step for a batch of ``batch`` sequences at the middle of the 128
 generated tokens (time is affine in the context), with the band of :mod:`hwmodel.validate.bands`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -26,8 +27,14 @@ def predict(values: Mapping[str, float], pt: Any) -> float:
     from gpu.latency import GpuEngine
     from gpu.params import GpuParams
 
-    eng = GpuEngine(pt.subject, resolve_llm(pt.text("llm")), framework=pt.text("framework"), weight_bits=16,
-                    kv_bits=16, params=GpuParams.of(dict(values)))
+    eng = GpuEngine(
+        pt.subject,
+        resolve_llm(pt.text("llm")),
+        framework=pt.text("framework"),
+        weight_bits=16,
+        kv_bits=16,
+        params=GpuParams.of(dict(values)),
+    )
     ctx = pt.integer("input_tokens") + OUTPUT_TOKENS // 2
     return eng.decode_batch_s([ctx] * pt.integer("batch"))
 
@@ -45,10 +52,20 @@ def rows() -> list[dict[str, Any]]:
     out = []
     for pt in load_measurements(MEASUREMENTS):
         model = predict(values, pt)
-        r = row(AREA, pt.id, model, pt.unit, "predicted", pt.source, published=pt.value,
-                workload=f"{pt.subject}: {pt.text('llm')}, {pt.text('framework')}, batch {pt.integer('batch')}, "
-                         f"~{pt.integer('input_tokens')}-token prompt [{pt.quantity}]",
-                note=pt.notes, families=["gpu"], family="gpu")
+        r = row(
+            AREA,
+            pt.id,
+            model,
+            pt.unit,
+            "predicted",
+            pt.source,
+            published=pt.value,
+            workload=f"{pt.subject}: {pt.text('llm')}, {pt.text('framework')}, batch {pt.integer('batch')}, "
+            f"~{pt.integer('input_tokens')}-token prompt [{pt.quantity}]",
+            note=pt.notes,
+            families=["gpu"],
+            family="gpu",
+        )
         r["model_band"], r["band_sources"] = band(lambda v, p=pt: predict(v, p), fam.params, values, cov)
         out.append(r)
     return out

@@ -11,6 +11,7 @@ Every provider computes its model values from the code and the committed paramet
 from the measurement files (``calibration/measurements/*.csv``) or the published constants of each study module, and
 never enter a model computation.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -98,11 +99,16 @@ def _workload(pt: Any, columns: tuple[str, ...]) -> str:
     return ", ".join(f"{c}={pt.conditions[c]}" for c in columns if pt.conditions.get(c))
 
 
-def family_rows(name: str, *, cv: bool = True, area_of: Callable[[Any], str] | None = None,
-                bound_of: Callable[[Any], tuple[float | None, str]] | None = None,
-                params_file: Path | None = None,
-                extra_families: Callable[[Any], tuple[str, ...]] | None = None,
-                with_bands: bool = True) -> list[dict[str, Any]]:
+def family_rows(
+    name: str,
+    *,
+    cv: bool = True,
+    area_of: Callable[[Any], str] | None = None,
+    bound_of: Callable[[Any], tuple[float | None, str]] | None = None,
+    params_file: Path | None = None,
+    extra_families: Callable[[Any], tuple[str, ...]] | None = None,
+    with_bands: bool = True,
+) -> list[dict[str, Any]]:
     """Every point of calibration family ``name`` (fitted, fitted-derived, predicted) and, with ``cv``, a
     leave-one-out row for every fitted point that can be left out (``identity`` when the refit cannot change it);
     against ``params_file`` (default: the committed parameters). ``extra_families``: the other families a point's
@@ -118,21 +124,38 @@ def family_rows(name: str, *, cv: bool = True, area_of: Callable[[Any], str] | N
     from calibration.params import load_values
     from hwmodel.validate.bands import family_bands
 
-    bands = (family_bands(fam, pts, load_values(params_file if params_file is not None else fam.params_path))
-             if with_bands else {})
+    bands = (
+        family_bands(fam, pts, load_values(params_file if params_file is not None else fam.params_path))
+        if with_bands
+        else {}
+    )
     out = []
     area_fn = area_of or (lambda p: fam.name)
 
     def families_of(pt: Any) -> tuple[str, ...]:
         return (fam.name,) + (extra_families(pt) if extra_families else ())
+
     source_file = f"calibration/measurements/{fam.measurements_path.name}"
     for r in report:
         pt = by_id[r.id]
         bound, kind = bound_of(pt) if bound_of else (None, "")
-        out.append(row(area_fn(pt), r.id, r.model, r.unit, r.role, f"{r.source} ({source_file})",
-                       published=r.measured, workload=f"{r.subject}: "
-                       + _workload(pt, fam.conditions) + f" [{r.quantity}]", note=pt.notes, bound=bound,
-                       bound_kind=kind, family=fam.name, families=families_of(pt)))
+        out.append(
+            row(
+                area_fn(pt),
+                r.id,
+                r.model,
+                r.unit,
+                r.role,
+                f"{r.source} ({source_file})",
+                published=r.measured,
+                workload=f"{r.subject}: " + _workload(pt, fam.conditions) + f" [{r.quantity}]",
+                note=pt.notes,
+                bound=bound,
+                bound_kind=kind,
+                family=fam.name,
+                families=families_of(pt),
+            )
+        )
         if fam.name == "fpga-instruction" and pt.quantity.endswith("_per_w"):
             out[-1]["note"] = _static_share(report, r, pt, fam.conditions)
         if r.id in bands:
@@ -146,10 +169,23 @@ def family_rows(name: str, *, cv: bool = True, area_of: Callable[[Any], str] | N
                 continue
             pt = by_id[lr.id]
             bound, kind = bound_of(pt) if bound_of else (None, "")
-            out.append(row(area_fn(pt), lr.id, lr.model, pt.unit, "identity" if lr.identity else "leave-one-out",
-                           f"{pt.source} ({source_file})", published=pt.value,
-                           workload=f"{pt.subject}: " + _workload(pt, fam.conditions) + f" [{pt.quantity}]",
-                           note=lr.reason, bound=bound, bound_kind=kind, family=fam.name, families=families_of(pt)))
+            out.append(
+                row(
+                    area_fn(pt),
+                    lr.id,
+                    lr.model,
+                    pt.unit,
+                    "identity" if lr.identity else "leave-one-out",
+                    f"{pt.source} ({source_file})",
+                    published=pt.value,
+                    workload=f"{pt.subject}: " + _workload(pt, fam.conditions) + f" [{pt.quantity}]",
+                    note=lr.reason,
+                    bound=bound,
+                    bound_kind=kind,
+                    family=fam.name,
+                    families=families_of(pt),
+                )
+            )
     return out
 
 
@@ -159,27 +195,42 @@ def _static_share(report: Any, r: Any, pt: Any, conditions: tuple[str, ...]) -> 
     from fpga.instruction.design import load_design
     from fpga.streaming.power import static_w
 
-    same = [x for x in report if x.quantity == "decode_s_per_token" and all(
-        x.conditions.get(c) == r.conditions.get(c) for c in conditions if c not in ("ctx", "baseline_ratio"))]
+    same = [
+        x
+        for x in report
+        if x.quantity == "decode_s_per_token"
+        and all(x.conditions.get(c) == r.conditions.get(c) for c in conditions if c not in ("ctx", "baseline_ratio"))
+    ]
     if not same:
         return pt.notes
     board = load_design(pt.subject).board
     power_w = 1.0 / (r.model * same[0].model)
-    return (f"{pt.notes}; of the modelled {power_w:.1f} W, the measured static floor is {static_w(board):.1f} W "
-            f"({100 * static_w(board) / power_w:.0f} %), the modelled dynamic power the rest").lstrip("; ")
+    return (
+        f"{pt.notes}; of the modelled {power_w:.1f} W, the measured static floor is {static_w(board):.1f} W "
+        f"({100 * static_w(board) / power_w:.0f} %), the modelled dynamic power the rest"
+    ).lstrip("; ")
 
 
 def gpu_rows(cv: bool = True, params_file: Path | None = None, with_bands: bool = True) -> list[dict[str, Any]]:
     """The GPU family's points; Jetson-class boards are the ``edge`` area."""
-    return family_rows("gpu", cv=cv, bound_of=_gpu_bound, params_file=params_file, with_bands=with_bands,
-                       area_of=lambda p: "edge" if p.subject.startswith(EDGE_PREFIXES) else "GPU")
+    return family_rows(
+        "gpu",
+        cv=cv,
+        bound_of=_gpu_bound,
+        params_file=params_file,
+        with_bands=with_bands,
+        area_of=lambda p: "edge" if p.subject.startswith(EDGE_PREFIXES) else "GPU",
+    )
 
 
 def fpga_instruction_rows(cv: bool = True) -> list[dict[str, Any]]:
     """The instruction-driven U280 family's points (GLITCHES single-device figures)."""
-    return family_rows("fpga-instruction", cv=cv, area_of=lambda p: "FPGA instruction",
-                       extra_families=lambda p: ("fpga-power",) if p.quantity.endswith("_per_w")
-                       else ())
+    return family_rows(
+        "fpga-instruction",
+        cv=cv,
+        area_of=lambda p: "FPGA instruction",
+        extra_families=lambda p: ("fpga-power",) if p.quantity.endswith("_per_w") else (),
+    )
 
 
 def fpga_power_rows(cv: bool = True) -> list[dict[str, Any]]:
@@ -203,12 +254,23 @@ def hbm_rows() -> list[dict[str, Any]]:
 
     b = library().board("u280")
     measured = b.hbm.pc_measured_bw_bytes_per_s / b.hbm.ports_per_pc
-    return [row("HBM", "u280-pc-sequential-4k", hbm.sustained_channel_bw(b) / 1e9, "GB/s", "fitted",
-                b.source_of("hbm.pc_measured_bw_bytes_per_s") + " (fpga/boards/u280.toml)",
-                published=measured / 1e9, free_params=1,
-                workload="U280, one pseudo-channel, sequential 4 KB requests, enough outstanding",
-                note="row_switch_cycles fitted to this figure (`hwmodel fpga profile-port --fit`)",
-                bound=hbm.channel_peak_bytes_per_s(b) / 1e9, bound_kind="ceiling", family="hbm")]
+    return [
+        row(
+            "HBM",
+            "u280-pc-sequential-4k",
+            hbm.sustained_channel_bw(b) / 1e9,
+            "GB/s",
+            "fitted",
+            b.source_of("hbm.pc_measured_bw_bytes_per_s") + " (fpga/boards/u280.toml)",
+            published=measured / 1e9,
+            free_params=1,
+            workload="U280, one pseudo-channel, sequential 4 KB requests, enough outstanding",
+            note="row_switch_cycles fitted to this figure (`hwmodel fpga profile-port --fit`)",
+            bound=hbm.channel_peak_bytes_per_s(b) / 1e9,
+            bound_kind="ceiling",
+            family="hbm",
+        )
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ built-ins

@@ -6,6 +6,7 @@ measurements are in ``measured.toml`` beside the designs; this module re-runs th
 point (so a model change moves the row) and reports it as *predicted*: nothing is fitted to these designs; the
 streaming engine runs on the HBM model, whose one fitted parameter (``hbm`` family) is the row's.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,12 +43,22 @@ def rows() -> list[dict[str, Any]]:
 
     out = []
     for entry in read_toml(MEASURED).get("measurement", []):
-        out.append(row(AREA, f"{entry['design']}-{entry['metric']}", predict_s(entry), "s", "predicted",
-                       entry["source"], published=float(entry["measured_s"]), families=["hbm"],
-                       workload=f"{entry['design']} (examples/designs/published), ctx {entry['ctx']}"
-                                + (", ingest (head on the host)" if entry.get("ingest") else ""),
-                       note=entry.get("note", "") + "; measurement read after the design and its prediction were "
-                                                    "committed", quantity=entry["metric"]))
+        out.append(
+            row(
+                AREA,
+                f"{entry['design']}-{entry['metric']}",
+                predict_s(entry),
+                "s",
+                "predicted",
+                entry["source"],
+                published=float(entry["measured_s"]),
+                families=["hbm"],
+                workload=f"{entry['design']} (examples/designs/published), ctx {entry['ctx']}"
+                + (", ingest (head on the host)" if entry.get("ingest") else ""),
+                note=entry.get("note", "") + "; measurement read after the design and its prediction were committed",
+                quantity=entry["metric"],
+            )
+        )
     return out
 
 

@@ -7,6 +7,7 @@ the rows' id fields: rows that differ only in their series (system A's dataset) 
 the model's values, how many fall inside the band and the series named; the workload, the setting and the role
 are always in the line. A quick-setting line shows the full study's recorded value beside its own.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -23,8 +24,11 @@ README = Path(__file__).resolve().parent.parent.parent / "README.md"
 
 def _role(r: dict[str, Any]) -> str:
     fams = " + ".join(r.get("families") or [])
-    return r["role"] + (f", {r['free_params']} free" if r["free_params"] is not None else "") + \
-        (f" ({fams})" if fams else "")
+    return (
+        r["role"]
+        + (f", {r['free_params']} free" if r["free_params"] is not None else "")
+        + (f" ({fams})" if fams else "")
+    )
 
 
 def _group_key(r: dict[str, Any]) -> tuple[str, ...]:
@@ -43,14 +47,16 @@ def _model_cell(rs: Sequence[dict[str, Any]]) -> str:
         cell += f" [{_fmt(min(b[0] for b in bands))}–{_fmt(max(b[1] for b in bands))}]"
     if rs[0]["setting"]:
         full = [r["full_model"] for r in rs if r.get("full_model") is not None]
-        cell += (f"; full study {_span(full)} {unit}" if len(full) == len(rs) else "; full study not recorded")
+        cell += f"; full study {_span(full)} {unit}" if len(full) == len(rs) else "; full study not recorded"
     return cell
 
 
 def block(v: Validation) -> str:
     """The Markdown table (without the markers)."""
-    lines = ["| figure | workload | model [band] | published | role | error / band | where |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| figure | workload | model [band] | published | role | error / band | where |",
+        "|---|---|---|---|---|---|---|",
+    ]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in v.rows:
         groups.setdefault(_group_key(r), []).append(r)
@@ -59,16 +65,20 @@ def block(v: Validation) -> str:
         tag = f" — {setting}" if setting else ""
         if area in SUMMARISED_AREAS:
             errs = [abs(r["error"]) for r in rs]
-            what = ((f"largest abs error {100 * max(errs):.2f} %" if max(errs) >= 5e-5 else "all within 0.01 %")
-                    if role == "fitted" else
-                    f"mean abs error {100 * sum(errs) / len(errs):.1f} %, largest {100 * max(errs):.1f} %")
+            what = (
+                (f"largest abs error {100 * max(errs):.2f} %" if max(errs) >= 5e-5 else "all within 0.01 %")
+                if role == "fitted"
+                else f"mean abs error {100 * sum(errs) / len(errs):.1f} %, largest {100 * max(errs):.1f} %"
+            )
             banded = [r for r in rs if r.get("model_band") is not None]
             if banded:
                 inside = sum(r["model_band"][0] <= r["published"] <= r["model_band"][1] for r in banded)
                 what += f"; {inside} / {len(banded)} published inside the model's band"
-            lines.append(f"| {area}: {len(rs)} {role} point{'s' if len(rs) > 1 else ''}{tag} | every point: "
-                         f"{where} | {what} | {len(rs)} published | {_role(rs[0])} | "
-                         f"{_range_pct([r['error'] for r in rs])} | {where} |")
+            lines.append(
+                f"| {area}: {len(rs)} {role} point{'s' if len(rs) > 1 else ''}{tag} | every point: "
+                f"{where} | {what} | {len(rs)} published | {_role(rs[0])} | "
+                f"{_range_pct([r['error'] for r in rs])} | {where} |"
+            )
             continue
         r0 = rs[0]
         if r0["band"] is not None:
@@ -79,8 +89,11 @@ def block(v: Validation) -> str:
             pub = f"{_fmt(r0['published'])} {r0['unit']}"
             err = _range_pct([r["error"] for r in rs])
         series = [r["series"] for r in rs if r["series"]]
-        label = f"{area}: {name}" + (f" ({len(series)}: {', '.join(series)})" if len(series) > 1 else
-                                     (f" ({series[0]})" if series else "")) + tag
+        label = (
+            f"{area}: {name}"
+            + (f" ({len(series)}: {', '.join(series)})" if len(series) > 1 else (f" ({series[0]})" if series else ""))
+            + tag
+        )
         lines.append(f"| {label} | {workload} | {_model_cell(rs)} | {pub} | {_role(r0)} | {err} | {where} |")
     return "\n".join(lines)
 
@@ -104,7 +117,7 @@ def current_block(text: str) -> str | None:
     i, j = text.find(BEGIN), text.find(END)
     if i < 0 or j < i:
         return None
-    return text[i + len(BEGIN):j].strip("\n")
+    return text[i + len(BEGIN) : j].strip("\n")
 
 
 def rewrite(v: Validation, path: Path = README) -> bool:
@@ -119,5 +132,5 @@ def rewrite(v: Validation, path: Path = README) -> bool:
     if old == new:
         return False
     i, j = text.find(BEGIN), text.find(END)
-    path.write_text(text[:i + len(BEGIN)] + "\n" + new + "\n" + text[j:], encoding="utf-8")
+    path.write_text(text[: i + len(BEGIN)] + "\n" + new + "\n" + text[j:], encoding="utf-8")
     return True

@@ -1,4 +1,5 @@
 """The validation row (the format every provider returns) and what is derived from it: error, band position."""
+
 from __future__ import annotations
 
 import math
@@ -10,27 +11,87 @@ from hwmodel.errors import HwmodelError
 #: ``identity``: a leave-one-out that cannot change (the left-out point's value does not move with any refitted
 #: parameter, e.g. it rests only on a value chosen on that very point); excluded from leave-one-out summaries
 ROLES = ("fitted", "fitted-derived", "predicted", "leave-one-out", "identity")
-AREAS = ("GPU", "GPU out-of-source", "edge", "HBM", "FPGA instruction", "FPGA power", "FPGA streaming", "system A", "system B")
+AREAS = (
+    "GPU",
+    "GPU out-of-source",
+    "edge",
+    "HBM",
+    "FPGA instruction",
+    "FPGA power",
+    "FPGA streaming",
+    "system A",
+    "system B",
+)
 REQUIRED = {"area": str, "name": str, "model": float, "unit": str, "role": str, "source": str}
-OPTIONAL = ("published", "band", "free_params", "workload", "note", "bound", "bound_kind", "family", "quantity",
-            "series", "setting", "families", "full_model", "model_band", "band_sources", "provider")
+OPTIONAL = (
+    "published",
+    "band",
+    "free_params",
+    "workload",
+    "note",
+    "bound",
+    "bound_kind",
+    "family",
+    "quantity",
+    "series",
+    "setting",
+    "families",
+    "full_model",
+    "model_band",
+    "band_sources",
+    "provider",
+)
 #: id fields, in order: what was measured, the coordinate a README group varies over (e.g. the dataset), the
 #: workload, the setting (empty for the full study, ``quick: ...`` for a reduced one) and the role
 ID_FIELDS = ("area", "quantity", "series", "workload", "setting", "role")
 
 
-def row(area: str, name: str, model: float, unit: str, role: str, source: str, *, published: float | None = None,
-        band: Sequence[float] | None = None, free_params: int | None = None, workload: str = "", note: str = "",
-        bound: float | None = None, bound_kind: str = "", family: str = "", quantity: str = "",
-        series: str = "", setting: str = "", families: Sequence[str] | None = None) -> dict[str, Any]:
+def row(
+    area: str,
+    name: str,
+    model: float,
+    unit: str,
+    role: str,
+    source: str,
+    *,
+    published: float | None = None,
+    band: Sequence[float] | None = None,
+    free_params: int | None = None,
+    workload: str = "",
+    note: str = "",
+    bound: float | None = None,
+    bound_kind: str = "",
+    family: str = "",
+    quantity: str = "",
+    series: str = "",
+    setting: str = "",
+    families: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """One validation row (see the package docstring); ``bound`` is the physical limit of the figure
     (``bound_kind``: ``"floor"`` for a time, ``"ceiling"`` for a rate); ``families``: the calibration families its
     model value depends on (their free parameters are the row's, :mod:`hwmodel.validate.dof`)."""
-    return check({"area": area, "name": name, "model": float(model), "published": published,
-                  "band": list(band) if band is not None else None, "unit": unit, "role": role,
-                  "free_params": free_params, "workload": workload, "source": source, "note": note,
-                  "bound": bound, "bound_kind": bound_kind, "family": family, "quantity": quantity,
-                  "series": series, "setting": setting, "families": list(families) if families is not None else None})
+    return check(
+        {
+            "area": area,
+            "name": name,
+            "model": float(model),
+            "published": published,
+            "band": list(band) if band is not None else None,
+            "unit": unit,
+            "role": role,
+            "free_params": free_params,
+            "workload": workload,
+            "source": source,
+            "note": note,
+            "bound": bound,
+            "bound_kind": bound_kind,
+            "family": family,
+            "quantity": quantity,
+            "series": series,
+            "setting": setting,
+            "families": list(families) if families is not None else None,
+        }
+    )
 
 
 def check(r: Mapping[str, Any], origin: str = "validation row") -> dict[str, Any]:
@@ -53,8 +114,13 @@ def check(r: Mapping[str, Any], origin: str = "validation row") -> dict[str, Any
     if band is not None and (len(band) != 2 or not band[0] <= band[1]):
         raise HwmodelError(f"{where}: field 'band': expected [lo, hi] with lo <= hi, got {band!r}")
     for k in OPTIONAL:
-        out.setdefault(k, None if k in ("published", "band", "free_params", "bound", "families", "full_model",
-                                        "model_band", "band_sources") else "")
+        out.setdefault(
+            k,
+            None
+            if k
+            in ("published", "band", "free_params", "bound", "families", "full_model", "model_band", "band_sources")
+            else "",
+        )
     for k in ("quantity", "series", "setting", "workload"):
         if out[k] is None:
             out[k] = ""
@@ -85,7 +151,7 @@ def error(r: Mapping[str, Any]) -> float | None:
 
 
 def band_position(r: Mapping[str, Any]) -> str:
-    """"inside", "below" or "above" a band ("" for a point value)."""
+    """ "inside", "below" or "above" a band ("" for a point value)."""
     if r.get("band") is None:
         return ""
     lo, hi = r["band"]

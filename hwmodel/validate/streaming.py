@@ -17,6 +17,7 @@ Rows (the shared validation format, ``rows()``):
   The row reports the clock that reproduces 1.64x exactly; a consistent model needs it at or below the 300 MHz target.
   Nothing downstream uses it: the built-in keeps its target clock, and the derived draft uses the study's 200 MHz.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,8 +31,10 @@ PROMPT_TOKENS = 1024
 NEW_TOKENS = 1024
 A100 = "a100-80gb"
 DESIGN = "flexllm-u280-mem-opt"
-SOURCE = ("FlexLLM arXiv 2601.15710 abstract (1.64x decode vs A100 HF BF16); github.com/Crazy-James26/FlexLLM "
-          "SpinQuant_Llama_32_1B_Ins/ (deployed mem_opt design); shared/research/measurements.md s2")
+SOURCE = (
+    "FlexLLM arXiv 2601.15710 abstract (1.64x decode vs A100 HF BF16); github.com/Crazy-James26/FlexLLM "
+    "SpinQuant_Llama_32_1B_Ins/ (deployed mem_opt design); shared/research/measurements.md s2"
+)
 #: decode contexts averaged: the midpoints of 16 equal bins of 1,024 .. 2,047 (token time is linear in ctx)
 SAMPLE_STRIDE = 64
 
@@ -97,20 +100,46 @@ def rows() -> list[dict[str, Any]]:
     model_band, band_sources = ratio_band(fpga_s)
     workload = f"Llama-3.2-1B, batch 1, {PROMPT_TOKENS} in / {NEW_TOKENS} out; U280 vs {A100} HF BF16"
     return [
-        {"area": "FPGA streaming", "name": "FlexLLM mem_opt decode rate / A100 HF BF16", "model": ratio,
-         "published": PUBLISHED_RATIO, "band": None, "unit": "x", "role": "predicted", "families": ["gpu", "hbm"],
-         "model_band": model_band, "band_sources": band_sources + "; FPGA side: the design as built, no band",
-         "workload": workload, "source": SOURCE,
-         "note": (f"model: U280 {fpga_s * 1e3:.2f} ms/token at the 300 MHz target, A100 {gpu_s * 1e3:.2f} ms/token "
-                  f"(calibrated GPU model); published implies {target_s * 1e3:.2f} ms/token on the U280")},
-        {"area": "FPGA streaming", "name": "FlexLLM mem_opt achieved clock implied by 1.64x", "model": clock / 1e6,
-         "published": None, "band": [0.0, 300.0], "unit": "MHz", "role": "fitted",
-         "families": ["gpu", "hbm", "streaming-clock"],
-         "workload": workload, "source": SOURCE,
-         "note": ("the one parameter fitted to the 1.64x figure (the achieved clock is not published); not used "
-                  "downstream. " + ("Inside the band: the model needs no more than the 3.33 ns target." if clock <= 300e6
-                  else f"Above the 300 MHz target: at its target clock the model is {100 * (1 - ratio / PUBLISHED_RATIO):.1f} % "
-                  "slower than published (unmodelled overlap, or the GPU side's own error).")) },
+        {
+            "area": "FPGA streaming",
+            "name": "FlexLLM mem_opt decode rate / A100 HF BF16",
+            "model": ratio,
+            "published": PUBLISHED_RATIO,
+            "band": None,
+            "unit": "x",
+            "role": "predicted",
+            "families": ["gpu", "hbm"],
+            "model_band": model_band,
+            "band_sources": band_sources + "; FPGA side: the design as built, no band",
+            "workload": workload,
+            "source": SOURCE,
+            "note": (
+                f"model: U280 {fpga_s * 1e3:.2f} ms/token at the 300 MHz target, A100 {gpu_s * 1e3:.2f} ms/token "
+                f"(calibrated GPU model); published implies {target_s * 1e3:.2f} ms/token on the U280"
+            ),
+        },
+        {
+            "area": "FPGA streaming",
+            "name": "FlexLLM mem_opt achieved clock implied by 1.64x",
+            "model": clock / 1e6,
+            "published": None,
+            "band": [0.0, 300.0],
+            "unit": "MHz",
+            "role": "fitted",
+            "families": ["gpu", "hbm", "streaming-clock"],
+            "workload": workload,
+            "source": SOURCE,
+            "note": (
+                "the one parameter fitted to the 1.64x figure (the achieved clock is not published); not used "
+                "downstream. "
+                + (
+                    "Inside the band: the model needs no more than the 3.33 ns target."
+                    if clock <= 300e6
+                    else f"Above the 300 MHz target: at its target clock the model is {100 * (1 - ratio / PUBLISHED_RATIO):.1f} % "
+                    "slower than published (unmodelled overlap, or the GPU side's own error)."
+                )
+            ),
+        },
     ]
 
 

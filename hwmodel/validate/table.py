@@ -1,4 +1,5 @@
 """The validation table: every provider's rows, de-duplicated, with error / band position; Markdown, CSV, JSON."""
+
 from __future__ import annotations
 
 import csv
@@ -13,9 +14,28 @@ from hwmodel.errors import HwmodelError
 from hwmodel.validate import dof, providers
 from hwmodel.validate.rows import AREAS, band_position, error, row_id
 
-COLUMNS = ("id", "area", "name", "workload", "setting", "role", "free_params", "families", "model", "model_band",
-           "full_model", "published", "band", "unit", "error", "band_position", "bound", "bound_kind", "source",
-           "note")
+COLUMNS = (
+    "id",
+    "area",
+    "name",
+    "workload",
+    "setting",
+    "role",
+    "free_params",
+    "families",
+    "model",
+    "model_band",
+    "full_model",
+    "published",
+    "band",
+    "unit",
+    "error",
+    "band_position",
+    "bound",
+    "bound_kind",
+    "source",
+    "note",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,9 +51,14 @@ class Validation:
     emitted: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"options": self.options, "accounting": self.accounting, "contributed": self.contributed,
-                "emitted": self.emitted,
-                "summary": summary(self.rows), "rows": self.rows}
+        return {
+            "options": self.options,
+            "accounting": self.accounting,
+            "contributed": self.contributed,
+            "emitted": self.emitted,
+            "summary": summary(self.rows),
+            "rows": self.rows,
+        }
 
 
 FULL_VALUES_PATH = Path(__file__).resolve().parent / "full_values.json"
@@ -57,9 +82,15 @@ def attach_full_values(rows: Sequence[dict[str, Any]], path: Path = FULL_VALUES_
 
 def record_full_values(rows: Sequence[dict[str, Any]], path: Path = FULL_VALUES_PATH) -> Path:
     """Add (or replace) the model values of the full-setting rows of ``rows`` in the recorded file."""
-    doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {
-        "doc": "hwmodel validate --record-full: model values of rows built at the full study's setting, shown "
-               "beside the same rows built at a quick setting", "rows": {}}
+    doc = (
+        json.loads(path.read_text(encoding="utf-8"))
+        if path.is_file()
+        else {
+            "doc": "hwmodel validate --record-full: model values of rows built at the full study's setting, shown "
+            "beside the same rows built at a quick setting",
+            "rows": {},
+        }
+    )
     for r in rows:
         if not r.get("setting") and r["area"] in QUICK_AREAS:
             doc["rows"][r["id"]] = {"model": r["model"]}
@@ -67,13 +98,11 @@ def record_full_values(rows: Sequence[dict[str, Any]], path: Path = FULL_VALUES_
     return path
 
 
-def build(cv: bool = True, system_a_limit: int | None = 40, jobs: int = 1,
-          system_b_requests: int = 1000) -> Validation:
+def build(cv: bool = True, system_a_limit: int | None = 40, jobs: int = 1, system_b_requests: int = 1000) -> Validation:
     """Run every provider (see :mod:`hwmodel.validate.providers`): the calibration families, and each area's own
     ``rows()`` module (system A, system B, HBM, FPGA streaming); the built-in HBM row runs only when the HBM module
     is absent. Every row a provider emits is in the table (:func:`finish`)."""
-    settings = providers.Settings(cv=cv, system_a_limit=system_a_limit, jobs=jobs,
-                                  system_b_requests=system_b_requests)
+    settings = providers.Settings(cv=cv, system_a_limit=system_a_limit, jobs=jobs, system_b_requests=system_b_requests)
     extra, found = providers.contributed_rows(settings)
     own, emitted = providers.builtin_rows(settings, {r["area"] for r in extra})
     for r in extra:
@@ -81,8 +110,13 @@ def build(cv: bool = True, system_a_limit: int | None = 40, jobs: int = 1,
     rows = finish(own + extra)
     attach_full_values(rows)
     rows.sort(key=lambda r: (AREAS.index(r["area"]) if r["area"] in AREAS else len(AREAS), r["area"]))
-    return Validation(rows, providers.accounting_rows(), found,
-                      {"cv": cv, "system_a_limit": system_a_limit, "system_b_requests": system_b_requests}, emitted)
+    return Validation(
+        rows,
+        providers.accounting_rows(),
+        found,
+        {"cv": cv, "system_a_limit": system_a_limit, "system_b_requests": system_b_requests},
+        emitted,
+    )
 
 
 def finish(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,17 +133,21 @@ def finish(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         same = fitted.get((r["area"], r["unit"], r["model"]))
         if r["role"] in ("predicted", "fitted-derived") and same is not None and same is not r:
             r["role"] = "fitted"
-            r["note"] = (f"model value is the fitted value of '{same['name']}' ({same['workload']}), here held "
-                         "against another published figure; " + r["note"]).rstrip("; ")
+            r["note"] = (
+                f"model value is the fitted value of '{same['name']}' ({same['workload']}), here held "
+                "against another published figure; " + r["note"]
+            ).rstrip("; ")
         r["id"] = row_id(r)
         r["error"] = error(r)
         r["band_position"] = band_position(r)
     seen: dict[str, dict[str, Any]] = {}
     for r in out:
         if r["id"] in seen:
-            raise HwmodelError(f"validation rows: two rows share the id {r['id']!r} "
-                               f"({seen[r['id']]['source']} and {r['source']}); give them distinct quantity, "
-                               "series, workload or setting")
+            raise HwmodelError(
+                f"validation rows: two rows share the id {r['id']!r} "
+                f"({seen[r['id']]['source']} and {r['source']}); give them distinct quantity, "
+                "series, workload or setting"
+            )
         seen[r["id"]] = r
     return out
 
@@ -126,11 +164,19 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for (area, role), rs in groups.items():
         errs = [abs(r["error"]) for r in rs if r["published"] is not None]
         bands = [r for r in rs if r["band"] is not None]
-        out.append({"area": area, "role": role, "rows": len(rs), "point_values": len(errs),
-                    "mean_abs_error": sum(errs) / len(errs) if errs else None,
-                    "max_abs_error": max(errs) if errs else None, "bands": len(bands),
-                    "inside_band": sum(r["band_position"] == "inside" for r in bands),
-                    **model_band_counts(rs)})
+        out.append(
+            {
+                "area": area,
+                "role": role,
+                "rows": len(rs),
+                "point_values": len(errs),
+                "mean_abs_error": sum(errs) / len(errs) if errs else None,
+                "max_abs_error": max(errs) if errs else None,
+                "bands": len(bands),
+                "inside_band": sum(r["band_position"] == "inside" for r in bands),
+                **model_band_counts(rs),
+            }
+        )
     return out
 
 
@@ -147,8 +193,11 @@ def model_band_counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
         ok = mb[0] <= pub <= mb[1] if pub is not None else mb[0] <= r["band"][1] and r["band"][0] <= mb[1]
         inside += ok
         outside += not ok
-    return {"published_inside_model_band": inside, "published_outside_model_band": outside,
-            "predicted_without_band": none}
+    return {
+        "published_inside_model_band": inside,
+        "published_outside_model_band": outside,
+        "predicted_without_band": none,
+    }
 
 
 def _fmt(x: Any, digits: int = 4) -> str:
@@ -169,36 +218,61 @@ def _err(r: dict[str, Any]) -> str:
 
 def markdown(v: Validation) -> str:
     """The whole report: accounting per family, summary per area and role, then every row."""
-    out = ["# Validation: every published or measured figure beside the model", "",
-           "Role: `fitted` (a parameter was matched to it), `fitted-derived` (follows from fitted points by "
-           "identity), `predicted` (nothing was matched to it), `leave-one-out` (a fitted point predicted by a "
-           "refit without it), `identity` (a leave-one-out that cannot change: kept out of leave-one-out "
-           "summaries). A row whose model value is a fitted value is `fitted`, whatever it is compared with. "
-           "`free` = free parameters of the families the row depends on (least squares + values chosen on the "
-           "same points), counted from `families` (a composed row counts every side). `model [band]`: the "
-           "model's value and, for a prediction, its 95 % band (hwmodel/validate/bands.py). `bound` "
-           "is the physical floor (times) or ceiling (rates) of the figure from hwmodel/bounds.py.", "",
-           "## Calibration families", "",
-           "| family | points fitted | free parameters | degrees of freedom | least squares | chosen on the same points |",
-           "|---|---|---|---|---|---|"]
+    out = [
+        "# Validation: every published or measured figure beside the model",
+        "",
+        "Role: `fitted` (a parameter was matched to it), `fitted-derived` (follows from fitted points by "
+        "identity), `predicted` (nothing was matched to it), `leave-one-out` (a fitted point predicted by a "
+        "refit without it), `identity` (a leave-one-out that cannot change: kept out of leave-one-out "
+        "summaries). A row whose model value is a fitted value is `fitted`, whatever it is compared with. "
+        "`free` = free parameters of the families the row depends on (least squares + values chosen on the "
+        "same points), counted from `families` (a composed row counts every side). `model [band]`: the "
+        "model's value and, for a prediction, its 95 % band (hwmodel/validate/bands.py). `bound` "
+        "is the physical floor (times) or ceiling (rates) of the figure from hwmodel/bounds.py.",
+        "",
+        "## Calibration families",
+        "",
+        "| family | points fitted | free parameters | degrees of freedom | least squares | chosen on the same points |",
+        "|---|---|---|---|---|---|",
+    ]
     for a in v.accounting:
-        out.append(f"| {a['family']} | {a['points_fitted']} | {a['free_params']} | {a['degrees_of_freedom']} | "
-                   f"{', '.join(a['least_squares'])} | {'; '.join(a['choices']) or '-'} |")
-    out += ["", "## Summary", "", ("| area | role | rows | mean abs error | max abs error | inside band | "
-                                   "published inside / outside the model's band | predictions without a band |"),
-            "|---|---|---|---|---|---|---|---|"]
+        out.append(
+            f"| {a['family']} | {a['points_fitted']} | {a['free_params']} | {a['degrees_of_freedom']} | "
+            f"{', '.join(a['least_squares'])} | {'; '.join(a['choices']) or '-'} |"
+        )
+    out += [
+        "",
+        "## Summary",
+        "",
+        (
+            "| area | role | rows | mean abs error | max abs error | inside band | "
+            "published inside / outside the model's band | predictions without a band |"
+        ),
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for s in summary(v.rows):
         mean = "" if s["mean_abs_error"] is None else f"{100 * s['mean_abs_error']:.1f} %"
         mx = "" if s["max_abs_error"] is None else f"{100 * s['max_abs_error']:.1f} %"
         bands = f"{s['inside_band']} / {s['bands']}" if s["bands"] else ""
-        mb = (f"{s['published_inside_model_band']} / {s['published_outside_model_band']}"
-              if s["published_inside_model_band"] + s["published_outside_model_band"] else "")
-        out.append(f"| {s['area']} | {s['role']} | {s['rows']} | {mean} | {mx} | {bands} | {mb} | "
-                   f"{s['predicted_without_band'] or ''} |")
-    out += ["", "## Every figure", "",
-            ("| id | figure | workload | setting | role | free (families) | model [band] | published | unit | "
-             "error / band | bound | source |"),
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        mb = (
+            f"{s['published_inside_model_band']} / {s['published_outside_model_band']}"
+            if s["published_inside_model_band"] + s["published_outside_model_band"]
+            else ""
+        )
+        out.append(
+            f"| {s['area']} | {s['role']} | {s['rows']} | {mean} | {mx} | {bands} | {mb} | "
+            f"{s['predicted_without_band'] or ''} |"
+        )
+    out += [
+        "",
+        "## Every figure",
+        "",
+        (
+            "| id | figure | workload | setting | role | free (families) | model [band] | published | unit | "
+            "error / band | bound | source |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in v.rows:
         pub = _fmt(r["published"]) if r["published"] is not None else "[" + _fmt(r["band"]) + "]"
         bound = f"{r['bound_kind']} {_fmt(r['bound'])}" if r["bound"] is not None else ""
@@ -207,8 +281,10 @@ def markdown(v: Validation) -> str:
         model = _fmt(r["model"]) + (f" [{_fmt(r['model_band'])}]" if r.get("model_band") else "")
         if r.get("setting"):
             model += "; full study " + ("not recorded" if r.get("full_model") is None else _fmt(r["full_model"]))
-        out.append(f"| `{r['id']}` | {r['name']} | {r['workload']} | {r['setting']} | {r['role']}{note} | {free} | "
-                   f"{model} | {pub} | {r['unit']} | {_err(r)} | {bound} | {r['source']} |")
+        out.append(
+            f"| `{r['id']}` | {r['name']} | {r['workload']} | {r['setting']} | {r['role']}{note} | {free} | "
+            f"{model} | {pub} | {r['unit']} | {_err(r)} | {bound} | {r['source']} |"
+        )
     if v.contributed:
         out += ["", "Rows contributed by: " + ", ".join(f"`{m}`" for m in v.contributed) + "."]
     return "\n".join(out) + "\n"

@@ -19,6 +19,7 @@ dataset so that the trace without backtracking (RSD) is, in expectation, as accu
 published finding; target accuracies below), and the draw uses the same random number in both variants, so the
 accuracy effect of backtracking is paired per problem and comes from the flawed steps it removes.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,12 +38,16 @@ from hwmodel.workload.trace import DEFAULT_MAX_BACKTRACKS, DEFAULT_PRM_THRESHOLD
 #   (MATH-5000 stands in for MATH500).
 # qwen2.5-math-7b: MATH 83.6 from the Qwen2.5-Math README (verified); GSM8K, Gaokao2023EN and OlympiadBench are the
 #   Qwen2.5-Math technical report's table as commonly quoted [unverified in this project's sources].
-TARGET_ACCURACY_PCT: Mapping[str, Mapping[str, float]] = MappingProxyType({
-    "qwen2.5-math-7b": MappingProxyType({"math500": 83.6, "gsm8k": 95.2, "gaokao2023en": 66.8,
-                                         "olympiadbench": 41.6}),
-    "qwen2.5-math-1.5b": MappingProxyType({"math500": 76.4, "gsm8k": 85.1, "gaokao2023en": 67.3,
-                                           "olympiadbench": 38.2}),
-})
+TARGET_ACCURACY_PCT: Mapping[str, Mapping[str, float]] = MappingProxyType(
+    {
+        "qwen2.5-math-7b": MappingProxyType(
+            {"math500": 83.6, "gsm8k": 95.2, "gaokao2023en": 66.8, "olympiadbench": 41.6}
+        ),
+        "qwen2.5-math-1.5b": MappingProxyType(
+            {"math500": 76.4, "gsm8k": 85.1, "gaokao2023en": 67.3, "olympiadbench": 38.2}
+        ),
+    }
+)
 
 # Target-vs-draft per-token error hazard: FITTED (hwmodel/workload/backtrack_fit.py; docs/traces.md "Backtracking,
 # fitted"), one value per target to the published accuracy gain of backtracking over forward-only RSD, mean of the
@@ -50,18 +55,21 @@ TARGET_ACCURACY_PCT: Mapping[str, Mapping[str, float]] = MappingProxyType({
 # 2 free parameters, 2 fitting points; flawed_step_penalty stays at its 0.5 estimate. Before the fit these were
 # estimates (7B 0.25; 1.5B 0.25 x the MATH error ratio 1.44 = 0.36), which gave gains of +6.1 / about +9 points.
 # The fitted 1.5B / 7B ratio, 2.92, is not the measured MATH error ratio 1.44 (a cross-check the fit does not use).
-TARGET_HAZARD_RATIO: Mapping[str, float] = MappingProxyType({
-    "qwen2.5-math-7b": 0.083008,  # fitted: expected gain +2.0004 points (bisection, 11 iterations)
-    "qwen2.5-math-1.5b": 0.242188,  # fitted: expected gain +5.0018 points (bisection, 8 iterations)
-})
+TARGET_HAZARD_RATIO: Mapping[str, float] = MappingProxyType(
+    {
+        "qwen2.5-math-7b": 0.083008,  # fitted: expected gain +2.0004 points (bisection, 11 iterations)
+        "qwen2.5-math-1.5b": 0.242188,  # fitted: expected gain +5.0018 points (bisection, 8 iterations)
+    }
+)
 
 # First-pass draft-step rejection rate per dataset: the most favourable end of the workload.md s2.4 acceptance
 # ranges (GSM8K 0.8-0.9, MATH500 0.6-0.8, Gaokao 0.6-0.75 accepted) -- the published traces reject "typically below
 # 30 %" of steps, which only those ends satisfy. OlympiadBench's range (0.45-0.65 accepted) lies wholly above that
 # ceiling; it gets the highest first-pass rate for which its backtracking trace, whose re-drafted steps after each
 # backtrack add rejections, still rejects under 30 % of all draft steps with either target (docs/traces.md).
-REJECT_RATE: Mapping[str, float] = MappingProxyType({"gsm8k": 0.10, "math500": 0.20, "gaokao2023en": 0.25,
-                                                     "olympiadbench": 0.26})
+REJECT_RATE: Mapping[str, float] = MappingProxyType(
+    {"gsm8k": 0.10, "math500": 0.20, "gaokao2023en": 0.25, "olympiadbench": 0.26}
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,14 +81,18 @@ class AcceptanceModel:
     difficulty_exponent: float = 0.5  # hazard ~ (expected answer length / dataset mean) ** 0.5 (EST, "harder")
     target_hazard_ratio: Mapping[str, float] = dataclasses.field(default_factory=lambda: TARGET_HAZARD_RATIO)
     target_accuracy_pct: Mapping[str, Mapping[str, float]] = dataclasses.field(
-        default_factory=lambda: TARGET_ACCURACY_PCT)
+        default_factory=lambda: TARGET_ACCURACY_PCT
+    )
     flawed_step_penalty: float = 0.5  # chance a kept failed step spoils the final answer (EST)
     prm_threshold: float = DEFAULT_PRM_THRESHOLD
     max_backtracks: int = DEFAULT_MAX_BACKTRACKS
 
     def __hash__(self) -> int:  # mappings are not hashable; the documented parameters identify the model
-        return hash(json.dumps({**self.as_dict(), "acc": {k: dict(v) for k, v in self.target_accuracy_pct.items()}},
-                               sort_keys=True))
+        return hash(
+            json.dumps(
+                {**self.as_dict(), "acc": {k: dict(v) for k, v in self.target_accuracy_pct.items()}}, sort_keys=True
+            )
+        )
 
     def rate(self, dataset: str) -> float:
         if dataset not in self.reject_rate:
@@ -104,11 +116,15 @@ class AcceptanceModel:
         return 1.0 + self.position_gain * (k / (n_steps - 1) if n_steps > 1 else 0.0)
 
     def as_dict(self) -> dict[str, object]:
-        return {"reject_rate": dict(self.reject_rate), "position_gain": self.position_gain,
-                "difficulty_exponent": self.difficulty_exponent,
-                "target_hazard_ratio": {k: round(v, 6) for k, v in self.target_hazard_ratio.items()},
-                "flawed_step_penalty": self.flawed_step_penalty, "prm_threshold": self.prm_threshold,
-                "max_backtracks": self.max_backtracks}
+        return {
+            "reject_rate": dict(self.reject_rate),
+            "position_gain": self.position_gain,
+            "difficulty_exponent": self.difficulty_exponent,
+            "target_hazard_ratio": {k: round(v, 6) for k, v in self.target_hazard_ratio.items()},
+            "flawed_step_penalty": self.flawed_step_penalty,
+            "prm_threshold": self.prm_threshold,
+            "max_backtracks": self.max_backtracks,
+        }
 
 
 def p_fail(hazard_per_token: float, tokens: int) -> float:

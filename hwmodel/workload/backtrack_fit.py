@@ -22,6 +22,7 @@ The complete system's gains (+1.7 / +4.2) are fitted the same way as a *sensitiv
 if those gains were the baseline's); the model's policies replay the same trace, so they cannot lose accuracy
 against backtracking alone, and the report says so.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,14 @@ import numpy as np
 
 from hwmodel.workload.acceptance import AcceptanceModel
 from hwmodel.workload.datasets import DATASETS
-from hwmodel.workload.generator import (DEFAULT_SEED, dataset_hazard, difficulty_weights, plan_dataset,
-                                        play_problem, solve_base_accuracy)
+from hwmodel.workload.generator import (
+    DEFAULT_SEED,
+    dataset_hazard,
+    difficulty_weights,
+    plan_dataset,
+    play_problem,
+    solve_base_accuracy,
+)
 from hwmodel.workload.steps import fit_length_model
 
 #: published accuracy gain of backtracking over forward-only RSD, points, mean of the four datasets
@@ -66,8 +73,15 @@ class GainPoint:
         return 100.0 * (self.acc_bt - self.acc_no_bt)
 
 
-def expected_gain(dataset: str, target: str, ratio: float, *, seed: int = DEFAULT_SEED,
-                  model: AcceptanceModel | None = None, limit: int | None = None) -> GainPoint:
+def expected_gain(
+    dataset: str,
+    target: str,
+    ratio: float,
+    *,
+    seed: int = DEFAULT_SEED,
+    model: AcceptanceModel | None = None,
+    limit: int | None = None,
+) -> GainPoint:
     """Expected accuracy with and without backtracking of ``dataset`` when the target's hazard ratio is ``ratio``
     (everything else as ``model``; module docstring)."""
     base = model or AcceptanceModel()
@@ -83,17 +97,28 @@ def expected_gain(dataset: str, target: str, ratio: float, *, seed: int = DEFAUL
     for p, d in zip(plans, diff):
         _a, fl0, cut0 = play_problem(p, hazard, float(d), target, False, m, sigma)
         att, fl1, cut1 = play_problem(p, hazard, float(d), target, True, m, sigma)
-        f0.append(0.0 if cut0 else keep ** fl0)
-        f1.append(0.0 if cut1 else keep ** fl1)
+        f0.append(0.0 if cut0 else keep**fl0)
+        f1.append(0.0 if cut1 else keep**fl1)
         bts += sum(a.verdict == "backtrack" for a in att)
     f0a, f1a = np.array(f0), np.array(f1)
     a0 = _a0(f0a, m.accuracy(dataset, target))
-    return GainPoint(dataset, float(np.mean(np.minimum(1.0, a0 * f0a))), float(np.mean(np.minimum(1.0, a0 * f1a))),
-                     bts / max(1, len(plans)))
+    return GainPoint(
+        dataset,
+        float(np.mean(np.minimum(1.0, a0 * f0a))),
+        float(np.mean(np.minimum(1.0, a0 * f1a))),
+        bts / max(1, len(plans)),
+    )
 
 
-def mean_gain_pts(target: str, ratio: float, *, datasets: Sequence[str] = DATASETS, seed: int = DEFAULT_SEED,
-                  model: AcceptanceModel | None = None, limit: int | None = None) -> float:
+def mean_gain_pts(
+    target: str,
+    ratio: float,
+    *,
+    datasets: Sequence[str] = DATASETS,
+    seed: int = DEFAULT_SEED,
+    model: AcceptanceModel | None = None,
+    limit: int | None = None,
+) -> float:
     """The expected gain of backtracking, points, averaged over ``datasets`` (unweighted)."""
     pts = [expected_gain(d, target, ratio, seed=seed, model=model, limit=limit).gain_pts for d in datasets]
     return float(np.mean(pts))
@@ -108,11 +133,22 @@ class RatioFit:
     iterations: int
 
 
-def fit_ratio(target: str, goal_pts: float, *, datasets: Sequence[str] = DATASETS, seed: int = DEFAULT_SEED,
-              model: AcceptanceModel | None = None, limit: int | None = None, lo: float = 0.0, hi: float = 2.0,
-              tol_pts: float = 0.02, max_iter: int = 40) -> RatioFit:
+def fit_ratio(
+    target: str,
+    goal_pts: float,
+    *,
+    datasets: Sequence[str] = DATASETS,
+    seed: int = DEFAULT_SEED,
+    model: AcceptanceModel | None = None,
+    limit: int | None = None,
+    lo: float = 0.0,
+    hi: float = 2.0,
+    tol_pts: float = 0.02,
+    max_iter: int = 40,
+) -> RatioFit:
     """The ``target_hazard_ratio`` of ``target`` whose expected mean gain equals ``goal_pts`` (bisection: the gain
     grows with the ratio); stops when within ``tol_pts`` or when the bracket is 1e-6 wide."""
+
     def g(r: float) -> float:
         return mean_gain_pts(target, r, datasets=datasets, seed=seed, model=model, limit=limit)
 
@@ -120,7 +156,7 @@ def fit_ratio(target: str, goal_pts: float, *, datasets: Sequence[str] = DATASET
         raise ValueError(f"the published gain {goal_pts} points is outside what ratios in [{lo}, {hi}] give")
     best = (abs(g(hi) - goal_pts), hi, g(hi))
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - the count of iterations is read after the loop
         mid = 0.5 * (lo + hi)
         gm = g(mid)
         if abs(gm - goal_pts) < best[0]:

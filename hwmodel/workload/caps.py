@@ -6,6 +6,7 @@ the attempt's own tokens) past what every device of that system can hold. The ca
 (:func:`hwmodel.reasoning.caps.systems_caps`), so this layer imports no device model. A trace that breaks a cap is
 refused here, naming the file, the problem and the attempt, instead of failing inside the replay.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -32,6 +33,10 @@ def check_trace_caps(trace: Trace, path: Path | str, caps: Iterable[tuple[int, s
     for i, k, peak in peak_contexts(trace):
         if peak > limit:
             p = trace.problems[i]
-            raise TraceError(path, None, f"attempts[{k}]",
-                             f"expected contexts of at most {limit:,} tokens ({why}), got {peak:,} in problem "
-                             f"{p.dataset}/{p.id} (prompt {p.prompt_tokens:,} + committed steps + this attempt)")
+            raise TraceError(
+                path,
+                None,
+                f"attempts[{k}]",
+                f"expected contexts of at most {limit:,} tokens ({why}), got {peak:,} in problem "
+                f"{p.dataset}/{p.id} (prompt {p.prompt_tokens:,} + committed steps + this attempt)",
+            )

@@ -5,6 +5,7 @@
 * 800 real Qwen2.5-Math-Instruct chain-of-thought answers to 100 MATH problems, split into steps at ``"\\n\\n"``
   with per-step token counts.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +17,12 @@ from hwmodel.errors import UnknownNameError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DATASETS = ("math500", "gsm8k", "gaokao2023en", "olympiadbench")
-DATASET_TITLES = {"math500": "MATH500", "gsm8k": "GSM8K", "gaokao2023en": "Gaokao2023EN",
-                  "olympiadbench": "OlympiadBench"}
+DATASET_TITLES = {
+    "math500": "MATH500",
+    "gsm8k": "GSM8K",
+    "gaokao2023en": "Gaokao2023EN",
+    "olympiadbench": "OlympiadBench",
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -58,14 +63,26 @@ def load_prompts(dataset: str) -> tuple[PromptInfo, ...]:
     if dataset not in DATASETS:
         raise UnknownNameError("dataset", dataset, list(DATASETS))
     rows = _read_jsonl(DATA_DIR / f"{dataset}_prompts.jsonl")
-    return tuple(PromptInfo(int(r["idx"]), int(r["prompt_tokens"]), r.get("reference_solution_tokens"),
-                            r.get("level"), r.get("subject")) for r in rows)
+    return tuple(
+        PromptInfo(
+            int(r["idx"]), int(r["prompt_tokens"]), r.get("reference_solution_tokens"), r.get("level"), r.get("subject")
+        )
+        for r in rows
+    )
 
 
 @functools.cache
 def load_real_answers() -> tuple[RealAnswer, ...]:
     """The 800 real Qwen2.5-Math-Instruct answers (100 MATH problems x 8 samples)."""
     rows = _read_jsonl(DATA_DIR / "math_cot_100_steps.jsonl")
-    return tuple(RealAnswer(int(r["problem"]), int(r["sample"]), int(str(r["level"]).split()[-1]),
-                            int(r["prompt_tokens"]), tuple(int(t) for t in r["step_tokens"]), bool(r["correct"]))
-                 for r in rows)
+    return tuple(
+        RealAnswer(
+            int(r["problem"]),
+            int(r["sample"]),
+            int(str(r["level"]).split()[-1]),
+            int(r["prompt_tokens"]),
+            tuple(int(t) for t in r["step_tokens"]),
+            bool(r["correct"]),
+        )
+        for r in rows
+    )

@@ -14,6 +14,7 @@ numbers for the same decision):
 
 :func:`generate_pair` returns, for the same problems, the trace without backtracking (RSD) and the one with it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,8 +57,9 @@ def _occurrences(model: AcceptanceModel) -> int:
     return 2 * model.max_backtracks + 2
 
 
-def plan_problem(dataset: str, ds_index: int, prompt, lengths: LengthModel, seed: int,
-                 model: AcceptanceModel) -> PlannedProblem:
+def plan_problem(
+    dataset: str, ds_index: int, prompt, lengths: LengthModel, seed: int, model: AcceptanceModel
+) -> PlannedProblem:
     """The plan of one problem (module docstring, steps 1-2)."""
     rng = np.random.default_rng([seed, ds_index, prompt.idx])
     answers = load_real_answers()
@@ -86,13 +88,24 @@ def plan_problem(dataset: str, ds_index: int, prompt, lengths: LengthModel, seed
     occ = _occurrences(model)
     uniforms = rng.random((4, len(steps), occ))
     normals = rng.standard_normal((2, len(steps), occ))
-    return PlannedProblem(prompt.idx, prompt.prompt_tokens, level, expected, tuple(steps), truncated, answer_index,
-                          u_correct, uniforms, normals)
+    return PlannedProblem(
+        prompt.idx,
+        prompt.prompt_tokens,
+        level,
+        expected,
+        tuple(steps),
+        truncated,
+        answer_index,
+        u_correct,
+        uniforms,
+        normals,
+    )
 
 
 @functools.cache
-def plan_dataset(dataset: str, seed: int = DEFAULT_SEED, model: AcceptanceModel | None = None
-                 ) -> tuple[PlannedProblem, ...]:
+def plan_dataset(
+    dataset: str, seed: int = DEFAULT_SEED, model: AcceptanceModel | None = None
+) -> tuple[PlannedProblem, ...]:
     model = model or AcceptanceModel()
     lengths = fit_length_model()
     ds_index = DATASETS.index(dataset) if dataset in DATASETS else 99
@@ -127,8 +140,15 @@ def _accept_score(u: float, thr: float) -> float:
     return max(round(thr + (1.0 - thr) * u, 6), thr)
 
 
-def play_problem(plan: PlannedProblem, hazard: float, difficulty: float, target: str, backtracking: bool,
-                 model: AcceptanceModel, sigma: float) -> tuple[tuple[Attempt, ...], int, bool]:
+def play_problem(
+    plan: PlannedProblem,
+    hazard: float,
+    difficulty: float,
+    target: str,
+    backtracking: bool,
+    model: AcceptanceModel,
+    sigma: float,
+) -> tuple[tuple[Attempt, ...], int, bool]:
     """Play the baseline run of one planned problem (module docstring, step 3): its attempts, how many flawed
     steps (failed target steps) the committed answer keeps, and whether it hit the context cap."""
     thr = model.prm_threshold
@@ -210,7 +230,7 @@ def base_accuracy(dataset: str, target: str, seed: int = DEFAULT_SEED, model: Ac
     hazard = dataset_hazard(dataset, seed, model)
     keep = 1.0 - model.flawed_step_penalty
     played = [play_problem(p, hazard, float(d), target, False, model, lengths.regen_sigma) for p, d in zip(plans, diff)]
-    factors = np.array([0.0 if cut else keep ** flawed for _a, flawed, cut in played])
+    factors = np.array([0.0 if cut else keep**flawed for _a, flawed, cut in played])
     return solve_base_accuracy(factors, model.accuracy(dataset, target))
 
 
@@ -231,8 +251,16 @@ def solve_base_accuracy(factors: np.ndarray, goal: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def generate(dataset: str, target: str, backtracking: bool, *, seed: int = DEFAULT_SEED,
-             model: AcceptanceModel | None = None, limit: int | None = None, config: str | None = None) -> Trace:
+def generate(
+    dataset: str,
+    target: str,
+    backtracking: bool,
+    *,
+    seed: int = DEFAULT_SEED,
+    model: AcceptanceModel | None = None,
+    limit: int | None = None,
+    config: str | None = None,
+) -> Trace:
     """The trace of ``dataset`` for a baseline whose target is ``target`` (an LLM spec name)."""
     model = model or AcceptanceModel()
     model.hazard_ratio(target)  # unknown names fail before any work
@@ -243,29 +271,53 @@ def generate(dataset: str, target: str, backtracking: bool, *, seed: int = DEFAU
         plans = plans[:limit]
     hazard = dataset_hazard(dataset, seed, model)
     diff = difficulty_weights(plan_dataset(dataset, seed, model), model)
-    played = [play_problem(p, hazard, float(d), target, backtracking, model, lengths.regen_sigma)
-              for p, d in zip(plans, diff)]
+    played = [
+        play_problem(p, hazard, float(d), target, backtracking, model, lengths.regen_sigma) for p, d in zip(plans, diff)
+    ]
     a0 = base_accuracy(dataset, target, seed, model)
     keep = 1.0 - model.flawed_step_penalty
-    problems = tuple(Problem(dataset, str(p.idx), p.prompt_tokens,
-                             (not cut) and p.u_correct < a0 * keep ** flawed, attempts)
-                     for p, (attempts, flawed, cut) in zip(plans, played))
-    meta = {"generator": GENERATOR_NAME, "generator_version": GENERATOR_VERSION, "seed": seed, "target": target,
-            "hazard_per_token": round(hazard, 9), "base_accuracy_a0": round(a0, 6),
-            "acceptance_model": model.as_dict(),
-            "length_model": lengths.as_dict(), "max_context_tokens": MAX_CONTEXT_TOKENS,
-            "truncated_problems": sum(cut for _a, _f, cut in played)}
-    header = TraceHeader(backtracking=backtracking, prm_threshold=model.prm_threshold,
-                         max_backtracks=model.max_backtracks, source="generator", dataset=dataset, config=config,
-                         meta=meta)
+    problems = tuple(
+        Problem(dataset, str(p.idx), p.prompt_tokens, (not cut) and p.u_correct < a0 * keep**flawed, attempts)
+        for p, (attempts, flawed, cut) in zip(plans, played)
+    )
+    meta = {
+        "generator": GENERATOR_NAME,
+        "generator_version": GENERATOR_VERSION,
+        "seed": seed,
+        "target": target,
+        "hazard_per_token": round(hazard, 9),
+        "base_accuracy_a0": round(a0, 6),
+        "acceptance_model": model.as_dict(),
+        "length_model": lengths.as_dict(),
+        "max_context_tokens": MAX_CONTEXT_TOKENS,
+        "truncated_problems": sum(cut for _a, _f, cut in played),
+    }
+    header = TraceHeader(
+        backtracking=backtracking,
+        prm_threshold=model.prm_threshold,
+        max_backtracks=model.max_backtracks,
+        source="generator",
+        dataset=dataset,
+        config=config,
+        meta=meta,
+    )
     return Trace(header, problems)
 
 
-def generate_pair(dataset: str, target: str, *, seed: int = DEFAULT_SEED, model: AcceptanceModel | None = None,
-                  limit: int | None = None, config: str | None = None) -> tuple[Trace, Trace]:
+def generate_pair(
+    dataset: str,
+    target: str,
+    *,
+    seed: int = DEFAULT_SEED,
+    model: AcceptanceModel | None = None,
+    limit: int | None = None,
+    config: str | None = None,
+) -> tuple[Trace, Trace]:
     """(without backtracking, with backtracking) for the same problems and random numbers."""
-    return (generate(dataset, target, False, seed=seed, model=model, limit=limit, config=config),
-            generate(dataset, target, True, seed=seed, model=model, limit=limit, config=config))
+    return (
+        generate(dataset, target, False, seed=seed, model=model, limit=limit, config=config),
+        generate(dataset, target, True, seed=seed, model=model, limit=limit, config=config),
+    )
 
 
 def trace_stats(trace: Trace) -> dict[str, float]:
@@ -288,13 +340,17 @@ def trace_stats(trace: Trace) -> dict[str, float]:
             else:
                 target_steps += 1
     n = max(1, len(trace.problems))
-    return {"problems": len(trace.problems), "draft_steps": drafts,
-            "step_reject_rate": rejected / max(1, drafts),
-            "token_acceptance_rate": (d_tokens - rej_tokens) / max(1, d_tokens),
-            "target_steps_per_problem": target_steps / n, "backtracks_per_problem": backtracks / n,
-            "forced_accepts": forced, "committed_tokens_per_problem": committed / n,
-            "prompt_tokens_mean": sum(p.prompt_tokens for p in trace.problems) / n,
-            "accuracy": sum(p.correct for p in trace.problems) / n,
-            "max_backtracks_in_a_problem": max((replay_of(p, trace.header).backtracks for p in trace.problems),
-                                               default=0),
-            "steps_per_problem": math.fsum(len(replay_of(p, trace.header).committed) for p in trace.problems) / n}
+    return {
+        "problems": len(trace.problems),
+        "draft_steps": drafts,
+        "step_reject_rate": rejected / max(1, drafts),
+        "token_acceptance_rate": (d_tokens - rej_tokens) / max(1, d_tokens),
+        "target_steps_per_problem": target_steps / n,
+        "backtracks_per_problem": backtracks / n,
+        "forced_accepts": forced,
+        "committed_tokens_per_problem": committed / n,
+        "prompt_tokens_mean": sum(p.prompt_tokens for p in trace.problems) / n,
+        "accuracy": sum(p.correct for p in trace.problems) / n,
+        "max_backtracks_in_a_problem": max((replay_of(p, trace.header).backtracks for p in trace.problems), default=0),
+        "steps_per_problem": math.fsum(len(replay_of(p, trace.header).committed) for p in trace.problems) / n,
+    }

@@ -15,6 +15,7 @@ finite, non-negative, non-decreasing and within :data:`MAX_ARRIVAL_S` (the horiz
 are unique; an optional context limit (the LLM's ``max_position``) bounds ``prompt + output``. A bad file fails
 with one line naming the file, the line, the field and what was expected.
 """
+
 from __future__ import annotations
 
 import csv
@@ -148,7 +149,7 @@ def parse_length(text: str, what: str = "length") -> LengthDist:
     """Parse a length law: ``1536``, ``fixed:1536``, ``uniform:128:2048``, ``lognormal:1024:0.6:4096``."""
     where = f"{what} '{text}'"
     parts = text.strip().split(":")
-    kind, args = (("fixed", parts) if len(parts) == 1 else (parts[0].lower(), parts[1:]))
+    kind, args = ("fixed", parts) if len(parts) == 1 else (parts[0].lower(), parts[1:])
 
     def pos_int(s: str, name: str) -> int:
         try:
@@ -181,8 +182,9 @@ def parse_length(text: str, what: str = "length") -> LengthDist:
 
 
 # ================================================================================================ generation
-def poisson_stream(n: int, rate_per_s: float, prompt: LengthDist, output: LengthDist, seed: int,
-                   start_s: float = 0.0) -> tuple[Request, ...]:
+def poisson_stream(
+    n: int, rate_per_s: float, prompt: LengthDist, output: LengthDist, seed: int, start_s: float = 0.0
+) -> tuple[Request, ...]:
     """``n`` requests with exponential inter-arrival gaps of mean ``1 / rate_per_s`` (a Poisson process), the first
     one at ``start_s``; ``rate_per_s = inf`` puts every arrival at ``start_s`` (a saturation study). Lengths are
     drawn from ``prompt`` and ``output`` with one seeded generator, so the same arguments give the same stream."""
@@ -198,8 +200,12 @@ def poisson_stream(n: int, rate_per_s: float, prompt: LengthDist, output: Length
         gaps[0] = 0.0
         arrivals = start_s + np.cumsum(gaps)
         if arrivals[-1] > MAX_ARRIVAL_S:
-            raise RequestStreamError("request stream", "rate_per_s", f"a rate at which {n:,} arrivals fit the "
-                                     f"simulated horizon of {MAX_ARRIVAL_S:,.0f} s", rate_per_s)
+            raise RequestStreamError(
+                "request stream",
+                "rate_per_s",
+                f"a rate at which {n:,} arrivals fit the simulated horizon of {MAX_ARRIVAL_S:,.0f} s",
+                rate_per_s,
+            )
     prompts = prompt.sample(rng, n)
     outputs = output.sample(rng, n)
     return tuple(map(Request, range(n), arrivals.tolist(), np.asarray(prompts).tolist(), np.asarray(outputs).tolist()))
@@ -214,23 +220,32 @@ def _tokens(v: object) -> str:
     return f"at most {MAX_REQUEST_TOKENS:,} tokens (MAX_REQUEST_TOKENS)" if big else "a positive integer"
 
 
-def validate(requests: Sequence[Request], *, where: str = "request stream",
-             max_context_tokens: int | None = None,
-             row_label: Callable[[int], str] | None = None) -> tuple[Request, ...]:
+def validate(
+    requests: Sequence[Request],
+    *,
+    where: str = "request stream",
+    max_context_tokens: int | None = None,
+    row_label: Callable[[int], str] | None = None,
+) -> tuple[Request, ...]:
     """Check a stream; returns it as a tuple. Errors name the request (by position, or ``row_label(i)``, e.g. the
     file line) and the field."""
     first_use: dict[int, int] = {}
     last = -math.inf
     for i, r in enumerate(requests):
         at = f"{where}: {row_label(i) if row_label else f'request {i}'} (id {r.id})"
-        if isinstance(r.arrival_s, bool) or not isinstance(r.arrival_s, (int, float)) \
-                or not math.isfinite(r.arrival_s) or r.arrival_s < 0:
+        if (
+            isinstance(r.arrival_s, bool)
+            or not isinstance(r.arrival_s, (int, float))
+            or not math.isfinite(r.arrival_s)
+            or r.arrival_s < 0
+        ):
             raise RequestStreamError(at, "arrival_s", "a finite number of seconds >= 0", r.arrival_s)
         if r.arrival_s > MAX_ARRIVAL_S:
             raise RequestStreamError(at, "arrival_s", _HORIZON, r.arrival_s)
         if r.arrival_s < last:
-            raise RequestStreamError(at, "arrival_s", f"arrivals in non-decreasing order (previous {last:g})",
-                                     r.arrival_s)
+            raise RequestStreamError(
+                at, "arrival_s", f"arrivals in non-decreasing order (previous {last:g})", r.arrival_s
+            )
         last = r.arrival_s
         for name in ("prompt_tokens", "output_tokens"):
             v = getattr(r, name)
@@ -240,8 +255,12 @@ def validate(requests: Sequence[Request], *, where: str = "request stream",
             raise RequestStreamError(at, "id", f"an id not already used by request {first_use[r.id]}", r.id)
         first_use[r.id] = i
         if max_context_tokens is not None and r.prompt_tokens + r.output_tokens > max_context_tokens:
-            raise RequestStreamError(at, "prompt_tokens", f"prompt + output <= {max_context_tokens} (the model's "
-                                     "context limit)", r.prompt_tokens + r.output_tokens)
+            raise RequestStreamError(
+                at,
+                "prompt_tokens",
+                f"prompt + output <= {max_context_tokens} (the model's context limit)",
+                r.prompt_tokens + r.output_tokens,
+            )
     if not requests:
         raise RequestStreamError(where, None, "at least one request")
     return tuple(requests)
@@ -322,27 +341,38 @@ def load_requests(path: Path | str, *, max_context_tokens: int | None = None) ->
                 header = [h.strip() for h in fieldnames]
                 missing = [c for c in COLUMNS if c not in header]
                 if missing:
-                    raise RequestStreamError(f"{path}:1", None, "a header row naming the columns "
-                                             + ", ".join(COLUMNS) + " (and optionally id)", ",".join(header))
+                    raise RequestStreamError(
+                        f"{path}:1",
+                        None,
+                        "a header row naming the columns " + ", ".join(COLUMNS) + " (and optionally id)",
+                        ",".join(header),
+                    )
                 unknown = sorted(set(header) - {*COLUMNS, "id"})
                 if unknown:
-                    raise RequestStreamError(f"{path}:1", unknown[0], "one of the columns " + ", ".join((*COLUMNS, "id")))
+                    raise RequestStreamError(
+                        f"{path}:1", unknown[0], "one of the columns " + ", ".join((*COLUMNS, "id"))
+                    )
                 reader.fieldnames = header
                 try:
                     for row in reader:
                         where = f"{path}:{reader.line_num}"
                         if None in row:
-                            raise RequestStreamError(where, None,
-                                                     f"{len(header)} comma-separated values (more were given)")
-                        rows.append(_parse_row({k: (v.strip() if isinstance(v, str) else v) for k, v in row.items()},
-                                               where, len(rows)))
+                            raise RequestStreamError(
+                                where, None, f"{len(header)} comma-separated values (more were given)"
+                            )
+                        rows.append(
+                            _parse_row(
+                                {k: (v.strip() if isinstance(v, str) else v) for k, v in row.items()}, where, len(rows)
+                            )
+                        )
                         line_of.append(reader.line_num)
                 except csv.Error as exc:
                     raise RequestStreamError(f"{path}:{reader.line_num}", None, "well-formed CSV", str(exc)) from None
         else:
             raise RequestStreamError(str(path), None, "a .csv or .jsonl file", path.suffix)
-    return validate(rows, where=str(path), max_context_tokens=max_context_tokens,
-                    row_label=lambda i: f"line {line_of[i]}")
+    return validate(
+        rows, where=str(path), max_context_tokens=max_context_tokens, row_label=lambda i: f"line {line_of[i]}"
+    )
 
 
 def write_requests(path: Path | str, requests: Iterable[Request]) -> Path:
@@ -352,8 +382,17 @@ def write_requests(path: Path | str, requests: Iterable[Request]) -> Path:
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         with open(path, "w", encoding="utf-8") as fh:
             for r in requests:
-                fh.write(json.dumps({"id": r.id, "arrival_s": r.arrival_s, "prompt_tokens": r.prompt_tokens,
-                                     "output_tokens": r.output_tokens}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "id": r.id,
+                            "arrival_s": r.arrival_s,
+                            "prompt_tokens": r.prompt_tokens,
+                            "output_tokens": r.output_tokens,
+                        }
+                    )
+                    + "\n"
+                )
     elif path.suffix.lower() == ".csv":
         with open(path, "w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh)
@@ -375,7 +414,9 @@ def summary(requests: Sequence[Request]) -> dict[str, float]:
         "requests": len(requests),
         "span_s": span,
         "offered_rate_per_s": (len(arr) - 1) / span if span > 0 else math.inf,
-        "prompt_tokens_mean": float(p.mean()), "prompt_tokens_max": int(p.max()),
-        "output_tokens_mean": float(o.mean()), "output_tokens_max": int(o.max()),
+        "prompt_tokens_mean": float(p.mean()),
+        "prompt_tokens_max": int(p.max()),
+        "output_tokens_mean": float(o.mean()),
+        "output_tokens_max": int(o.max()),
         "total_output_tokens": int(o.sum()),
     }

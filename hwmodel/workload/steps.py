@@ -14,6 +14,7 @@ Regenerating a step (the target's refinement of a rejected step, or a re-drafted
 log-normal factor whose spread is measured on the data: the 8 answers of the same problem that have the same
 number of steps give, step by step, the spread of two generations of "the same" step.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,17 +42,20 @@ class LengthModel:
     answers_by_level: tuple[tuple[int, ...], ...]  # indices of the real answers per level 1..5
 
     def expected_answer_tokens(self, ref_tokens: float) -> float:
-        return self.scale_a * ref_tokens ** self.beta
+        return self.scale_a * ref_tokens**self.beta
 
     def level_expected_tokens(self, level: int) -> float:
         """The fitted expected answer length of a MATH level (what a real answer of that level is scaled from)."""
         return self.expected_answer_tokens(self.level_ref_tokens[level - 1])
 
     def as_dict(self) -> dict[str, object]:
-        return {"beta": round(self.beta, 6), "scale_a": round(self.scale_a, 6),
-                "level_ref_tokens": [round(x, 3) for x in self.level_ref_tokens],
-                "level_answer_tokens": [round(x, 3) for x in self.level_answer_tokens],
-                "regen_sigma": round(self.regen_sigma, 6)}
+        return {
+            "beta": round(self.beta, 6),
+            "scale_a": round(self.scale_a, 6),
+            "level_ref_tokens": [round(x, 3) for x in self.level_ref_tokens],
+            "level_answer_tokens": [round(x, 3) for x in self.level_answer_tokens],
+            "regen_sigma": round(self.regen_sigma, 6),
+        }
 
 
 @functools.cache
@@ -65,8 +69,9 @@ def fit_length_model() -> LengthModel:
     beta, log_a = np.polyfit(np.log(ref), np.log(ans), 1)
     weights = [sum(p.level == lv for p in math500) / len(math500) for lv in levels]
     by_level = tuple(tuple(i for i, a in enumerate(answers) if a.level == lv) for lv in levels)
-    return LengthModel(float(beta), float(math.exp(log_a)), tuple(ref), tuple(ans), tuple(weights),
-                       _regen_sigma(), by_level)
+    return LengthModel(
+        float(beta), float(math.exp(log_a)), tuple(ref), tuple(ans), tuple(weights), _regen_sigma(), by_level
+    )
 
 
 def _regen_sigma() -> float:

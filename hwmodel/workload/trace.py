@@ -17,6 +17,7 @@ backtracking:
 :func:`replay` applies these rules and is the single definition of which tokens a problem commits; the validator
 and every policy's property test use it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -64,8 +65,13 @@ class Attempt:
     final: bool = False  # the step ended the answer (EOS after the boxed answer), not the delimiter
 
     def as_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"step": self.step, "by": self.by, "tokens": self.tokens, "score": self.score,
-                             "verdict": self.verdict}
+        d: dict[str, Any] = {
+            "step": self.step,
+            "by": self.by,
+            "tokens": self.tokens,
+            "score": self.score,
+            "verdict": self.verdict,
+        }
         if self.final:
             d["final"] = True
         return d
@@ -82,8 +88,13 @@ class Problem:
     attempts: tuple[Attempt, ...]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "id": self.id, "prompt_tokens": self.prompt_tokens, "correct": self.correct,
-                "attempts": [a.as_dict() for a in self.attempts]}
+        return {
+            "dataset": self.dataset,
+            "id": self.id,
+            "prompt_tokens": self.prompt_tokens,
+            "correct": self.correct,
+            "attempts": [a.as_dict() for a in self.attempts],
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,9 +110,17 @@ class TraceHeader:
     meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # generator parameters, import notes
 
     def as_dict(self) -> dict[str, Any]:
-        return {"format": TRACE_FORMAT, "version": TRACE_VERSION, "backtracking": self.backtracking,
-                "prm_threshold": self.prm_threshold, "max_backtracks": self.max_backtracks, "source": self.source,
-                "dataset": self.dataset, "config": self.config, "meta": dict(self.meta)}
+        return {
+            "format": TRACE_FORMAT,
+            "version": TRACE_VERSION,
+            "backtracking": self.backtracking,
+            "prm_threshold": self.prm_threshold,
+            "max_backtracks": self.max_backtracks,
+            "source": self.source,
+            "dataset": self.dataset,
+            "config": self.config,
+            "meta": dict(self.meta),
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,8 +161,12 @@ class Replay:
         return tuple((i, problem.attempts[i].tokens) for i in self.committed)
 
 
-def replay(problem: Problem, backtracking: bool, prm_threshold: float = DEFAULT_PRM_THRESHOLD,
-           max_backtracks: int = DEFAULT_MAX_BACKTRACKS) -> Replay:
+def replay(
+    problem: Problem,
+    backtracking: bool,
+    prm_threshold: float = DEFAULT_PRM_THRESHOLD,
+    max_backtracks: int = DEFAULT_MAX_BACKTRACKS,
+) -> Replay:
     """Apply the step rules (module docstring) to ``problem``; raise TraceRuleError on the first violation."""
     attempts = problem.attempts
     if not attempts:
@@ -163,15 +186,16 @@ def replay(problem: Problem, backtracking: bool, prm_threshold: float = DEFAULT_
         contexts.append(key)
         context_tokens.append(ctx_tokens)
         if a.step != len(committed):
-            raise TraceRuleError(f + ".step", f"{len(committed)} (the number of steps committed before it), "
-                                              f"got {a.step}")
+            raise TraceRuleError(
+                f + ".step", f"{len(committed)} (the number of steps committed before it), got {a.step}"
+            )
         if pending is None and a.by != DRAFT:
-            raise TraceRuleError(f + ".by", "'draft': a target attempt must follow a rejected draft step or a "
-                                            "backtrack")
+            raise TraceRuleError(
+                f + ".by", "'draft': a target attempt must follow a rejected draft step or a backtrack"
+            )
         if pending is not None and a.by != TARGET:
             what = "rejected" if pending == "refine" else "backtracked"
-            raise TraceRuleError(f + ".by", f"'target': attempt {i - 1} was {what}, so the target regenerates the "
-                                            "step")
+            raise TraceRuleError(f + ".by", f"'target': attempt {i - 1} was {what}, so the target regenerates the step")
         if a.score is not None and not 0.0 <= a.score <= 1.0:
             raise TraceRuleError(f + ".score", f"a PRM score in [0, 1], got {a.score}")
         first_target.append(a.by == TARGET and key not in target_contexts)
@@ -179,11 +203,13 @@ def replay(problem: Problem, backtracking: bool, prm_threshold: float = DEFAULT_
             if a.score is None:
                 raise TraceRuleError(f + ".score", "a PRM score: every draft step is scored")
             if a.verdict == ACCEPT and a.score < prm_threshold:
-                raise TraceRuleError(f + ".verdict", f"'reject': score {a.score} is below the PRM threshold "
-                                                     f"{prm_threshold}")
+                raise TraceRuleError(
+                    f + ".verdict", f"'reject': score {a.score} is below the PRM threshold {prm_threshold}"
+                )
             if a.verdict == REJECT and a.score >= prm_threshold:
-                raise TraceRuleError(f + ".verdict", f"'accept': score {a.score} reaches the PRM threshold "
-                                                     f"{prm_threshold}")
+                raise TraceRuleError(
+                    f + ".verdict", f"'accept': score {a.score} reaches the PRM threshold {prm_threshold}"
+                )
             if a.verdict not in (ACCEPT, REJECT):
                 raise TraceRuleError(f + ".verdict", f"'accept' or 'reject' for a draft step, got {a.verdict!r}")
             if a.verdict == ACCEPT:
@@ -198,8 +224,11 @@ def replay(problem: Problem, backtracking: bool, prm_threshold: float = DEFAULT_
             pending = None
             if not backtracking:
                 if a.verdict != ACCEPT:
-                    raise TraceRuleError(f + ".verdict", "'accept': without backtracking the target's step is "
-                                                         f"committed unscored (RSD), got {a.verdict!r}")
+                    raise TraceRuleError(
+                        f + ".verdict",
+                        "'accept': without backtracking the target's step is "
+                        f"committed unscored (RSD), got {a.verdict!r}",
+                    )
             else:
                 if a.score is None:
                     raise TraceRuleError(f + ".score", "a PRM score: with backtracking the target's step is scored")
@@ -207,8 +236,10 @@ def replay(problem: Problem, backtracking: bool, prm_threshold: float = DEFAULT_
                 if a.verdict == ACCEPT:
                     if a.score < prm_threshold:
                         if can_backtrack:
-                            raise TraceRuleError(f + ".verdict", f"'backtrack': score {a.score} is below the PRM "
-                                                                 "threshold and a backtrack is possible")
+                            raise TraceRuleError(
+                                f + ".verdict",
+                                f"'backtrack': score {a.score} is below the PRM threshold and a backtrack is possible",
+                            )
                         forced += 1
                 elif a.verdict == BACKTRACK:
                     if a.score >= prm_threshold:
@@ -216,11 +247,13 @@ def replay(problem: Problem, backtracking: bool, prm_threshold: float = DEFAULT_
                     if not committed:
                         raise TraceRuleError(f + ".verdict", "'accept': nothing is committed to backtrack to")
                     if backtracks >= max_backtracks:
-                        raise TraceRuleError(f + ".verdict", f"'accept': the {max_backtracks} backtracks of the "
-                                                             "problem are spent")
+                        raise TraceRuleError(
+                            f + ".verdict", f"'accept': the {max_backtracks} backtracks of the problem are spent"
+                        )
                 else:
-                    raise TraceRuleError(f + ".verdict", f"'accept' or 'backtrack' for a target step, got "
-                                                         f"{a.verdict!r}")
+                    raise TraceRuleError(
+                        f + ".verdict", f"'accept' or 'backtrack' for a target step, got {a.verdict!r}"
+                    )
             if a.verdict == ACCEPT:
                 committed.append(i)
                 ctx_tokens += a.tokens
@@ -230,16 +263,21 @@ def replay(problem: Problem, backtracking: bool, prm_threshold: float = DEFAULT_
                 ctx_tokens -= attempts[popped].tokens
                 pending = "alternative"
         if a.verdict == ACCEPT and a.final and i != last:
-            raise TraceRuleError(f + ".final", f"the last attempt to be final: an accepted final step ends the "
-                                               f"problem, but {last - i} more attempt(s) follow")
+            raise TraceRuleError(
+                f + ".final",
+                f"the last attempt to be final: an accepted final step ends the "
+                f"problem, but {last - i} more attempt(s) follow",
+            )
     end = attempts[last]
     if pending is not None:
-        raise TraceRuleError(f"attempts[{last}].verdict", "the problem to end on an accepted step, not on a "
-                                                           f"{end.verdict}")
+        raise TraceRuleError(
+            f"attempts[{last}].verdict", f"the problem to end on an accepted step, not on a {end.verdict}"
+        )
     if not end.final:
         raise TraceRuleError(f"attempts[{last}].final", "true: the last committed step must end the answer")
-    return Replay(tuple(contexts), tuple(context_tokens), tuple(first_target), tuple(committed), rejects,
-                  backtracks, forced)
+    return Replay(
+        tuple(contexts), tuple(context_tokens), tuple(first_target), tuple(committed), rejects, backtracks, forced
+    )
 
 
 def replay_of(problem: Problem, header: TraceHeader) -> Replay:

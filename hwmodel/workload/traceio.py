@@ -5,6 +5,7 @@ further non-blank line is one problem. Every refusal names the file, the line, t
 ``trace.jsonl:7: field 'attempts[2].verdict': expected 'accept' ...``. Unknown keys are refused, so a typo never
 falls back to a default silently.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -34,8 +35,17 @@ from hwmodel.workload.trace import (
     replay_of,
 )
 
-_HEADER_KEYS = {"format", "version", "backtracking", "prm_threshold", "max_backtracks", "source", "dataset", "config",
-                "meta"}
+_HEADER_KEYS = {
+    "format",
+    "version",
+    "backtracking",
+    "prm_threshold",
+    "max_backtracks",
+    "source",
+    "dataset",
+    "config",
+    "meta",
+}
 _PROBLEM_KEYS = {"dataset", "id", "prompt_tokens", "correct", "attempts"}
 _ATTEMPT_KEYS = {"step", "by", "tokens", "score", "verdict", "final"}
 
@@ -70,11 +80,13 @@ def parse_header(obj: Any) -> TraceHeader:
     if not isinstance(obj, dict):
         raise _FieldError("", "a JSON object (the trace header)")
     if obj.get("format") != TRACE_FORMAT:
-        raise _FieldError("format", f"'{TRACE_FORMAT}' (the first line must be the trace header), "
-                                    f"got {obj.get('format')!r}")
+        raise _FieldError(
+            "format", f"'{TRACE_FORMAT}' (the first line must be the trace header), got {obj.get('format')!r}"
+        )
     if obj.get("version") != TRACE_VERSION:
-        raise _FieldError("version", f"{TRACE_VERSION} (the trace format version this hwmodel reads), "
-                                     f"got {obj.get('version')!r}")
+        raise _FieldError(
+            "version", f"{TRACE_VERSION} (the trace format version this hwmodel reads), got {obj.get('version')!r}"
+        )
     _check_keys(obj, _HEADER_KEYS, "")
     bt = _require(obj, "backtracking", "")
     if not isinstance(bt, bool):
@@ -91,8 +103,15 @@ def parse_header(obj: Any) -> TraceHeader:
     meta = obj.get("meta") or {}
     if not isinstance(meta, dict):
         raise _FieldError("meta", f"a JSON object, got {meta!r}")
-    return TraceHeader(backtracking=bt, prm_threshold=float(thr), max_backtracks=mb, source=obj.get("source") or "",
-                       dataset=obj.get("dataset"), config=obj.get("config"), meta=meta)
+    return TraceHeader(
+        backtracking=bt,
+        prm_threshold=float(thr),
+        max_backtracks=mb,
+        source=obj.get("source") or "",
+        dataset=obj.get("dataset"),
+        config=obj.get("config"),
+        meta=meta,
+    )
 
 
 def _parse_attempt(obj: Any, prefix: str) -> Attempt:
@@ -107,8 +126,9 @@ def _parse_attempt(obj: Any, prefix: str) -> Attempt:
         raise _FieldError(prefix + "by", f"'draft' or 'target', got {by!r}")
     tokens = _require(obj, "tokens", prefix)
     if not _is_int(tokens) or tokens < 1:
-        raise _FieldError(prefix + "tokens", f"an integer >= 1 (tokens of the step, delimiter included), "
-                                             f"got {tokens!r}")
+        raise _FieldError(
+            prefix + "tokens", f"an integer >= 1 (tokens of the step, delimiter included), got {tokens!r}"
+        )
     if tokens > MAX_REQUEST_TOKENS:
         raise _FieldError(prefix + "tokens", f"at most {MAX_REQUEST_TOKENS:,} tokens, got {tokens!r}")
     score = obj.get("score")
@@ -169,8 +189,9 @@ def iter_lines(lines: Iterable[str], path: object = "<trace>") -> Iterator[Trace
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise TraceError(path, n, None, f"expected one JSON object per line ({exc.msg} at column {exc.colno})") \
-                from None
+            raise TraceError(
+                path, n, None, f"expected one JSON object per line ({exc.msg} at column {exc.colno})"
+            ) from None
         try:
             if header is None:
                 header = parse_header(obj)
@@ -181,15 +202,20 @@ def iter_lines(lines: Iterable[str], path: object = "<trace>") -> Iterator[Trace
             raise TraceError(path, n, exc.field or None, "expected " + exc.why) from None
         key = (problem.dataset, problem.id)
         if key in seen:
-            raise TraceError(path, n, "id", f"expected a unique id per dataset, {problem.id!r} of "
-                                            f"{problem.dataset!r} repeats")
+            raise TraceError(
+                path, n, "id", f"expected a unique id per dataset, {problem.id!r} of {problem.dataset!r} repeats"
+            )
         seen.add(key)
         yield problem
     if header is None:
         raise TraceError(path, None, None, "expected a trace header line, the file is empty")
     if not seen:
-        raise TraceError(path, None, None, "expected at least one problem line after the header (a trace with no "
-                                           "problems has nothing to replay)")
+        raise TraceError(
+            path,
+            None,
+            None,
+            "expected at least one problem line after the header (a trace with no problems has nothing to replay)",
+        )
 
 
 def read_trace(path: Path | str) -> Trace:

@@ -1,4 +1,5 @@
 """Fault injection shared by the fault suite: a file object that runs out of disk space after a byte budget."""
+
 from __future__ import annotations
 
 import errno

@@ -1,6 +1,7 @@
 """Damaged caches read as absent (issue #31): a truncated, scrambled, foreign-format or other-version engine-table
 file and a damaged Numba index or data file give one stderr line and a rebuild, never an exception or a number
 read from the damage."""
+
 from __future__ import annotations
 
 import pickle
@@ -14,9 +15,16 @@ from hwmodel.serving.devices import TABLE_FORMAT, _read_table_file
 
 
 def _good_table(path: Path, key: str) -> None:
-    np.savez(path, format=np.array(TABLE_FORMAT), key=np.array(key), val=np.array([0.0, 1e-3, 2e-3]),
-             have=np.array([True, True, False]), prefill_n=np.array([16], dtype=np.int64),
-             prefill_s=np.array([0.01]), power_w=np.array([10.0] * len(devices.Phase)))
+    np.savez(
+        path,
+        format=np.array(TABLE_FORMAT),
+        key=np.array(key),
+        val=np.array([0.0, 1e-3, 2e-3]),
+        have=np.array([True, True, False]),
+        prefill_n=np.array([16], dtype=np.int64),
+        prefill_s=np.array([0.01]),
+        power_w=np.array([10.0] * len(devices.Phase)),
+    )
 
 
 def _damage(kind: str, good: bytes) -> bytes:
@@ -49,12 +57,24 @@ def test_other_version_and_other_key_are_refused(tmp_path: Path) -> None:
     _good_table(path, "k1")
     with pytest.raises(ValueError, match="another key"):
         _read_table_file(path, "k2")
-    np.savez(path, val=np.zeros(3), have=np.zeros(3, dtype=bool), prefill_n=np.zeros(0, dtype=np.int64),
-             prefill_s=np.zeros(0))  # the format before TABLE_FORMAT 2: no version field
+    np.savez(
+        path,
+        val=np.zeros(3),
+        have=np.zeros(3, dtype=bool),
+        prefill_n=np.zeros(0, dtype=np.int64),
+        prefill_s=np.zeros(0),
+    )  # the format before TABLE_FORMAT 2: no version field
     with pytest.raises(ValueError, match="format none"):
         _read_table_file(path, "k1")
-    np.savez(path, format=np.array(TABLE_FORMAT), key=np.array("k1"), val=np.array([-1.0]), have=np.array([True]),
-             prefill_n=np.zeros(0, dtype=np.int64), prefill_s=np.zeros(0))
+    np.savez(
+        path,
+        format=np.array(TABLE_FORMAT),
+        key=np.array("k1"),
+        val=np.array([-1.0]),
+        have=np.array([True]),
+        prefill_n=np.zeros(0, dtype=np.int64),
+        prefill_s=np.zeros(0),
+    )
     with pytest.raises(ValueError, match="negative"):
         _read_table_file(path, "k1")
 
@@ -84,11 +104,12 @@ def test_engine_factory_rebuilds_a_damaged_table_once(tmp_path: Path, capsys: py
     assert model3.saved_contexts > 0 and capsys.readouterr().err == ""  # rebuilt and read back
 
 
-def test_damaged_numba_cache_entry_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    import hwmodel.serving.transfer  # noqa: F401  (imports numba with the project locator installed)
+def test_damaged_numba_cache_entry_is_a_miss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from numba.core import caching
 
+    import hwmodel.serving.transfer  # noqa: F401  (imports numba with the project locator installed)
     from hwmodel import numba_cache
 
     root = numba_cache.kernel_dir()

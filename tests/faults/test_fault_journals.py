@@ -1,6 +1,7 @@
 """The study journal and the sweep's CSV journal under faults (issue #31): a full disk, a SIGKILL in the middle of
 writing, a second writer, damaged bytes. Each ends in a clear error or a resume to exactly the points that were
 whole -- never a damaged line read back as a finished point."""
+
 from __future__ import annotations
 
 import errno
@@ -13,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from hwmodel.studies import runner
 from hwmodel.studies.runner import Journal, StudyError, journal_results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,13 +53,15 @@ def test_full_disk_mid_append_resumes_to_the_whole_lines(tmp_path: Path, full_di
 
 def test_sigkill_while_appending_keeps_only_whole_lines(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
-    child = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-             "from hwmodel.studies.runner import Journal\n"
-             f"jr = Journal({str(path)!r}, 'fp'); jr.open()\n"
-             "i = 0\n"
-             "while True:\n"
-             "    jr.append(['{\"key\": \"p%d\", \"result\": \"%s\"}' % (i, 'x' * 5000)]); i += 1\n"
-             "    if i == 20: print('ready', flush=True)\n")
+    child = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from hwmodel.studies.runner import Journal\n"
+        f"jr = Journal({str(path)!r}, 'fp'); jr.open()\n"
+        "i = 0\n"
+        "while True:\n"
+        '    jr.append([\'{"key": "p%d", "result": "%s"}\' % (i, \'x\' * 5000)]); i += 1\n'
+        "    if i == 20: print('ready', flush=True)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"  # 20 points journaled; it keeps appending
@@ -84,16 +86,23 @@ def test_a_second_writer_is_refused(tmp_path: Path) -> None:
     assert Journal(path, "fp").open() == {}
 
 
-@pytest.mark.parametrize("damage", ["truncated-header", "scrambled-middle", "binary", "other-fingerprint",
-                                    "wrong-shape"])
-def test_damaged_journal_keeps_the_points_before_the_damage(tmp_path: Path, damage: str,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "damage", ["truncated-header", "scrambled-middle", "binary", "other-fingerprint", "wrong-shape"]
+)
+def test_damaged_journal_keeps_the_points_before_the_damage(
+    tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "journal.jsonl"
     _journal(path, 5)
     data = path.read_bytes()
     lines = data.split(b"\n")
-    expect = {"truncated-header": [], "scrambled-middle": ["p0", "p1"], "binary": [], "other-fingerprint": [],
-              "wrong-shape": ["p0", "p1", "p2"]}[damage]
+    expect = {
+        "truncated-header": [],
+        "scrambled-middle": ["p0", "p1"],
+        "binary": [],
+        "other-fingerprint": [],
+        "wrong-shape": ["p0", "p1", "p2"],
+    }[damage]
     if damage == "truncated-header":
         data = lines[0][:10]
     elif damage == "scrambled-middle":
@@ -119,10 +128,10 @@ def test_damaged_journal_keeps_the_points_before_the_damage(tmp_path: Path, dama
 
 def test_read_only_output_directory_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
-    from tests.test_dse_support import spec_file
 
     import hwmodel.io
     from hwmodel.cli import main
+    from tests.test_dse_support import spec_file
 
     spec = spec_file(tmp_path, "lanes = [8]\nports = [4]\nclock_mhz = [300]\n")
     out = tmp_path / "ro"
@@ -143,9 +152,8 @@ def test_read_only_output_directory_is_one_clear_error(tmp_path: Path, monkeypat
 
 # ------------------------------------------------------------------------------------------------ sweep CSV
 def _sweep(tmp_path: Path) -> tuple[object, Path]:
-    from tests.test_dse_support import spec_file
-
     from hwmodel.dse import load_plan, run_sweep
+    from tests.test_dse_support import spec_file
 
     plan = load_plan(spec_file(tmp_path, "lanes = [8, 16, 32]\nports = [4, 8]\nclock_mhz = [300]\n"))
     run_sweep(plan, tmp_path / "out", workers=1, progress=False)

@@ -1,5 +1,6 @@
 """Quantities checked for meaning and the global output flags (issue #31): byte counts whole and positive, request
 arrivals within the simulated horizon, every integer option bounded, ``--quiet`` on every command."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -53,14 +54,21 @@ def test_token_counts_and_generated_horizon_are_bounded(tmp_path: Path) -> None:
 
 
 def test_every_integer_option_is_bounded() -> None:
-    unbounded = [(" ".join(path), p.opts) for path, cmd in walk(main) for p in cmd.params
-                 if isinstance(p.type, click.types.IntParamType) and getattr(p.type, "max", None) is None]
+    unbounded = [
+        (" ".join(path), p.opts)
+        for path, cmd in walk(main)
+        for p in cmd.params
+        if isinstance(p.type, click.types.IntParamType) and getattr(p.type, "max", None) is None
+    ]
     assert unbounded == []
 
 
 def test_every_command_accepts_quiet_and_the_global_flags() -> None:
-    missing = [" ".join(path) for path, cmd in walk(main) if not isinstance(cmd, click.Group)
-               and not any("--quiet" in getattr(p, "opts", ()) for p in cmd.params)]
+    missing = [
+        " ".join(path)
+        for path, cmd in walk(main)
+        if not isinstance(cmd, click.Group) and not any("--quiet" in getattr(p, "opts", ()) for p in cmd.params)
+    ]
     assert missing == []
     r = CliRunner().invoke(main, ["--quiet", "--json", "specs", "list"])
     assert r.exit_code == 0 and r.output.lstrip().startswith("["), r.output

@@ -5,6 +5,7 @@ The install is a copy of the five packages made read-only, run with ``PYTHONPATH
 commands run as ``nobody`` (``runuser``: root ignores file modes); as another user, file modes alone make the
 copy and the home read-only. With neither possible the test is skipped with the reason.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,17 +38,26 @@ def _as_user() -> list[str] | None:
 def _read_only(path: Path) -> None:
     for p in [path, *path.rglob("*")]:
         mode = p.stat().st_mode
-        p.chmod((mode | stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
-                 | (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH if p.is_dir() else 0))
-                & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        p.chmod(
+            (
+                mode
+                | stat.S_IRUSR
+                | stat.S_IRGRP
+                | stat.S_IROTH
+                | (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH if p.is_dir() else 0)
+            )
+            & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+        )
 
 
 @pytest.fixture(scope="module")
 def install() -> Iterator[tuple[Path, list[str]]]:
     prefix = _as_user()
     if prefix is None:
-        why = ("running as root without a `runuser -u nobody` that can run this Python (root ignores read-only file "
-               "modes; nobody needs read access to the interpreter and its site-packages)")
+        why = (
+            "running as root without a `runuser -u nobody` that can run this Python (root ignores read-only file "
+            "modes; nobody needs read access to the interpreter and its site-packages)"
+        )
         if os.environ.get("HWMODEL_REQUIRE_READONLY_TEST"):  # CI (.ci/run): the test must run, not skip
             pytest.fail(why)
         pytest.skip(why)
@@ -71,12 +81,23 @@ def install() -> Iterator[tuple[Path, list[str]]]:
 
 def hwmodel(install: tuple[Path, list[str]], *args: str, cache: str | None = None) -> subprocess.CompletedProcess:
     top, prefix = install
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(top / "home"), "PYTHONPATH": str(top / "inst"),
-           "PYTHONDONTWRITEBYTECODE": "0", "HWMODEL_PROGRESS": "", "LANG": "C.UTF-8"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(top / "home"),
+        "PYTHONPATH": str(top / "inst"),
+        "PYTHONDONTWRITEBYTECODE": "0",
+        "HWMODEL_PROGRESS": "",
+        "LANG": "C.UTF-8",
+    }
     if cache is not None:
         env["HWMODEL_CACHE_DIR"] = cache
-    return subprocess.run([*prefix, "env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable, "-m",
-                           "hwmodel", *args], capture_output=True, text=True, cwd=top / "out", timeout=600)
+    return subprocess.run(
+        [*prefix, "env", "-i", *(f"{k}={v}" for k, v in env.items()), sys.executable, "-m", "hwmodel", *args],
+        capture_output=True,
+        text=True,
+        cwd=top / "out",
+        timeout=600,
+    )
 
 
 def test_cli_runs_from_a_read_only_install_with_a_read_only_home(install: tuple[Path, list[str]]) -> None:
@@ -90,8 +111,20 @@ def test_cli_runs_from_a_read_only_install_with_a_read_only_home(install: tuple[
     assert r.returncode == 0, r.stderr
     assert '"cycles"' in r.stdout and r.stderr.count(WARNING) == 1, r.stderr
 
-    r = hwmodel(install, "serve", "run", "--n", "3", "--prompt", "64", "--output", "4", "--json",
-                "--out", str(top / "out" / "run"))
+    r = hwmodel(
+        install,
+        "serve",
+        "run",
+        "--n",
+        "3",
+        "--prompt",
+        "64",
+        "--output",
+        "4",
+        "--json",
+        "--out",
+        str(top / "out" / "run"),
+    )
     assert r.returncode == 0, r.stderr
     assert r.stderr.count(WARNING) == 1 and "Traceback" not in r.stderr, r.stderr
     assert (top / "out" / "run" / "trace.json").is_file()

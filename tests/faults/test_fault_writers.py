@@ -2,6 +2,7 @@
 engine-table cache are written whole or not at all. A full disk leaves the previous file (or none) and no
 temporary file, with one clear error; a SIGKILL mid-write never leaves a short file under the real name; two
 writers of one file leave one whole version."""
+
 from __future__ import annotations
 
 import errno
@@ -83,13 +84,15 @@ def test_two_writers_leave_one_whole_file(tmp_path: Path, kind: str) -> None:
 
 def test_sigkill_mid_write_leaves_no_short_file(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
-    child = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-             "from hwmodel.report.tables import write_csv\n"
-             "def rows():\n"
-             "    for i in range(10**9):\n"
-             "        if i == 5000: print('writing', flush=True)\n"
-             "        yield {'a': i}\n"
-             f"write_csv({str(path)!r}, rows(), ['a'])\n")
+    child = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from hwmodel.report.tables import write_csv\n"
+        "def rows():\n"
+        "    for i in range(10**9):\n"
+        "        if i == 5000: print('writing', flush=True)\n"
+        "        yield {'a': i}\n"
+        f"write_csv({str(path)!r}, rows(), ['a'])\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "writing"

@@ -35,6 +35,7 @@ the middle of the stream, possibly inside a multi-cycle command (the bus then ho
 reset edge the outputs must be the reset state; the model restarts from it (a segment: the commands between two
 resets).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -59,13 +60,31 @@ RESET_OP = -1  # an example entry that asserts rst (not an opcode: never on the 
 #: Inputs of the contract, in the order the testbench packs them (LSB first): cmd_arg, cmd_op, cmd_valid.
 INPUTS = (("cmd_arg", ARG_BITS), ("cmd_op", OP_BITS), ("cmd_valid", 1))
 #: Outputs of the contract, in the order the wrapper packs them (LSB first).
-OUTPUTS = (("valid_ptr", PTR_BITS), ("curr_ptr", PTR_BITS), ("ahead_ptr", PTR_BITS), ("mode", MODE_BITS),
-           ("mux_sel", 1), ("kv_wr_addr", PTR_BITS), ("kv_wr_en", 1), ("status", STATUS_BITS), ("cmd_ready", 1))
+OUTPUTS = (
+    ("valid_ptr", PTR_BITS),
+    ("curr_ptr", PTR_BITS),
+    ("ahead_ptr", PTR_BITS),
+    ("mode", MODE_BITS),
+    ("mux_sel", 1),
+    ("kv_wr_addr", PTR_BITS),
+    ("kv_wr_en", 1),
+    ("status", STATUS_BITS),
+    ("cmd_ready", 1),
+)
 OUT_BITS = sum(w for _, w in OUTPUTS)
 IN_BITS = sum(w for _, w in INPUTS)
 #: Order in which a cycle's signals are compared (the first differing one is reported).
-COMPARE_ORDER = ("cmd_ready", "status", "mode", "mux_sel", "valid_ptr", "curr_ptr", "ahead_ptr", "kv_wr_en",
-                 "kv_wr_addr")
+COMPARE_ORDER = (
+    "cmd_ready",
+    "status",
+    "mode",
+    "mux_sel",
+    "valid_ptr",
+    "curr_ptr",
+    "ahead_ptr",
+    "kv_wr_en",
+    "kv_wr_addr",
+)
 MAX_CAPACITY = 2**31 - 1
 
 
@@ -129,8 +148,12 @@ def _idle_on_bus(c: BusCommand) -> bool:
 
 
 def pack_input(valid: int, op: int, arg: int, rst: int = 0) -> int:
-    return ((arg & (2**ARG_BITS - 1)) | ((op & 7) << ARG_BITS) | ((valid & 1) << (ARG_BITS + OP_BITS))
-            | ((rst & 1) << IN_BITS))
+    return (
+        (arg & (2**ARG_BITS - 1))
+        | ((op & 7) << ARG_BITS)
+        | ((valid & 1) << (ARG_BITS + OP_BITS))
+        | ((rst & 1) << IN_BITS)
+    )
 
 
 def unpack_output(word: int) -> dict[str, int]:
@@ -187,10 +210,25 @@ def model_trace(example: Example, segment: int = -1) -> KvmuTrace:
     return run_kernel(ops, args, example.capacity, CycleCosts())
 
 
-_SIGNAL_OF = {"valid_ptr": "valid", "curr_ptr": "curr", "ahead_ptr": "ahead", "mode": "mode", "mux_sel": "mux",
-              "status": "status"}
-_RESET_VALUE = {"valid_ptr": 0, "curr_ptr": 0, "ahead_ptr": 0, "mode": 0, "mux_sel": 1, "status": 0,
-                "kv_wr_en": 0, "kv_wr_addr": -1, "cmd_ready": 1}
+_SIGNAL_OF = {
+    "valid_ptr": "valid",
+    "curr_ptr": "curr",
+    "ahead_ptr": "ahead",
+    "mode": "mode",
+    "mux_sel": "mux",
+    "status": "status",
+}
+_RESET_VALUE = {
+    "valid_ptr": 0,
+    "curr_ptr": 0,
+    "ahead_ptr": 0,
+    "mode": 0,
+    "mux_sel": 1,
+    "status": 0,
+    "kv_wr_en": 0,
+    "kv_wr_addr": -1,
+    "cmd_ready": 1,
+}
 
 
 def _near_pow2(x: np.ndarray, reach: int = 2) -> np.ndarray:
@@ -219,9 +257,13 @@ class _Rows:
     def reset(self, edges: int, segment: int) -> None:
         noise_valid = self.rng.integers(0, 2, size=edges)
         noise_op = self.rng.integers(0, 8, size=edges)
-        noise_arg = self.rng.integers(-2**31, 2**31, size=edges)
-        self.words.append(np.array([pack_input(int(v), int(o), int(a), 1)
-                                    for v, o, a in zip(noise_valid, noise_op, noise_arg)], dtype=object))
+        noise_arg = self.rng.integers(-(2**31), 2**31, size=edges)
+        self.words.append(
+            np.array(
+                [pack_input(int(v), int(o), int(a), 1) for v, o, a in zip(noise_valid, noise_op, noise_arg)],
+                dtype=object,
+            )
+        )
         self.keep.append(np.ones(edges, dtype=bool))
         for k, v in _RESET_VALUE.items():
             self.cols[k].append(np.full(edges, v, dtype=np.int64))
@@ -229,8 +271,7 @@ class _Rows:
         self.cols["cmd"].append(np.full(edges, -1, dtype=np.int64))
         self.cols["segment"].append(np.full(edges, segment, dtype=np.int64))
 
-    def cycles(self, first: int, cmds: tuple[BusCommand, ...], capacity: int, cut: int | None,
-               segment: int) -> None:
+    def cycles(self, first: int, cmds: tuple[BusCommand, ...], capacity: int, cut: int | None, segment: int) -> None:
         from fpga.kvmu.model import CycleCosts, kernel_per_cycle
 
         if not cmds:
@@ -256,9 +297,15 @@ class _Rows:
         rem = length[cmd] - off  # cycles of the command left, this one included
         bus = np.array([pack_input(1, c.op, c.arg) for c in cmds] + [0], dtype=object)
         # don't-care bits: four draws per command (its first three cycles, then one for the rest)
-        noise = np.array([pack_input(0, int(o), int(a)) for o, a in
-                          zip(self.rng.integers(0, 8, size=4 * len(cmds)),
-                              self.rng.integers(-2**31, 2**31, size=4 * len(cmds)))], dtype=object)
+        noise = np.array(
+            [
+                pack_input(0, int(o), int(a))
+                for o, a in zip(
+                    self.rng.integers(0, 8, size=4 * len(cmds)), self.rng.integers(-(2**31), 2**31, size=4 * len(cmds))
+                )
+            ],
+            dtype=object,
+        )
         noise_t = noise[4 * cmd + np.minimum(off, 3)]
         nxt = cmd + 1
         held = np.where(idle[nxt], noise_t, bus[nxt])  # busy: the next bus command already waits on the bus
@@ -266,9 +313,16 @@ class _Rows:
         write = sig["write_pos"].astype(np.int64)[:m]
         ahead = sig["ahead"][:m].astype(np.int64)
         valid = sig["valid"][:m].astype(np.int64)
-        keep = ((length[cmd] <= DENSE_RUN) | (off < EDGE_CYCLES) | (rem <= EDGE_CYCLES) | _near_pow2(off)
-                | _near_pow2(rem) | (_moves(ahead) & _near_pow2(ahead)) | (_moves(valid) & _near_pow2(valid))
-                | (off % np.maximum(1, length[cmd] // RUN_SAMPLES) == 0))
+        keep = (
+            (length[cmd] <= DENSE_RUN)
+            | (off < EDGE_CYCLES)
+            | (rem <= EDGE_CYCLES)
+            | _near_pow2(off)
+            | _near_pow2(rem)
+            | (_moves(ahead) & _near_pow2(ahead))
+            | (_moves(valid) & _near_pow2(valid))
+            | (off % np.maximum(1, length[cmd] // RUN_SAMPLES) == 0)
+        )
         keep[-1] = True
         self.words.append(words)
         self.keep.append(keep)
@@ -319,8 +373,11 @@ class Mismatch:
     def describe(self, example: Example) -> str:
         seg = f" of segment {self.segment + 1} (after reset {self.segment})" if self.segment else ""
         if self.cycle < 0:
-            when = (f"in the reset state after reset {self.segment} (rst asserted after the preceding commands)"
-                    if self.segment else "in the reset state")
+            when = (
+                f"in the reset state after reset {self.segment} (rst asserted after the preceding commands)"
+                if self.segment
+                else "in the reset state"
+            )
         else:
             when = f"at cycle {self.cycle}{seg}"
         what = ""
@@ -344,8 +401,7 @@ def compare(sched: Schedule, observed: Sequence[str]) -> Mismatch | None:
             got = fields[name]
             if got != str(want):
                 cmd = int(sched.cmd[j])
-                return Mismatch(int(sched.cycle[j]), name, got, want, cmd if cmd >= 0 else None,
-                                int(sched.segment[j]))
+                return Mismatch(int(sched.cycle[j]), name, got, want, cmd if cmd >= 0 else None, int(sched.segment[j]))
     return None
 
 
@@ -354,7 +410,7 @@ def _unpack_text(word: str) -> dict[str, str]:
     bits = word.rjust(OUT_BITS, "0")[::-1]  # LSB first
     out, shift = {}, 0
     for name, width in OUTPUTS:
-        chunk = bits[shift:shift + width][::-1]
+        chunk = bits[shift : shift + width][::-1]
         shift += width
         if set(chunk) <= {"0", "1"}:
             out[name] = str(int(chunk, 2))

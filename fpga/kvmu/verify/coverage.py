@@ -18,6 +18,7 @@ Bins (docs/kvmu.md, "Coverage"):
 * ``crossing``: a speculate or ingest whose tokens take ahead across ``2**k`` (``k = 1 .. 30``);
 * ``reset``: rst asserted in every mode, and inside a speculate, an ingest and a wait.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,9 +32,15 @@ from fpga.kvmu.verify.streams import MAX_RUN_LOG
 
 _RUN_OPS = (Op.SPECULATE, Op.INGEST, Op.WAIT)
 _ANY_MODE = tuple(Mode)
-_LEGAL_MODES = {Op.INIT: _ANY_MODE, Op.SPECULATE: _ANY_MODE, Op.WAIT: _ANY_MODE,
-                Op.ACCEPT: (Mode.SPECULATE, Mode.ACCEPT), Op.ROLLBACK: (Mode.SPECULATE, Mode.ACCEPT),
-                Op.MARK: (Mode.SPECULATE,), Op.INGEST: (Mode.INIT, Mode.ROLLBACK)}
+_LEGAL_MODES = {
+    Op.INIT: _ANY_MODE,
+    Op.SPECULATE: _ANY_MODE,
+    Op.WAIT: _ANY_MODE,
+    Op.ACCEPT: (Mode.SPECULATE, Mode.ACCEPT),
+    Op.ROLLBACK: (Mode.SPECULATE, Mode.ACCEPT),
+    Op.MARK: (Mode.SPECULATE,),
+    Op.INGEST: (Mode.INIT, Mode.ROLLBACK),
+}
 _RELATIONS = ("valid=curr=ahead", "valid=curr<ahead", "valid<curr=ahead", "valid<curr<ahead")
 
 
@@ -47,7 +54,7 @@ def all_bins() -> dict[str, list[str]]:
         "legal": [f"{_name(op)} in {_name(m)}" for op, modes in _LEGAL_MODES.items() for m in modes],
         "refusal": [_name(s) for s in Status if s is not Status.OK],
         "pointers": [f"{r}, ahead {w} capacity" for r in _RELATIONS for w in ("at", "below")]
-                    + ["init to the capacity", "count fills the room", "count passes the room by one"],
+        + ["init to the capacity", "count fills the room", "count passes the room by one"],
         "run": [f"{_name(op)} 2^{k}" for op in _RUN_OPS for k in range(MAX_RUN_LOG + 1)],
         "capacity": [f"2^{k}" for k in range(31)],
         "crossing": [f"ahead crosses 2^{k}" for k in range(1, 31)],
@@ -59,8 +66,9 @@ def all_bins() -> dict[str, list[str]]:
 class Coverage:
     """Hit counts per bin over the examples added."""
 
-    hits: dict[str, dict[str, int]] = field(default_factory=lambda: {g: dict.fromkeys(b, 0)
-                                                                      for g, b in all_bins().items()})
+    hits: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {g: dict.fromkeys(b, 0) for g, b in all_bins().items()}
+    )
     examples: int = 0
 
     def _hit(self, group: str, name: str) -> None:
@@ -75,8 +83,12 @@ class Coverage:
         self._hit("capacity", f"2^{cap.bit_length() - 1}")
         for _, cmds, cut in example.segments():
             if cmds:
-                tr = run_kernel(np.array([c.op for c in cmds], dtype=np.int64),
-                                np.array([c.arg for c in cmds], dtype=np.int64), cap, CycleCosts())
+                tr = run_kernel(
+                    np.array([c.op for c in cmds], dtype=np.int64),
+                    np.array([c.arg for c in cmds], dtype=np.int64),
+                    cap,
+                    CycleCosts(),
+                )
                 k = tr.commands
                 start, n_cyc = k["start_cycle"], k["n_cycles"]
             else:
@@ -136,5 +148,10 @@ class Coverage:
         return f"coverage {self.percent:.1f}% of {self.n_bins} bins over {self.examples} examples ({', '.join(parts)})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"percent": round(self.percent, 2), "bins": self.n_bins, "examples": self.examples,
-                "empty": self.empty(), "hits": self.hits}
+        return {
+            "percent": round(self.percent, 2),
+            "bins": self.n_bins,
+            "examples": self.examples,
+            "empty": self.empty(),
+            "hits": self.hits,
+        }

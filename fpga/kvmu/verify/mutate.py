@@ -16,6 +16,7 @@ site and operator:
 :func:`run_campaign` runs each mutant through :func:`fpga.kvmu.verify.verify.run_examples` (no shrinking: the
 campaign asks only whether the mutant is caught) and records killed / survived / stillborn (does not compile).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,7 +59,7 @@ def _sub_each(code: str, pattern: str, repl: list[str]) -> Iterator[str]:
     for m in re.finditer(pattern, code):
         for r in repl:
             if r != m.group(0):
-                yield code[:m.start()] + r + code[m.end():]
+                yield code[: m.start()] + r + code[m.end() :]
 
 
 def _sized_literal_variants(lit: str) -> list[str]:
@@ -110,7 +111,7 @@ def _line_mutants(code: str, in_reset: bool, in_always: bool, continued: bool = 
     # non-blocking assignment)
     span = (0, len(code)) if is_decl else _condition_span(code) if in_always else None
     if span is not None:
-        for m in re.finditer(r"(?<![<>=!])(<=|>=|<|>)(?![<>=])", code[span[0]:span[1]]):
+        for m in re.finditer(r"(?<![<>=!])(<=|>=|<|>)(?![<>=])", code[span[0] : span[1]]):
             i, j = span[0] + m.start(), span[0] + m.end()
             if not continued and (stripped.startswith("assign") or (is_decl and not stripped.startswith("wire"))):
                 continue
@@ -120,28 +121,28 @@ def _line_mutants(code: str, in_reset: bool, in_always: bool, continued: bool = 
     # constants
     for m in re.finditer(r"\d+'[bd]\d+", code):
         for v in _sized_literal_variants(m.group(0)):
-            yield ("reset" if in_reset else "constant"), code[:m.start()] + v + code[m.end():]
+            yield ("reset" if in_reset else "constant"), code[: m.start()] + v + code[m.end() :]
     # conditions
     span = _condition_span(code) if in_always else None
     if span is not None:
-        cond = code[span[0]:span[1]]
+        cond = code[span[0] : span[1]]
         for r in (f"!({cond})", "1'b1", "1'b0"):
-            yield "condition", code[:span[0]] + r + code[span[1]:]
+            yield "condition", code[: span[0]] + r + code[span[1] :]
     # reset values: the all-zero vector resets take all ones
     if in_reset:
         for m in re.finditer(r"\{(PTR_W|ARG_W)\{1'b0\}\}", code):
-            yield "reset", code[:m.start()] + "{" + m.group(1) + "{1'b1}}" + code[m.end():]
+            yield "reset", code[: m.start()] + "{" + m.group(1) + "{1'b1}}" + code[m.end() :]
         for name, other in _RESET_SWAP.items():
             for out in _sub_each(code, rf"\b{name}\b", [other]):
                 yield "reset", out
     # widths of declarations
     if is_decl or stripped.startswith(("input", "output")):
         for m in re.finditer(r"\[(\w+)-1:0\]", code):
-            yield "width", code[:m.start()] + f"[{m.group(1)}-2:0]" + code[m.end():]
+            yield "width", code[: m.start()] + f"[{m.group(1)}-2:0]" + code[m.end() :]
         for m in re.finditer(r"\[(\w+):0\]", code):
             w = m.group(1)
             narrower = f"[{int(w) - 1}:0]" if w.isdigit() else f"[{w}-1:0]"
-            yield "width", code[:m.start()] + narrower + code[m.end():]
+            yield "width", code[: m.start()] + narrower + code[m.end() :]
     # statements
     if in_always and re.fullmatch(r"\s*\w+ <= [^;]+;\s*", code):
         yield "statement", re.sub(r"\S.*", "; // deleted", code)
@@ -178,8 +179,11 @@ def generate(reference: str | None = None) -> list[Mutant]:
             seen.add(h)
             out.append(Mutant(f"m{no:03d}_{h}", op, no, line, new))
         stripped = code.strip()
-        continued = (not in_always and not stripped.endswith(";")
-                     and (continued or stripped.startswith(("wire", "localparam", "assign"))))
+        continued = (
+            not in_always
+            and not stripped.endswith(";")
+            and (continued or stripped.startswith(("wire", "localparam", "assign")))
+        )
     return out
 
 
@@ -195,8 +199,9 @@ class CampaignRow:
     seconds: float
 
 
-def run_one(mutant: Mutant, work: Path, examples: int, seed: int, simulator: str = "icarus",
-            reference: str | None = None) -> CampaignRow:
+def run_one(
+    mutant: Mutant, work: Path, examples: int, seed: int, simulator: str = "icarus", reference: str | None = None
+) -> CampaignRow:
     """Build and verify one mutant (no shrinking)."""
     from fpga.kvmu.verify.session import RtlBuildError, RtlSession
     from fpga.kvmu.verify.verify import run_examples
@@ -209,20 +214,42 @@ def run_one(mutant: Mutant, work: Path, examples: int, seed: int, simulator: str
         session = RtlSession([path], "kvmu", simulator)
         session.start()
     except RtlBuildError as e:
-        return CampaignRow(mutant.ident, mutant.operator, mutant.line, mutant.new.strip(), "stillborn",
-                           str(e).splitlines()[0][:200], 0, time.monotonic() - t0)
+        return CampaignRow(
+            mutant.ident,
+            mutant.operator,
+            mutant.line,
+            mutant.new.strip(),
+            "stillborn",
+            str(e).splitlines()[0][:200],
+            0,
+            time.monotonic() - t0,
+        )
     try:
         result = run_examples(session, examples, seed, shrink=False)
     finally:
         session.close()
     outcome = "survived" if result.passed else "killed"
     detail = "" if result.passed else result.message()[:300]
-    return CampaignRow(mutant.ident, mutant.operator, mutant.line, mutant.new.strip(), outcome, detail,
-                       result.simulator_runs, time.monotonic() - t0)
+    return CampaignRow(
+        mutant.ident,
+        mutant.operator,
+        mutant.line,
+        mutant.new.strip(),
+        outcome,
+        detail,
+        result.simulator_runs,
+        time.monotonic() - t0,
+    )
 
 
-def run_campaign(out: Path, examples: int = 200, seed: int = 0, only: list[str] | None = None,
-                 every: int = 1, simulator: str = "icarus") -> list[CampaignRow]:
+def run_campaign(
+    out: Path,
+    examples: int = 200,
+    seed: int = 0,
+    only: list[str] | None = None,
+    every: int = 1,
+    simulator: str = "icarus",
+) -> list[CampaignRow]:
     """Run the mutants (``only`` these idents, or every ``every``-th) and append one JSON line per mutant to
     ``out``; mutants already in ``out`` are skipped, so an interrupted campaign resumes."""
     out = Path(out)
@@ -250,9 +277,13 @@ def run_campaign(out: Path, examples: int = 200, seed: int = 0, only: list[str] 
 def summary(rows: list[CampaignRow]) -> dict[str, object]:
     live = [r for r in rows if r.outcome != "stillborn"]
     killed = sum(r.outcome == "killed" for r in live)
-    return {"mutants": len(rows), "stillborn": len(rows) - len(live), "killed": killed,
-            "survived": [r.ident for r in live if r.outcome == "survived"],
-            "kill_rate": killed / len(live) if live else 1.0}
+    return {
+        "mutants": len(rows),
+        "stillborn": len(rows) - len(live),
+        "killed": killed,
+        "survived": [r.ident for r in live if r.outcome == "survived"],
+        "kill_rate": killed / len(live) if live else 1.0,
+    }
 
 
 if __name__ == "__main__":  # pragma: no cover - the campaign entry point (docs/kvmu.md)

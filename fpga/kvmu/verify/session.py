@@ -2,6 +2,7 @@
 (``cocotb_tools.runner``) and run as one long simulation that serves many examples over a Unix socket (each
 example starts with its own reset edges). One simulator start for a whole verification run, however many examples hypothesis asks for
 while it generates and shrinks."""
+
 from __future__ import annotations
 
 import json
@@ -41,16 +42,20 @@ def missing_tool(simulator: str = "icarus") -> str | None:
         import cocotb_tools.runner  # noqa: F401
         import hypothesis  # noqa: F401
     except ImportError:
-        return ("kvmu verify needs cocotb and hypothesis: pip install 'cocotb>=2.0,<3' 'hypothesis>=6.100,<7' "
-                "(the rtl extra: pip install 'hwmodel[rtl]')")
+        return (
+            "kvmu verify needs cocotb and hypothesis: pip install 'cocotb>=2.0,<3' 'hypothesis>=6.100,<7' "
+            "(the rtl extra: pip install 'hwmodel[rtl]')"
+        )
     try:
         from find_libpython import find_libpython  # cocotb's own dependency
 
         if find_libpython() is None:
-            return (f"cocotb embeds Python in the simulator and needs this Python's shared library (libpython"
-                    f"{sys.version_info.major}.{sys.version_info.minor}.so), which was not found: use a Python "
-                    f"built with --enable-shared (e.g. apt-get install libpython{sys.version_info.major}."
-                    f"{sys.version_info.minor})")
+            return (
+                f"cocotb embeds Python in the simulator and needs this Python's shared library (libpython"
+                f"{sys.version_info.major}.{sys.version_info.minor}.so), which was not found: use a Python "
+                f"built with --enable-shared (e.g. apt-get install libpython{sys.version_info.major}."
+                f"{sys.version_info.minor})"
+            )
     except ImportError:  # pragma: no cover - older cocotb without find_libpython
         pass
     if shutil.which(exe) is None:
@@ -60,8 +65,10 @@ def missing_tool(simulator: str = "icarus") -> str | None:
     if simulator == "verilator":
         found = _verilator_version()
         if found is not None and found < VERILATOR_MIN:
-            return (f"kvmu verify --simulator verilator needs Verilator {_ver(VERILATOR_MIN)}+ (the oldest cocotb "
-                    f"2 supports), found {_ver(found)}: install a newer verilator or use --simulator icarus")
+            return (
+                f"kvmu verify --simulator verilator needs Verilator {_ver(VERILATOR_MIN)}+ (the oldest cocotb "
+                f"2 supports), found {_ver(found)}: install a newer verilator or use --simulator icarus"
+            )
     return None
 
 
@@ -101,8 +108,16 @@ class RtlSession:
     ``run(example)`` returns the observed packed outputs, one binary string per schedule row. Use as a context
     manager; ``vcd`` makes the simulator dump the user's module (every example served goes in the file)."""
 
-    def __init__(self, sources: Sequence[Path], top: str, simulator: str = "icarus", *,
-                 work_dir: Path | None = None, vcd: Path | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        sources: Sequence[Path],
+        top: str,
+        simulator: str = "icarus",
+        *,
+        work_dir: Path | None = None,
+        vcd: Path | None = None,
+        timeout_s: float = 600.0,
+    ) -> None:
         why = missing_tool(simulator)
         if why:
             raise SimulatorMissing(why)
@@ -145,12 +160,21 @@ class RtlSession:
         if self.simulator == "verilator":
             build_args = ["--timing", "-Wno-fatal"]
         try:
-            runner.build(sources=[*self.sources, wrap], hdl_toplevel=TB_TOP, build_dir=self.work_dir / "build",
-                         always=True, timescale=("1ns", "1ps"), build_args=build_args, log_file=log)
+            runner.build(
+                sources=[*self.sources, wrap],
+                hdl_toplevel=TB_TOP,
+                build_dir=self.work_dir / "build",
+                always=True,
+                timescale=("1ns", "1ps"),
+                build_args=build_args,
+                log_file=log,
+            )
         except (SystemExit, Exception) as e:  # the runner raises CalledProcessError / SystemExit on a failed build
             names = " ".join(str(s) for s in self.sources)
-            raise RtlBuildError(f"{names} (top '{self.top}'): {self.simulator} build failed: "
-                                f"{_first_error(log, str(e))} (full log: {log})") from None
+            raise RtlBuildError(
+                f"{names} (top '{self.top}'): {self.simulator} build failed: "
+                f"{_first_error(log, str(e))} (full log: {log})"
+            ) from None
         if self.vcd is not None and self.simulator == "icarus" and hasattr(runner, "_test_command"):
             # the runner passes vvp "-none" (dumping off) unless its own FST waves are on; the testbench top
             # dumps VCD itself (+kvmu_vcd=PATH), so ask vvp for VCD instead
@@ -181,10 +205,17 @@ class RtlSession:
 
         def target() -> None:
             try:
-                self._runner.test(test_module=TB_MODULE, hdl_toplevel=TB_TOP,
-                                  hdl_toplevel_lang="verilog", build_dir=self.work_dir / "build",
-                                  test_dir=self.work_dir, extra_env=env, plusargs=plusargs, log_file=log,
-                                  results_xml=str(self.work_dir / "results.xml"))
+                self._runner.test(
+                    test_module=TB_MODULE,
+                    hdl_toplevel=TB_TOP,
+                    hdl_toplevel_lang="verilog",
+                    build_dir=self.work_dir / "build",
+                    test_dir=self.work_dir,
+                    extra_env=env,
+                    plusargs=plusargs,
+                    log_file=log,
+                    results_xml=str(self.work_dir / "results.xml"),
+                )
             except BaseException as e:  # noqa: BLE001 - reported by run()
                 self._error = e
             finally:
@@ -198,7 +229,7 @@ class RtlSession:
         self._thread.start()
         try:
             conn, _ = self._sock.accept()
-        except socket.timeout:
+        except TimeoutError:
             raise RtlBuildError(f"the simulator did not start within {self.timeout_s:g} s (log: {log})") from None
         self._conn = conn
         self._conn.settimeout(self.timeout_s)

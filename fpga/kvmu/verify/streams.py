@@ -25,6 +25,7 @@ Corners it aims at (docs/kvmu.md, "What verify generates"):
 ``wait`` is driven as idle bus cycles or as opcode 6; opcode 7 (unknown) appears too. The shrinker removes
 commands and moves arguments toward small values.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -40,12 +41,21 @@ SHORT_RUN_LOG = 7  # every example: runs up to 2**7 + 1 cycles
 MAX_RUN_LOG = 16  # long examples: runs up to 2**16 + 1 cycles (a 16-bit run counter one bit narrow is caught)
 LONG_EVERY = 8  # about one example in eight is long
 LONG_COMMANDS = 16  # and has at most this many entries (its runs cost the simulator up to 2**16 cycles each)
-INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 RESET_WEIGHT = 2  # of the opcode draw's 20
 
 #: Opcode draw, weighted by repetition (the shrinker prefers the first entry).
-_OPS = ([Op.SPECULATE] * 4 + [Op.MARK] * 2 + [Op.ACCEPT] * 2 + [Op.ROLLBACK] * 2 + [Op.INGEST] * 3 + [Op.INIT] * 2
-        + [Op.WAIT] * 2 + [UNKNOWN_OP] + [RESET_OP] * RESET_WEIGHT)
+_OPS = (
+    [Op.SPECULATE] * 4
+    + [Op.MARK] * 2
+    + [Op.ACCEPT] * 2
+    + [Op.ROLLBACK] * 2
+    + [Op.INGEST] * 3
+    + [Op.INIT] * 2
+    + [Op.WAIT] * 2
+    + [UNKNOWN_OP]
+    + [RESET_OP] * RESET_WEIGHT
+)
 
 
 # Strategies built once (building one per draw costs more than the draw).
@@ -64,13 +74,15 @@ _LARGE_GAP = st.integers(0, 64)
 _TOP_GAP = st.integers(0, 48)
 _CAP_LOG = st.integers(0, 31)
 _CAP_MILLI_LOG = st.integers(0, 31_000)  # log2 of the capacity in thousandths (a uniform integer draw)
-_EDGE = st.sampled_from([1, 0, -1])  # 2**k + 1 first: the draw leans to the first entry, and it exposes a narrow counter
+_EDGE = st.sampled_from(
+    [1, 0, -1]
+)  # 2**k + 1 first: the draw leans to the first entry, and it exposes a narrow counter
 _SHORT_LOG = st.sampled_from(range(SHORT_RUN_LOG + 1))
 _LONG_LOG = st.sampled_from(range(SHORT_RUN_LOG + 1, MAX_RUN_LOG + 1))  # uniform (an integer draw leans low)
 _LONG = st.integers(0, LONG_EVERY - 1)
 _LONG_DRAW = st.sampled_from([True, True, True, False])
 _LONG_COUNT_KIND = st.sampled_from(["pow2", "pow2", "pow2", "small", "room", "room+1", "zero", "negative"])
-_LONG_CAP = st.integers(2**(MAX_RUN_LOG + 2), MAX_CAPACITY)
+_LONG_CAP = st.integers(2 ** (MAX_RUN_LOG + 2), MAX_CAPACITY)
 _POS_LOG = st.integers(1, 30)
 _OP = st.sampled_from([int(op) for op in _OPS])
 _WAIT_LEGAL = st.integers(0, 4)
@@ -149,9 +161,9 @@ def _capacity(draw: st.DrawFn, long: bool) -> tuple[int, str]:
     if size == "large":
         return MAX_CAPACITY - draw(_LARGE_GAP), size
     if size == "pow2":
-        return min(MAX_CAPACITY, max(1, 2**draw(_CAP_LOG) + draw(_EDGE))), size
+        return min(MAX_CAPACITY, max(1, 2 ** draw(_CAP_LOG) + draw(_EDGE))), size
     if size == "log":
-        return min(MAX_CAPACITY, max(1, int(2**(draw(_CAP_MILLI_LOG) / 1000)))), size
+        return min(MAX_CAPACITY, max(1, int(2 ** (draw(_CAP_MILLI_LOG) / 1000)))), size
     return draw(_SMALL_CAP), size
 
 
@@ -169,8 +181,9 @@ def examples(draw: st.DrawFn, max_commands: int = MAX_COMMANDS) -> Example:
     state = reset_state
     commands = []
     seg_cycles, last_cycles = 0, 0  # cycles since the last reset; of the last command
-    n = draw(st.integers(min(4, max_commands), min(max_commands, LONG_COMMANDS)) if long
-             else st.integers(0, max_commands))
+    n = draw(
+        st.integers(min(4, max_commands), min(max_commands, LONG_COMMANDS)) if long else st.integers(0, max_commands)
+    )
     if size == "large" and n:  # start near the top of a huge capacity, so that counts can reach the edge
         p = capacity - draw(_TOP_GAP)
         commands.append(BusCommand(int(Op.INIT), p))
@@ -257,8 +270,14 @@ def draw(n: int, seed: int) -> list[Example]:
     out: list[Example] = []
 
     @hseed(seed)
-    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
+    @settings(
+        max_examples=n,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+    )
     @given(examples())
     def collect(ex: Example) -> None:
         out.append(ex)

@@ -7,6 +7,7 @@ implements as a LUT1 or absorbs into a neighbour, so this is an upper bound); FF
 Carry chains (CARRY4 / CARRY8) and wide muxes (MUXF7 / MUXF8) sit beside the LUTs in a CLB and are recorded
 separately. Refresh the record after changing fpga/kvmu/rtl/kvmu.v with ``hwmodel kvmu synth --write``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,8 +31,10 @@ OTHER_CELLS = ("CARRY4", "CARRY8", "MUXF7", "MUXF8", "MUXF9", "SRL16E", "SRLC32E
 
 
 def yosys_script(rtl: Path, top: str, stat_json: Path) -> str:
-    return (f"read_verilog {rtl}; synth_xilinx -family {FAMILY} -top {top} -flatten -noiopad -noclkbuf; "
-            f"tee -q -o {stat_json} stat -json")
+    return (
+        f"read_verilog {rtl}; synth_xilinx -family {FAMILY} -top {top} -flatten -noiopad -noclkbuf; "
+        f"tee -q -o {stat_json} stat -json"
+    )
 
 
 def command_text(top: str = "kvmu") -> str:
@@ -57,8 +60,9 @@ def synthesize(rtl: Path = REFERENCE_RTL, top: str = "kvmu") -> dict[str, Any]:
     version = yosys_version()
     with tempfile.TemporaryDirectory(prefix="kvmu_synth_") as tmp:
         stat = Path(tmp) / "stat.json"
-        proc = subprocess.run(["yosys", "-q", "-p", yosys_script(Path(rtl).resolve(), top, stat)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["yosys", "-q", "-p", yosys_script(Path(rtl).resolve(), top, stat)], capture_output=True, text=True
+        )
         if proc.returncode != 0 or not stat.is_file():
             lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
             raise HwmodelError(f"{rtl}: yosys synth_xilinx failed: {lines[-1] if lines else 'no output'}")
@@ -66,24 +70,29 @@ def synthesize(rtl: Path = REFERENCE_RTL, top: str = "kvmu") -> dict[str, Any]:
     modules = data.get("modules", {})
     mod = modules.get(f"\\{top}") or next(iter(modules.values()))
     cells = {k: int(v) for k, v in mod.get("num_cells_by_type", {}).items()}
-    return {"lut": sum(cells.get(c, 0) for c in LUT_CELLS), "ff": sum(cells.get(c, 0) for c in FF_CELLS),
-            "cells": dict(sorted(cells.items())), "yosys": version, "command": command_text(top),
-            "rtl_sha256": rtl_sha256(rtl)}
+    return {
+        "lut": sum(cells.get(c, 0) for c in LUT_CELLS),
+        "ff": sum(cells.get(c, 0) for c in FF_CELLS),
+        "cells": dict(sorted(cells.items())),
+        "yosys": version,
+        "command": command_text(top),
+        "rtl_sha256": rtl_sha256(rtl),
+    }
 
 
 def record_text(result: dict[str, Any]) -> str:
-    cells = ", ".join(f'{k} = {v}' for k, v in result["cells"].items())
+    cells = ", ".join(f"{k} = {v}" for k, v in result["cells"].items())
     src = f"yosys {result['yosys']}: {result['command']}"
     return f"""# LUT / FF counts of the reference KVMU RTL (fpga/kvmu/rtl/kvmu.v), synthesized by yosys for AMD UltraScale+.
 # Written by `hwmodel kvmu synth --write` (fpga/kvmu/verify/synth.py); fpga/streaming/resources.py reads it for the KVMU line.
 # lut = LUT1..LUT6 + INV cells (an upper bound: Vivado absorbs many inverters); ff = FDRE/FDSE/FDCE/FDPE cells.
 rtl = "fpga/kvmu/rtl/kvmu.v"
-rtl_sha256 = "{result['rtl_sha256']}"
+rtl_sha256 = "{result["rtl_sha256"]}"
 family = "{FAMILY}"
-lut = {{ value = {result['lut']}, source = "{src}" }}
-ff = {{ value = {result['ff']}, source = "{src}" }}
-yosys = "{result['yosys']}"
-command = "{result['command']}"
+lut = {{ value = {result["lut"]}, source = "{src}" }}
+ff = {{ value = {result["ff"]}, source = "{src}" }}
+yosys = "{result["yosys"]}"
+command = "{result["command"]}"
 cells = {{ {cells} }}
 """
 
@@ -97,6 +106,12 @@ def recorded(path: Path = RECORD) -> dict[str, Any]:
     """The recorded counts: {lut, ff, source, yosys, command, rtl_sha256, cells}."""
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    return {"lut": int(data["lut"]["value"]), "ff": int(data["ff"]["value"]), "source": data["lut"]["source"],
-            "yosys": data["yosys"], "command": data["command"], "rtl_sha256": data["rtl_sha256"],
-            "cells": dict(data["cells"])}
+    return {
+        "lut": int(data["lut"]["value"]),
+        "ff": int(data["ff"]["value"]),
+        "source": data["lut"]["source"],
+        "yosys": data["yosys"],
+        "command": data["command"],
+        "rtl_sha256": data["rtl_sha256"],
+        "cells": dict(data["cells"]),
+    }

@@ -5,6 +5,7 @@ outputs (as binary strings, so X and Z survive) at the falling edges after the r
 between two rising edges. Stretches of rows it is not asked to observe run as one simulator timer (the clock is
 the wrapper's own Verilog), so a run of 100,000 cycles costs the testbench a few Python steps, not 100,000. It
 compares nothing: the scoreboard is the model, in the verifier's process (fpga/kvmu/verify/verify.py)."""
+
 from __future__ import annotations
 
 import json

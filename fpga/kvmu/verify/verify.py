@@ -10,6 +10,7 @@ reset) is reported as such, with both command streams. The verdict also carries 
 examples run (:mod:`fpga.kvmu.verify.coverage`), and VCDs of the model (fpga/kvmu/vcd.py) and of the RTL (the
 simulator's own dump, from one more simulation).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -29,7 +30,12 @@ DEFAULT_SEED = 0
 #: simulator); its state survives reset (an example fails only after another one); a failure seen once that no
 #: fresh replay reproduces; the simulator stopped or misbehaved during the run.
 PASS, MISMATCH, SURVIVES_RESET, NOT_REPRODUCIBLE, SIMULATOR_ERROR = (
-    "pass", "mismatch", "state survives reset", "not reproducible", "simulator error")
+    "pass",
+    "mismatch",
+    "state survives reset",
+    "not reproducible",
+    "simulator error",
+)
 
 
 class _Mismatch(Exception):
@@ -60,8 +66,7 @@ class VerifyResult:
 
     def message(self) -> str:
         if self.verdict == PASS:
-            return (f"{self.examples_passed} of {self.examples_asked} examples passed "
-                    f"({self.simulator_runs} simulated)")
+            return f"{self.examples_passed} of {self.examples_asked} examples passed ({self.simulator_runs} simulated)"
         if self.verdict == SIMULATOR_ERROR:
             return f"simulator error after {self.examples_passed} passing examples: {self.error}"
         if self.verdict == NOT_REPRODUCIBLE:
@@ -69,8 +74,10 @@ class VerifyResult:
         assert self.example is not None and self.mismatch is not None
         diff = self.mismatch.describe(self.example)
         if self.verdict == SURVIVES_RESET:
-            return (f"state survives reset: the second example passes alone on a fresh simulator but fails right "
-                    f"after the first one; {diff}")
+            return (
+                f"state survives reset: the second example passes alone on a fresh simulator but fails right "
+                f"after the first one; {diff}"
+            )
         return diff
 
 
@@ -90,9 +97,14 @@ class _History:
         return mm
 
 
-def run_examples(session: RtlSession, examples: int, seed: int,
-                 progress: Callable[[int], None] | None = None,
-                 fresh: Callable[[], RtlSession] | None = None, shrink: bool = True) -> VerifyResult:
+def run_examples(
+    session: RtlSession,
+    examples: int,
+    seed: int,
+    progress: Callable[[int], None] | None = None,
+    fresh: Callable[[], RtlSession] | None = None,
+    shrink: bool = True,
+) -> VerifyResult:
     """Hypothesis over ``examples`` examples on a started session; shrinks the first failure with
     :func:`minimize` (unless not ``shrink``: the mutation campaign asks only whether a mutant is caught) and,
     when ``fresh`` makes new sessions, replays it from a fresh simulator before reporting it. Hypothesis's own
@@ -109,9 +121,17 @@ def run_examples(session: RtlSession, examples: int, seed: int,
     cov = Coverage()
 
     @hseed(seed)
-    @settings(max_examples=examples, database=None, deadline=None, derandomize=False,
-              phases=[Phase.generate], suppress_health_check=list(HealthCheck),
-              verbosity=Verbosity.quiet, report_multiple_bugs=False, print_blob=False)
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+        print_blob=False,
+    )
     @given(example_strategy())
     def check(example: Example) -> None:
         nonlocal passed
@@ -131,8 +151,7 @@ def run_examples(session: RtlSession, examples: int, seed: int,
     except _Mismatch as e:
         shrunk = (e.example, e.mismatch)
     except HwmodelError as e:  # the simulator stopped
-        return VerifyResult(examples, passed, session.examples_run, verdict=SIMULATOR_ERROR, error=str(e),
-                            coverage=cov)
+        return VerifyResult(examples, passed, session.examples_run, verdict=SIMULATOR_ERROR, error=str(e), coverage=cov)
     except Exception:  # hypothesis's FlakyFailure / Flaky and the like: decided by the replays below
         if hist.first_fail is None:
             raise
@@ -140,18 +159,15 @@ def run_examples(session: RtlSession, examples: int, seed: int,
         return VerifyResult(examples, passed, session.examples_run, coverage=cov)
     first_before, first_ex, first_mm = hist.first_fail
     if not shrink:
-        return VerifyResult(examples, passed, session.examples_run, first_ex, first_mm, verdict=MISMATCH,
-                            coverage=cov)
+        return VerifyResult(examples, passed, session.examples_run, first_ex, first_mm, verdict=MISMATCH, coverage=cov)
     try:
         if shrunk is not None:
             example, mismatch = minimize(session, *shrunk, hist=hist)
         else:
             example, mismatch = minimize(session, first_ex, first_mm, hist=hist)
     except HwmodelError as e:
-        return VerifyResult(examples, passed, session.examples_run, verdict=SIMULATOR_ERROR, error=str(e),
-                            coverage=cov)
-    result = VerifyResult(examples, passed, session.examples_run, example, mismatch, verdict=MISMATCH,
-                          coverage=cov)
+        return VerifyResult(examples, passed, session.examples_run, verdict=SIMULATOR_ERROR, error=str(e), coverage=cov)
+    result = VerifyResult(examples, passed, session.examples_run, example, mismatch, verdict=MISMATCH, coverage=cov)
     if fresh is None:
         return result
     return _replay(result, fresh, (first_before, first_ex, first_mm))
@@ -167,8 +183,9 @@ def _alone(fresh: Callable[[], RtlSession], *exs: Example) -> Mismatch | None:
         return mm
 
 
-def _replay(result: VerifyResult, fresh: Callable[[], RtlSession],
-            first: tuple[Example | None, Example, Mismatch]) -> VerifyResult:
+def _replay(
+    result: VerifyResult, fresh: Callable[[], RtlSession], first: tuple[Example | None, Example, Mismatch]
+) -> VerifyResult:
     """Decide the verdict by replays on fresh simulators: the shrunk counterexample alone, else the first failing
     example alone, else the first failing example right after the one before it."""
     before, first_ex, first_mm = first
@@ -196,8 +213,10 @@ def _replay(result: VerifyResult, fresh: Callable[[], RtlSession],
         return result
     result.verdict = NOT_REPRODUCIBLE
     result.example, result.mismatch = first_ex, first_mm
-    result.error = (f"{first_mm.describe(first_ex)}, once; it passes on a fresh simulator, alone and after the "
-                    f"example before it (a race or state the testbench does not control)")
+    result.error = (
+        f"{first_mm.describe(first_ex)}, once; it passes on a fresh simulator, alone and after the "
+        f"example before it (a race or state the testbench does not control)"
+    )
     return result
 
 
@@ -241,8 +260,13 @@ def _simpler_args(c: BusCommand) -> list[BusCommand]:
     return out
 
 
-def minimize(session: RtlSession, example: Example, mismatch: Mismatch,
-             budget: int = MINIMIZE_BUDGET, hist: _History | None = None) -> tuple[Example, Mismatch]:
+def minimize(
+    session: RtlSession,
+    example: Example,
+    mismatch: Mismatch,
+    budget: int = MINIMIZE_BUDGET,
+    hist: _History | None = None,
+) -> tuple[Example, Mismatch]:
     """Greedy reduction after hypothesis's shrink (whose command deletions change how later draws read, so it
     can stop short): delete runs of commands, then simplify arguments and the capacity, keeping any change after
     which the RTL still differs from the model. Deterministic; at most ``budget`` more examples simulated."""
@@ -266,7 +290,7 @@ def minimize(session: RtlSession, example: Example, mismatch: Mismatch,
         while size >= 1 and runs < budget:  # delete runs of `size` commands
             i = 0
             while i + size <= len(example.commands) and runs < budget:
-                cand = replace(example, commands=example.commands[:i] + example.commands[i + size:])
+                cand = replace(example, commands=example.commands[:i] + example.commands[i + size :])
                 mm = fails(cand)
                 if mm is not None:
                     example, mismatch, improved = cand, mm, True
@@ -277,7 +301,7 @@ def minimize(session: RtlSession, example: Example, mismatch: Mismatch,
             for simpler in _simpler_args(example.commands[i]):
                 if runs >= budget:
                     break
-                cand = replace(example, commands=example.commands[:i] + (simpler,) + example.commands[i + 1:])
+                cand = replace(example, commands=example.commands[:i] + (simpler,) + example.commands[i + 1 :])
                 mm = fails(cand)
                 if mm is not None:
                     example, mismatch, improved = cand, mm, True
@@ -299,13 +323,21 @@ def minimize(session: RtlSession, example: Example, mismatch: Mismatch,
     return example, mismatch
 
 
-def verify(sources: Sequence[Path], top: str, *, simulator: str = "icarus", examples: int = DEFAULT_EXAMPLES,
-           seed: int = DEFAULT_SEED, out_dir: Path | None = None,
-           progress: Callable[[int], None] | None = None) -> VerifyResult:
+def verify(
+    sources: Sequence[Path],
+    top: str,
+    *,
+    simulator: str = "icarus",
+    examples: int = DEFAULT_EXAMPLES,
+    seed: int = DEFAULT_SEED,
+    out_dir: Path | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> VerifyResult:
     """Verify ``sources`` (top module ``top``) against the model on ``examples`` hypothesis examples. On a
     failure, and when ``out_dir`` is given, writes ``counterexample.txt`` (the shrunk command file; for "state
     survives reset" both examples), ``model.vcd`` and ``rtl.vcd`` there. A failed build raises RtlBuildError;
     everything that goes wrong after the simulator started is a verdict."""
+
     def fresh() -> RtlSession:
         return RtlSession(sources, top, simulator)
 
@@ -323,8 +355,9 @@ def verify(sources: Sequence[Path], top: str, *, simulator: str = "icarus", exam
     return result
 
 
-def write_counterexample(result: VerifyResult, sources: Sequence[Path], top: str, simulator: str,
-                         out_dir: Path) -> dict[str, Path]:
+def write_counterexample(
+    result: VerifyResult, sources: Sequence[Path], top: str, simulator: str, out_dir: Path
+) -> dict[str, Path]:
     """The shrunk command file, the model's VCD (of the segment that differs), and the RTL's VCD (one more
     simulation of the counterexample, after its predecessor for "state survives reset")."""
     from fpga.kvmu.model import write_vcd
@@ -333,20 +366,27 @@ def write_counterexample(result: VerifyResult, sources: Sequence[Path], top: str
     assert example is not None
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {"commands": out_dir / "counterexample.txt", "model_vcd": out_dir / "model.vcd",
-             "rtl_vcd": out_dir / "rtl.vcd"}
+    files = {
+        "commands": out_dir / "counterexample.txt",
+        "model_vcd": out_dir / "model.vcd",
+        "rtl_vcd": out_dir / "rtl.vcd",
+    }
     head = [f"# hwmodel kvmu verify: {result.verdict}"]
     if mismatch is not None:
         head.append(f"# {mismatch.describe(example)}")
-    head.append("# model cycle t = the t-th rising edge after reset: at 35 + 10 t ns in rtl.vcd (a 10 ns clock, "
-                "two reset edges), at 10 t ns in model.vcd; see docs/kvmu.md")
+    head.append(
+        "# model cycle t = the t-th rising edge after reset: at 35 + 10 t ns in rtl.vcd (a 10 ns clock, "
+        "two reset edges), at 10 t ns in model.vcd; see docs/kvmu.md"
+    )
     segment = mismatch.segment if mismatch is not None else 0
     if len(example.segments()) > 1:
         head.append(f"# model.vcd shows segment {segment + 1} (the commands after reset {segment})")
     body = example.command_file()
     if result.before is not None:
-        head.append("# the state survives reset: the second example fails only right after the first one, on one "
-                    "simulator (reset between them)")
+        head.append(
+            "# the state survives reset: the second example fails only right after the first one, on one "
+            "simulator (reset between them)"
+        )
         body = "# first example\n" + result.before.command_file() + "# second example (fails)\n" + body
     files["commands"].write_text("\n".join(head) + "\n" + body)
     write_vcd(model_trace(example, segment), files["model_vcd"], clock_hz=100e6, clock_signal=True)

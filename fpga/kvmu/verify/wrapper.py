@@ -1,6 +1,7 @@
 """The testbench top that wraps a user's KVMU module: it makes the clock, packs the contract's inputs into one bus
 and its outputs into one word (so the cocotb driver touches two handles per cycle, not fourteen), and dumps a
 VCD of the user's module when the simulator is given ``+kvmu_vcd=PATH``."""
+
 from __future__ import annotations
 
 import re

@@ -11,6 +11,7 @@ Built-in policies (one module each): ``baseline``, ``step-ahead`` (T2), ``hetero
 instantiates a :class:`Policy` and calls :func:`register` (``hwmodel.registry.load_plugin(path)``, or
 ``HWMODEL_PLUGINS``). Whether a run backtracks is a property of the trace it replays, not of the policy.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping

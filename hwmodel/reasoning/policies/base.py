@@ -9,6 +9,7 @@ behaviour subclasses :class:`Policy` and overrides a hook. The platform's roles 
 cache on its own device (``resident``: a host-driven accelerator) and whether the host tells the draft's device
 each verdict. Which capabilities each role needs follows from the hooks (:meth:`Policy.needs`).
 """
+
 from __future__ import annotations
 
 import dataclasses

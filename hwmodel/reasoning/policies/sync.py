@@ -16,6 +16,7 @@ A policy with other behaviour subclasses :class:`hwmodel.reasoning.policies.base
 changes; the replay's primitives it may use are ``transfer``, ``record``, ``kv``, ``gpu_request`` and
 ``resident_step``.
 """
+
 from __future__ import annotations
 
 import abc
@@ -84,12 +85,25 @@ class ResidentSync(DraftSync, metaclass=abc.ABCMeta):
             from hwmodel.reasoning.sim import SimulationError
 
             raise SimulationError("a resident draft needs a prompt migration model (platform.prompt_migration)")
-        sim.record("target", start, start + mig.prefill_s, Phase.PREFILL, "draft prompt prefill (KV migration)",
-                   mig.prefill_power_w)
+        sim.record(
+            "target",
+            start,
+            start + mig.prefill_s,
+            Phase.PREFILL,
+            "draft prompt prefill (KV migration)",
+            mig.prefill_power_w,
+        )
         sim.comm_s += mig.transfer_s
         if sim.keep_log:
-            sim.transfers.append(Transfer(start, start + mig.ready_s, "target->host->draft", mig.kv_bytes,
-                                          "draft KV migration (overlapped with the prefill)"))
+            sim.transfers.append(
+                Transfer(
+                    start,
+                    start + mig.ready_s,
+                    "target->host->draft",
+                    mig.kv_bytes,
+                    "draft KV migration (overlapped with the prefill)",
+                )
+            )
         yield env.timeout(mig.ready_s)
         sim.kv("init", p)
         sim.draft_ready_s = env.now
@@ -123,8 +137,10 @@ class ShadowSync(ResidentSync):
         sim.comm_s += n * t_tok
         arrive = np.asarray(op.emission_times()) + t_tok
         if sim.keep_log:
-            sim.transfers.extend(Transfer(te - t_tok, te, "target->draft", tb, f"{op.label}: token {j}")
-                                 for j, te in enumerate(arrive.tolist()))
+            sim.transfers.extend(
+                Transfer(te - t_tok, te, "target->draft", tb, f"{op.label}: token {j}")
+                for j, te in enumerate(arrive.tolist())
+            )
         dur = eng.ingest_times(ctx_tokens, n)
         begin, end = shadow_schedule(free_s, arrive, dur)
         p_ing = eng.power_w(Phase.INGEST)
@@ -136,8 +152,9 @@ class ShadowSync(ResidentSync):
             for a, b in zip(starts.tolist(), stops.tolist()):
                 sim.record("draft", float(begin[a]), float(end[b]), Phase.INGEST, label, p_ing)
         else:  # one window reserved on the device, busy only for the tokens' passes
-            sim.dev["draft"].record_window(float(begin[0]), float(end[-1]), float(dur.sum()), Phase.INGEST,
-                                           label, p_ing)
+            sim.dev["draft"].record_window(
+                float(begin[0]), float(end[-1]), float(dur.sum()), Phase.INGEST, label, p_ing
+            )
         return float(end[-1])
 
 
@@ -148,8 +165,7 @@ class ReprefillSync(ResidentSync):
 
     def ingest(self, sim: ProblemSimulation, op: Generation, ctx_tokens: int, free_s: float) -> float:
         n = op.n
-        arrive = op.last_s + sim.transfer("target", "draft", n * sim.pf.token_bytes, f"{op.label}: tokens",
-                                          op.last_s)
+        arrive = op.last_s + sim.transfer("target", "draft", n * sim.pf.token_bytes, f"{op.label}: tokens", op.last_s)
         begin = max(free_s, arrive)
         t_pre, p_pre = sim.pf.draft.prefill(n, ctx_tokens)
         end = begin + t_pre

@@ -22,6 +22,7 @@ same cluster rules.
 Non-strict schedulers look at most ``window`` queued requests per decision (a bounded scan, as a real scheduler
 loop would), so a long queue does not make each decision linear in its length.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -162,9 +163,15 @@ def load_scheduler_file(path: str | Path) -> list[str]:
         raise HwmodelError(f"{p}: expected an existing Python file defining a scheduler")
     REGISTRY.names()  # the built-ins first, so a user file's name clash is seen
     module = load_plugin(p)
-    added = sorted(c.name for c in vars(module).values()
-                   if isinstance(c, type) and issubclass(c, Scheduler) and c.name and c.name in REGISTRY
-                   and REGISTRY.get(c.name) is c)
+    added = sorted(
+        c.name
+        for c in vars(module).values()
+        if isinstance(c, type)
+        and issubclass(c, Scheduler)
+        and c.name
+        and c.name in REGISTRY
+        and REGISTRY.get(c.name) is c
+    )
     if not added:
         raise HwmodelError(f"{p}: defines no scheduler (a Scheduler subclass decorated with @register_scheduler)")
     return added
@@ -173,8 +180,11 @@ def load_scheduler_file(path: str | Path) -> list[str]:
 def scheduler_names(builtin_only: bool = False) -> list[str]:
     """Registered scheduler names: the built-ins in their ``rank`` order, then user schedulers as registered."""
     items = REGISTRY.items()
-    named = [(cls.rank, i, name) for i, (name, cls) in enumerate(items)
-             if not builtin_only or cls.__module__.startswith(__name__ + ".")]
+    named = [
+        (cls.rank, i, name)
+        for i, (name, cls) in enumerate(items)
+        if not builtin_only or cls.__module__.startswith(__name__ + ".")
+    ]
     return [name for _r, _i, name in sorted(named)]
 
 

@@ -1,4 +1,5 @@
 """Scheduler: first-come-first-served (the published GLITCHES policy) (see :mod:`hwmodel.serving.schedulers`)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -6,7 +7,7 @@ from typing import TYPE_CHECKING
 from hwmodel.serving.schedulers import Scheduler, register_scheduler
 
 if TYPE_CHECKING:
-    from hwmodel.serving.state import Device, ReqState
+    pass
 
 
 @register_scheduler

@@ -1,4 +1,5 @@
 """Scheduler: memory-aware backfilling (see :mod:`hwmodel.serving.schedulers`)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

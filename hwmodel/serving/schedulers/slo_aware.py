@@ -1,4 +1,5 @@
 """Scheduler: SLO-aware earliest-deadline-first (see :mod:`hwmodel.serving.schedulers`)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

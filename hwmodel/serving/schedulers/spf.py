@@ -1,4 +1,5 @@
 """Scheduler: shortest prompt first (see :mod:`hwmodel.serving.schedulers`)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -6,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from hwmodel.serving.schedulers import Scheduler, register_scheduler
 
 if TYPE_CHECKING:
-    from hwmodel.serving.state import Device, ReqState
+    from hwmodel.serving.state import ReqState
 
 
 @register_scheduler
