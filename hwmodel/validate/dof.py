@@ -32,6 +32,7 @@ AREA_FAMILIES: dict[str, tuple[str, ...]] = {
     "HBM": ("hbm",),
     "HBM peer": ("hbm",),
     "GPU": ("gpu",),
+    "GPU out-of-source": ("gpu",),
     "edge": ("gpu",),
     "FPGA instruction": ("fpga-instruction",),
 }
