@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hwmodel import _API as _API_NAMES
 from hwmodel.errors import HwmodelError
 from hwmodel.io import jsonable
 
@@ -617,43 +618,8 @@ def reproduce(study: str | None = None, out_dir: str | Path = "out") -> int:
     return res.exit_code
 
 
-__all__ = [
-    "Load",
-    "OpTiming",
-    "Replay",
-    "Saturation",
-    "Serving",
-    "cluster_spec",
-    "load",
-    "saturation",
-    "system",
-    "with_fields",
-    "board",
-    "physical_bounds",
-    "capabilities",
-    "decode",
-    "decode_curve",
-    "decode_window",
-    "make_engine",
-    "freq_study",
-    "generate_trace",
-    "gpu",
-    "gpu_engine",
-    "import_hf_config",
-    "instruction_engine",
-    "llm",
-    "prefill",
-    "read_trace",
-    "replay",
-    "reproduce",
-    "requests",
-    "serve",
-    "spec_library",
-    "streaming_engine",
-    "sweep",
-    "use_spec_dirs",
-    "validation_table",
-]
+# the public names, listed once in hwmodel/__init__.py (its lazy loader serves exactly these)
+__all__ = list(_API_NAMES)
 
 
 def _attach_field_docs() -> None:
