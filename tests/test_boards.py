@@ -14,13 +14,13 @@ from hwmodel.cli import main
 from hwmodel.errors import HwmodelError, SpecError
 from hwmodel.specs import BUILTIN_DIRS, library, load_spec_file
 
-HBM_ONLY = ("u50", "u55c")
+HBM_ONLY = ("u50", "u50lv", "u55c")
 DDR_ONLY = ("u200", "u250", "vck5000")
 
 
 def test_library_has_the_cards() -> None:
     names = library().names("fpga-board")
-    assert {"u50", "u55c", "u200", "u250", "u280", "v80", "vck5000"} <= set(names)
+    assert {"u50", "u50lv", "u55c", "u200", "u250", "u280", "v80", "vck5000", "vhk158"} <= set(names)
     for name in names:
         board = library().board(name)
         assert board.sources, name
@@ -50,6 +50,13 @@ def test_published_peaks() -> None:
         peak, measured, cap = device_bandwidths(lib.board(name))
         assert (peak, measured, cap) == (76.8e9, 76.8e9, 64 * 2**30)
     assert device_bandwidths(lib.board("vck5000"))[0] == 102.4e9
+    # the two boards that extend another: the U50LV is the U50's XCU50 behind a Gen3 x4 platform (LoopLynx's
+    # xclbin.info), the VHK158 the V80's two-stack HBM2e subsystem (PG313: 819.2 GB/s)
+    u50lv = lib.board("u50lv")
+    assert u50lv.host_link == "pcie-gen3-x4" and u50lv.hbm.peak_bw_bytes_per_s == pytest.approx(316e9)
+    assert "[inherited from u50]" in u50lv.sources["hbm.axi_ports"]
+    vhk158 = lib.board("vhk158")
+    assert vhk158.hbm.peak_bw_bytes_per_s == pytest.approx(819.2e9) and vhk158.hbm.capacity_bytes == 32 * 2**30
 
 
 def test_a_board_needs_one_memory(tmp_path: Path) -> None:
