@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -53,11 +52,11 @@ from hwmodel.dse.streaming_shared import (
     token_metrics,
 )
 from hwmodel.dse.timing import TimingModel, reachable_clock_hz, slrs_spanned
+from hwmodel.dse.worker import collector_running
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import BoardSpec, LlmSpec, library
 
 VERSION = "1"
-REFERENCE_ENV = "HWMODEL_DSE_REFERENCE"
 RESOURCE_KEYS = (("lut", "lut"), ("ff", "ff"), ("dsp", "dsp"), ("bram18k", "bram"), ("uram", "uram"))
 DESIGN_FIELDS = (
     "weight_bits",
@@ -366,6 +365,11 @@ def evaluate_reference(p: Params) -> dict[str, float]:
     }
 
 
+def _evaluate_reference_gc(p: Params) -> dict[str, float]:
+    with collector_running():
+        return evaluate_reference(p)
+
+
 def _facts(p: Params) -> DesignFacts:
     """The clock-independent facts of a design's token (see :mod:`hwmodel.dse.streaming_shared`); ``p`` without
     the clock, its policy and the timing heuristic's constants."""
@@ -404,10 +408,7 @@ _facts_shared = memoized_facts(
 
 def evaluate(p: Params) -> dict[str, float]:
     """All metrics of point ``p`` (a HwmodelError marks the point invalid, e.g. a design that deadlocks): the
-    design's clock-independent facts memoized per worker, one fast-engine run per point. ``HWMODEL_DSE_REFERENCE=1``
-    selects :func:`evaluate_reference` (same numbers, for A/B measurements)."""
-    if os.environ.get(REFERENCE_ENV) == "1":
-        return evaluate_reference(p)
+    design's clock-independent facts memoized per worker, one fast-engine run per point."""
     cl = _clockless_shared(p)  # first, as in the reference: a design that cannot be built fails here
     f = _facts_shared(p)
     _asked, run, entries = _clock_entries(cl, p)
@@ -451,3 +452,9 @@ EVALUATOR = register(
         check_space=_check_space,
     )
 )
+
+#: the same evaluator on the path before :mod:`hwmodel.dse.streaming_shared` (every point from scratch but the
+#: program reused across clocks, the garbage collector running), unregistered: a spec or a test names it as
+#: ``hwmodel.dse.streaming_eval:REFERENCE_EVALUATOR`` to measure the speed-up or check the numbers are the same (its
+#: points have the same ids)
+REFERENCE_EVALUATOR = dataclasses.replace(EVALUATOR, evaluate=_evaluate_reference_gc)
