@@ -79,3 +79,16 @@ def test_collector_paused_for_a_chunk_and_running_for_the_reference() -> None:
             assert gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def test_chunks_keep_the_clocks_of_a_design_together() -> None:
+    from hwmodel.dse.runner import auto_chunk_size, shared_run
+    from hwmodel.dse.spec import Point
+
+    grid = [(d, c) for d in ("a", "b") for c in (200.0, 250.0, 300.0)]
+    pts = [Point(i, f"{d}-{c}", {"design": d, "clock_mhz": c}) for i, (d, c) in enumerate(grid)]
+    assert shared_run(pts, ("clock_mhz",)) == 3 and shared_run(pts, ()) == 1
+    for n, workers, run in ((864, 2, 9), (100, 2, 9), (10_000, 2, 9), (50, 2, 7)):
+        size = auto_chunk_size(n, workers, run)
+        assert size % run == 0 and size <= 64
+    assert auto_chunk_size(10_000, 2, 100) == 64  # a run longer than a chunk: the plain size
