@@ -27,10 +27,13 @@ Metrics: latency and throughput of one decoded token at ``ctx``, energy per toke
 at, the reachable clock and the timing slack. Always-on constraints: every resource and the HBM ports within the
 board, the weights and KV cache within the HBM the design's ports reach, and the timing slack non-negative.
 
-Speed: compiling a token program (Python) costs several times the fast engine's run (Numba), and the program does
-not depend on the kernel clock (only the channel timing does), so each worker keeps the programs of its last
-designs and reuses them across clocks; a test checks the result is identical to ``simulate_token``. A grid varies
-``clock_mhz`` fastest (``innermost``), so consecutive points, which land in the same chunk, share one program.
+Speed: everything a point needs but the fast engine's run does not depend on the kernel clock (the design, its
+resources and reachable clock, the token program, which costs several fast-engine runs to compile), so a worker
+memoizes it per design (:mod:`hwmodel.dse.streaming_shared`) and a point costs one kernel run and a few sums; the
+worker also pauses the cyclic garbage collector during a chunk (:func:`hwmodel.dse.worker.collector_paused`). A grid
+varies ``clock_mhz`` fastest (``innermost``) and the runner keeps a design's clocks in one chunk.
+:data:`REFERENCE_EVALUATOR` is the path before (every point from scratch but the program); tests/test_dse_shared.py
+checks both write the same rows, byte for byte.
 """
 
 from __future__ import annotations
