@@ -54,7 +54,7 @@ def static_w(board_name: str) -> float:
 def fabric_full_w(design: StreamingDesign, use: ResourceUse | None = None) -> dict[str, float]:
     """Per engine: fabric dynamic power at 100 % activity and k_fabric = 1 (watts); ``use``: the design's resource
     estimate when the caller has it (it does not depend on the clock; a sweep reuses it across clocks)."""
-    use = use or estimate(design)
+    use = use if use is not None else estimate(design)
     mhz = design.clock_hz / 1e6
     return {
         name: mhz * sum(COEFF_UW_PER_MHZ[k] * v for k, v in res.items()) * 1e-6 for name, res in use.per_engine.items()
