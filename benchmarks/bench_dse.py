@@ -6,24 +6,29 @@
 A grid of 864 points (weight bits, linear-engine lanes and ports, attention ports, FIFO depth, 9 clocks) runs
 through the whole sweep machinery -- planning and screening, the process pool (started inside the timed region),
 chunking, the fsync'd CSV journal -- into a fresh directory. Numba's on-disk cache is warmed first, as it is after
-any first run. For reference, the same process then evaluates a sample of points serially, once through the
-evaluator (which reuses a token program across clocks) and once calling fpga.streaming.engine.simulate_token per point.
+any first run. The same process then runs the same sweep on the reference path
+(``hwmodel.dse.streaming_eval:REFERENCE_EVALUATOR``: every point built from scratch but the program reused across
+clocks, the garbage collector running -- the evaluator before hwmodel/dse/streaming_shared.py) and checks that both
+wrote the same rows, bit for bit; and, in this process, times a sample of points both ways in CPU time from cold
+caches (the ratio to quote on a loaded machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SPEC = """
 [sweep]
 name = "bench-0p5b-ctx512"
-evaluator = "streaming-decode"
+evaluator = "{evaluator}"
 
 [parameters]
 design = "draft-u280"
@@ -44,51 +49,70 @@ dsp_util = "min"
 """
 
 
+def _rows(path: Path) -> dict[str, dict[str, str]]:
+    with open(path, newline="") as fh:
+        return {r["point_id"]: r for r in csv.DictReader(fh)}
+
+
+def _sweep(tmp: Path, name: str, evaluator: str, clocks: int, workers: int) -> tuple[Any, float, Any]:
+    from hwmodel.dse import load_plan, run_sweep
+
+    spec = tmp / f"{name}.toml"
+    spec.write_text(SPEC.format(clocks=clocks, evaluator=evaluator))
+    t0 = time.perf_counter()
+    plan = load_plan(spec)
+    stats = run_sweep(plan, tmp / name, workers=workers, progress=False)
+    wall = time.perf_counter() - t0
+    assert stats.remaining == 0, stats
+    return stats, wall, plan
+
+
+def _cpu_per_point(evaluator: Any, points: list[Any]) -> float:
+    from hwmodel.dse.streaming_eval import clear_caches
+    from hwmodel.dse.worker import evaluate_chunk
+
+    clear_caches()
+    t0 = time.process_time()
+    evaluate_chunk(evaluator, [(p.id, p.params) for p in points])
+    return (time.process_time() - t0) / len(points)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--clocks", type=int, default=9, help="clocks per design (the grid's innermost axis)")
-    ap.add_argument("--sample", type=int, default=36, help="points of the serial reference runs")
+    ap.add_argument("--sample", type=int, default=144, help="points of the serial CPU-time comparison")
     args = ap.parse_args()
 
-    import dataclasses
-
     from fpga.streaming.engine import simulate_token
-    from hwmodel.dse import load_plan, run_sweep
-    from hwmodel.dse.streaming_eval import EVALUATOR, build_design
 
-    with tempfile.TemporaryDirectory() as tmp:
-        spec = Path(tmp) / "bench.toml"
-        spec.write_text(SPEC.format(clocks=args.clocks))
+    ref_name = "hwmodel.dse.streaming_eval:REFERENCE_EVALUATOR"
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
         simulate_token("draft-u280", 512)  # warm Numba's on-disk cache (a one-time cost of the first run ever)
-
-        t0 = time.perf_counter()
-        plan = load_plan(spec)
-        stats = run_sweep(plan, Path(tmp) / "out", workers=args.workers, progress=False)
-        wall = time.perf_counter() - t0
-        assert stats.remaining == 0, stats
+        stats, wall, plan = _sweep(tmp, "shared", "streaming-decode", args.clocks, args.workers)
         n = stats.evaluated
         print(
             f"sweep: {n} points ({len(plan.screened_out)} screened out) on {args.workers} worker processes in "
-            f"{wall:.1f} s (planning {wall - stats.elapsed_s:.2f} s and the pool start-up included): "
+            f"{wall:.2f} s (planning {wall - stats.elapsed_s:.2f} s and the pool start-up included): "
             f"{60 * n / wall:,.0f} design points per minute"
         )
-
-        sample = plan.points[: args.sample]
-        t0 = time.perf_counter()
-        for pt in sample:
-            EVALUATOR.run(pt.params)
-        ev_s = (time.perf_counter() - t0) / len(sample)
-        t0 = time.perf_counter()
-        for pt in sample:
-            d = build_design(pt.params)
-            simulate_token(dataclasses.replace(d, clock_hz=pt.params["clock_mhz"] * 1e6), 512)
-        ref_s = (time.perf_counter() - t0) / len(sample)
+        ref_stats, ref_wall, _ = _sweep(tmp, "reference", ref_name, args.clocks, args.workers)
+        same = _rows(tmp / "shared" / "results.csv") == _rows(tmp / "reference" / "results.csv")
         print(
-            f"serial, one process, {len(sample)} points: evaluator {1e3 * ev_s:.1f} ms/point "
-            f"({60 / ev_s:,.0f}/min); simulate_token per point {1e3 * ref_s:.1f} ms/point ({60 / ref_s:,.0f}/min); "
-            f"program reuse across clocks: {ref_s / ev_s:.2f}x"
+            f"reference path, same sweep: {ref_wall:.2f} s, {60 * ref_stats.evaluated / ref_wall:,.0f} points per "
+            f"minute; speed-up {ref_wall / wall:.2f}x (wall); rows identical: {'yes' if same else 'NO'}"
         )
+        sample = plan.points[: args.sample]
+        ref_s = _cpu_per_point(ref_name, sample)
+        new_s = _cpu_per_point("streaming-decode", sample)
+        print(
+            f"serial, this process, {len(sample)} points from cold caches, CPU time: reference "
+            f"{1e3 * ref_s:.2f} ms/point, shared {1e3 * new_s:.2f} ms/point ({60 / new_s:,.0f}/min per core): "
+            f"{ref_s / new_s:.2f}x"
+        )
+        if not same:
+            raise SystemExit("the shared path wrote different rows from the reference path")
 
 
 if __name__ == "__main__":

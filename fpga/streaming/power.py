@@ -26,7 +26,7 @@ import statistics
 from pathlib import Path
 
 from fpga.streaming.design import StreamingDesign
-from fpga.streaming.resources import estimate
+from fpga.streaming.resources import ResourceUse, estimate
 from hwmodel.engine import Phase
 
 POWER_LOG = Path(__file__).resolve().parents[1] / "data" / "flexllm_u280_llama32_1b_power_log.csv"
@@ -51,19 +51,22 @@ def static_w(board_name: str) -> float:
     return float(library().board(board_name).static_power_w)
 
 
-def fabric_full_w(design: StreamingDesign) -> dict[str, float]:
-    """Per engine: fabric dynamic power at 100 % activity and k_fabric = 1 (watts)."""
-    use = estimate(design)
+def fabric_full_w(design: StreamingDesign, use: ResourceUse | None = None) -> dict[str, float]:
+    """Per engine: fabric dynamic power at 100 % activity and k_fabric = 1 (watts); ``use``: the design's resource
+    estimate when the caller has it (it does not depend on the clock; a sweep reuses it across clocks)."""
+    use = use if use is not None else estimate(design)
     mhz = design.clock_hz / 1e6
     return {
         name: mhz * sum(COEFF_UW_PER_MHZ[k] * v for k, v in res.items()) * 1e-6 for name, res in use.per_engine.items()
     }
 
 
-def dynamic_w(design: StreamingDesign, token: object, scale: float | None = None) -> tuple[float, float]:
+def dynamic_w(
+    design: StreamingDesign, token: object, scale: float | None = None, use: ResourceUse | None = None
+) -> tuple[float, float]:
     """(fabric W, HBM W) while decoding ``token`` (a TokenResult) back to back; ``scale``: the fabric scale
-    (default the fitted :func:`k_fabric`)."""
-    full = fabric_full_w(design)
+    (default the fitted :func:`k_fabric`); ``use``: as in :func:`fabric_full_w`."""
+    full = fabric_full_w(design, use)
     fabric = 0.0
     for name, w in full.items():
         ec = token.engine_cycles[name]  # type: ignore[attr-defined]
@@ -73,8 +76,10 @@ def dynamic_w(design: StreamingDesign, token: object, scale: float | None = None
     return (k_fabric() if scale is None else scale) * fabric, hbm
 
 
-def token_power_w(design: StreamingDesign, token: object, scale: float | None = None) -> float:
-    fab, mem = dynamic_w(design, token, scale)
+def token_power_w(
+    design: StreamingDesign, token: object, scale: float | None = None, use: ResourceUse | None = None
+) -> float:
+    fab, mem = dynamic_w(design, token, scale, use)
     return static_w(design.board) + fab + mem
 
 

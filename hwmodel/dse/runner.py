@@ -99,9 +99,30 @@ def chunks_of(points: Sequence[Point], size: int) -> Iterator[Chunk]:
         yield [(p.id, p.params) for p in points[i : i + size]]
 
 
-def auto_chunk_size(n_points: int, n_workers: int) -> int:
-    """About 16 chunks per worker (for balance and a fine-grained resume), at most 64 points each."""
-    return max(1, min(64, math.ceil(n_points / (16 * max(1, n_workers)))))
+def auto_chunk_size(n_points: int, n_workers: int, run: int = 1) -> int:
+    """About 16 chunks per worker (for balance and a fine-grained resume), at most 64 points each, rounded up to
+    a multiple of ``run`` (:func:`shared_run`) when that stays within 64, so no chunk boundary splits the points
+    that share an evaluator's cached work (which two workers would then both do)."""
+    size = max(1, min(64, math.ceil(n_points / (16 * max(1, n_workers)))))
+    if 1 < run <= 64:
+        size = min(64 // run * run, math.ceil(size / run) * run)
+    return size
+
+
+def shared_run(points: Sequence[Point], innermost: Sequence[str]) -> int:
+    """How many points from the first differ only in the evaluator's ``innermost`` parameters (a grid varies them
+    fastest: e.g. the clocks of one design, which share its compiled program)."""
+    if not innermost or not points:
+        return 1
+
+    def rest(p: Point) -> list[tuple[str, Any]]:
+        return sorted((k, v) for k, v in p.params.items() if k not in innermost)
+
+    first = rest(points[0])
+    n = 1
+    while n < len(points) and rest(points[n]) == first:
+        n += 1
+    return n
 
 
 def run_sweep(
@@ -133,7 +154,8 @@ def run_sweep(
         n_workers = 1 if dask else (workers or default_workers())
         stats.backend = "dask" if dask else ("in-process" if n_workers == 1 else "local")
         stats.workers = n_workers
-        size = chunk_size or auto_chunk_size(len(pending), n_workers if not dask else 8)
+        run = shared_run(pending, plan.evaluator.innermost)
+        size = chunk_size or auto_chunk_size(len(pending), n_workers if not dask else 8, run)
         chunks = list(chunks_of(pending, size))
         start = time.perf_counter()
         if progress:

@@ -27,10 +27,13 @@ Metrics: latency and throughput of one decoded token at ``ctx``, energy per toke
 at, the reachable clock and the timing slack. Always-on constraints: every resource and the HBM ports within the
 board, the weights and KV cache within the HBM the design's ports reach, and the timing slack non-negative.
 
-Speed: compiling a token program (Python) costs several times the fast engine's run (Numba), and the program does
-not depend on the kernel clock (only the channel timing does), so each worker keeps the programs of its last
-designs and reuses them across clocks; a test checks the result is identical to ``simulate_token``. A grid varies
-``clock_mhz`` fastest (``innermost``), so consecutive points, which land in the same chunk, share one program.
+Speed: everything a point needs but the fast engine's run does not depend on the kernel clock (the design, its
+resources and reachable clock, the token program, which costs several fast-engine runs to compile), so a worker
+memoizes it per design (:mod:`hwmodel.dse.streaming_shared`) and a point costs one kernel run and a few sums; the
+worker also pauses the cyclic garbage collector during a chunk (:func:`hwmodel.dse.worker.collector_paused`). A grid
+varies ``clock_mhz`` fastest (``innermost``) and the runner keeps a design's clocks in one chunk.
+:data:`REFERENCE_EVALUATOR` is the path before (every point from scratch but the program); tests/test_dse_shared.py
+checks both write the same rows, byte for byte.
 """
 
 from __future__ import annotations
@@ -43,7 +46,16 @@ from typing import Any
 from fpga.streaming.design import VALID_BITS, StreamingDesign, check_structure, design_names, load_design
 from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen, register
 from hwmodel.dse.space import Params, Scalar
+from hwmodel.dse.streaming_shared import (
+    DesignFacts,
+    channel_layout,
+    kernel_output,
+    memoized_facts,
+    status_ok,
+    token_metrics,
+)
 from hwmodel.dse.timing import TimingModel, reachable_clock_hz, slrs_spanned
+from hwmodel.dse.worker import collector_running
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import BoardSpec, LlmSpec, library
 
@@ -231,8 +243,21 @@ class _Static:
     run_hz: float
 
 
-def _static(p: Params) -> _Static:
-    """Resources, clocks, ports and the coarse HBM capacity of point ``p`` (no simulation, well under 1 ms)."""
+@dataclasses.dataclass(frozen=True)
+class _Clockless:
+    """The part of :class:`_Static` that does not depend on the kernel clock (``design`` at the clock asked for,
+    or at its own clock when the parameters name none)."""
+
+    design: StreamingDesign
+    board: BoardSpec
+    llm: LlmSpec
+    use: Any  # fpga.streaming.resources.ResourceUse
+    exact: dict[str, float]
+    reach_hz: float
+
+
+def _clockless(p: Params) -> _Clockless:
+    """Resources, the reachable clock, ports and the coarse HBM capacity of point ``p`` (no simulation)."""
     from fpga.streaming.resources import estimate
     from hwmodel.bounds import resident_bytes
 
@@ -244,19 +269,45 @@ def _static(p: Params) -> _Static:
     timing_util = {name: util[key] for key, name in RESOURCE_KEYS}
     model = TimingModel(full_fraction=float(p["timing_full_fraction"]), slr_derate=float(p["timing_slr_derate"]))
     reach = reachable_clock_hz(board.max_kernel_clock_hz, timing_util, board.slrs, model)
-    asked = d.clock_hz
-    run = min(asked, reach) if p["clock_policy"] == "clamp" else asked
     exact = {f"{name}_util": util[key] for key, name in RESOURCE_KEYS}
     exact.update(
         dsp=float(use.dsp),
         slrs_spanned=float(slrs_spanned(timing_util, board.slrs)),
         hbm_ports_util=d.total_ports / board.hbm.axi_ports,
         hbm_capacity_util=resident_bytes(llm, d.weight_bits, d.kv_bits, d.max_ctx) / board.hbm.capacity_bytes,
-        run_clock_mhz=run / 1e6,
         reachable_clock_mhz=reach / 1e6,
-        timing_slack=reach / run - 1.0 if p["clock_policy"] == "clamp" else reach / asked - 1.0,
     )
-    return _Static(d, board, llm, exact, asked, run)
+    return _Clockless(d, board, llm, use, exact, reach)
+
+
+def _asked_hz(cl: _Clockless, p: Params) -> float:
+    return float(p["clock_mhz"]) * 1e6 if "clock_mhz" in p else cl.design.clock_hz
+
+
+def _clock_entries(cl: _Clockless, p: Params) -> tuple[float, float, dict[str, float]]:
+    """(asked clock, run clock, the clock-dependent exact metrics) of point ``p``."""
+    asked = _asked_hz(cl, p)
+    reach = cl.reach_hz
+    clamp = p["clock_policy"] == "clamp"
+    run = min(asked, reach) if clamp else asked
+    slack = reach / run - 1.0 if clamp else reach / asked - 1.0
+    return asked, run, {"run_clock_mhz": run / 1e6, "timing_slack": slack}
+
+
+def _static(p: Params) -> _Static:
+    """Resources, clocks, ports and the coarse HBM capacity of point ``p`` (no simulation, well under 1 ms)."""
+    return _at_clock(_clockless(p), p)
+
+
+def _at_clock(cl: _Clockless, p: Params) -> _Static:
+    asked, run, entries = _clock_entries(cl, p)
+    d = cl.design if cl.design.clock_hz == asked else dataclasses.replace(cl.design, clock_hz=asked)
+    return _Static(d, cl.board, cl.llm, {**cl.exact, **entries}, asked, run)
+
+
+#: the clock-independent part of a point, memoized by every parameter but the clock (planning screens every
+#: point; a grid's clocks of one design share it)
+_clockless_shared = memoized_facts(lambda p: _clockless(p), maxsize=256)
 
 
 # ---------------------------------------------------------------------------------------------------- evaluation
@@ -294,8 +345,9 @@ def simulate(design: StreamingDesign, ctx: int) -> Any:
     return run_program(design, lib.board(design.board), lib.llm(design.llm), prog, int(ctx), True)
 
 
-def evaluate(p: Params) -> dict[str, float]:
-    """All metrics of point ``p`` (a HwmodelError marks the point invalid, e.g. a design that deadlocks)."""
+def evaluate_reference(p: Params) -> dict[str, float]:
+    """All metrics of point ``p``, built from scratch but for the token program reused across clocks (the path
+    before :mod:`hwmodel.dse.streaming_shared`; the reference its results are compared with)."""
     from fpga.streaming.power import token_power_w
 
     st = _static(p)
@@ -316,13 +368,76 @@ def evaluate(p: Params) -> dict[str, float]:
     }
 
 
+def _evaluate_reference_gc(p: Params) -> dict[str, float]:
+    with collector_running():
+        return evaluate_reference(p)
+
+
+def _facts(p: Params) -> DesignFacts:
+    """The clock-independent facts of a design's token (see :mod:`hwmodel.dse.streaming_shared`); ``p`` without
+    the clock, its policy and the timing heuristic's constants."""
+    from fpga.hbm.channel import channel_peak_bytes_per_s, token_refresh_phase
+    from fpga.streaming.engine import compile_token
+    from fpga.streaming.ports import channel_count
+    from fpga.streaming.resources import estimate
+
+    d = build_design(p)
+    lib = library()
+    board, llm = lib.board(d.board), lib.llm(d.llm)
+    d1 = dataclasses.replace(d, clock_hz=1.0)
+    ctx = int(p["ctx"])
+    prog = compile_token(d1, board, llm, ctx, True)
+    lone, shared_bytes = channel_layout(prog)
+    return DesignFacts(
+        design=d,
+        board=board,
+        use=estimate(d, board, llm),
+        fits_hbm=_fits_hbm.__wrapped__(d1),
+        program=prog,
+        refresh_phase_cycles=token_refresh_phase(board, ctx),
+        engine_names=tuple(e.name for e in d.engines),
+        class_of_lone_port=lone,
+        shared_port_bytes=shared_bytes,
+        peak_bw_bytes_per_s=board.hbm.peak_bw_bytes_per_s,
+        ports_peak_bw_bytes_per_s=channel_count(d) * channel_peak_bytes_per_s(board),
+    )
+
+
+#: the program and what the results read from it do not depend on the clock policy or the timing heuristic either
+_facts_shared = memoized_facts(
+    _facts, maxsize=32, ignore=frozenset({"clock_mhz", "clock_policy", "timing_full_fraction", "timing_slr_derate"})
+)
+
+
+def evaluate(p: Params) -> dict[str, float]:
+    """All metrics of point ``p`` (a HwmodelError marks the point invalid, e.g. a design that deadlocks): the
+    design's clock-independent facts memoized per worker, one fast-engine run per point."""
+    cl = _clockless_shared(p)  # first, as in the reference: a design that cannot be built fails here
+    f = _facts_shared(p)
+    _asked, run, entries = _clock_entries(cl, p)
+    out = kernel_output(f, run)
+    if not status_ok(out):  # the design deadlocks: the reference names the blocked engines
+        return evaluate_reference(p)
+    return {**cl.exact, **entries, "fits_hbm": f.fits_hbm, **token_metrics(f, run, out)}
+
+
+def clear_caches() -> None:
+    """Forget every memoized design, program and fact, the streaming compiler's templates and the HBM parameter
+    vectors included (an A/B measurement starts both paths from a cold worker)."""
+    from fpga.hbm.channel import _static_params
+    from fpga.streaming.templates import _layer_for, _static_parts
+
+    for fn in (_base, _program, _fits_hbm, _clockless_shared, _facts_shared, _static_parts, _layer_for, _static_params):
+        fn.cache_clear()  # type: ignore[attr-defined]
+
+
 def screen(p: Params) -> Screen:
     """Exact resources, clocks and coarse HBM capacity; latency bounded below by the decoder weights and KV cache at the
     board's peak HBM bandwidth (the model streams at least those bytes and no channel beats its peak)."""
-    st = _static(p)
-    return decode_floor_screen(
-        st.exact, st.llm, st.design.weight_bits, st.design.kv_bits, int(p["ctx"]), st.board.hbm.peak_bw_bytes_per_s
-    )
+    cl = _clockless_shared(p)
+    exact = {**cl.exact, **_clock_entries(cl, p)[2]}
+    d = cl.design
+    return decode_floor_screen(exact, cl.llm, d.weight_bits, d.kv_bits, int(p["ctx"]), cl.board.hbm.peak_bw_bytes_per_s)
 
 
 EVALUATOR = register(
@@ -340,3 +455,9 @@ EVALUATOR = register(
         check_space=_check_space,
     )
 )
+
+#: the same evaluator on the path before :mod:`hwmodel.dse.streaming_shared` (every point from scratch but the
+#: program reused across clocks, the garbage collector running), unregistered: a spec or a test names it as
+#: ``hwmodel.dse.streaming_eval:REFERENCE_EVALUATOR`` to measure the speed-up or check the numbers are the same (its
+#: points have the same ids)
+REFERENCE_EVALUATOR = dataclasses.replace(EVALUATOR, evaluate=_evaluate_reference_gc)
