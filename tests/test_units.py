@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from fpga.hbm import channel as hbm
@@ -50,6 +50,7 @@ def unit_case(draw):  # type: ignore[no-untyped-def]
 @given(st.data())
 def test_fast_engine_equals_reference_on_multi_unit_designs(data: st.DataObject) -> None:
     design, board, llm = data.draw(unit_case())
+    event(f"split {design.split}, {len(design.units)} units, {design.links[0].kind}")
     assert_drawn_equivalent(data, design, board, llm, max_ctx=20)
 
 
