@@ -172,3 +172,72 @@ def small_design(draw: Any, board: BoardSpec, llm: LlmSpec) -> StreamingDesign:
         layer_io_cycles=draw(st.sampled_from([0, 0, 1, 17])),
         slr_crossing_cycles=draw(st.integers(0, 3)),
     )
+
+
+@st.composite
+def small_unit_llm(draw: Any, split: str, n_units: int) -> LlmSpec:
+    """A small LLM the split can divide over ``n_units`` (heads: KV heads and intermediate; layers: layers)."""
+    llm = draw(small_llm(max_layers=3))
+    if split == "heads":
+        return dataclasses.replace(
+            llm,
+            kv_heads=n_units,
+            heads=n_units * draw(st.sampled_from([1, 2])),
+            intermediate=n_units * draw(st.sampled_from([8, 20, 32])),
+        )
+    return dataclasses.replace(llm, layers=draw(st.integers(n_units, n_units + 1)))
+
+
+@st.composite
+def small_unit_design(draw: Any, board: BoardSpec, llm: LlmSpec, split: str, n_units: int) -> StreamingDesign:
+    """Several units of small drawn engines (each unit's engines from :func:`small_design`, on pseudo-channels of its
+    own, some shared inside a unit), a drawn placement, split and links (fpga/streaming/units.py)."""
+    from fpga.streaming.unit_spec import LinkSpec, UnitSpec
+    from fpga.streaming.units import resolve_units
+
+    host = draw(st.sampled_from([(), ("embed",), ("embed", "final_norm", "lm_head", "argmax"), ("argmax",)]))
+    base = draw(small_design(board, llm))
+    engines: list[EngineSpec] = []
+    units = []
+    chan = 0
+    for u in range(n_units):
+        d = base if u == 0 else draw(small_design(board, llm))
+        own = []
+        for e in d.engines:
+            ops = tuple(o for o in e.ops if o not in host)
+            own.append(dataclasses.replace(e, name=f"u{u}.{e.name}", ops=ops))
+        n_ports = sum(e.ports for e in own)
+        channels = tuple(range(chan, chan + n_ports))
+        chan += n_ports
+        with_ports = [i for i, e in enumerate(own) if e.ports]
+        if len(with_ports) >= 2 and draw(st.booleans()):  # one engine's ports onto others' channels of the unit
+            i = draw(st.sampled_from(with_ports))
+            own[i] = dataclasses.replace(own[i], channels=tuple(draw(st.permutations(channels))[: own[i].ports]))
+        engines += own
+        units.append(UnitSpec(name=f"u{u}", engines=tuple(e.name for e in own), channels=channels))
+    names = tuple(u.name for u in units)
+    kinds = ["ring", "crossbar"] + (["inter-fpga"] if n_units == 2 else [])
+    links = (
+        LinkSpec(
+            name="l0",
+            kind=draw(st.sampled_from(kinds)),
+            units=names,
+            width_bits=draw(st.sampled_from([8, 32, 64, 256])),
+            clock_hz=float(draw(st.sampled_from([0, 100, 322])) * 1_000_000),
+            fifo_depth=draw(st.integers(1, 4)),
+            latency_cycles=draw(st.integers(0, 6)),
+        ),
+    )
+    per_unit_kv = llm.kv_heads // n_units if split == "heads" else llm.kv_heads
+    design = dataclasses.replace(
+        base,
+        name="gen-units",
+        attn_head_parallel=base.attn_head_parallel if per_unit_kv % base.attn_head_parallel == 0 else 1,
+        engines=tuple(engines),
+        host_ops=host,
+        split=split,
+        exchange_bits=draw(st.sampled_from([8, 16, 32])),
+        units=tuple(units),
+        links=links,
+    )
+    return resolve_units(design)

@@ -25,6 +25,9 @@ DESIGNS = {  # file -> with_lm_head (LoopLynx runs its LM head on the host: pred
     "looplynx-x1-u50.toml": False,
     "looplynx-x2-u50.toml": False,
     "terafly-opt-1.3b-u50.toml": False,
+    # the same designs as two units on a ring (their head is on the host through host_ops)
+    "looplynx-x2-u50-units.toml": True,
+    "terafly-opt-1.3b-u50-units.toml": True,
 }
 
 
@@ -61,3 +64,16 @@ def test_looplynx_two_unit_fold_beats_one_unit(tokens):
     # same model and bytes, up to each port's last partial request (8 vs 16 shares of every matrix)
     assert two.hbm_read_bytes == pytest.approx(one.hbm_read_bytes, rel=1e-3)
     assert two.seconds < one.seconds
+
+
+@pytest.mark.parametrize("name", ["looplynx-x2-u50", "terafly-opt-1.3b-u50"])
+def test_two_unit_files_move_the_folds_weights_and_exchange_over_the_ring(name, tokens):
+    fold, units = tokens[f"{name}.toml"], tokens[f"{name}-units.toml"]
+    llm = load_design(PUBLISHED / f"{name}.toml").llm_spec()
+    assert [u["unit"] for u in units.units] == ["u0", "u1"]
+    # partial sums of the hidden vector, fp32, after the O and down projections of every layer, both ways
+    assert units.exchange_bytes == {"o_proj": 2 * llm.layers * llm.hidden * 4, "down": 2 * llm.layers * llm.hidden * 4}
+    assert sum(x["bytes"] for x in units.links) == sum(units.exchange_bytes.values())
+    # the same MACs (bytes differ by what the units language places: scales and biases of the input-split O and
+    # down projections are each unit's own; TeraFly's units keep biases and scales on chip, the fold streams them)
+    assert units.macs == fold.macs

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from fpga.streaming.unit_spec import LinkSpec, UnitSpec
 from hwmodel.errors import HwmodelError, SpecError, UnknownNameError
 from hwmodel.schema import build, one_of, plain, positive, read_toml
 from hwmodel.specs import KIND_WORDS, BoardSpec, LlmSpec, library
@@ -239,6 +240,16 @@ class StreamingDesign:
         "are always on chip",
     )
     engines: tuple[EngineSpec, ...] = plain(doc="the engines")
+    split: str = plain(
+        default="",
+        doc="with [[units]]: how the token's work is divided among them, heads (tensor-parallel, partial "
+        "sums exchanged) or layers (pipeline stages) (fpga/streaming/unit_spec.py)",
+    )
+    exchange_bits: int = plain(
+        default=32, doc="bits per element the units exchange (partial sums, activations between stages)"
+    )
+    units: tuple[UnitSpec, ...] = plain(default=(), doc="compute units (fpga/streaming/unit_spec.py); empty = one")
+    links: tuple[LinkSpec, ...] = plain(default=(), doc="links between units: ring, crossbar, inter-fpga")
     origin: str = dataclasses.field(default="", compare=False, metadata={"toml": False})
     sources: Any = dataclasses.field(default=None, compare=False, metadata={"toml": False})
 
@@ -294,6 +305,10 @@ def load_design(name_or_path: str | Path) -> StreamingDesign:
     table = _alias_ops(_unsource(read_toml(path), "", sources))
     design = build(StreamingDesign, table, path=path)
     design = dataclasses.replace(design, origin=str(path), sources=types.MappingProxyType(sources))
+    if design.units:  # the engines' channels and SLRs as their units give them (fpga/streaming/units.py)
+        from fpga.streaming.units import resolve_units
+
+        design = resolve_units(design, where=str(path))
     check_structure(design, where=str(path))
     lib = library()
     for field, kind in (("board", "fpga-board"), ("llm", "llm")):
@@ -334,6 +349,11 @@ def _unsource(raw: Any, key: str, sources: dict[str, str]) -> Any:
 
 
 def _problems(d: StreamingDesign) -> Iterator[str]:
+    if d.units:  # several compute units: each unit's own design is checked (fpga/streaming/units.py)
+        from fpga.streaming.units import units_problems
+
+        yield from units_problems(d)
+        return
     seen: dict[str, str] = {}
     names = [e.name for e in d.engines]
     if len(set(names)) != len(names):

@@ -334,14 +334,14 @@ def _simulate(
                     ok = True
                     t_in = 0
                     t_out = 0
-                    for s in range(3):
+                    for s in range(t_dep.shape[1]):  # 3 slots; multi-unit programs add more (fpga/streaming/units.py)
                         d = t_dep[t, s]
                         if d >= 0:
                             if start[d] < 0:
                                 ok = False
                                 break
                             v = start[d] + t_off[t, s]
-                            if s < 2:
+                            if s < 2 or (s > 2 and s % 2 == 1):  # inputs; slot 2 and even extra slots: output space
                                 t_in = max(t_in, v)
                             else:
                                 t_out = max(t_out, v)
@@ -646,6 +646,10 @@ def _validate_design(design: StreamingDesign, board: BoardSpec | None, llm: LlmS
     check_structure(design)
     board = board or design.board_spec()
     llm = llm or design.llm_spec()
+    if design.units:  # each unit against its share of the board (fpga/streaming/units_result.py)
+        from fpga.streaming.units_result import validate_units
+
+        return validate_units(design, board, llm)
     h = board.hbm
     if channel_count(design) > h.axi_ports:
         raise DesignError(
@@ -733,6 +737,10 @@ def simulate_token(
 def run_program(
     design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: Program, ctx: int, with_lm_head: bool
 ) -> TokenResult:
+    if design.units:  # per-unit and per-link results (fpga/streaming/units_result.py)
+        from fpga.streaming.units_result import run_unit_program
+
+        return run_unit_program(design, board, llm, prog, ctx, with_lm_head)
     p = hbm.hbm_params(board, design.clock_hz, hbm.token_refresh_phase(board, ctx))
     out = run_kernel(p, prog)
     status, total, start, cnt, _i, _l, _f, _e, st, _sweeps = out

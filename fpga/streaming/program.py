@@ -48,6 +48,10 @@ def compile_token(
         raise DesignError(
             f"design '{design.name}': ctx {ctx} exceeds its KV-cache reservation max_ctx = {design.max_ctx}"
         )
+    if design.units:  # several compute units and the links between them (fpga/streaming/units.py)
+        from fpga.streaming.units import compile_units
+
+        return compile_units(design, board, llm, ctx, with_lm_head, per_port)
     check_structure(design)
     if llm.kv_heads % design.attn_head_parallel:
         raise DesignError(

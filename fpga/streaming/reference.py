@@ -262,6 +262,10 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
     t_drain = prog.t_drain.tolist()
     t_dep = prog.t_dep.tolist()
     t_off = prog.t_off.tolist()
+    # slots 0, 1 are inputs and 2 output space; multi-unit programs add inputs (odd) and output space (even)
+    width = prog.t_dep.shape[1]
+    in_slots = [s for s in range(width) if s < 2 or (s > 2 and s % 2 == 1)]
+    out_slots = [s for s in range(width) if s not in in_slots]
     e_lat = prog.e_lat.tolist()
     n_e = len(e_lat)
     programs = [prog.e_list[prog.e_ptr[e] : prog.e_ptr[e + 1]].tolist() for e in range(n_e)]
@@ -382,7 +386,7 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
             t = programs[e][e_pos[e]]
             drain_ok = not t_drain[t] or n >= e_done_at[e]
             in_ok = True
-            for s in (0, 1):
+            for s in in_slots:
                 d = t_dep[t][s]
                 if d >= 0 and (start[d] < 0 or n < start[d] + t_off[t][s]):
                     in_ok = False
@@ -391,8 +395,11 @@ def run_reference(p: list[int], prog: Program, max_kernel_cycles: int = 5_000_00
                 r = need[t][q]
                 if r >= 0 and (land[q][r] < 0 or n < land[q][r]):
                     mem_ok = False
-            d = t_dep[t][2]
-            out_ok = d < 0 or (start[d] >= 0 and n >= start[d] + t_off[t][2])
+            out_ok = True
+            for s in out_slots:
+                d = t_dep[t][s]
+                if d >= 0 and (start[d] < 0 or n < start[d] + t_off[t][s]):
+                    out_ok = False
             if drain_ok and in_ok and mem_ok and out_ok:
                 start[t] = n
                 e_issue_end[e] = n + t_cyc[t]

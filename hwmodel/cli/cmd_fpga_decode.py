@@ -281,6 +281,10 @@ def decode_cmd(
             markup=False,
             soft_wrap=True,
         )
+    if design.units and len(results) == 1:  # per-unit and per-link cycles (hwmodel/cli/units_tables.py)
+        from hwmodel.cli.units_tables import print_unit_tables
+
+        print_unit_tables(results[0])
     if detail and len(results) == 1:
         _detail_tables(results[0])
     if band is not None:
