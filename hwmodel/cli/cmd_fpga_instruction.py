@@ -493,7 +493,7 @@ def run_cmd(
         t.add_row(label, value)
     console().print(t)
     if band is not None:
-        from hwmodel.cli.cmd_fpga_decode import sensitivity_table
+        from hwmodel.cli.streaming_tables import sensitivity_table
 
         sensitivity_table(band, f"{design.name}: prediction band")
 
