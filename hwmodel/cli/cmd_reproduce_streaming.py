@@ -3,7 +3,6 @@ kernel-clock sweep of draft-u280 with 512- and 256-bit ports)."""
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import click
 
 from hwmodel.cli.base import console
 from hwmodel.cli.cmd_reproduce import reproduce
+from hwmodel.report.tables import write_csv
 from hwmodel.studies.streaming import freq_table, token_row
 from hwmodel.units import fmt_s
 
@@ -46,10 +46,7 @@ def reproduce_streaming(ctx: click.Context) -> None:
         )
     console().print(t)
     ft = freq_table()
-    with open(out_dir / "clock_sweep.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(ft[0]))
-        w.writeheader()
-        w.writerows(ft)
+    write_csv(out_dir / "clock_sweep.csv", ft, list(ft[0]), line_end="\r\n", cells="plain")  # bytes as always
     t = Table(
         "clock",
         "512-bit ports",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
+from hwmodel.report.tables import write_csv
 from hwmodel.units import fmt_s
 
 
@@ -17,10 +17,9 @@ def size_label(n: int) -> str:
 
 
 def write_rows_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    """Rows of one result type, columns in the first row's order (CRLF lines, cells as Python's csv writes them:
+    the bytes these files have always had)."""
+    write_csv(path, rows, list(rows[0]), line_end="\r\n", cells="plain")
 
 
 def sweep_table(rows: Any, design: Any) -> Any:
