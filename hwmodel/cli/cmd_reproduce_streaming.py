@@ -11,7 +11,7 @@ import click
 from hwmodel.cli.base import console
 from hwmodel.cli.cmd_reproduce import reproduce
 from hwmodel.report.tables import write_csv
-from hwmodel.studies.streaming import freq_table, token_row
+from hwmodel.studies.streaming import run_study
 from hwmodel.units import fmt_s
 
 
@@ -22,17 +22,9 @@ def reproduce_streaming(ctx: click.Context) -> None:
     512- and 256-bit ports, and the three built-in designs at ctx 0..4096."""
     from rich.table import Table
 
-    from fpga.streaming.design import design_names
-    from fpga.streaming.engine import StreamingEngine
-
     out_dir: Path = ctx.obj["out_dir"] / "streaming"
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for name in design_names():
-        eng = StreamingEngine(name)
-        for c in (0, 512, 1024, 2048, 4096):
-            if c <= eng.design.max_ctx:
-                rows.append(token_row(eng.token(c)))
+    rows, ft = run_study()
     (out_dir / "designs.json").write_text(json.dumps(rows, indent=2))
     t = Table("design", "ctx", "latency", "tokens/s", "HBM util.", "floor @peak", title="Built-in streaming designs")
     for r in rows:
@@ -45,7 +37,6 @@ def reproduce_streaming(ctx: click.Context) -> None:
             fmt_s(r["bandwidth_floor_s"]),
         )
     console().print(t)
-    ft = freq_table()
     write_csv(out_dir / "clock_sweep.csv", ft, list(ft[0]), line_end="\r\n", cells="plain")  # bytes as always
     t = Table(
         "clock",
