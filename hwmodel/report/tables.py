@@ -29,7 +29,7 @@ def write_csv(
     written with it (request streams, measurements, calibration tables), so their bytes do not change."""
     if cells not in ("model", "plain"):
         raise ValueError(f"cells must be 'model' or 'plain', got {cells!r}")
-    cell = _cell if cells == "model" else _plain
+    model = cells == "model"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
@@ -37,7 +37,7 @@ def write_csv(
         w.writerow(list(fields))
         for row in rows:
             vals = [row.get(k) for k in fields] if hasattr(row, "get") else row
-            w.writerow([cell(v) for v in vals])
+            w.writerow([_cell(v) for v in vals] if model else vals)
     return path
 
 
@@ -71,10 +71,6 @@ def read_csv(path: Path | str) -> list[dict[str, str]]:
 def _cell(v: Any) -> Any:
     if isinstance(v, float):
         return repr(v) if math.isfinite(v) else ""
-    return v
-
-
-def _plain(v: Any) -> Any:
     return v
 
 
