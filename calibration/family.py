@@ -21,6 +21,7 @@ follow each family's ``rank``, then registration order. Any other family is reac
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -175,10 +176,32 @@ def write_fit(
 def report_family(
     fam: Family, points: Sequence[Measurement] | None = None, params_file: Path | str | None = None
 ) -> list[ReportRow]:
-    """Every point against the parameters of ``params_file`` (default: the committed ones)."""
+    """Every point against the parameters of ``params_file`` (default: the committed ones), each point's model
+    value computed through the one runner (:mod:`hwmodel.studies.runner`, in this process)."""
+    from hwmodel.studies.runner import run_points
+
     pts = list(points) if points is not None else load_measurements(fam.measurements_path)
-    values = fam.as_deployed(load_values(params_file if params_file is not None else fam.params_path))
-    return build_report(pts, lambda pt: fam.predict(values, pt), fam.conditions)
+    values = dict(fam.as_deployed(load_values(params_file if params_file is not None else fam.params_path)))
+    # a registered family is found by name in any process; another family object is evaluated here by itself
+    fn: Any = POINT_FN if fam.name in REGISTRY and REGISTRY.get(fam.name) is fam else functools.partial(_predict, fam)
+    keys = [f"{i:05d}:{p.id}" for i, p in enumerate(pts)]
+    specs = [{"family": fam.name, "values": values, "point": dataclasses.asdict(p)} for p in pts]
+    run = run_points(fn, list(zip(keys, specs)), workers=1)
+    model = {id(p): run.results[k] for k, p in zip(keys, pts)}
+    return build_report(pts, lambda pt: model[id(pt)], fam.conditions)
+
+
+POINT_FN = "calibration.family:predict_point"
+
+
+def predict_point(spec: Mapping[str, Any]) -> float:
+    """One point of a family's report (:func:`report_family`): the model's value at a measured point under the
+    given parameter values."""
+    return _predict(get_family(spec["family"]), spec)
+
+
+def _predict(fam: Family, spec: Mapping[str, Any]) -> float:
+    return float(fam.predict(spec["values"], Measurement(**spec["point"])))
 
 
 def _relative(path: Path) -> str:

@@ -175,18 +175,19 @@ def load_measurements(path: Path | str) -> list[Measurement]:
 def write_measurements(path: Path | str, points: Iterable[Measurement], condition_columns: Iterable[str]) -> None:
     """Write points in the schema above (for scripts that add measured points)."""
     cols = [*REQUIRED, "notes", *condition_columns]
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(cols)
-        for p in points:
-            base = {
-                "id": p.id,
-                "subject": p.subject,
-                "quantity": p.quantity,
-                "value": repr(p.value),
-                "unit": p.unit,
-                "role": p.role,
-                "source": p.source,
-                "notes": p.notes,
-            }
-            w.writerow([base.get(c, p.conditions.get(c, "")) for c in cols])
+    from hwmodel.report.tables import write_csv
+
+    def cells(p: Measurement) -> list[object]:
+        base = {
+            "id": p.id,
+            "subject": p.subject,
+            "quantity": p.quantity,
+            "value": repr(p.value),
+            "unit": p.unit,
+            "role": p.role,
+            "source": p.source,
+            "notes": p.notes,
+        }
+        return [base.get(c, p.conditions.get(c, "")) for c in cols]
+
+    write_csv(path, (cells(p) for p in points), cols, line_end="\r\n", cells="plain")  # CRLF, as always written

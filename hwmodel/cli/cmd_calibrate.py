@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
@@ -171,43 +170,41 @@ def accounting_line(acc: Any) -> str:
 
 
 def _write_csv(path: Path, rows: Any, conditions: tuple[str, ...], loo: dict[str, Any] | None = None) -> None:
+    from hwmodel.report.tables import write_csv
+
     loo = loo or {}
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(
-            [
-                "id",
-                "role",
-                "subject",
-                *conditions,
-                "quantity",
-                "unit",
-                "measured",
-                "model",
-                "error",
-                "loo_model",
-                "loo_error",
-                "source",
-            ]
-        )
-        for r in rows:
-            lr = loo.get(r.id)
-            w.writerow(
-                [
-                    r.id,
-                    r.role,
-                    r.subject,
-                    *(r.conditions.get(c, "") for c in conditions),
-                    r.quantity,
-                    r.unit,
-                    repr(r.measured),
-                    repr(r.model),
-                    repr(r.error),
-                    "" if lr is None or lr.model is None else repr(lr.model),
-                    "" if lr is None or lr.error is None else repr(lr.error),
-                    r.source,
-                ]
-            )
+    header = [
+        "id",
+        "role",
+        "subject",
+        *conditions,
+        "quantity",
+        "unit",
+        "measured",
+        "model",
+        "error",
+        "loo_model",
+        "loo_error",
+        "source",
+    ]
+    cells = (
+        [
+            r.id,
+            r.role,
+            r.subject,
+            *(r.conditions.get(c, "") for c in conditions),
+            r.quantity,
+            r.unit,
+            repr(r.measured),
+            repr(r.model),
+            repr(r.error),
+            "" if (lr := loo.get(r.id)) is None or lr.model is None else repr(lr.model),
+            "" if lr is None or lr.error is None else repr(lr.error),
+            r.source,
+        ]
+        for r in rows
+    )
+    write_csv(path, cells, header, line_end="\r\n", cells="plain")  # CRLF: the file's bytes as always written
 
 
 @reproduce.command("gpu")

@@ -1,19 +1,16 @@
-"""`hwmodel fpga prefetch-sweep | instruction ...`: the instruction-driven FPGA accelerator.
-
-(`hwmodel fpga profile-hbm` is the board-level profile, raw and through the scheduler; the streaming module's
-`hwmodel fpga profile-port` profiles one port against request size and outstanding requests.)"""
+"""`hwmodel fpga instruction designs | run | dump | trace`: the instruction-driven FPGA accelerator (its sweeps,
+`hwmodel fpga prefetch-sweep | profile-hbm`: cmd_fpga_instruction_sweeps.py; `hwmodel reproduce glitches-fpga`:
+cmd_reproduce_glitches_fpga.py)."""
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
 
 import click
 
-from hwmodel.cli.base import SpecName, console, echo_json, group, json_option
-from hwmodel.cli.cmd_reproduce import reproduce
+from hwmodel.cli.base import console, echo_json, group, json_option
 from hwmodel.cli.options import clock_option
 from hwmodel.units import fmt_bytes, fmt_s
 
@@ -42,282 +39,6 @@ class DesignName(click.ParamType):
             return load_design(value)
         except HwmodelError as exc:
             self.fail(str(exc), param, ctx)
-
-
-def _size(n: int) -> str:
-    if n >= 1 << 20 and n % (1 << 20) == 0:
-        return f"{n >> 20} MB"
-    return f"{n // 1024} KB" if n >= 1024 and n % 1024 == 0 else f"{n} B"
-
-
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-
-
-# ============================================================================================== prefetch-sweep
-@fpga.command("prefetch-sweep")
-@click.option(
-    "--design",
-    "design",
-    type=DesignName(),
-    default="glitches-u280",
-    show_default=True,
-    help="Instruction design (built-in name or TOML path).",
-)
-@click.option("--ratios", default="1:8", show_default=True, help="Prefetch ratios: '1:8', '1,2,4,8' or a mix.")
-@click.option(
-    "--seq",
-    "seqs",
-    default="128,1024",
-    show_default=True,
-    help="Sequence lengths (tokens in the KV cache), comma-separated.",
-)
-@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write CSV.")
-@click.option(
-    "--plot",
-    "plot_out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write a PNG/SVG plot of speedup versus ratio.",
-)
-@json_option
-def prefetch_sweep_cmd(
-    design: Any, ratios: str, seqs: str, csv_out: Path | None, plot_out: Path | None, as_json: bool
-) -> None:
-    """Decode speedup per prefetch/coalescing ratio: the weights and metadata of k consecutive matrix-vector
-    operations fetched in one access each. The best ratio per sequence length comes out of the simulation (the
-    fastest ratio that fits the on-chip buffers)."""
-    from hwmodel.errors import HwmodelError
-    from hwmodel.studies.instruction import parse_ratios, prefetch_sweep
-
-    ratio_list = parse_ratios(ratios)
-    try:
-        seq_list = [int(s) for s in seqs.split(",") if s.strip()]
-    except ValueError:
-        raise HwmodelError(f"--seq: expected integers like '128,1024', got {seqs!r}") from None
-    if not seq_list or min(seq_list) < 0:
-        raise HwmodelError(f"--seq: expected non-negative integers like '128,1024', got {seqs!r}")
-    from rich.progress import Progress
-
-    with Progress(transient=True, console=console()) as prog:
-        task = prog.add_task("simulating", total=len(ratio_list) * len(seq_list))
-        rows = prefetch_sweep(design, ratio_list, seq_list, progress=lambda: prog.advance(task))
-    data = [r.as_dict() for r in rows]
-    if csv_out:
-        _write_csv(csv_out, data)
-    if plot_out:
-        _plot_sweep(rows, design, plot_out)
-    if as_json:
-        best = {r.seq: r.ratio for r in rows if r.best}
-        echo_json({"design": design.name, "role": design.role, "best_ratio": best, "rows": data})
-        return
-    console().print(sweep_table(rows, design))
-
-
-def sweep_table(rows: Any, design: Any) -> Any:
-    from rich.table import Table
-
-    note = "" if design.role == "calibrated" else " (predicted design)"
-    t = Table(
-        "seq",
-        "ratio",
-        "decode",
-        "speedup",
-        "HBM util.",
-        "q_proj weight access",
-        "metadata access",
-        "best",
-        title=f"Prefetch sweep, {design.display_name}{note}",
-    )
-    for r in rows:
-        if not r.fits:
-            t.add_row(str(r.seq), str(r.ratio), "does not fit the buffers", "", "", "", "", "")
-            continue
-        t.add_row(
-            str(r.seq),
-            str(r.ratio),
-            f"{fmt_s(r.decode_s)}/token",
-            f"{r.speedup:.3f}x",
-            f"{100 * r.hbm_utilization:.1f} %",
-            _size(r.weight_access_bytes),
-            _size(r.metadata_access_bytes),
-            "best" if r.best else "",
-        )
-    return t
-
-
-def _plot_sweep(rows: Any, design: Any, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for seq in sorted({r.seq for r in rows}):
-        pts = [r for r in rows if r.seq == seq and r.fits]
-        ax.plot([r.ratio for r in pts], [r.speedup for r in pts], "o-", label=f"seq {seq}")
-    ax.set_xlabel("prefetch ratio k")
-    ax.set_ylabel("decode speedup over k = 1")
-    ax.set_title(f"{design.name}: prefetch / coalescing sweep")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-# ============================================================================================== profile-hbm
-@fpga.command("profile-hbm")
-@click.option(
-    "--board", "board", type=SpecName("fpga-board"), default="u280", show_default=True, help="FPGA board spec name."
-)
-@click.option(
-    "--design",
-    "design",
-    type=DesignName(),
-    default=None,
-    help="Instruction design whose scheduler/datamover to profile [default: the built-in one for the board].",
-)
-@click.option(
-    "--sizes",
-    default="256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M",
-    show_default=True,
-    help="Access sizes per channel (K/M = 1024/1024^2).",
-)
-@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write CSV.")
-@click.option(
-    "--plot",
-    "plot_out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write a PNG/SVG plot of bandwidth versus access size.",
-)
-@click.option(
-    "--pattern",
-    default="sequential",
-    show_default=True,
-    help="Raw column: sequential | strided:BYTES | random[:SPAN] (docs/hbm.md).",
-)
-@click.option(
-    "--write-fraction",
-    type=click.FloatRange(0, 1),
-    default=0.0,
-    show_default=True,
-    help="Raw column: fraction of requests that are writes.",
-)
-@json_option
-def profile_hbm_cmd(
-    board: Any,
-    design: Any,
-    sizes: str,
-    csv_out: Path | None,
-    plot_out: Path | None,
-    pattern: str,
-    write_fraction: float,
-    as_json: bool,
-) -> None:
-    """Effective HBM bandwidth versus access size (256 B ... 1 MB): raw (the HBM channel model, every port, many
-    requests in flight), through the instruction scheduler and datamover, and with each weight load's scale and
-    zero-point loads (the decode's pattern): the curve that explains why small loads waste HBM."""
-    from fpga.instruction.design import design_names, load_design
-    from hwmodel.errors import HwmodelError
-    from hwmodel.studies.instruction import parse_sizes, profile_hbm
-
-    if design is None:
-        candidates = [n for n in design_names() if load_design(n).board == board.name]
-        if not candidates:
-            raise HwmodelError(f"no built-in instruction design for board '{board.name}'; pass --design")
-        design = load_design(candidates[0])
-    size_list = parse_sizes(sizes)
-    from rich.progress import Progress
-
-    with Progress(transient=True, console=console()) as prog:
-        task = prog.add_task("profiling", total=len(size_list))
-        from fpga.hbm.channel import parse_pattern
-
-        parse_pattern(pattern)
-        rows = profile_hbm(
-            board,
-            design,
-            size_list,
-            progress=lambda: prog.advance(task),
-            pattern=pattern,
-            write_fraction=write_fraction,
-        )
-    data = [r.as_dict() for r in rows]
-    if csv_out:
-        _write_csv(csv_out, data)
-    if plot_out:
-        _plot_profile(rows, board, design, plot_out)
-    if as_json:
-        echo_json(
-            {
-                "board": board.name,
-                "design": design.name,
-                "peak_bw_bytes_per_s": board.hbm.peak_bw_bytes_per_s,
-                "rows": data,
-            }
-        )
-        return
-    from rich.table import Table
-
-    t = Table(
-        "access / channel",
-        "raw HBM",
-        "% of peak",
-        "via scheduler",
-        "% of peak",
-        "+ scale/zero loads",
-        "% of peak",
-        title=f"{board.display_name}: effective bandwidth vs access size "
-        f"(peak {board.hbm.peak_bw_bytes_per_s / 1e9:.0f} GB/s; scheduler of {design.name})",
-    )
-    for r in rows:
-        t.add_row(
-            _size(r.access_bytes),
-            f"{r.raw_bw_bytes_per_s / 1e9:.1f} GB/s",
-            f"{100 * r.raw_efficiency:.0f} %",
-            f"{r.scheduler_bw_bytes_per_s / 1e9:.1f} GB/s",
-            f"{100 * r.scheduler_efficiency:.0f} %",
-            f"{r.with_metadata_bw_bytes_per_s / 1e9:.1f} GB/s",
-            f"{100 * r.with_metadata_efficiency:.0f} %",
-        )
-    console().print(t)
-
-
-def _plot_profile(rows: Any, board: Any, design: Any, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    x = [r.access_bytes for r in rows]
-    ax.semilogx(x, [r.raw_bw_bytes_per_s / 1e9 for r in rows], "o-", base=2, label="raw HBM (channel model)")
-    ax.semilogx(
-        x,
-        [r.scheduler_bw_bytes_per_s / 1e9 for r in rows],
-        "s-",
-        base=2,
-        label=f"through the scheduler ({design.name})",
-    )
-    ax.semilogx(
-        x,
-        [r.with_metadata_bw_bytes_per_s / 1e9 for r in rows],
-        "^-",
-        base=2,
-        label="through the scheduler, + scale/zero-point loads",
-    )
-    ax.axhline(board.hbm.peak_bw_bytes_per_s / 1e9, color="grey", ls="--", lw=0.8, label="peak")
-    ax.set_xlabel("access size per channel (bytes)")
-    ax.set_ylabel("effective bandwidth (GB/s)")
-    ax.set_title(f"{board.display_name}: bandwidth vs access size")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 @instruction.command("designs")
@@ -493,7 +214,7 @@ def run_cmd(
         t.add_row(label, value)
     console().print(t)
     if band is not None:
-        from hwmodel.cli.cmd_fpga_decode import sensitivity_table
+        from hwmodel.cli.streaming_tables import sensitivity_table
 
         sensitivity_table(band, f"{design.name}: prediction band")
 
@@ -587,38 +308,3 @@ def trace_cmd(
     trace = chrome_trace(design, ratio or design.prefetch_ratio, ctx, max_instructions, prefill_tokens)
     out_path.write_text(json.dumps(trace))
     click.echo(f"wrote {out_path}: {len(trace['traceEvents'])} events, {trace['otherData']['cycles']:,} cycles")
-
-
-# ============================================================================================== reproduce
-@reproduce.command("glitches-fpga")
-@click.pass_context
-def reproduce_glitches_fpga(ctx: click.Context) -> None:
-    """GLITCHES U280 decode accelerator: calibration (fitted and predicted points), the prefetch sweep at sequence
-    lengths 128 and 1024, the access-size bandwidth profile, and the V80 port (predicted)."""
-    from calibration.family import get_family, report_family
-    from calibration.report import render, summarize
-    from fpga.instruction.design import load_design
-    from hwmodel.specs import library
-    from hwmodel.studies.instruction import prefetch_sweep, profile_hbm
-
-    out_dir: Path = ctx.obj["out_dir"] / "glitches_fpga"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fam = get_family("calibration.fpga_instruction:FAMILY")
-    rows = report_family(fam)
-    summary = summarize(rows)
-    (out_dir / "calibration.json").write_text(
-        json.dumps({"summary": summary.as_dict(), "points": [r.as_dict() for r in rows]}, indent=2)
-    )
-    console().print(render(rows, "Instruction-driven FPGA model vs GLITCHES (U280)", fam.conditions))
-    for name in ("glitches-u280", "glitches-v80"):
-        d = load_design(name)
-        sweep = prefetch_sweep(d, list(range(1, 9)), [128, 1024])
-        _write_csv(out_dir / f"prefetch_sweep_{name}.csv", [r.as_dict() for r in sweep])
-        console().print(sweep_table(sweep, d))
-    u280 = library().board("u280")
-    prof = profile_hbm(u280, load_design("glitches-u280"), [256 << i for i in range(13)])
-    _write_csv(out_dir / "profile_hbm_u280.csv", [r.as_dict() for r in prof])
-    click.echo(f"wrote {out_dir}")
-
-
-reproduce_glitches_fpga.order = 30  # type: ignore[attr-defined]

@@ -5,6 +5,7 @@ refused the same way everywhere (docs/errors.md):
 * :func:`count`: a bounded integer count (the upper bound is part of the message);
 * :data:`SEED`: a random seed, an integer in [0, 2**32 - 1] (numpy refuses negative seeds with a traceback);
 * :class:`SchedulerAddress`: a Dask scheduler address, checked before dask sees it;
+* :func:`parse_range`: a numeric range ``A:B:S`` or a comma list, at most :data:`MAX_RANGE_POINTS` values;
 * :func:`clock_option`: THE kernel-clock option, ``--clock-mhz`` (MHz) on every command. The older spellings
   (``--freq-mhz``, ``--clock-hz`` in Hz) still work, hidden from ``--help`` and silent (so scripts and
   ``--json`` output keep working). The
@@ -21,6 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+
+from hwmodel.errors import HwmodelError
 
 MAX_CLOCK_MHZ = 100_000.0
 """Parse-time sanity bound of a clock option (100 GHz); the device's own limits are checked by the model."""
@@ -162,3 +165,29 @@ def clock_option(
         return wrapper
 
     return decorate
+
+
+MAX_RANGE_POINTS = 10_000
+"""The most values one range option expands to."""
+
+
+def parse_range(text: str | None, what: str) -> list[float] | None:
+    """'A:B:S' -> [A, A+S, ..., <= B]; 'A,B,C' -> the list."""
+    if text is None:
+        return None
+    try:
+        if ":" in text:
+            a, b, s = (float(x) for x in text.split(":"))
+            if not all(map(math.isfinite, (a, b, s))) or s <= 0 or b < a or (b - a) / s >= MAX_RANGE_POINTS:
+                raise ValueError
+            n = int((b - a) / s + 1e-9) + 1
+            return [a + i * s for i in range(n)]
+        vals = [float(x) for x in text.split(",")]
+        if not all(map(math.isfinite, vals)) or len(vals) > MAX_RANGE_POINTS:
+            raise ValueError
+        return vals
+    except ValueError:
+        raise HwmodelError(
+            f"{what}: expected A:B:S (start:stop:step, step > 0) or a comma list of finite numbers "
+            f"(at most {MAX_RANGE_POINTS} points), got '{text}'"
+        ) from None

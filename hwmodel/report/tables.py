@@ -12,15 +12,32 @@ from typing import Any
 from hwmodel.io import atomic_open  # whole files or none: a full disk never leaves a short table
 
 
-def write_csv(path: Path | str, rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -> Path:
-    """Write ``rows`` with the columns ``fields`` (in order); floats with full precision, deterministic."""
+def write_csv(
+    path: Path | str,
+    rows: Iterable[Mapping[str, Any] | Sequence[Any]],
+    fields: Sequence[str],
+    *,
+    line_end: str = "\n",
+    cells: str = "model",
+) -> Path:
+    """Write the header ``fields`` then ``rows`` (each a mapping, its cells by field name, or a sequence of cells in
+    column order); deterministic, whole file or none.
+
+    ``cells="model"``: floats with full precision (``repr``), non-finite ones empty; ``cells="plain"``: every cell
+    as Python's csv module writes it (``str``, ``None`` empty) -- for files whose cells the caller formats itself.
+    ``line_end``: ``"\n"``, or ``"\r\n"`` (the csv module's default, RFC 4180) for the files that have always been
+    written with it (request streams, measurements, calibration tables), so their bytes do not change."""
+    if cells not in ("model", "plain"):
+        raise ValueError(f"cells must be 'model' or 'plain', got {cells!r}")
+    model = cells == "model"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n")
-        w.writeheader()
+        w = csv.writer(fh, lineterminator=line_end)
+        w.writerow(list(fields))
         for row in rows:
-            w.writerow({k: _cell(row.get(k)) for k in fields})
+            vals = [row.get(k) for k in fields] if hasattr(row, "get") else row
+            w.writerow([_cell(v) for v in vals] if model else vals)
     return path
 
 

@@ -40,22 +40,19 @@ from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-import numpy as np
 import simpy
 
 from hwmodel.des import call_after, call_soon, run_to_end
-from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
 from hwmodel.serving.cluster import ResolvedCluster
+from hwmodel.serving.decode_pool import DecodePool
 from hwmodel.serving.devices import DeviceFactory, EngineFactory
+from hwmodel.serving.prefill_pool import PrefillPool
 from hwmodel.serving.schedulers import Scheduler, Slo, make_scheduler
-from hwmodel.serving.state import BETWEEN, DECODE, FINISHING, IDLE, PREFILL, Device, ReqState, SimResult
-from hwmodel.serving.transfer import LinkCalendar, Path, build_path, migrate
+from hwmodel.serving.state import BETWEEN, DECODE, IDLE, PREFILL, Device, ReqState, SimResult
+from hwmodel.serving.transfer import LinkCalendar, Path, build_path
 from hwmodel.specs import SpecLibrary, library
 from hwmodel.workload.requests import Request
-
-_PRUNE_ABOVE = 256  # link calendars drop past intervals once a direction holds more than this many
-_GPU_CHUNK_STEPS = 64  # batched GPU decode: step times are evaluated this many steps ahead at most
 
 
 class _GpuNodes(AbstractSet[int]):
@@ -84,8 +81,9 @@ class _GpuNodes(AbstractSet[int]):
         return sum(1 for _ in self)
 
 
-class Simulation:
-    """One run of a request stream on a cluster under a scheduler."""
+class Simulation(PrefillPool, DecodePool):
+    """One run of a request stream on a cluster under a scheduler (set-up, arrivals and placement here; the
+    prefill pool's and the decode pool's processes in :mod:`.prefill_pool` and :mod:`.decode_pool`)."""
 
     def __init__(
         self,
@@ -376,240 +374,6 @@ class Simulation:
         elif g.state == DECODE and not g.interrupted:
             g.interrupted = True
             g.proc.interrupt()
-
-    # ------------------------------------------------------------------------------------------ GPU
-    def _prefill_loop(self, g: Device) -> Any:
-        env = self.env
-        while True:
-            if g.pending:
-                rs, dest = g.pending.pop(0)
-                yield from self._prefill(g, rs, dest)
-            elif g.batch:
-                yield from self._batch_decode(g)
-            else:
-                g.state = IDLE
-                g.wake = env.event()
-                yield g.wake
-
-    def _prefill(self, g: Device, rs: ReqState, dest: Device | None) -> Any:
-        env = self.env
-        g.state = PREFILL
-        t0 = env.now
-        rs.t_prefill_start = t0
-        migrating = dest is not None and dest is not g
-        if migrating:
-            kv_dst = dest.model.kv_bytes(rs.prompt_tokens)
-            plan = g.model.prefill_plan(rs.prompt_tokens, dest.model.kv_bits)
-            path = self._paths.get((g.index, dest.index)) or self.path(g, dest)
-            rs.path_kind = path.kind
-            calendar = self.calendar
-            calendar.prune(t0, path.keys, min_kept=_PRUNE_ABOVE)
-            mig = migrate(
-                calendar, path, kv_dst, plan.ready_array, host_free_s=plan.host_done_s, start_s=t0, memo_key=plan
-            )
-            rs.t_kv_ready = max(mig.kv_ready_s, t0 + plan.busy_s)  # usable once the prefill is done
-            rs.kv_bytes_moved = kv_dst
-            dest.phase_s[Phase.TRANSFER] += mig.dst_busy_s
-        else:
-            plan = g.model.prefill_plan(rs.prompt_tokens)
-            rs.path_kind = "local"
-        busy_s = plan.busy_s
-        yield env.timeout(busy_s)
-        g.state = BETWEEN
-        i = bisect.bisect_left(self._avail_idx, g.index)  # free to prefill again (at most one prefill is pending)
-        self._avail_idx.insert(i, g.index)
-        self._avail.insert(i, g)
-        g.phase_s[Phase.PREFILL] += busy_s
-        if self.record:
-            g.segments.append((t0, env.now, "prefill", (rs.id,)))
-        rs.t_prefill_end = env.now
-        if dest is None:
-            rs.t_first_token = env.now
-            g.free(rs.gpu_stage_bytes)
-            self._finish(rs)
-        elif dest is g:  # joins the GPU's own decode batch; its first token is sampled on the GPU
-            rs.t_first_token = rs.t_kv_ready = rs.t_decode_start = env.now
-            g.joining.remove(rs)
-            g.batch.append(rs)
-        else:
-            logits_s, to_fpga = self._token_hops(g, dest)
-            rs.t_first_token = env.now + g.model.link.latency_s + logits_s + g.host_sampling_s
-            start = max(rs.t_kv_ready, rs.t_first_token + to_fpga)
-            self._pool_decode_soon(dest, rs, start)
-            self._release_at(g, rs.gpu_stage_bytes, rs.t_kv_ready)
-        self.kick()
-
-    def _token_hops(self, g: Device, dest: Device) -> tuple[float, float]:
-        """(logits of the first token over ``g``'s link, after its latency; the token id's latency to ``dest``),
-        per device pair."""
-        key = (g.index, dest.index)
-        hops = self._hops.get(key)
-        if hops is None:
-            link = g.model.link
-            hops = self._hops[key] = (
-                self.vocab * self._logit_bytes(g) / link.effective_bw_bytes_per_s,
-                dest.model.link.latency_s
-                + (self.cluster.network.latency_s if dest.node != g.node and self.cluster.network else 0.0),
-            )
-        return hops
-
-    def _logit_bytes(self, d: Device) -> int:
-        return self.cluster.spec.nodes[d.node].host.logits_bytes_per_value
-
-    def _release_at(self, d: Device, n_bytes: int, t_s: float) -> None:
-        """Free ``n_bytes`` of ``d``'s memory at ``t_s`` (the GPU's copy of a prompt's KV, once migrated)."""
-
-        def release(_event: Any) -> None:
-            d.free(n_bytes)
-            self.kick()
-
-        call_after(self.env, max(0.0, t_s - self.env.now), release)
-
-    def _step_ends(self, g: Device, n: int) -> np.ndarray:
-        """End times (relative) of the next ``n`` decode steps of ``g``'s batch (plus the per-token round trip to
-        the host on a host-sampled device)."""
-        if len(g.batch) == 1:
-            ends = g.model.table.cumulative_from(g.batch[0].ctx, n)
-        else:
-            n = min(n, _GPU_CHUNK_STEPS)
-            base = [r.ctx for r in g.batch]
-            ends = np.cumsum([g.model.decode_batch_s([c + j for c in base]) for j in range(n)])
-        if g.token_overhead_s > 0.0:
-            ends = ends + g.token_overhead_s * np.arange(1, len(ends) + 1)
-        return ends
-
-    def _batch_decode(self, g: Device) -> Any:
-        env = self.env
-        n = 1 if self.per_token else min(r.steps_left for r in g.batch)
-        ends = self._step_ends(g, n)
-        t0 = env.now
-        g.state = DECODE
-        g.interrupted = False
-        done = len(ends)
-        try:
-            yield env.timeout(float(ends[-1]))
-        except simpy.Interrupt:
-            elapsed = env.now - t0
-            done = int(np.searchsorted(ends, elapsed, side="right"))
-            at_boundary = elapsed == 0.0 or (done > 0 and ends[done - 1] == elapsed)
-            if not at_boundary:  # the step in flight completes before the GPU switches
-                g.state = FINISHING
-                yield env.timeout(float(ends[done]) - elapsed)
-                done += 1
-        g.state = BETWEEN
-        g.interrupted = False
-        if done == 0:
-            return
-        g.phase_s[Phase.DECODE] += env.now - t0
-        if self.record:
-            g.segments.append((t0, env.now, "decode", tuple(r.id for r in g.batch)))
-        finished = []
-        for r in g.batch:
-            r.ctx += done
-            r.steps_left -= done
-            r.steps_prefill_pool += done
-            if r.steps_left == 0:
-                finished.append(r)
-        if finished:
-            for r in finished:
-                g.batch.remove(r)
-                self._finish(r)
-            g.rebalance_batch_memory()
-            self.kick()
-
-    # ------------------------------------------------------------------------------------------ FPGA
-    def _assign_local(self, rs: ReqState, f: Device) -> None:
-        self._reserve(f, rs)
-        f.alloc(f.model.kv_bytes(rs.final_ctx))
-        rs.prefill_dev = rs.decode_dev = f.index
-        rs.path_kind = "local"
-        self.env.process(self._local_prefill_decode(f, rs))
-
-    def _local_prefill_decode(self, f: Device, rs: ReqState) -> Any:
-        env = self.env
-        rs.t_prefill_start = env.now
-        busy_s = f.model.prefill_plan(rs.prompt_tokens).busy_s
-        f.state = PREFILL
-        yield env.timeout(busy_s)
-        f.phase_s[Phase.PREFILL] += busy_s
-        if self.record:
-            f.segments.append((rs.t_prefill_start, env.now, "prefill", (rs.id,)))
-        rs.t_prefill_end = rs.t_kv_ready = env.now
-        f.state = IDLE
-        link = f.model.link
-        rs.t_first_token = (
-            env.now
-            + link.latency_s
-            + self.vocab * self._logit_bytes(f) / link.effective_bw_bytes_per_s
-            + f.host_sampling_s
-        )
-        if rs.steps_left == 0:
-            f.free(f.model.kv_bytes(rs.final_ctx))
-            self._unreserve(f)
-            self._finish(rs, rs.t_first_token)
-            self.kick()
-            return
-        yield from self._pool_decode(f, rs, rs.t_first_token + link.latency_s)
-
-    def _pool_decode(self, f: Device, rs: ReqState, start_s: float) -> Any:
-        """A decode-pool device decodes ``rs`` from ``start_s`` to its last token (a process step; the reference
-        with one event per token)."""
-        env = self.env
-        if start_s > env.now:
-            yield env.timeout(start_s - env.now)
-        t0, n = self._pool_decode_begin(f, rs)
-        if self.per_token:
-            for _ in range(n):
-                yield env.timeout(f.model.table.step_s(rs.ctx) + f.token_overhead_s)
-                rs.ctx += 1
-        else:
-            yield env.timeout(f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s)
-            rs.ctx += n
-        self._pool_decode_end(f, rs, t0, n)
-
-    def _pool_decode_soon(self, f: Device, rs: ReqState, start_s: float) -> None:
-        """:meth:`_pool_decode` as a chain of event callbacks instead of a process (the fast path: a million
-        requests make a million processes otherwise). Its events are scheduled exactly as a new process's would
-        be (an urgent first step now, then the same timeouts), so every run books the same order of events."""
-        if self.per_token:
-            self.env.process(self._pool_decode(f, rs, start_s))
-            return
-        env = self.env
-
-        def wait(_event: Any) -> None:
-            if start_s > env.now:
-                call_after(env, start_s - env.now, run)
-            else:
-                run(None)
-
-        def run(_event: Any) -> None:
-            t0, n = self._pool_decode_begin(f, rs)
-
-            def end(_event: Any) -> None:
-                rs.ctx += n
-                self._pool_decode_end(f, rs, t0, n)
-
-            call_after(env, f.model.table.steps_s(rs.ctx, n) + n * f.token_overhead_s, end)
-
-        call_soon(env, wait)
-
-    def _pool_decode_begin(self, f: Device, rs: ReqState) -> tuple[float, int]:
-        f.state = DECODE
-        rs.t_decode_start = t0 = self.env.now
-        return t0, rs.steps_left
-
-    def _pool_decode_end(self, f: Device, rs: ReqState, t0: float, n: int) -> None:
-        env = self.env
-        rs.steps_left = 0
-        rs.steps_decode_pool += n
-        f.phase_s[Phase.DECODE] += env.now - t0
-        if self.record:
-            f.segments.append((t0, env.now, "decode", (rs.id,)))
-        f.state = IDLE
-        f.free(f.model.kv_bytes(rs.final_ctx))
-        self._unreserve(f)
-        self._finish(rs)
-        self.kick()
 
     # ------------------------------------------------------------------------------------------ end
     def _finish(self, rs: ReqState, t_s: float | None = None) -> None:

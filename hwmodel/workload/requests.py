@@ -394,11 +394,10 @@ def write_requests(path: Path | str, requests: Iterable[Request]) -> Path:
                     + "\n"
                 )
     elif path.suffix.lower() == ".csv":
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(("id", *COLUMNS))
-            for r in requests:
-                w.writerow((r.id, repr(r.arrival_s), r.prompt_tokens, r.output_tokens))
+        from hwmodel.report.tables import write_csv
+
+        rows = ((r.id, repr(r.arrival_s), r.prompt_tokens, r.output_tokens) for r in requests)
+        write_csv(path, rows, ("id", *COLUMNS), line_end="\r\n", cells="plain")  # CRLF, as request files always were
     else:
         raise RequestStreamError(str(path), None, "a .csv or .jsonl output file", path.suffix)
     return path

@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from hwmodel import _API as _API_NAMES
+from hwmodel.api.progress import ProgressBar
+from hwmodel.api.reasoning import Replay, generate_trace, read_trace, replay  # noqa: F401  (hw.*: __all__)
+from hwmodel.api.serving import Load, Saturation, Serving, load, requests, saturation, serve  # noqa: F401  (hw.*)
 from hwmodel.errors import HwmodelError
-from hwmodel.io import jsonable
 
 
 # ================================================================================================ specs
@@ -247,7 +249,7 @@ def decode_curve(
     if any(c < 0 for c in cs):
         raise HwmodelError(f"ctx must be >= 0, got {min(cs)}")
     dense = len(cs) > 1 and (max(cs) - min(cs)) / (len(cs) - 1) < STEP_GRID_TOKENS
-    bar = _Bar(progress, len(cs), f"decode curve on {eng.name}")
+    bar = ProgressBar(progress, len(cs), f"decode curve on {eng.name}")
     out = []
     try:
         if exact or not dense or engine_kind(eng) != "streaming":
@@ -266,51 +268,6 @@ def decode_curve(
         bar.close()
 
 
-def _in_notebook() -> bool:
-    """Running in a Jupyter kernel (where ``progress=None`` means a progress line)."""
-    import sys
-
-    shell = sys.modules.get("IPython")
-    ip = shell.get_ipython() if shell is not None else None  # type: ignore[attr-defined]
-    return type(ip).__name__ == "ZMQInteractiveShell"
-
-
-class _Bar:
-    """Progress of a long call: a rich bar in a terminal, one updated output line in a notebook (its last state
-    stays in the notebook: ``what: k/total``), nothing when ``enabled`` is False. ``enabled=None``: on in a
-    notebook, off elsewhere."""
-
-    def __init__(self, enabled: bool | None, total: int, what: str) -> None:
-        self._p = self._line = None
-        self._done, self._total, self._what = 0, total, what
-        notebook = _in_notebook()
-        if enabled is None:
-            enabled = notebook
-        if enabled and notebook:
-            from IPython.display import Pretty, display
-
-            self._line = display(Pretty(f"{what}: 0/{total}"), display_id=True)
-        elif enabled:
-            from rich.progress import Progress
-
-            self._p = Progress(transient=True)
-            self._p.start()
-            self._task = self._p.add_task(what, total=total)
-
-    def advance(self, n: int = 1) -> None:
-        self._done += n
-        if self._p is not None:
-            self._p.advance(self._task, n)
-        elif self._line is not None:
-            from IPython.display import Pretty
-
-            self._line.update(Pretty(f"{self._what}: {self._done}/{self._total}"))
-
-    def close(self) -> None:
-        if self._p is not None:
-            self._p.stop()
-
-
 def physical_bounds(
     llm_name: str,
     device: str,
@@ -326,250 +283,6 @@ def physical_bounds(
     dev = spec_library().device(device)
     wb, kb = default_bits(dev)
     return _bounds(llm(llm_name), dev, weight_bits or wb, kv_bits or kb, ctx, prefill_tokens)
-
-
-# ================================================================================================ system A
-def generate_trace(
-    dataset: str,
-    target: str = "qwen2.5-math-7b",
-    backtracking: bool = True,
-    *,
-    limit: int | None = None,
-    seed: int | None = None,
-) -> Any:
-    """A reasoning trace of ``dataset`` (math500, gsm8k, gaokao2023en, olympiadbench) (``workload generate``)."""
-    from hwmodel.workload.generator import DEFAULT_SEED, generate
-
-    return generate(dataset, target, backtracking, seed=DEFAULT_SEED if seed is None else seed, limit=limit)
-
-
-def read_trace(path: str | Path) -> Any:
-    """A trace file (JSONL, optionally gzipped), validated line by line."""
-    from hwmodel.workload.traceio import read_trace as _read
-
-    return _read(Path(path))
-
-
-@dataclasses.dataclass(frozen=True)
-class Replay:
-    """A trace replayed under one policy on one system: per-problem metrics and their summary."""
-
-    policy: str
-    system: str
-    rows: tuple[Any, ...]
-    summary: Any
-
-    def records(self) -> list[dict[str, Any]]:
-        return [jsonable(r) for r in self.rows]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "policy": self.policy,
-            "system": self.system,
-            "summary": jsonable(self.summary),
-            "problems": len(self.rows),
-        }
-
-
-def replay(
-    trace: Any,
-    policy: str = "heteroreason",
-    system: Any = "config1",
-    draft: str | None = None,
-    *,
-    seeds: int | None = None,
-    first_seed: int | None = None,
-    limit: int | None = None,
-    backtracking: bool = True,
-    progress: bool | None = None,
-) -> Any:
-    """Replay ``trace`` (a Trace or a path) with a system-A policy (``hwmodel reason policies``) on a built-in
-    system, a system TOML or a spec from :func:`system`; ``draft`` names another device of the system for the draft
-    role.
-
-    With ``seeds=N``, ``trace`` is a dataset name (math500, gsm8k, gaokao2023en, olympiadbench): ``N`` traces of
-    ``limit`` problems are generated (seeds ``first_seed ..``) and replayed, and the result is a
-    :class:`hwmodel.replicas.Replicas` (``summary[metric]``: mean and 95 % interval; ``markdown``, ``plot``).
-    ``progress`` shows a bar (per problem, or per seed; default: in a notebook only)."""
-    from hwmodel.reasoning.metrics import summarize
-    from hwmodel.reasoning.runner import run_trace
-    from hwmodel.reasoning.system import build_platform, load_system
-
-    if seeds is not None:
-        from hwmodel.reasoning.replicas import run_seeds
-
-        if not isinstance(trace, str):
-            raise HwmodelError("replay(..., seeds=N) takes a dataset name as trace (each seed generates its trace)")
-        bar = _Bar(progress, seeds, f"replaying {seeds} traces of {trace}")
-        try:
-            return run_seeds(
-                trace,
-                policy,
-                system,
-                seeds,
-                first_seed=first_seed,
-                limit=limit,
-                draft=draft,
-                backtracking=backtracking,
-                on_seed=lambda _s: bar.advance(),
-            )
-        finally:
-            bar.close()
-    if isinstance(trace, (str, Path)):
-        trace = read_trace(trace)
-    spec = load_system(system) if isinstance(system, (str, Path)) else system
-    platform = build_platform(spec, policy, draft=draft)
-    bar = _Bar(progress, len(trace.problems), f"replaying {len(trace.problems)} problems")
-    try:
-        rows = tuple(run_trace(trace, policy, platform, spec.name, progress=bar.advance))
-    finally:
-        bar.close()
-    return Replay(policy, spec.name, rows, summarize(rows))
-
-
-# ================================================================================================ system B
-@dataclasses.dataclass(frozen=True)
-class Serving:
-    """A cluster run: the metrics (throughput, TTFT/TPOT percentiles, energy, per-device use) and each request."""
-
-    cluster: str
-    scheduler: str
-    metrics: Any
-    result: Any
-
-    def records(self) -> list[dict[str, Any]]:
-        from hwmodel.serving.metrics import request_arrays
-
-        arrays = request_arrays(self.result)
-        keys = list(arrays)
-        n = len(arrays[keys[0]]) if keys else 0
-        return [{k: jsonable(arrays[k][i]) for k in keys} for i in range(n)]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "scheduler": self.scheduler, "metrics": jsonable(self.metrics)}
-
-
-def requests(
-    n: int, rate_per_s: float = math.inf, prompt: str = "1536", output: str = "512", seed: int = 0
-) -> tuple[Any, ...]:
-    """A Poisson request stream; lengths as the CLI writes them (``1536``, ``uniform:A:B``, ``lognormal:M:S:MAX``)."""
-    from hwmodel.workload.requests import parse_length, poisson_stream
-
-    return poisson_stream(n, rate_per_s, parse_length(prompt, "prompt"), parse_length(output, "output"), seed)
-
-
-@dataclasses.dataclass(frozen=True)
-class Load:
-    """A request rate given as a fraction of the cluster's saturation rate (:func:`load`)."""
-
-    fraction: float
-
-
-def load(fraction: float) -> Load:
-    """``rate_per_s=hw.load(0.8)``: 80 % of the saturation request rate of the cluster and request lengths the
-    call serves (:func:`saturation`, computed once per setting)."""
-    if not (0 < fraction and math.isfinite(fraction)):
-        raise HwmodelError(f"load fraction must be a positive finite number, got {fraction}")
-    return Load(float(fraction))
-
-
-@dataclasses.dataclass(frozen=True)
-class Saturation:
-    """The most a cluster sustains with every request queued at t = 0 (``request_rate_per_s`` is the rate
-    :func:`load` scales). Under an offered load below saturation the measured
-    throughput is below ``fraction x throughput_tok_per_s`` too: the window includes the ramp-up and the drain of a
-    finite stream (at 80 % load of ``a100+7xu280`` about 0.73x)."""
-
-    cluster: str
-    scheduler: str
-    requests: int
-    prompt: str
-    output: str
-    request_rate_per_s: float
-    throughput_tok_per_s: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def saturation(
-    cluster: Any = "a100+7xu280",
-    *,
-    n: int = 200,
-    prompt: str = "1536",
-    output: str = "512",
-    scheduler: str = "fcfs",
-    seed: int = 0,
-) -> Saturation:
-    """The saturation rate of ``cluster`` for these request lengths: ``n`` requests all queued at t = 0."""
-    spec = _cluster_spec(cluster)
-    key = (repr(spec), n, prompt, output, scheduler, seed)
-    if key not in _SATURATION:
-        s = serve(spec, n=n, rate_per_s=math.inf, prompt=prompt, output=output, scheduler=scheduler, seed=seed)
-        m = s.metrics
-        _SATURATION[key] = Saturation(
-            spec.name, scheduler, m.requests, prompt, output, m.request_rate_per_s, m.throughput_tok_per_s
-        )
-    return _SATURATION[key]
-
-
-_SATURATION: dict[tuple[Any, ...], Saturation] = {}
-
-
-def _cluster_spec(cluster: Any) -> Any:
-    from hwmodel.serving.cluster import load_cluster
-
-    return load_cluster(cluster) if isinstance(cluster, (str, Path)) else cluster
-
-
-def serve(
-    cluster: Any = "a100+7xu280",
-    reqs: Sequence[Any] | None = None,
-    *,
-    n: int = 200,
-    rate_per_s: float | Load = math.inf,
-    prompt: str = "1536",
-    output: str = "512",
-    seed: int = 0,
-    scheduler: str = "fcfs",
-    seeds: int | None = None,
-    progress: bool | None = None,
-) -> Any:
-    """Run a request stream on a built-in cluster, a cluster TOML or a spec from :func:`cluster_spec`
-    (``hwmodel serve run``). ``rate_per_s`` is requests/s or ``hw.load(f)`` (a fraction of :func:`saturation`).
-
-    With ``seeds=N`` the stream is generated under seeds ``seed .. seed + N - 1`` and the result is a
-    :class:`hwmodel.replicas.Replicas` (``summary["ttft_s.p90"]``: mean and 95 % interval; ``markdown``, ``plot``);
-    otherwise a :class:`Serving`. ``progress`` shows a bar per seed (default: in a notebook only)."""
-    from hwmodel.serving.cluster import resolve_cluster
-    from hwmodel.serving.metrics import compute_metrics
-    from hwmodel.serving.simulator import simulate
-
-    spec = _cluster_spec(cluster)
-    if isinstance(rate_per_s, Load):
-        sat = saturation(spec, n=n, prompt=prompt, output=output, scheduler=scheduler)
-        rate_per_s = rate_per_s.fraction * sat.request_rate_per_s
-    if seeds is not None:
-        from hwmodel.serving.replicas import run_seeds
-
-        if reqs is not None:
-            raise HwmodelError("serve(..., seeds=N) generates its streams: pass n/rate_per_s/prompt/output, not reqs")
-        rate = float(rate_per_s)
-        bar = _Bar(progress, seeds, f"serving {seeds} seeds on {spec.name}")
-        try:
-            return run_seeds(
-                resolve_cluster(spec),
-                lambda s: requests(n, rate, prompt, output, s),
-                seeds,
-                seed,
-                scheduler,
-                on_seed=lambda _s: bar.advance(),
-            )
-        finally:
-            bar.close()
-    reqs = tuple(reqs) if reqs is not None else requests(n, rate_per_s, prompt, output, seed)
-    res = simulate(resolve_cluster(spec), reqs, scheduler)
-    return Serving(spec.name, scheduler, compute_metrics(res), res)
 
 
 # ================================================================================================ studies
