@@ -452,7 +452,7 @@ def _commit_granule(
     return d
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counting (see channel_request_at)
 def _stream_run(
     p: np.ndarray,
     st: np.ndarray,
@@ -569,7 +569,9 @@ def _stream_run(
 
 
 # ------------------------------------------------------------------------------------------ one request
-@njit(cache=True)
+# Without the Numba runtime (_nrt=False): the function allocates nothing, and a call with the runtime counts
+# references on its array arguments with atomic operations on entry and exit, which cost more than a short request.
+@njit(cache=True, _nrt=False)
 def channel_request_at(
     p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr: int, nbytes: int, is_write: int
 ) -> tuple[int, int]:
@@ -583,7 +585,7 @@ def channel_request_at(
     gsh = p[HP_G_SHIFT]
     ga0 = div_by(addr, g, gsh)
     ga1 = div_by(addr + nbytes + g - 1, g, gsh)
-    cmd_gap = p[HP_CMD] * (p[HP_MISALIGN] if addr % g != 0 else 1)
+    cmd_gap = p[HP_CMD] * (p[HP_MISALIGN] if addr - div_by(addr, g, gsh) * g != 0 else 1)
     ready = arrival + p[HP_FRONT]
     bab = p[HP_BA_BITS]
     look = p[HP_LOOKAHEAD]
@@ -620,7 +622,7 @@ def channel_request_at(
                 c3 = d_last - 2 * step_
                 c2 = d_last - step_
                 c1 = d_last
-                nb_in_burst = (ga - ga0) % bb
+                nb_in_burst = ga - ga0 - div_by(ga - ga0, bb, p[HP_BB_SHIFT]) * bb
                 continue
             ga = -ga
         bank = granule_bank(p, ga)
