@@ -81,7 +81,8 @@ HP_LUT_LO = 36  # offset of the bank LUT of the bits below the row field
 HP_LUT_HI = 37  # offset of the bank LUT of the bits above the row field
 HP_RUN_BITS = 38  # low address bits that are bank-group bits then column bits (0: no streaming fast path)
 HP_RUN_P = 39  # bank groups those low bits cycle through (2^bank-group bits among them)
-HP_N = 40
+HP_TK_SHIFT, HP_TA_SHIFT = 40, 41  # log2 of HP_TK / HP_TA, -1 when not a power of two (a shift, not a division)
+HP_N = 42
 
 # ------------------------------------------------------------------------------------------ channel state
 NB = 16  # banks (JEDEC HBM2 / HBM2E)
@@ -187,6 +188,7 @@ def _static_params(board: BoardSpec, kernel_clock_hz: float) -> np.ndarray:
     lo_bits, hi_bits = len(m.low), len(m.high)
     p = np.zeros(HP_N + (1 << lo_bits) + (1 << hi_bits), dtype=np.int64)
     p[HP_TK], p[HP_TA] = tk, ta
+    p[HP_TK_SHIFT], p[HP_TA_SHIFT] = _log2(tk), _log2(ta)
     p[HP_SYNC] = h.cdc_sync_cycles
     p[HP_SWITCH] = h.switch_latency_cycles
     p[HP_LAT_HIT] = h.latency_page_hit_cycles
@@ -317,15 +319,21 @@ def div_by(a: int, b: int, shift: int) -> int:
 
 
 @njit(cache=True, inline="always")
+def ceil_div_by(a: int, b: int, shift: int) -> int:
+    """ceil(a / b), by an arithmetic shift when b == 2**shift."""
+    return -((-a) >> shift) if shift >= 0 else -((-a) // b)
+
+
+@njit(cache=True, inline="always")
 def kernel_to_axi(p: np.ndarray, kernel_cycle: int) -> int:
     """AXI cycle at which a request issued (registered) in ``kernel_cycle`` is at the memory controller."""
-    return ceil_div((kernel_cycle + 1) * p[HP_TK], p[HP_TA]) + p[HP_SYNC] + p[HP_SWITCH]
+    return ceil_div_by((kernel_cycle + 1) * p[HP_TK], p[HP_TA], p[HP_TA_SHIFT]) + p[HP_SYNC] + p[HP_SWITCH]
 
 
 @njit(cache=True, inline="always")
 def axi_to_kernel(p: np.ndarray, axi_end: int) -> int:
     """First kernel cycle that sees data whose last AXI cycle ended at (exclusive) ``axi_end``."""
-    return ceil_div(axi_end * p[HP_TA], p[HP_TK]) + p[HP_SYNC]
+    return ceil_div_by(axi_end * p[HP_TA], p[HP_TK], p[HP_TK_SHIFT]) + p[HP_SYNC]
 
 
 # ------------------------------------------------------------------------------------------ address map

@@ -386,7 +386,7 @@ def _simulate(
                                 p, gs[GS_CHAN, g], start, gs, g_ptr, rq, rt, st, c_ptr, c_list, last, arb
                             )
                         else:
-                            r = gs[GS_POS, g]  # the head's conditions first: a call costs reference counting
+                            r = gs[GS_POS, g]  # the head's conditions first: no call that would issue nothing
                             moved = (
                                 r < g_ptr[g + 1]
                                 and (rq[r, R_SLOT] < 0 or start[rq[r, R_SLOT]] >= 0)
