@@ -81,7 +81,8 @@ HP_LUT_LO = 36  # offset of the bank LUT of the bits below the row field
 HP_LUT_HI = 37  # offset of the bank LUT of the bits above the row field
 HP_RUN_BITS = 38  # low address bits that are bank-group bits then column bits (0: no streaming fast path)
 HP_RUN_P = 39  # bank groups those low bits cycle through (2^bank-group bits among them)
-HP_N = 40
+HP_TK_SHIFT, HP_TA_SHIFT = 40, 41  # log2 of HP_TK / HP_TA, -1 when not a power of two (a shift, not a division)
+HP_N = 42
 
 # ------------------------------------------------------------------------------------------ channel state
 NB = 16  # banks (JEDEC HBM2 / HBM2E)
@@ -187,6 +188,7 @@ def _static_params(board: BoardSpec, kernel_clock_hz: float) -> np.ndarray:
     lo_bits, hi_bits = len(m.low), len(m.high)
     p = np.zeros(HP_N + (1 << lo_bits) + (1 << hi_bits), dtype=np.int64)
     p[HP_TK], p[HP_TA] = tk, ta
+    p[HP_TK_SHIFT], p[HP_TA_SHIFT] = _log2(tk), _log2(ta)
     p[HP_SYNC] = h.cdc_sync_cycles
     p[HP_SWITCH] = h.switch_latency_cycles
     p[HP_LAT_HIT] = h.latency_page_hit_cycles
@@ -317,15 +319,21 @@ def div_by(a: int, b: int, shift: int) -> int:
 
 
 @njit(cache=True, inline="always")
+def ceil_div_by(a: int, b: int, shift: int) -> int:
+    """ceil(a / b), by an arithmetic shift when b == 2**shift."""
+    return -((-a) >> shift) if shift >= 0 else -((-a) // b)
+
+
+@njit(cache=True, inline="always")
 def kernel_to_axi(p: np.ndarray, kernel_cycle: int) -> int:
     """AXI cycle at which a request issued (registered) in ``kernel_cycle`` is at the memory controller."""
-    return ceil_div((kernel_cycle + 1) * p[HP_TK], p[HP_TA]) + p[HP_SYNC] + p[HP_SWITCH]
+    return ceil_div_by((kernel_cycle + 1) * p[HP_TK], p[HP_TA], p[HP_TA_SHIFT]) + p[HP_SYNC] + p[HP_SWITCH]
 
 
 @njit(cache=True, inline="always")
 def axi_to_kernel(p: np.ndarray, axi_end: int) -> int:
     """First kernel cycle that sees data whose last AXI cycle ended at (exclusive) ``axi_end``."""
-    return ceil_div(axi_end * p[HP_TA], p[HP_TK]) + p[HP_SYNC]
+    return ceil_div_by(axi_end * p[HP_TA], p[HP_TK], p[HP_TK_SHIFT]) + p[HP_SYNC]
 
 
 # ------------------------------------------------------------------------------------------ address map
@@ -367,7 +375,92 @@ def _run_delta(p: np.ndarray, per: int, c1: int, c2: int) -> int:
     return c1 - c2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _plan_granule(
+    p: np.ndarray,
+    st: np.ndarray,
+    c: int,
+    bank: int,
+    row: int,
+    bg: int,
+    lo: int,
+    ready: int,
+    look: int,
+    is_write: int,
+) -> tuple[int, int]:
+    """(column command, ACT or -1) of the next granule (bank, row, bank group) of a request that is at the
+    controller from ``ready`` on, its column command no earlier than ``lo``: every rule of the module docstring
+    but refresh, which the caller checks against the next window."""
+    # every array read comes before any branch: a branch that reads an array of an inlined function makes Numba
+    # count references on it (two atomic operations each way) at every call
+    last_col = st[c, CS_LAST_COL]
+    col = max(lo, last_col + p[HP_CCDS], st[c, CS_BG_COL + bg] + p[HP_CCDL])
+    col_rw = st[c, CS_LAST_RD_COL] + p[HP_RTW]
+    col_wr = max(st[c, CS_LAST_WR_END] + p[HP_WTRS], st[c, CS_BG_WR_END + bg] + p[HP_WTRL])
+    open_row = st[c, CS_B_ROW + bank]
+    b_act = st[c, CS_B_ACT + bank]
+    t = max(ready, last_col) if look == 0 else ready
+    pre = max(t, b_act + p[HP_RAS], st[c, CS_B_RD + bank] + p[HP_RTP], st[c, CS_B_WR + bank] + p[HP_WR])
+    closed = max(t, st[c, CS_CLOSED_AT])
+    a = max(
+        b_act + p[HP_RC],
+        st[c, CS_LAST_ACT] + p[HP_RRDS],
+        st[c, CS_BG_ACT + bg] + p[HP_RRDL],
+        st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW],
+    )
+    rp, rcd = p[HP_RP], p[HP_RCD]
+    col = max(col, col_rw if is_write else col_wr)
+    act = -1
+    if open_row != row:
+        act = max(a, pre + rp if open_row >= 0 else closed)
+        col = max(col, act + rcd)
+    return col, act
+
+
+@njit(cache=True, inline="always")
+def _commit_granule(
+    p: np.ndarray,
+    st: np.ndarray,
+    c: int,
+    bank: int,
+    row: int,
+    bg: int,
+    col: int,
+    act: int,
+    is_write: int,
+    burst_start: bool,
+) -> int:
+    """Record a granule's ACT (if ``act`` >= 0) and column command in the channel state; returns its first data
+    cycle."""
+    if act >= 0:
+        if st[c, CS_B_ROW + bank] >= 0:
+            st[c, CS_ROW_MISSES] += 1
+        st[c, CS_ACTS] += 1
+        st[c, CS_B_ROW + bank] = row
+        st[c, CS_B_ACT + bank] = act
+        st[c, CS_LAST_ACT] = act
+        st[c, CS_BG_ACT + bg] = act
+        k = st[c, CS_FAW_PTR]
+        st[c, CS_FAW + k] = act
+        st[c, CS_FAW_PTR] = (k + 1) & 3
+    st[c, CS_LAST_COL] = col
+    st[c, CS_BG_COL + bg] = col
+    d = col + p[HP_CL]
+    if is_write:
+        st[c, CS_LAST_WR_END] = d + 1
+        st[c, CS_BG_WR_END + bg] = d + 1
+        st[c, CS_B_WR + bank] = d + 1
+    else:
+        st[c, CS_LAST_RD_COL] = col
+        st[c, CS_B_RD + bank] = col
+    if burst_start:
+        st[c, CS_BURST_COL] = col
+        st[c, CS_BURSTS] += 1
+    st[c, CS_BUS_FREE] = d + 1
+    return d
+
+
+@njit(cache=True, _nrt=False)  # no reference counting (see channel_request_at)
 def _stream_run(
     p: np.ndarray,
     st: np.ndarray,
@@ -385,27 +478,32 @@ def _stream_run(
     cmd_gap: int,
     ws: int,
     is_write: int,
-) -> int:
+    run_len: int,
+) -> tuple[int, int]:
     """Commit in closed form the row-hit granules ``ga ..`` of a streaming run (see channel_request_at) when the
     last ``per`` increments are the steady one and no other bound (arrival, burst command rate, read/write
-    turnaround, refresh) can bind; returns the next granule, or -ga when the run does not apply (the caller then
-    takes the general path for ``ga``)."""
+    turnaround, refresh) can bind. At the end of a block the run goes on into the next one: the first ``per``
+    granules there (which open the block's banks) are planned and committed exactly as the general path does
+    (:func:`_plan_granule`, :func:`_commit_granule`), and while each lands on the steady increment the rest of
+    that block is closed form again. Returns (next granule, granules committed in a row in its block), or
+    (-ga, run_len) when the run does not apply (the caller then takes the general path for ``ga``)."""
     s_, l_ = p[HP_CCDS], p[HP_CCDL]
     if per > 4:
-        return -ga
+        return -ga, run_len
     if per == 1:
         dl = max(s_, l_)
     else:
         dl = c1 - c2
         if per >= 3 and c2 - c3 != dl:
-            return -ga
+            return -ga, run_len
         if per >= 4 and c3 - c4 != dl:
-            return -ga
+            return -ga, run_len
         if dl != max(s_, l_ - (per - 1) * dl):
-            return -ga
+            return -ga, run_len
     nxt = c1 + dl
-    if ready > nxt or cmd_gap > (p[HP_BURST_BEATS] - 1) * s_ + dl:
-        return -ga
+    bb = p[HP_BURST_BEATS]
+    if ready > nxt or cmd_gap > (bb - 1) * s_ + dl:
+        return -ga, run_len
     bab = p[HP_BA_BITS]
     # every bank group of the block: turnaround bounds are fixed during a one-direction run
     base = ga & ~bmask
@@ -413,43 +511,75 @@ def _stream_run(
         bg = granule_bank(p, base + j) >> bab
         if is_write:
             if st[c, CS_LAST_RD_COL] + p[HP_RTW] > nxt:
-                return -ga
+                return -ga, run_len
         else:
             if st[c, CS_LAST_WR_END] + p[HP_WTRS] > nxt or st[c, CS_BG_WR_END + bg] + p[HP_WTRL] > nxt:
-                return -ga
-    k = min(base + bmask + 1 - ga, ga1 - ga, (ws - 1 - c1) // dl)
-    if k < 2:
-        return -ga
+                return -ga, run_len
     cl = p[HP_CL]
-    last = c1 + k * dl
-    bb = p[HP_BURST_BEATS]
-    for t in range(max(ga, ga + k - per), ga + k):
-        colt = c1 + (t - ga + 1) * dl
-        bank = granule_bank(p, t)
-        bg = bank >> bab
-        st[c, CS_BG_COL + bg] = colt
-        if is_write:
-            st[c, CS_BG_WR_END + bg] = colt + cl + 1
-            st[c, CS_B_WR + bank] = colt + cl + 1
-        else:
-            st[c, CS_B_RD + bank] = colt
-    # AXI bursts that start inside the run (counted from the request's first granule)
-    r0 = (ga - ga0 + bb - 1) // bb  # first burst index starting at or after ga
-    r1 = (ga + k - 1 - ga0) // bb  # last burst index starting before ga + k
-    if r1 >= r0:
-        st[c, CS_BURSTS] += r1 - r0 + 1
-        st[c, CS_BURST_COL] = c1 + (ga0 + r1 * bb - ga + 1) * dl
-    st[c, CS_LAST_COL] = last
-    if is_write:
-        st[c, CS_LAST_WR_END] = last + cl + 1
-    else:
-        st[c, CS_LAST_RD_COL] = last
-    st[c, CS_BUS_FREE] = last + cl + 1
-    return ga + k
+    bsh = p[HP_BB_SHIFT]
+    look = p[HP_LOOKAHEAD]
+    last = c1  # column command of granule ga - 1
+    entry = True
+    while True:
+        k = min((ga | bmask) + 1 - ga, ga1 - ga)
+        if last + k * dl > ws - 1:  # the next refresh window (a division only when it is near)
+            k = (ws - 1 - last) // dl
+        if entry and k < 2:
+            return -ga, run_len
+        entry = False
+        if k > 0:
+            for t in range(max(ga, ga + k - per), ga + k):
+                colt = last + (t - ga + 1) * dl
+                bank = granule_bank(p, t)
+                bg = bank >> bab
+                st[c, CS_BG_COL + bg] = colt
+                if is_write:
+                    st[c, CS_BG_WR_END + bg] = colt + cl + 1
+                    st[c, CS_B_WR + bank] = colt + cl + 1
+                else:
+                    st[c, CS_B_RD + bank] = colt
+            # AXI bursts that start inside the segment (counted from the request's first granule)
+            r0 = div_by(ga - ga0 + bb - 1, bb, bsh)  # first burst index starting at or after ga
+            r1 = div_by(ga + k - 1 - ga0, bb, bsh)  # last burst index starting before ga + k
+            if r1 >= r0:
+                st[c, CS_BURSTS] += r1 - r0 + 1
+                st[c, CS_BURST_COL] = last + (ga0 + r1 * bb - ga + 1) * dl
+            last += k * dl
+            st[c, CS_LAST_COL] = last
+            if is_write:
+                st[c, CS_LAST_WR_END] = last + cl + 1
+            else:
+                st[c, CS_LAST_RD_COL] = last
+            st[c, CS_BUS_FREE] = last + cl + 1
+            ga += k
+            run_len += k
+        if k <= 0 or (ga & bmask) != 0 or ga >= ga1 or bb < per:
+            return ga, run_len
+        # the next block: its first granules open its banks; plan them as the general path does
+        run_len = 0
+        for _j in range(per):
+            if ga >= ga1:
+                return ga, run_len
+            bank = granule_bank(p, ga)
+            row = granule_row(p, ga)
+            bg = bank >> bab
+            burst_start = div_by(ga - ga0, bb, bsh) * bb == ga - ga0
+            lo = ready
+            if burst_start:
+                lo = max(lo, st[c, CS_BURST_COL] + cmd_gap)
+            col, act = _plan_granule(p, st, c, bank, row, bg, lo, ready, look, is_write)
+            if col != last + dl or col >= ws:
+                return ga, run_len
+            _commit_granule(p, st, c, bank, row, bg, col, act, is_write, burst_start)
+            last = col
+            ga += 1
+            run_len += 1
 
 
 # ------------------------------------------------------------------------------------------ one request
-@njit(cache=True)
+# Without the Numba runtime (_nrt=False): the function allocates nothing, and a call with the runtime counts
+# references on its array arguments with atomic operations on entry and exit, which cost more than a short request.
+@njit(cache=True, _nrt=False)
 def channel_request_at(
     p: np.ndarray, st: np.ndarray, c: int, arrival: int, addr: int, nbytes: int, is_write: int
 ) -> tuple[int, int]:
@@ -463,10 +593,8 @@ def channel_request_at(
     gsh = p[HP_G_SHIFT]
     ga0 = div_by(addr, g, gsh)
     ga1 = div_by(addr + nbytes + g - 1, g, gsh)
-    cmd_gap = p[HP_CMD] * (p[HP_MISALIGN] if addr % g != 0 else 1)
+    cmd_gap = p[HP_CMD] * (p[HP_MISALIGN] if addr - div_by(addr, g, gsh) * g != 0 else 1)
     ready = arrival + p[HP_FRONT]
-    cl = p[HP_CL]
-    ccds, ccdl = p[HP_CCDS], p[HP_CCDL]
     bab = p[HP_BA_BITS]
     look = p[HP_LOOKAHEAD]
     if st[c, CS_REF_OFF] == 0:
@@ -491,17 +619,18 @@ def channel_request_at(
             # streaming fast path: the last `per` granules opened every bank of this block (same row), so the
             # rest of the block are row hits whose column commands follow col_i = max(col_{i-1} + tCCD_S,
             # col_{i-per} + tCCD_L); once the increments are constant and no other bound can bind, they stay so
-            ga = _stream_run(p, st, c, ga, ga0, ga1, bmask, per, c1, c2, c3, c4, ready, cmd_gap, ws, is_write)
+            ga, run_len = _stream_run(
+                p, st, c, ga, ga0, ga1, bmask, per, c1, c2, c3, c4, ready, cmd_gap, ws, is_write, run_len
+            )
             if ga > 0:
                 d_last = st[c, CS_LAST_COL]
                 # rebuild the history from the constant increment (the run only happens with one)
                 step_ = _run_delta(p, per, c1, c2)
-                run_len += (d_last - c1) // step_
                 c4 = d_last - 3 * step_
                 c3 = d_last - 2 * step_
                 c2 = d_last - step_
                 c1 = d_last
-                nb_in_burst = (ga - ga0) % bb
+                nb_in_burst = ga - ga0 - div_by(ga - ga0, bb, p[HP_BB_SHIFT]) * bb
                 continue
             ga = -ga
         bank = granule_bank(p, ga)
@@ -512,35 +641,7 @@ def channel_request_at(
             lo = max(lo, st[c, CS_BURST_COL] + cmd_gap)
         refreshed = False
         while True:
-            # column command bounds that do not depend on the bank's row
-            col = max(lo, st[c, CS_LAST_COL] + ccds, st[c, CS_BG_COL + bg] + ccdl)
-            if is_write:
-                col = max(col, st[c, CS_LAST_RD_COL] + p[HP_RTW])
-            else:
-                col = max(col, st[c, CS_LAST_WR_END] + p[HP_WTRS], st[c, CS_BG_WR_END + bg] + p[HP_WTRL])
-            open_row = st[c, CS_B_ROW + bank]
-            act = -1
-            if open_row != row:
-                t = ready if look else max(ready, st[c, CS_LAST_COL])
-                if open_row >= 0:
-                    pre = max(
-                        t,
-                        st[c, CS_B_ACT + bank] + p[HP_RAS],
-                        st[c, CS_B_RD + bank] + p[HP_RTP],
-                        st[c, CS_B_WR + bank] + p[HP_WR],
-                    )
-                    a = pre + p[HP_RP]
-                else:
-                    a = max(t, st[c, CS_CLOSED_AT])
-                a = max(
-                    a,
-                    st[c, CS_B_ACT + bank] + p[HP_RC],
-                    st[c, CS_LAST_ACT] + p[HP_RRDS],
-                    st[c, CS_BG_ACT + bg] + p[HP_RRDL],
-                    st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW],
-                )
-                act = a
-                col = max(col, a + p[HP_RCD])
+            col, act = _plan_granule(p, st, c, bank, row, bg, lo, ready, look, is_write)
             if col < ws:
                 break
             # the access would meet the next refresh window: every bank closes at its start; re-plan after it
@@ -551,33 +652,9 @@ def channel_request_at(
             refreshed = True
             lo = max(lo, we)
             ws, we = refresh_window(p, off, we)
-        if act >= 0:
-            if st[c, CS_B_ROW + bank] >= 0:
-                st[c, CS_ROW_MISSES] += 1
-            st[c, CS_ACTS] += 1
-            st[c, CS_B_ROW + bank] = row
-            st[c, CS_B_ACT + bank] = act
-            st[c, CS_LAST_ACT] = act
-            st[c, CS_BG_ACT + bg] = act
-            k = st[c, CS_FAW_PTR]
-            st[c, CS_FAW + k] = act
-            st[c, CS_FAW_PTR] = (k + 1) & 3
-        st[c, CS_LAST_COL] = col
-        st[c, CS_BG_COL + bg] = col
-        d = col + cl
-        if is_write:
-            st[c, CS_LAST_WR_END] = d + 1
-            st[c, CS_BG_WR_END + bg] = d + 1
-            st[c, CS_B_WR + bank] = d + 1
-        else:
-            st[c, CS_LAST_RD_COL] = col
-            st[c, CS_B_RD + bank] = col
-        if nb_in_burst == 0:
-            st[c, CS_BURST_COL] = col
-            st[c, CS_BURSTS] += 1
+        d = _commit_granule(p, st, c, bank, row, bg, col, act, is_write, nb_in_burst == 0)
         if first < 0:
             first = d
-        st[c, CS_BUS_FREE] = d + 1
         nb_in_burst += 1
         c4, c3, c2, c1 = c3, c2, c1, col
         if (ga & bmask) == 0 or refreshed:

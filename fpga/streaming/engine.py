@@ -73,7 +73,7 @@ GS_POS, GS_LAST_ISSUE, GS_PREV_LAND, GS_PORT_BYTES, GS_ENG, GS_PORT_SHIFT, GS_CH
 RT_ISSUE, RT_LAND, RT_FIRST, RT_END = range(4)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counting: it allocates nothing (see fpga/hbm/channel.py)
 def _issue(
     p: np.ndarray,
     g: int,
@@ -127,7 +127,7 @@ def _issue(
     return moved
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counting
 def _issue_head(
     p: np.ndarray, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray, rt: np.ndarray
 ) -> bool:
@@ -145,7 +145,7 @@ def _issue_head(
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counting
 def _issue_time(
     r: int, g: int, start: np.ndarray, gs: np.ndarray, g_ptr: np.ndarray, rq: np.ndarray, rt: np.ndarray
 ) -> int:
@@ -167,7 +167,7 @@ def _issue_time(
     return ti
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counting
 def _serve(
     p: np.ndarray, g: int, r: int, arrival: int, gs: np.ndarray, rq: np.ndarray, rt: np.ndarray, st: np.ndarray
 ) -> None:
@@ -188,7 +188,7 @@ def _serve(
     gs[GS_POS, g] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counting
 def _best_head(
     c: int,
     c_ptr: np.ndarray,
@@ -220,7 +220,7 @@ def _best_head(
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counting
 def _grant(
     p: np.ndarray, c: int, g: int, last: np.ndarray, gs: np.ndarray, rq: np.ndarray, rt: np.ndarray, st: np.ndarray
 ) -> None:
@@ -230,7 +230,7 @@ def _grant(
     last[c] = gs[GS_SHARED, g] - 1  # GS_SHARED holds 1 + the class's position among the channel's sharers
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counting
 def _run_channel(
     p: np.ndarray,
     c: int,
@@ -386,7 +386,13 @@ def _simulate(
                                 p, gs[GS_CHAN, g], start, gs, g_ptr, rq, rt, st, c_ptr, c_list, last, arb
                             )
                         else:
-                            moved = _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st)
+                            r = gs[GS_POS, g]  # the head's conditions first: no call that would issue nothing
+                            moved = (
+                                r < g_ptr[g + 1]
+                                and (rq[r, R_SLOT] < 0 or start[rq[r, R_SLOT]] >= 0)
+                                and (rq[r, R_DEP] < 0 or start[rq[r, R_DEP]] >= 0)
+                                and _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st)
+                            )
                         if moved:
                             local = True
                             progress = True
@@ -394,7 +400,13 @@ def _simulate(
             if gs[GS_SHARED, g]:
                 moved = _run_channel(p, gs[GS_CHAN, g], start, gs, g_ptr, rq, rt, st, c_ptr, c_list, last, arb)
             else:
-                moved = _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st)
+                r = gs[GS_POS, g]
+                moved = (
+                    r < g_ptr[g + 1]
+                    and (rq[r, R_SLOT] < 0 or start[rq[r, R_SLOT]] >= 0)
+                    and (rq[r, R_DEP] < 0 or start[rq[r, R_DEP]] >= 0)
+                    and _issue(p, g, g_ptr[g + 1], start, gs, g_ptr, rq, rt, st)
+                )
             if moved:
                 progress = True
         if not progress and any_shared:
