@@ -103,6 +103,16 @@ def check_layer_structure(llm: LlmSpec, params: QuantizedParams) -> None:
             raise DraftModelError(f"'{llm.name}': tensor {tensor} has shape {got}, the graph needs {want}")
 
 
+def _check_kernel(kernel: str) -> None:
+    if kernel not in dp.INT8_KERNELS:
+        raise DraftModelError(f"int8_kernel must be one of {', '.join(dp.INT8_KERNELS)}, got {kernel!r}")
+    if kernel == "numba" and not gemv.available():
+        raise DraftModelError(
+            "int8_kernel 'numba' needs JAX's CPU backend and the XLA FFI API the kernel is written against "
+            f"(version {gemv.FFI_API_VERSION}); use int8_kernel='xla'"
+        )
+
+
 def default_kvmu(capacity: int) -> Any:
     """The project's KVMU (``fpga.kvmu.model.Kvmu``) with one-cycle commands."""
     from fpga.kvmu.model import Kvmu
@@ -148,13 +158,7 @@ class DraftModel:
             )
         if int8_kernel is None:
             int8_kernel = "numba" if gemv.available() else "xla"
-        if int8_kernel not in dp.INT8_KERNELS:
-            raise DraftModelError(f"int8_kernel must be one of {', '.join(dp.INT8_KERNELS)}, got {int8_kernel!r}")
-        if int8_kernel == "numba" and not gemv.available():
-            raise DraftModelError(
-                "int8_kernel 'numba' needs JAX's CPU backend and the XLA FFI API the kernel is written against "
-                f"(version {gemv.FFI_API_VERSION}); use int8_kernel='xla'"
-            )
+        _check_kernel(int8_kernel)
         if decode_rows is None:
             decode_rows = 1 if int8_kernel == "numba" else 2
         if decode_rows < 1 or prefill_chunk < 1 or min_window < 1:
@@ -195,10 +199,7 @@ class DraftModel:
 
     @int8_kernel.setter
     def int8_kernel(self, kernel: str) -> None:
-        if kernel not in dp.INT8_KERNELS or (kernel == "numba" and not gemv.available()):
-            raise DraftModelError(
-                f"int8_kernel must be one of {', '.join(dp.INT8_KERNELS)} (available), got {kernel!r}"
-            )
+        _check_kernel(kernel)
         self.dims = dataclasses.replace(self.dims, int8_kernel=kernel)
 
     # ---------------------------------------------------------------------------------------- KVMU state
