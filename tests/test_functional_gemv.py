@@ -1,43 +1,82 @@
-"""The host int8 GEMV of the LM head (fpga/functional/gemv.py) against plain numpy, and the draft model's decode with
-the host head against the all-XLA head: the same int32 accumulators, the same tokens."""
+"""The Numba int8 kernel of a decode's products (fpga/functional/gemv.py) against plain numpy, called from numpy
+and from inside a jitted XLA computation (its FFI handler); the FFI header check; and the draft model with the
+Numba kernel against XLA's dot: the same int32 accumulators, the same tokens, the same KV cache."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fpga.functional import DraftModel, quantize_model
-from fpga.functional.gemv import gemv_i8, gemv_i8_reference
+from fpga.functional import DraftModel, gemv, quantize_model
+from fpga.functional.model import DraftModelError
 from fpga.functional.weights import SyntheticWeights
 from hwmodel.specs import library
 
+needs_ffi = pytest.mark.skipif(not gemv.available(), reason="the Numba kernel needs JAX's CPU backend")
+_ffi_matmul = jax.jit(gemv.matmul_i8_ffi)
 
-@settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 300), k=st.integers(1, 200), seed=st.integers(0, 2**16), extreme=st.booleans())
-def test_gemv_equals_the_numpy_product(n: int, k: int, seed: int, extreme: bool) -> None:
+
+def _operands(rows: int, n: int, k: int, seed: int, extreme: bool) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     if extreme:  # every product at its largest magnitude: the int32 sum must still be exact
-        w = np.full((n, k), -128, np.int8)
-        x = rng.choice(np.array([-128, 127], np.int8), k)
-    else:
-        w = rng.integers(-128, 128, (n, k), dtype=np.int8)
-        x = rng.integers(-128, 128, k, dtype=np.int8)
-    assert np.array_equal(gemv_i8(w, x), gemv_i8_reference(w, x))
+        return rng.choice(np.array([-128, 127], np.int8), (rows, k)), np.full((n, k), -128, np.int8)
+    return rng.integers(-128, 128, (rows, k), dtype=np.int8), rng.integers(-128, 128, (n, k), dtype=np.int8)
 
 
-def test_gemv_at_the_largest_inner_dimension_and_bad_operands() -> None:
+@settings(max_examples=30, deadline=None)
+@given(
+    rows=st.integers(1, 3), n=st.integers(1, 300), k=st.integers(1, 200), seed=st.integers(0, 2**16), ext=st.booleans()
+)
+def test_kernel_equals_the_numpy_product(rows: int, n: int, k: int, seed: int, ext: bool) -> None:
+    x, w = _operands(rows, n, k, seed, ext)
+    assert np.array_equal(gemv.matmul_i8_host(x, w), gemv.matmul_i8_reference(x, w))
+
+
+@needs_ffi
+@settings(max_examples=12, deadline=None)
+@given(
+    rows=st.integers(1, 2), n=st.integers(1, 120), k=st.integers(1, 90), seed=st.integers(0, 2**16), ext=st.booleans()
+)
+def test_kernel_inside_xla_equals_the_numpy_product(rows: int, n: int, k: int, seed: int, ext: bool) -> None:
+    x, w = _operands(rows, n, k, seed, ext)
+    got = np.asarray(_ffi_matmul(jnp.asarray(x), jnp.asarray(w)))
+    assert got.dtype == np.int32 and np.array_equal(got, gemv.matmul_i8_reference(x, w))
+
+
+@needs_ffi
+def test_kernel_at_the_largest_inner_dimension_fused_with_other_ops_and_bad_operands() -> None:
     k = 4864  # Qwen2.5-0.5B's intermediate size, the widest inner dimension of the model
+    x = np.full((2, k), -128, np.int8)
     w = np.full((3, k), -128, np.int8)
-    x = np.full(k, -128, np.int8)
-    assert gemv_i8(w, x).tolist() == [k * 128 * 128] * 3
+    assert gemv.matmul_i8_host(x, w).tolist() == [[k * 128 * 128] * 3] * 2
+
+    @jax.jit
+    def f(x: jax.Array, w: jax.Array) -> jax.Array:  # operands computed in the graph, result consumed by it
+        return gemv.matmul_i8_ffi((x[:, ::-1] // 2).astype(jnp.int8), w.T[1:].astype(jnp.int8)) + 1
+
+    xs = np.random.default_rng(3).integers(-128, 128, (1, 77), dtype=np.int8)
+    ws = np.random.default_rng(4).integers(-128, 128, (77, 41), dtype=np.int8)
+    want = gemv.matmul_i8_reference((xs[:, ::-1] // 2).astype(np.int8), ws.T[1:]) + 1
+    assert np.array_equal(np.asarray(f(jnp.asarray(xs), jnp.asarray(ws))), want)
     with pytest.raises(ValueError, match="int8"):
-        gemv_i8(w.astype(np.int16), x)
-    with pytest.raises(ValueError, match=r"\(K,\)"):
-        gemv_i8(w, x[:-1])
+        gemv.matmul_i8_ffi(jnp.asarray(x, jnp.int16), jnp.asarray(w))
+    with pytest.raises(ValueError, match=r"\(R, K\) and \(N, K\)"):
+        gemv.matmul_i8_ffi(jnp.asarray(x[:, :-1]), jnp.asarray(w))
+
+
+def test_the_ffi_header_check() -> None:
+    text = (Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "c_api.h").read_text()
+    assert gemv.header_matches(text) == gemv.available()  # the CPU backend: both hold
+    assert not gemv.header_matches(text.replace("#define XLA_FFI_API_MINOR", "#define XLA_FFI_API_MINOR 9"))
+    assert not gemv.header_matches(text.replace("  int64_t rank;\n", "  int64_t rank;\n  int64_t pad;\n"))
+    assert not gemv.header_matches("")
 
 
 LLM = dataclasses.replace(
@@ -53,14 +92,24 @@ LLM = dataclasses.replace(
 )
 
 
-def test_decode_with_the_host_head_is_bit_identical_to_the_xla_head() -> None:
+@needs_ffi
+def test_decode_with_the_numba_kernel_is_bit_identical_to_xla() -> None:
     params = quantize_model(LLM, SyntheticWeights(LLM, 4))
-    a, b = (DraftModel(LLM, params, capacity=64, prefill_chunk=8, min_window=64, host_head=h) for h in (True, False))
+    a, b = (
+        DraftModel(LLM, params, capacity=64, prefill_chunk=8, min_window=64, int8_kernel=k) for k in ("numba", "xla")
+    )
+    assert (a.decode_rows, b.decode_rows) == (1, 2)
     prompt = np.random.default_rng(1).integers(0, LLM.vocab, 11).tolist()
     for m in (a, b):
         m.prefill(prompt)
     assert a.next_token() == b.next_token()
     assert [a.decode() for _ in range(12)] == [b.decode() for _ in range(12)]
+    sa, sb = a.kv_state(), b.kv_state()
+    assert all(np.array_equal(sa[k], sb[k]) for k in sa)
+    assert np.array_equal(a.logits([3, 9]), b.logits([3, 9]))  # the LM head's 2-row block: the kernel vs XLA
+    b.int8_kernel = "numba"  # switched on a live model (b keeps its 2 decode rows: the kernel with two rows)
     assert a.next_token() == b.next_token()
-    head = a.trace_forward(a.tokens[-1:], start=a.ahead - 1)["acc_lm"][0]
-    assert np.array_equal(a._head_acc(a.ahead - 1), head)  # the XLA LM head's int32 accumulators, bit for bit
+    with pytest.raises(DraftModelError, match="int8_kernel"):
+        DraftModel(LLM, params, capacity=64, int8_kernel="eigen")
+    with pytest.raises(DraftModelError, match="int8_kernel"):
+        a.int8_kernel = "eigen"

@@ -24,10 +24,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from fpga.functional import formats as fmt
+from fpga.functional import gemv
 from fpga.functional.intops import I64, bitlen, isqrt, matmul_i8, norm15, quant8, requant32, rshr, sat32, shift
 from fpga.functional.quantize import QuantizedParams
 from hwmodel.specs import LlmSpec
 
+#: the int8 x int8 -> int32 products: the Numba kernel inside the XLA computation (:mod:`fpga.functional.gemv`) for
+#: blocks of up to ``gemv.MAX_ROWS`` rows, XLA's dot for larger blocks; or XLA's dot always. The same bits.
+INT8_KERNELS = ("numba", "xla")
 Params = dict[str, Any]
 Cache = dict[str, Any]
 I32_MIN = -(2**31)
@@ -50,9 +54,10 @@ class Dims:
     cqk_e: int
     cpv_m: int
     cpv_e: int
+    int8_kernel: str = "xla"
 
     @classmethod
-    def of(cls, llm: LlmSpec, capacity: int) -> Dims:
+    def of(cls, llm: LlmSpec, capacity: int, int8_kernel: str = "xla") -> Dims:
         cqk = fmt.qk_constant(llm.head_dim)
         return cls(
             layers=llm.layers,
@@ -68,6 +73,7 @@ class Dims:
             cqk_e=cqk.e,
             cpv_m=fmt.PV_CONSTANT.m,
             cpv_e=fmt.PV_CONSTANT.e,
+            int8_kernel=int8_kernel,
         )
 
     @property
@@ -160,6 +166,13 @@ def empty_cache(d: Dims) -> tuple[list[Cache], Cache]:
 
 
 # ------------------------------------------------------------------------------------------------ operations
+def matmul(x: jax.Array, w: jax.Array, kernel: str) -> jax.Array:
+    """``x @ w.T`` for int8 ``x (rows, K)``, ``w (N, K)`` with exact int32 sums, by ``kernel`` (:data:`INT8_KERNELS`)."""
+    if kernel == "numba" and x.ndim == 2 and x.shape[0] <= gemv.MAX_ROWS:
+        return gemv.matmul_i8_ffi(x, w)
+    return matmul_i8(x, w)
+
+
 def linear(
     x_q: jax.Array,
     m_x: jax.Array,
@@ -169,10 +182,11 @@ def linear(
     e_w: jax.Array,
     frac_out: int,
     bias: jax.Array | None = None,
+    kernel: str = "xla",
 ) -> tuple[jax.Array, jax.Array]:
-    """int8 x int8 -> int32 accumulators, requantized per (row, channel) into int32 with ``frac_out`` bits
-    (docs/w8a8.md 4.2). Returns ``(y, acc)``."""
-    acc = matmul_i8(x_q, w_q)
+    """int8 x int8 -> int32 accumulators (by ``kernel``, :func:`matmul`), requantized per (row, channel) into
+    int32 with ``frac_out`` bits (docs/w8a8.md 4.2). Returns ``(y, acc)``."""
+    acc = matmul(x_q, w_q, kernel)
     return requant_acc(acc, m_x, e_x, m_w, e_w, frac_out, bias), acc
 
 
@@ -324,12 +338,13 @@ def _layer(
     B = h.shape[0]
     H, G, hd = d.heads, d.kv_heads, d.head_dim
     q_dim, kv_dim, inter = d.q_dim, d.kv_dim, d.intermediate
+    k8 = d.int8_kernel
     write_pos = jnp.where(valid, pos, d.capacity)  # padding rows write out of bounds: dropped
     safe_pos = jnp.clip(pos, 0, d.capacity - 1)
     cos = top["cos"][safe_pos]
     sin = top["sin"][safe_pos]
     x, m_x, e_x = rmsnorm_quant(h, lp["ln1_g"], lp["ln1_f"], d.eps_fix)
-    qkv, acc_qkv = linear(x, m_x, e_x, lp["qkv_q"], lp["qkv_m"], lp["qkv_e"], fmt.F_A, lp["qkv_b"])
+    qkv, acc_qkv = linear(x, m_x, e_x, lp["qkv_q"], lp["qkv_m"], lp["qkv_e"], fmt.F_A, lp["qkv_b"], k8)
     q = rope(qkv[:, :q_dim].reshape(B, H, hd), cos, sin)
     k = rope(qkv[:, q_dim : q_dim + kv_dim].reshape(B, G, hd), cos, sin)
     v = qkv[:, q_dim + kv_dim :].reshape(B, G, hd)
@@ -339,13 +354,13 @@ def _layer(
     kv = {name: kv[name].at[write_pos].set(new[name].astype(kv[name].dtype), mode="drop") for name in CACHE_KV_KEYS}
     o, att = attention(q, pos, *(kv[name][:window] for name in CACHE_KV_KEYS), top["exp2"], d)
     xo, m_o, e_o = quant8(o, -fmt.F_A)
-    y, acc_o = linear(xo, m_o, e_o, lp["o_q"], lp["o_m"], lp["o_e"], fmt.F_R)
+    y, acc_o = linear(xo, m_o, e_o, lp["o_q"], lp["o_m"], lp["o_e"], fmt.F_R, kernel=k8)
     h = sat32(h.astype(I64) + y)
     x2, m_2, e_2 = rmsnorm_quant(h, lp["ln2_g"], lp["ln2_f"], d.eps_fix)
-    gu, acc_gu = linear(x2, m_2, e_2, lp["gu_q"], lp["gu_m"], lp["gu_e"], fmt.F_M)
+    gu, acc_gu = linear(x2, m_2, e_2, lp["gu_q"], lp["gu_m"], lp["gu_e"], fmt.F_M, kernel=k8)
     t = silu(gu[:, :inter], top["sig"]) * gu[:, inter:]
     xd, m_d, e_d = quant8(t, -2 * fmt.F_M)
-    y, acc_down = linear(xd, m_d, e_d, lp["down_q"], lp["down_m"], lp["down_e"], fmt.F_R)
+    y, acc_down = linear(xd, m_d, e_d, lp["down_q"], lp["down_m"], lp["down_e"], fmt.F_R, kernel=k8)
     h = sat32(h + y).astype(jnp.int32)
     out: dict[str, jax.Array] = {}
     if collect:
@@ -424,12 +439,14 @@ def forward(
     return new_kv, stash, per_layer
 
 
-def _lm_head(top: Params, x_q: jax.Array, x_m: jax.Array, x_e: jax.Array) -> tuple[jax.Array, jax.Array]:
-    logits, acc = linear(x_q, x_m, x_e, top["lm_q"], top["lm_m"], top["lm_e"], fmt.F_L)
+def _lm_head(
+    top: Params, x_q: jax.Array, x_m: jax.Array, x_e: jax.Array, kernel: str = "xla"
+) -> tuple[jax.Array, jax.Array]:
+    logits, acc = linear(x_q, x_m, x_e, top["lm_q"], top["lm_m"], top["lm_e"], fmt.F_L, kernel=kernel)
     return logits, acc
 
 
-lm_head = jax.jit(_lm_head)
+lm_head = jax.jit(_lm_head, static_argnames=("kernel",))
 """Integer logits (rows, vocab) in F_L and their int32 accumulators from LM-head inputs."""
 
 
@@ -438,48 +455,25 @@ def greedy(logits: jax.Array) -> jax.Array:
     return jnp.argmax(logits, axis=-1).astype(jnp.int32)
 
 
-def _greedy_at(top: Params, stash: Cache, prev: jax.Array, rows: int) -> jax.Array:
+def _greedy_at(top: Params, stash: Cache, prev: jax.Array, rows: int, kernel: str) -> jax.Array:
     """The greedy token predicted at position ``prev`` from its stored LM-head input. The single row is repeated to
-    ``rows`` rows: XLA's int8 matmul is several times faster for a few rows than for one vector."""
+    ``rows`` rows (XLA's int8 dot is several times faster for a few rows than for one vector)."""
     idx = jnp.full((rows,), prev)
-    logits, _ = _lm_head(top, *(stash[k][idx] for k in STASH_KEYS))
+    logits, _ = _lm_head(top, *(stash[k][idx] for k in STASH_KEYS), kernel=kernel)
     return greedy(logits[0])
 
 
-greedy_at = jax.jit(_greedy_at, static_argnames=("rows",))
+greedy_at = jax.jit(_greedy_at, static_argnames=("rows", "kernel"))
 
 
-def _head_and_embed(top: Params, stash: Cache, prev: jax.Array, rows: int) -> tuple[jax.Array, jax.Array]:
+def _head_and_embed(top: Params, stash: Cache, prev: jax.Array, rows: int, kernel: str) -> tuple[jax.Array, jax.Array]:
     """One decode's first stage: the greedy token at ``prev`` and its embedding as row 0 of a ``rows``-row block
     (the other rows are padding)."""
-    tok = _greedy_at(top, stash, prev, rows)
+    tok = _greedy_at(top, stash, prev, rows, kernel)
     return tok, _embed(top, jnp.zeros((rows,), jnp.int32).at[0].set(tok))
 
 
-head_and_embed = jax.jit(_head_and_embed, static_argnames=("rows",))
-
-
-def _greedy_from_acc(top: Params, stash: Cache, prev: jax.Array, acc: jax.Array) -> jax.Array:
-    """The greedy token at ``prev`` from its LM-head accumulators ``acc`` (vocab,) int32, computed on the host
-    (:func:`fpga.functional.gemv.gemv_i8`): the same requantization and argmax as :func:`_greedy_at`."""
-    logits = requant_acc(
-        acc[None, :], stash["x_m"][prev][None], stash["x_e"][prev][None], top["lm_m"], top["lm_e"], fmt.F_L
-    )
-    return greedy(logits[0])
-
-
-greedy_from_acc = jax.jit(_greedy_from_acc)
-
-
-def _token_and_embed(
-    top: Params, stash: Cache, prev: jax.Array, acc: jax.Array, rows: int
-) -> tuple[jax.Array, jax.Array]:
-    """:func:`_head_and_embed` from host-computed LM-head accumulators."""
-    tok = _greedy_from_acc(top, stash, prev, acc)
-    return tok, _embed(top, jnp.zeros((rows,), jnp.int32).at[0].set(tok))
-
-
-token_and_embed = jax.jit(_token_and_embed, static_argnames=("rows",))
+head_and_embed = jax.jit(_head_and_embed, static_argnames=("rows", "kernel"))
 
 
 def window_for(end: int, capacity: int, minimum: int = 64) -> int:

@@ -1,45 +1,192 @@
-"""The int8 x int8 -> int32 matrix-vector product of the LM head on the host (Numba), docs/w8a8.md 4.2.
+"""The int8 x int8 -> int32 products of a decode, as a Numba kernel that XLA calls inside the jitted datapath
+(docs/w8a8.md 4.2, docs/functional.md "Speed").
 
-A decode's greedy token needs one row of LM-head accumulators: ``vocab x hidden`` int8 weights (136 MB for
-Qwen2.5-0.5B, a quarter of the model's bytes) against one int8 vector. XLA's CPU int8 dot (two rows, as the
-datapath pads them) spent 14.5 ms of CPU on it, this single-threaded loop 8.7 ms (its parallel variant 7.9 ms,
-but with its own thread pool beside XLA's it lost wall time on a loaded machine); medians of 20 on the shared
-2-core VM. Each output is an exact int32 sum of int8 x int8 products, the same bits as XLA's.
+A decode multiplies one int8 row (or two) by every weight matrix: 494 MB of int8 weights per Qwen2.5-0.5B token,
+read once. XLA's CPU int8 dot does this far below memory speed (46-50 ms per token for two rows, several times
+slower for one), so for blocks of at most :data:`MAX_ROWS` rows the datapath calls :func:`matmul_i8_ffi`: an XLA
+FFI custom call (``jax.ffi.ffi_call``) whose handler is a Numba ``cfunc``. It runs inside the compiled layer like
+any other op, on XLA's own buffers: no host round trip, no copy, no extra dispatch. The kernel
+(:func:`_matmul_rows`) sign-extends int8 to int16, multiplies in int16 (exact: ``|w x| <= 2**14``) and accumulates
+in int32, which LLVM turns into ``vpmovsxbw`` + ``vpmaddwd`` + ``vpaddd`` over the contiguous rows of ``w (N, K)``.
+Each output is an exact int32 sum (while ``K * 2**14 < 2**31``, K up to 131,071), so it has the same bits as
+XLA's product, whatever the order of the additions.
 
-:func:`gemv_i8_reference` is the plain reference (numpy, int64 products, no Numba) the equivalence test compares
-against; ``tests/test_functional_gemv.py`` also checks the int32 range for the largest inner dimension.
+The handler reads XLA's call frame (``XLA_FFI_CallFrame``, ``xla/ffi/api/c_api.h`` of the installed jaxlib,
+``jax.ffi.include_dir()``) as 64-bit words: the layout is the header's, checked against its struct sizes and
+API version at registration (:func:`available`); where it does not match, or the backend is not the CPU, the
+datapath keeps XLA's dot (the same bits, slower).
+
+:func:`matmul_i8_reference` is the plain numpy reference (int64 products and sums) the equivalence tests compare
+against (tests/test_functional_gemv.py).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import re
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
 import numba
 import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 import fpga  # noqa: F401  (sets the project's Numba cache directory before the first compilation)
 
+#: the largest row count sent to the kernel; more rows go to XLA's dot, which wins from 4 rows on (0.5B shapes,
+#: CPU time: 2 rows 6.7 against 11.3 ms for the LM head, 4 rows 12.8 against 13.2, 8 rows 29.8 against 16.8)
+MAX_ROWS = 2
+TARGET = "hwmodel_w8a8_matmul_i8"
+
+# XLA FFI C API (xla/ffi/api/c_api.h), the version this handler is written against, and the word offsets
+FFI_API_VERSION = (0, 3)
+_EXTENSION_METADATA = 1  # XLA_FFI_Extension_Metadata
+_STAGE_EXECUTE = 3  # XLA_FFI_ExecutionStage_EXECUTE
+_FRAME_WORDS = 22  # XLA_FFI_CallFrame: size, ext, api, ctx, stage, args[5], rets[5], attrs[6], future
+_ARGS_SIZE, _ARGS_PTRS = 7, 9  # XLA_FFI_Args.size, .args
+_RETS_SIZE, _RETS_PTRS = 12, 14  # XLA_FFI_Rets.size, .rets
+_BUF_DATA, _BUF_DIMS = 3, 5  # XLA_FFI_Buffer: size, ext, dtype, data, rank, dims
+
 
 @numba.njit(cache=True, nogil=True)
-def _gemv_i8(w: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
-    n_out, k_in = w.shape
-    for n in range(n_out):
-        acc = np.int32(0)
-        for k in range(k_in):
-            acc += np.int32(w[n, k]) * np.int32(x[k])
-        out[n] = acc
+def _matmul_rows(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out[r, n] = sum_k x[r, k] * w[n, k]`` for int8 ``x (R, K)``, ``w (N, K)``; int32 ``out (R, N)``."""
+    n_rows, k_in = x.shape
+    for n in range(w.shape[0]):
+        for r in range(n_rows):
+            acc = np.int32(0)
+            for k in range(k_in):
+                acc += np.int32(np.int16(w[n, k]) * np.int16(x[r, k]))
+            out[r, n] = acc
 
 
-def gemv_i8(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``w @ x`` for C-contiguous int8 ``w`` (N, K) and int8 ``x`` (K,) with int32 accumulation (exact while
-    ``K * 127 * 128 < 2**31``, i.e. K up to 132,104)."""
-    if w.dtype != np.int8 or x.dtype != np.int8 or w.ndim != 2 or x.shape != (w.shape[1],):
-        raise ValueError(f"gemv_i8 needs int8 (N, K) and (K,), got {w.dtype}{w.shape} and {x.dtype}{x.shape}")
-    out = np.empty(w.shape[0], np.int32)
-    _gemv_i8(np.ascontiguousarray(w), np.ascontiguousarray(x), out)
+@intrinsic
+def _ptr(typingctx, addr):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """An int64 address as a ``void*`` (for ``numba.carray``)."""
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+
+    return types.voidptr(types.int64), codegen
+
+
+@numba.njit(inline="always")
+def _words(addr: int, n: int) -> np.ndarray:  # pragma: no cover - compiled
+    return numba.carray(_ptr(addr), (n,), np.int64)
+
+
+@numba.cfunc(types.voidptr(types.voidptr), nogil=True, cache=True)
+def _handler(frame_ptr):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The XLA FFI handler: answers the metadata query at registration, and at execution reads the two int8
+    operands ``x (R, K)``, ``w (N, K)`` and the int32 result ``(R, N)`` (row-major: ``ffi_call``'s default
+    layouts) and runs :func:`_matmul_rows`. Shapes and dtypes were checked when the call was traced
+    (:func:`matmul_i8_ffi`). Returns NULL (success)."""
+    frame = numba.carray(frame_ptr, (_FRAME_WORDS,), np.int64)
+    if frame[1] != 0:  # an extension: the metadata query at registration fills the API version
+        ext = _words(frame[1], 4)  # XLA_FFI_Metadata_Extension: base {size, type, next}, metadata*
+        if (ext[1] & 0xFFFFFFFF) == _EXTENSION_METADATA:
+            meta = _words(ext[3], 4)  # XLA_FFI_Metadata: size, api_version {size, ext, major | minor << 32}
+            meta[3] = np.int64(FFI_API_VERSION[0]) | (np.int64(FFI_API_VERSION[1]) << 32)
+            return _ptr(0)
+    if (frame[4] & 0xFFFFFFFF) != _STAGE_EXECUTE or frame[_ARGS_SIZE] != 2 or frame[_RETS_SIZE] != 1:
+        return _ptr(0)
+    args = _words(frame[_ARGS_PTRS], 2)
+    bx = _words(args[0], 6)
+    bw = _words(args[1], 6)
+    bo = _words(_words(frame[_RETS_PTRS], 1)[0], 6)
+    xd = _words(bx[_BUF_DIMS], 2)
+    n_out = _words(bw[_BUF_DIMS], 2)[0]
+    x = numba.carray(_ptr(bx[_BUF_DATA]), (xd[0], xd[1]), np.int8)
+    w = numba.carray(_ptr(bw[_BUF_DATA]), (n_out, xd[1]), np.int8)
+    out = numba.carray(_ptr(bo[_BUF_DATA]), (xd[0], n_out), np.int32)
+    _matmul_rows(x, w, out)
+    return _ptr(0)
+
+
+#: the fields of the C API structs the handler reads, in order (every field is one 64-bit word, nested structs
+#: excepted: XLA_FFI_Args and XLA_FFI_Rets are 5 words, XLA_FFI_Attrs 6), as ``xla/ffi/api/c_api.h`` declares them
+_LAYOUT = {
+    "XLA_FFI_Extension_Base": ("struct_size", "type", "next"),
+    "XLA_FFI_Metadata_Extension": ("extension_base", "metadata"),
+    "XLA_FFI_Metadata": ("struct_size", "api_version", "traits", "state_type_id"),
+    "XLA_FFI_Api_Version": ("struct_size", "extension_start", "major_version", "minor_version"),
+    "XLA_FFI_CallFrame": ("struct_size", "extension_start", "api", "ctx", "stage", "args", "rets", "attrs", "future"),
+    "XLA_FFI_Args": ("struct_size", "extension_start", "size", "types", "args"),
+    "XLA_FFI_Rets": ("struct_size", "extension_start", "size", "types", "rets"),
+    "XLA_FFI_Attrs": ("struct_size", "extension_start", "size", "types", "names", "attrs"),
+    "XLA_FFI_Buffer": ("struct_size", "extension_start", "dtype", "data", "rank", "dims"),
+}
+_CONSTANTS = {
+    "XLA_FFI_API_MAJOR": FFI_API_VERSION[0],
+    "XLA_FFI_API_MINOR": FFI_API_VERSION[1],
+    "XLA_FFI_Extension_Metadata": _EXTENSION_METADATA,
+    "XLA_FFI_ExecutionStage_EXECUTE": _STAGE_EXECUTE,
+}
+
+
+def header_matches(text: str) -> bool:
+    """Whether an FFI C header (``xla/ffi/api/c_api.h``) declares the API version, constants and struct fields
+    :func:`_handler` is written against."""
+    text = re.sub(r"//[^\n]*", "", text)
+    for name, value in _CONSTANTS.items():
+        found = re.search(rf"\b{name}\s*=?\s*(\d+)\b", text)
+        if found is None or int(found.group(1)) != value:
+            return False
+    for name, fields in _LAYOUT.items():
+        body = re.search(rf"struct {name} {{(.*?)}}", text, re.S)
+        if body is None:
+            return False
+        if tuple(re.findall(r"\w+", d)[-1] for d in body.group(1).split(";") if d.strip()) != fields:
+            return False
+    return True
+
+
+@functools.cache
+def available() -> bool:
+    """Whether :func:`matmul_i8_ffi` can run here: the default backend is the CPU, the FFI header matches the
+    handler, and XLA accepted the registration (called once; later calls return the same answer)."""
+    if jax.default_backend() != "cpu":
+        return False
+    try:
+        if not header_matches((Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "c_api.h").read_text()):
+            return False
+    except OSError:
+        return False
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+    try:
+        jax.ffi.register_ffi_target(TARGET, new_capsule(_handler.address, b"xla._CUSTOM_CALL_TARGET", None))
+    except Exception:  # noqa: BLE001  (XLA refused the handler: keep XLA's dot)
+        return False
+    return True
+
+
+def matmul_i8_ffi(x: jax.Array, w: jax.Array) -> jax.Array:
+    """``x @ w.T`` for int8 ``x (R, K)`` and int8 ``w (N, K)`` with exact int32 accumulation, by the Numba
+    kernel inside the XLA computation (traceable under ``jax.jit``; needs :func:`available`)."""
+    if x.dtype != jnp.int8 or w.dtype != jnp.int8 or x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
+        raise ValueError(f"matmul_i8_ffi needs int8 (R, K) and (N, K), got {x.dtype}{x.shape} and {w.dtype}{w.shape}")
+    if x.shape[1] * 2**14 >= 2**31:
+        raise ValueError(f"inner dimension {x.shape[1]} could overflow the int32 accumulators")
+    return jax.ffi.ffi_call(TARGET, jax.ShapeDtypeStruct((x.shape[0], w.shape[0]), jnp.int32))(x, w)
+
+
+def matmul_i8_host(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The same kernel called from numpy (for the equivalence tests): int8 ``x (R, K)``, ``w (N, K)``."""
+    x = np.ascontiguousarray(x, np.int8)
+    w = np.ascontiguousarray(w, np.int8)
+    out = np.empty((x.shape[0], w.shape[0]), np.int32)
+    _matmul_rows(x, w, out)
     return out
 
 
-def gemv_i8_reference(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+def matmul_i8_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """The same product in plain numpy (int64 products and sums, then checked to fit int32)."""
-    acc = w.astype(np.int64) @ x.astype(np.int64)
+    acc = x.astype(np.int64) @ w.astype(np.int64).T
     assert np.all((acc >= -(2**31)) & (acc < 2**31)), "accumulator overflows int32"
     return acc.astype(np.int32)

@@ -18,6 +18,7 @@ Typical use (shadow synchronization after a rejected step)::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,8 @@ import jax
 import numpy as np
 
 from fpga.functional import datapath as dp
+from fpga.functional import gemv
 from fpga.functional.formats import MAX_CONTEXT
-from fpga.functional.gemv import gemv_i8
 from fpga.functional.quantize import QuantizedParams, quantize_model
 from fpga.functional.weights import SafetensorsWeights, SyntheticWeights
 from hwmodel.errors import HwmodelError
@@ -102,6 +103,16 @@ def check_layer_structure(llm: LlmSpec, params: QuantizedParams) -> None:
             raise DraftModelError(f"'{llm.name}': tensor {tensor} has shape {got}, the graph needs {want}")
 
 
+def _check_kernel(kernel: str) -> None:
+    if kernel not in dp.INT8_KERNELS:
+        raise DraftModelError(f"int8_kernel must be one of {', '.join(dp.INT8_KERNELS)}, got {kernel!r}")
+    if kernel == "numba" and not gemv.available():
+        raise DraftModelError(
+            "int8_kernel 'numba' needs JAX's CPU backend and the XLA FFI API the kernel is written against "
+            f"(version {gemv.FFI_API_VERSION}); use int8_kernel='xla'"
+        )
+
+
 def default_kvmu(capacity: int) -> Any:
     """The project's KVMU (``fpga.kvmu.model.Kvmu``) with one-cycle commands."""
     from fpga.kvmu.model import Kvmu
@@ -117,15 +128,16 @@ class DraftModel:
     ``mux_source``); by default a fresh :class:`fpga.kvmu.model.Kvmu` of the same capacity. The KVMU decides where every
     token's KV lands and refuses illegal moves (its own error type, raised before anything is computed).
 
-    ``decode_rows`` pads a decode to that many rows (XLA's int8 matmul is several times faster for a few rows than
-    for one vector), ``prefill_chunk`` is the row count of prefill / ingest blocks, and attention reads a window
-    of ``min_window * 2**k`` positions (capped at ``capacity``); none of them changes a single bit of the
-    results (rows are independent and masked positions contribute exact zeros), only the speed and the number of
-    compilations (one per block shape and window size). ``host_head`` computes a decode's LM-head accumulators
-    with the Numba int8 GEMV (:mod:`fpga.functional.gemv`; exact int32 sums, so the same bits as XLA's product)
-    instead of XLA's int8 dot (the 0.5B head alone: 8.7 ms of CPU against 14.5, see that module). It is off by
-    default: in the whole 0.5B decode (benchmarks/bench_functional.py, A/B interleaved on the shared VM) it cost
-    wall time (126.5 against 72.5 ms/token median, the same CPU time), though a 2-layer model gained 2.7 ms/token.
+    ``int8_kernel`` chooses the int8 x int8 -> int32 products (:data:`fpga.functional.datapath.INT8_KERNELS`):
+    ``"numba"`` runs the Numba kernel of :mod:`fpga.functional.gemv` inside the XLA computation for blocks of up
+    to two rows (a decode) and XLA's dot for larger blocks, ``"xla"`` XLA's dot always; ``None`` (the default)
+    takes ``"numba"`` where it is available (the CPU backend). Both give exact int32 sums, so the same bits.
+    ``decode_rows`` pads a decode to that many rows (default: 1 with the Numba kernel; 2 with XLA's, whose int8
+    dot is several times faster for a few rows than for one vector), ``prefill_chunk`` is the row count of
+    prefill / ingest blocks, and attention reads a window of ``min_window * 2**k`` positions (capped at
+    ``capacity``); none of them changes a single bit of the results (rows are independent and masked positions
+    contribute exact zeros), only the speed and the number of compilations (one per block shape and window
+    size). ``int8_kernel`` and ``decode_rows`` may be reassigned between calls.
     """
 
     def __init__(
@@ -134,16 +146,21 @@ class DraftModel:
         params: QuantizedParams,
         capacity: int = 2048,
         kvmu: Any = None,
-        decode_rows: int = 2,
+        decode_rows: int | None = None,
         prefill_chunk: int = 32,
         min_window: int = 64,
-        host_head: bool = False,
+        int8_kernel: str | None = None,
     ) -> None:
         if not isinstance(capacity, (int, np.integer)) or not 1 <= capacity <= min(MAX_CONTEXT, llm.max_position):
             raise DraftModelError(
                 f"KV capacity must be an integer in 1..{min(MAX_CONTEXT, llm.max_position)} "
                 f"positions for '{llm.name}', got {capacity!r}"
             )
+        if int8_kernel is None:
+            int8_kernel = "numba" if gemv.available() else "xla"
+        _check_kernel(int8_kernel)
+        if decode_rows is None:
+            decode_rows = 1 if int8_kernel == "numba" else 2
         if decode_rows < 1 or prefill_chunk < 1 or min_window < 1:
             raise DraftModelError("decode_rows, prefill_chunk and min_window must be at least 1")
         check_layer_structure(llm, params)
@@ -153,14 +170,12 @@ class DraftModel:
         self.decode_rows = int(decode_rows)
         self.prefill_chunk = int(prefill_chunk)
         self.min_window = int(min_window)
-        self.host_head = bool(host_head)
-        self._lm_q_host = np.ascontiguousarray(params.lm_q)
         self.kvmu = kvmu if kvmu is not None else default_kvmu(self.capacity)
         if getattr(self.kvmu, "capacity", self.capacity) != self.capacity:
             raise DraftModelError(
                 f"the KVMU's capacity ({self.kvmu.capacity}) differs from the KV buffer's ({self.capacity})"
             )
-        self.dims = dp.Dims.of(llm, self.capacity)
+        self.dims = dp.Dims.of(llm, self.capacity, int8_kernel)
         self._tokens = np.full(self.capacity, -1, np.int64)
         with jax.enable_x64(True):
             self._params = dp.device_params(params, llm, self.capacity)
@@ -176,6 +191,16 @@ class DraftModel:
     def from_safetensors(cls, path: Path | str, llm: LlmSpec, **kwargs: Any) -> DraftModel:
         """A Hugging Face Qwen2 safetensors checkpoint (file or sharded directory), quantized at load."""
         return cls(llm, quantize_model(llm, SafetensorsWeights(path, llm)), **kwargs)
+
+    @property
+    def int8_kernel(self) -> str:
+        """The int8 products' kernel (``"numba"`` or ``"xla"``; see the class docstring)."""
+        return self.dims.int8_kernel
+
+    @int8_kernel.setter
+    def int8_kernel(self, kernel: str) -> None:
+        _check_kernel(kernel)
+        self.dims = dataclasses.replace(self.dims, int8_kernel=kernel)
 
     # ---------------------------------------------------------------------------------------- KVMU state
     @property
@@ -221,16 +246,22 @@ class DraftModel:
         pos = int(positions[0])
         rows = self.decode_rows
         with jax.enable_x64(True):
-            if self.host_head:
-                acc = self._head_acc(prev)
-                token, h0 = dp.token_and_embed(self._params.top, self._stash, np.int64(prev), acc, rows=rows)
-            else:
-                token, h0 = dp.head_and_embed(self._params.top, self._stash, np.int64(prev), rows=rows)
+            token, h0 = dp.head_and_embed(
+                self._params.top, self._stash, np.int64(prev), rows=rows, kernel=self._kernel(rows)
+            )
             p = np.full(rows, self.capacity, np.int64)
             p[0] = pos
             window = dp.window_for(pos + 1, self.capacity, self.min_window)
             self._kv, self._stash, _ = dp.forward(
-                self._params, self._kv, self._stash, None, p, np.arange(rows) == 0, d=self.dims, window=window, h0=h0
+                self._params,
+                self._kv,
+                self._stash,
+                None,
+                p,
+                np.arange(rows) == 0,
+                d=self._dims(rows),
+                window=window,
+                h0=h0,
             )
             tok = int(token)
         self._tokens[pos] = tok
@@ -242,9 +273,15 @@ class DraftModel:
             raise DraftModelError("there is no token in the KV cache to predict from (prefill first)")
         prev = self.ahead - 1
         with jax.enable_x64(True):
-            if self.host_head:
-                return int(dp.greedy_from_acc(self._params.top, self._stash, np.int64(prev), self._head_acc(prev)))
-            return int(dp.greedy_at(self._params.top, self._stash, np.int64(prev), rows=self.decode_rows))
+            return int(
+                dp.greedy_at(
+                    self._params.top,
+                    self._stash,
+                    np.int64(prev),
+                    rows=self.decode_rows,
+                    kernel=self._kernel(self.decode_rows),
+                )
+            )
 
     def logits(self, position: int | Sequence[int]) -> np.ndarray:
         """Integer logits (F_L = 12 fractional bits) predicted at cached position(s) ``position < ahead``."""
@@ -254,7 +291,9 @@ class DraftModel:
         rows = max(len(pos), self.decode_rows)
         idx = np.resize(pos, rows)
         with jax.enable_x64(True):
-            logits, _ = dp.lm_head(self._params.top, *(self._stash[k][idx] for k in dp.STASH_KEYS))
+            logits, _ = dp.lm_head(
+                self._params.top, *(self._stash[k][idx] for k in dp.STASH_KEYS), kernel=self._kernel(rows)
+            )
             out = np.asarray(logits)[: len(pos)]
         return out[0] if np.ndim(position) == 0 else out
 
@@ -300,11 +339,13 @@ class DraftModel:
                 np.asarray(toks, np.int32),
                 pos,
                 np.ones(len(toks), bool),
-                d=self.dims,
+                d=self._dims(len(toks)),
                 window=dp.window_for(int(pos[-1]) + 1, self.capacity, self.min_window),
                 collect=True,
             )
-            logits, acc = dp.lm_head(self._params.top, per_layer["xf"], per_layer["xf_m"], per_layer["xf_e"])
+            logits, acc = dp.lm_head(
+                self._params.top, per_layer["xf"], per_layer["xf_m"], per_layer["xf_e"], kernel=self._kernel(len(toks))
+            )
             out = dp.as_numpy(per_layer)
             out["logits"] = np.asarray(logits)
             out["acc_lm"] = np.asarray(acc)
@@ -320,9 +361,14 @@ class DraftModel:
             raise DraftModelError(f"token id {int(bad)} is outside the vocabulary [0, {self.llm.vocab})")
         return toks.astype(np.int64)
 
-    def _head_acc(self, prev: int) -> np.ndarray:
-        """The LM-head accumulators of position ``prev`` on the host (:func:`fpga.functional.gemv.gemv_i8`)."""
-        return gemv_i8(self._lm_q_host, np.asarray(self._stash["x_q"][prev]))
+    def _kernel(self, rows: int) -> str:
+        """The int8 kernel a block of ``rows`` rows runs with (XLA's dot above the Numba kernel's row limit: the same
+        choice :func:`fpga.functional.datapath.matmul` makes, named so that equal computations share a compilation)."""
+        return self.int8_kernel if rows <= gemv.MAX_ROWS else "xla"
+
+    def _dims(self, rows: int) -> dp.Dims:
+        kernel = self._kernel(rows)
+        return self.dims if kernel == self.dims.int8_kernel else dataclasses.replace(self.dims, int8_kernel=kernel)
 
     def _run(self, toks: np.ndarray, positions: np.ndarray, rows: int) -> None:
         """Forward passes over ``toks`` at ``positions`` (from the KVMU) in blocks of ``rows`` rows; a short last
@@ -339,6 +385,6 @@ class DraftModel:
                 valid = np.arange(rows) < n
                 window = dp.window_for(int(p.max()) + 1, self.capacity, self.min_window)
                 self._kv, self._stash, _ = dp.forward(
-                    self._params, self._kv, self._stash, tokens, pos, valid, d=self.dims, window=window
+                    self._params, self._kv, self._stash, tokens, pos, valid, d=self._dims(rows), window=window
                 )
         self._tokens[positions] = toks
