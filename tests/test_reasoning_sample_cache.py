@@ -62,3 +62,15 @@ def test_a_damaged_file_is_treated_as_absent(tmp_path, monkeypatch, capsys) -> N
     assert "damaged draft-sample cache" in capsys.readouterr().err
     again, _ = _timed(_Design("damaged", 2e8))
     assert warmup.warm([(again, 1500)], jobs=1) == 0  # rewritten whole after the run
+
+
+def test_the_sample_directory_can_be_moved_and_caching_turned_off(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    te, _ = _timed()
+    monkeypatch.setenv("HWMODEL_SAMPLE_CACHE_DIR", str(tmp_path / "elsewhere"))
+    path = sample_cache.cache_path(te.engine)
+    assert path is not None and path.parent == tmp_path / "elsewhere"
+    assert (
+        sample_cache.cache_path(TimedEngine(ContextSampledEngine(TokenEngine(), grid=16)).engine) is None
+    )  # no design
+    monkeypatch.setattr(sample_cache, "cache_root", lambda: None)  # HWMODEL_CACHE_DIR=off
+    assert sample_cache.cache_path(te.engine) is None

@@ -4,8 +4,9 @@ A sample of a :class:`~hwmodel.sampled.ContextSampledEngine` -- one token simula
 decoded or ingested -- is a pure function of the wrapped engine's design and of the code that simulates it. The
 full system-A reproduction simulates ~3,350 of them (~31 s of CPU, a third of the run) and every later run
 simulates the same ones again. Here they are kept in the project's cache directory
-(:func:`hwmodel.numba_cache.cache_root`; ``HWMODEL_CACHE_DIR=off`` turns it off), one JSON file per engine, named
-by a digest of
+(``<root>/samples`` under :func:`hwmodel.numba_cache.cache_root`; ``HWMODEL_CACHE_DIR=off`` turns it off;
+``$HWMODEL_SAMPLE_CACHE_DIR``, when set, replaces ``<root>/samples``), one JSON file per engine, named by a digest
+of
 
 * the wrapped engine's type, its name and the repr of its design (every field of the frozen design, clock
   included) and its prefetch ratio, if it has one;
@@ -56,6 +57,9 @@ def cache_path(engine: Any) -> Path | None:
     design = getattr(inner, "design", None)
     if root is None or design is None:
         return None
+    where = (
+        Path(os.environ["HWMODEL_SAMPLE_CACHE_DIR"]) if os.environ.get("HWMODEL_SAMPLE_CACHE_DIR") else root / "samples"
+    )
     ident = repr(
         (
             CACHE_FORMAT,
@@ -67,7 +71,7 @@ def cache_path(engine: Any) -> Path | None:
             data_key(),
         )
     )
-    return root / "samples" / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
+    return where / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
 
 
 def _valid(table: Any) -> dict[int, float]:
