@@ -21,6 +21,7 @@ line on stderr, and it is rewritten after the run. An engine without a ``design`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -109,10 +110,11 @@ def save(path: Path, samples: dict[bool, dict[int, float]]) -> None:
         "decode": {str(c): v for c, v in sorted(merged[True].items())},
         "ingest": {str(c): v for c, v in sorted(merged[False].items())},
     }
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(doc), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
-        pass
+        with contextlib.suppress(OSError):  # a full disk leaves no temporary file behind
+            tmp.unlink(missing_ok=True)
