@@ -12,7 +12,9 @@ Figures:
 * FPGA draft per-token times: sampled every 16 contexts (the reproduction's setting) vs simulating every
   context (the reference), over contexts 0..511, and the largest relative difference.
 * with ``--full``: the full ``hwmodel reproduce heteroreason`` (2 workers) in a child process: wall time, CPU
-  time of the whole process tree, and the load average around it (the issue-17 target: under 60 s on 2 cores).
+  time of the whole process tree, and the load average around it (issue 30's target: 30 s on 2 quiet cores),
+  twice back to back: the drafts' samples simulated, then read from the sample cache the first run filled, with
+  the ratio and whether the outputs are byte-identical.
 Timings on a shared machine are noisy; best of three where it is cheap.
 """
 
@@ -128,30 +130,53 @@ def bench_fpga_sampling(config: str) -> None:
 
 
 def bench_full_reproduction(jobs: int = 2) -> None:
-    """The whole system-A reproduction as a user runs it, in a child process (fresh engines, nothing memoized)."""
+    """The whole system-A reproduction as a user runs it, in a child process (fresh engines, nothing memoized),
+    twice back to back: the cycle-level drafts' samples simulated (an empty sample cache,
+    hwmodel/reasoning/sample_cache.py), then read from the cache the first run filled; both outputs compared."""
+    import filecmp
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as samples, tempfile.TemporaryDirectory() as out:
+        runs = []
+        for what in ("samples simulated", "samples from disk"):
+            runs.append(_time_reproduction(jobs, Path(out) / what.replace(" ", "-"), samples))
+            wall, user, sys_s, load0, load1 = runs[-1]
+            print(
+                f"full reproduction (hwmodel reproduce heteroreason --jobs {jobs}), {what}: {wall:.1f} s wall, "
+                f"{user:.1f} s user + {sys_s:.1f} s system CPU (parent and workers); load average {load0:.2f} "
+                f"before, {load1:.2f} after"
+            )
+        a, b = (Path(out) / w / "heteroreason" for w in ("samples-simulated", "samples-from-disk"))
+        names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+        names = [n for n in names if n.name not in ("run.json", "journal.jsonl")]  # they record the run itself
+        same = all(filecmp.cmp(a / n, b / n, shallow=False) for n in names)
+        print(
+            f"  from disk vs simulated: {runs[0][0] / runs[1][0]:.2f}x wall, "
+            f"{(runs[0][1] + runs[0][2]) / (runs[1][1] + runs[1][2]):.2f}x CPU; "
+            f"{len(names)} output files {'byte-identical' if same else 'DIFFERENT'}"
+        )
+
+
+def _time_reproduction(jobs: int, out: Path, samples: str) -> tuple[float, float, float, float, float]:
+    """(wall s, user s, system s, load before, load after) of one reproduction in a child process whose draft
+    samples are cached in ``samples``."""
     import os
     import resource
     import subprocess
-    import tempfile
 
     load0 = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "hwmodel", "reproduce", "--out", tmp, "heteroreason", "--jobs", str(jobs)],
-            check=True,
-            cwd=Path(__file__).resolve().parents[1],
-            stdout=subprocess.DEVNULL,
-        )
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_user, cpu_sys = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
-    print(
-        f"full reproduction (hwmodel reproduce heteroreason --jobs {jobs}): {wall:.1f} s wall, {cpu_user:.1f} s "
-        f"user + {cpu_sys:.1f} s system CPU (parent and workers); load average {load0:.2f} before, "
-        f"{os.getloadavg()[0]:.2f} after"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "hwmodel", "reproduce", "--out", str(out), "-q", "heteroreason", "--jobs", str(jobs)],
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "HWMODEL_SAMPLE_CACHE_DIR": samples},
     )
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime, load0, os.getloadavg()[0]
 
 
 def main() -> None:
@@ -162,7 +187,7 @@ def main() -> None:
     ap.add_argument(
         "--full",
         action="store_true",
-        help="also time the full `hwmodel reproduce heteroreason` (about a minute on 2 idle cores)",
+        help="also time the full `hwmodel reproduce heteroreason`, samples simulated then cached (two runs)",
     )
     ap.add_argument("--only-full", action="store_true", help="only the full reproduction's timing")
     args = ap.parse_args()

@@ -43,11 +43,12 @@ def test_engines_simulating_the_same_tokens_share_their_samples() -> None:
     assert _read(coarse) == _read(lazy)
 
 
-def test_the_context_bound_covers_a_real_replay() -> None:
+def test_the_context_bound_covers_a_real_replay(monkeypatch) -> None:  # noqa: ANN001
     """Warmed with the bound of its traces, a study unit on the real cycle-level draft simulates no sample itself."""
-    from hwmodel.reasoning import study
+    from hwmodel.reasoning import sample_cache, study
     from hwmodel.reasoning.system import clear_engine_memo
 
+    monkeypatch.setattr(sample_cache, "cache_root", lambda: None)  # simulated here, not read from the disk cache
     clear_engine_memo()
     try:
         unit = study.Unit("math500", "config1", "heteroreason")

@@ -10,13 +10,19 @@ once by ``jobs`` processes, and stored in the parent's engines, which the study'
 
 A sample is a pure function of the engine and the context, and is stored exactly as simulated, so every time read
 from the tables -- every output -- is unchanged; a sample the plan missed is simply simulated on demand as before.
+
+The samples are also kept on disk between runs (:mod:`hwmodel.reasoning.sample_cache`, keyed by the design and a
+digest of the project's sources and data): a later run loads them before planning and simulates only what the
+cache lacks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 from hwmodel.engine import Capability, has
+from hwmodel.reasoning import sample_cache
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.sampled import ContextSampledEngine
 from hwmodel.studies.runner import execute
@@ -87,7 +93,26 @@ def warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[o
     return simulated
 
 
+def load_cached(targets: Iterable[tuple[TimedEngine, int]]) -> dict[int, tuple[ContextSampledEngine, Path]]:
+    """Store in each sampled engine of ``targets`` the samples the disk cache holds for it
+    (:mod:`hwmodel.reasoning.sample_cache`); returns the engines that have a cache file (by id)."""
+    out: dict[int, tuple[ContextSampledEngine, Path]] = {}
+    for te, _bound in targets:
+        eng = sampled(te)
+        if eng is None or id(eng) in out:
+            continue
+        path = sample_cache.cache_path(eng)
+        if path is None:
+            continue
+        out[id(eng)] = (eng, path)
+        for head, samples in sample_cache.load(path).items():
+            eng.add_samples(head, samples)
+    return out
+
+
 def _warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[object]) -> int:
+    targets = list(targets)
+    cached = load_cached(targets)
     work = plan(targets)
     if not work:
         return 0
@@ -132,9 +157,15 @@ def _warm(targets: Iterable[tuple[TimedEngine, int]], jobs: int, side: Iterator[
     values = dict(first)
     for i, ch in enumerate(chunks):
         values.update(zip(ch, results[i]))
+    new: dict[int, dict[bool, dict[int, float]]] = {}
     for eng, head, ctxs in work:
         k = group_of[id(eng)]
-        eng.add_samples(head, {c: values[(k, head, c)] for c in ctxs})
+        got = {c: values[(k, head, c)] for c in ctxs}
+        eng.add_samples(head, got)
+        new.setdefault(id(eng), {})[head] = got
+    for key, samples in new.items():
+        if key in cached:
+            sample_cache.save(cached[key][1], samples)
     return len(first) + sum(len(pair) for pair in pairs)
 
 
