@@ -3,6 +3,9 @@
 - A deterministic hypothesis profile (CI must be reproducible run to run).
 - The ``slow`` marker: every test of the modules in :data:`SLOW_MODULES` (and the README examples) gets it, so
   ``python3 tasks.py test --quick`` (``pytest -m "not slow"``) is the inner loop; the full suite runs them all.
+- Tests that share a module- or session-scoped fixture get one ``xdist_group`` (``--dist loadgroup``,
+  pyproject.toml): pytest-xdist then runs them on one worker, so the fixture (a validation table, a model run, a
+  re-fit) is built once, not once per worker that happens to receive one of its tests.
 - ``HWMODEL_TEST_TIMES=path``: append one JSON line per test with its wall time and its CPU time (this process
   and its finished subprocesses), so where the suite spends its time can be measured on a loaded machine.
 """
@@ -73,10 +76,31 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: left out of `tasks.py test --quick` (tests/conftest.py SLOW_MODULES)")
 
 
+#: fixture scopes built once per worker that receives a test using them (function scope is per test anyway)
+SHARED_SCOPES = frozenset({"module", "package", "session"})
+
+
+def shared_fixture_group(item: pytest.Item) -> str | None:
+    """The xdist group of a test that uses a shared fixture: the fixtures' module (or the fixture's name for a
+    session/package fixture of a conftest), so every test reading that fixture runs on one worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    keys = set()
+    for name in info.names_closure:
+        for fixdef in info.name2fixturedefs.get(name, ()):
+            if fixdef.scope in SHARED_SCOPES and fixdef.baseid:  # baseid "": a plugin's (tmp_path_factory, ...)
+                keys.add(fixdef.baseid if fixdef.scope == "module" else f"{fixdef.scope}:{fixdef.argname}")
+    return sorted(keys)[0] if keys else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.stem in SLOW_MODULES or item.name.startswith("test_readme_example_runs"):
             item.add_marker(pytest.mark.slow)
+        group = shared_fixture_group(item)
+        if group is not None and not any(m.name == "xdist_group" for m in item.iter_markers()):
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _cpu_s() -> float:
