@@ -102,6 +102,7 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
     return sorted(keys)[0] if keys else None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook, which reads the xdist_group marks to group by
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.stem in SLOW_MODULES or item.name.startswith("test_readme_example_runs"):
