@@ -35,6 +35,68 @@ def _wanted_stamp() -> str:
     return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
 
 
+#: the installer bootstrapped into .venv from PyPI (pinned: a new release never changes a build that passed); it
+#: resolves and installs the project's wheels in parallel, in seconds where pip takes minutes. Any failure of it
+#: falls back to plain pip, and HWMODEL_INSTALLER=pip skips it.
+UV = "uv==0.13.8"
+
+
+def _pip_settings() -> dict[str, str]:
+    """pip's own configuration (files and PIP_* variables: `pip config list`) as uv's variables, so uv sees the
+    same indexes, local wheel folders, constraints and certificates as pip; a local folder or file:// index that
+    does not exist is left out (pip only warns about those)."""
+    out = subprocess.run(
+        [str(_bin("python")), "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
+    ).stdout
+    conf: dict[str, str] = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            conf[key.split(".", 1)[-1]] = value.strip().strip("'\"")  # ":env:.find-links" and "global.find-links"
+
+    def present(items: str) -> str:
+        keep = [
+            i
+            for i in items.split()
+            if not (i.startswith("file://") or i.startswith("/")) or Path(i.removeprefix("file://")).exists()
+        ]
+        return " ".join(keep)
+
+    env = {}
+    for pip_key, uv_key in (
+        ("index-url", "UV_INDEX_URL"),
+        ("extra-index-url", "UV_EXTRA_INDEX_URL"),
+        ("find-links", "UV_FIND_LINKS"),
+        ("constraint", "UV_CONSTRAINT"),
+        ("cert", "SSL_CERT_FILE"),
+    ):
+        value = present(conf.get(pip_key, ""))
+        if value and uv_key not in os.environ:
+            env[uv_key] = value.replace(" ", ",") if uv_key == "UV_FIND_LINKS" else value
+    if ("UV_EXTRA_INDEX_URL" in env or "UV_INDEX_URL" in env) and "UV_INDEX_STRATEGY" not in os.environ:
+        env["UV_INDEX_STRATEGY"] = "unsafe-best-match"  # pip's rule: every version of every index, the best wins
+    return env
+
+
+def _install(spec: str) -> None:
+    """``pip install -e spec`` into .venv: through uv when it can be bootstrapped, else (or when it fails) pip."""
+    pip = [str(_bin("python")), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    if os.environ.get("HWMODEL_INSTALLER", "uv") != "pip":
+        try:
+            subprocess.run(pip + [UV], check=True, cwd=ROOT)
+            env = {**os.environ, **_pip_settings(), "VIRTUAL_ENV": str(VENV)}
+            subprocess.run(
+                [str(_bin("uv")), "pip", "install", "-q", "--python", str(_bin("python")), "-e", spec],
+                check=True,
+                cwd=ROOT,
+                env=env,
+            )
+            return
+        except (OSError, subprocess.CalledProcessError) as exc:
+            print(f"[tasks] uv could not install ({exc}); installing with pip instead", flush=True)
+    subprocess.run(pip + ["-e", spec], check=True, cwd=ROOT)
+
+
 def ensure_venv() -> None:
     """Create .venv and install the project with its dev extra, once per pyproject.toml version."""
     if sys.version_info < (3, 11):  # noqa: UP036 - tasks.py runs under any python3 and says what it needs
@@ -45,8 +107,7 @@ def ensure_venv() -> None:
         print(f"[tasks] creating {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     print("[tasks] installing hwmodel and its dependencies into .venv (first use only)", flush=True)
-    pip = [str(_bin("python")), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    subprocess.run(pip + ["-e", f"{ROOT}[dev]"], check=True, cwd=ROOT)
+    _install(f"{ROOT}[dev]")
     STAMP.write_text(_wanted_stamp())
 
 

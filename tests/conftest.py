@@ -3,6 +3,9 @@
 - A deterministic hypothesis profile (CI must be reproducible run to run).
 - The ``slow`` marker: every test of the modules in :data:`SLOW_MODULES` (and the README examples) gets it, so
   ``python3 tasks.py test --quick`` (``pytest -m "not slow"``) is the inner loop; the full suite runs them all.
+- Tests that share a module- or session-scoped fixture get one ``xdist_group`` (``--dist loadgroup``,
+  pyproject.toml): pytest-xdist then runs them on one worker, so the fixture (a validation table, a model run, a
+  re-fit) is built once, not once per worker that happens to receive one of its tests.
 - ``HWMODEL_TEST_TIMES=path``: append one JSON line per test with its wall time and its CPU time (this process
   and its finished subprocesses), so where the suite spends its time can be measured on a loaded machine.
 """
@@ -65,6 +68,14 @@ SLOW_MODULES = frozenset(
         "test_engine_roles",
         "test_interop",
         "test_calibration",
+        # the five largest of the quick selection in a cold-cache run (#30: 27, 16, 11, 10, 8 CPU-s of 213): a
+        # read-only install that compiles every kernel uncached, the full-size host LM head, replays and the
+        # instruction model inside the DSE, the Ramulator 2 peer traces
+        "test_fault_readonly",
+        "test_functional_gemv",
+        "test_dse_replay",
+        "test_dse_instruction",
+        "test_hbm_peer",
     }
 )
 
@@ -73,10 +84,32 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: left out of `tasks.py test --quick` (tests/conftest.py SLOW_MODULES)")
 
 
+#: fixture scopes built once per worker that receives a test using them (function scope is per test anyway)
+SHARED_SCOPES = frozenset({"module", "package", "session"})
+
+
+def shared_fixture_group(item: pytest.Item) -> str | None:
+    """The xdist group of a test that uses a shared fixture: the fixtures' module (or the fixture's name for a
+    session/package fixture of a conftest), so every test reading that fixture runs on one worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    keys = set()
+    for name in info.names_closure:
+        for fixdef in info.name2fixturedefs.get(name, ()):
+            if fixdef.scope in SHARED_SCOPES and fixdef.baseid:  # baseid "": a plugin's (tmp_path_factory, ...)
+                keys.add(fixdef.baseid if fixdef.scope == "module" else f"{fixdef.scope}:{fixdef.argname}")
+    return sorted(keys)[0] if keys else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook, which reads the xdist_group marks to group by
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.stem in SLOW_MODULES or item.name.startswith("test_readme_example_runs"):
             item.add_marker(pytest.mark.slow)
+        group = shared_fixture_group(item)
+        if group is not None and not any(m.name == "xdist_group" for m in item.iter_markers()):
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _cpu_s() -> float:
