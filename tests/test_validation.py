@@ -83,6 +83,49 @@ def test_every_family_prediction_carries_a_band_and_the_report_counts_inside_and
     assert "published inside / outside the model's band" in markdown(validation)
 
 
+def test_every_prediction_in_the_json_has_a_band_and_the_counts_add_up(validation: Validation) -> None:
+    doc = json.loads(json.dumps(validation.as_dict(), default=str))  # what `hwmodel validate --json` prints
+    pred = [r for r in doc["rows"] if r["role"] == "predicted"]
+    assert pred
+    for r in pred:
+        lo, hi = r["model_band"]
+        assert lo <= r["model"] * (1 + 1e-12) and r["model"] <= hi * (1 + 1e-12) and r["band_sources"], r["id"]
+    for r in doc["rows"]:
+        if r["role"] != "predicted" and r["model_band"] is None:
+            assert r["band_sources"].startswith("none: "), r["id"]  # said, not left empty
+    c = doc["band_counts"]
+    assert c["predicted"] == len(pred) and c["without_band"] == 0
+    assert c["inside"] + c["outside"] == len(pred)
+    assert sum(a["predicted"] for a in c["per_area"].values()) == len(pred)
+    assert all(a["inside"] + a["outside"] + a["without_band"] == a["predicted"] for a in c["per_area"].values())
+    line = f"{c['inside']} / {c['outside']}"
+    assert line in markdown(validation) and line in readme.block(validation)
+    quick = [r for r in doc["rows"] if r["setting"]]
+    assert quick and all(r["full_model"] is not None for r in quick)  # the full study's value beside the quick one
+
+
+def test_perturbation_bands_combine_quadrature_and_worst_case_ends() -> None:
+    import math
+
+    from hwmodel.validate.perturb import End, Knob, combine, edit_toml_value
+
+    a1 = Knob("a1", "a", (End("+"),))
+    a2 = Knob("a2", "a", (End("+"),))
+    c = Knob("c", "bc", (End("low"), End("high")))
+    screened = Knob("s", "a", (End("+"),), proxy_dev=0.001)
+    nominal = {"r": 2.0}
+    runs = [(a1, [{"r": 2.0 * math.exp(0.03)}]), (a2, [{"r": 2.0 * math.exp(-0.04)}]), (c, [{"r": 1.9}, {"r": 2.1}])]
+    lo, hi = combine(nominal, [*runs, (screened, [])])["r"]
+    s = math.sqrt(0.03**2 + 0.04**2 + 0.001**2)
+    assert lo == pytest.approx(math.exp(-s + math.log(1.9 / 2.0)))
+    assert hi == pytest.approx(math.exp(s + math.log(2.1 / 2.0)))
+    text = '[hbm]\nlateral_hop_cycles = { value = 4, source = "x [estimate]" }\n[ddr]\nlateral_hop_cycles = { value = 9 }\n'
+    out = edit_toml_value(text, "hbm.lateral_hop_cycles", 8)
+    assert "value = 8, source" in out and "value = 9" in out
+    with pytest.raises(HwmodelError, match="not found"):
+        edit_toml_value(text, "hbm.nothing", 1)
+
+
 def test_families_show_their_degrees_of_freedom(validation: Validation) -> None:
     acc = {a["family"]: a for a in validation.accounting}
     assert acc["fpga-instruction"]["free_params"] == 4 and acc["fpga-instruction"]["degrees_of_freedom"] == 0
