@@ -306,3 +306,24 @@ def test_contributed_rows_are_the_registered_area_modules(monkeypatch: pytest.Mo
 def test_validate_help() -> None:
     res = CliRunner().invoke(main, ["validate", "--help"])
     assert res.exit_code == 0 and "--out" in res.output and "--json" in res.output and "--readme" in res.output
+
+
+def test_engine_tables_are_keyed_by_the_parameter_files_a_band_run_points_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    from types import SimpleNamespace
+
+    from hwmodel.params import PARAMS_DIR
+    from hwmodel.serving import devices
+
+    gpu, fpga = SimpleNamespace(cache_key=("gpu",)), SimpleNamespace(cache_key=("instruction",))
+    assert devices._params_key(gpu) == "" == devices._params_key(fpga)  # the committed files: the code hash's
+    for f in PARAMS_DIR.glob("*.json"):
+        shutil.copy(f, tmp_path / f.name)
+    monkeypatch.setenv("HWMODEL_PARAMS_DIR", str(tmp_path))
+    g0, f0 = devices._params_key(gpu), devices._params_key(fpga)
+    doc = json.loads((tmp_path / "gpu.json").read_text())
+    doc["params"]["eta_bw"]["value"] *= 1.01
+    (tmp_path / "gpu.json").write_text(json.dumps(doc))
+    assert devices._params_key(gpu) != g0 and devices._params_key(fpga) == f0  # only the GPU's tables move

@@ -99,7 +99,6 @@ def rows(path: Path | str | None = None) -> list[dict[str, Any]]:
     p = Path(path) if path is not None else MEASUREMENTS
     if not p.exists():
         return []
-    fam, values, cov = committed_covariance("gpu")
     out = []
     for pt in load_measurements(p):
         if pt.role != "predicted":
@@ -127,6 +126,7 @@ def rows(path: Path | str | None = None) -> list[dict[str, Any]]:
                 family="gpu",
             )
         )
+        fam, values, cov = committed_covariance("gpu")  # once per process
         out[-1]["model_band"], out[-1]["band_sources"] = band(lambda v, q=pt: predict(q, v), fam.params, values, cov)
     return out
 

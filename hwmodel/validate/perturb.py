@@ -59,10 +59,22 @@ RECORDED_PATH = Path(__file__).resolve().parent / "recorded_bands.json"
 SCREEN = 0.002  # a covariance direction moving no proxy by more than 0.2 % is not rerun
 MIN_STEP = 1e-3  # a direction moving no parameter by 0.1 % is not a direction
 SYSTEM_A_LIMIT = 2
-SYSTEM_B_REQUESTS = 100
+SYSTEM_B_REQUESTS = 30
 #: the U280's [estimate] fields (fpga/boards/u280.toml), each a latency in cycles
 U280_ESTIMATES = ("hbm.lateral_hop_cycles", "hbm.switch_latency_cycles", "hbm.cdc_sync_cycles")
 AREAS = ("HBM", "system A", "system B")
+COMBINED = (
+    "(a) covariance directions in quadrature, (b)/(c) and the HBM fitted input one-at-a-time ends added all together "
+    "(linearised; hwmodel/validate/perturb.py)"
+)
+#: what an area's band does not vary (said in every band)
+NOT_VARIED = {
+    "HBM": "the DRAM timings (JEDEC / gem5 / PG276 values, sourced, not [estimate])",
+    "system A": "the FPGA designs' [estimate] fields (their --sensitivity band), the system spec's own estimates "
+    "(API call overhead), the workload fits (rejection rates, backtracking hazards: they shape the traces)",
+    "system B": "the instruction design's [estimate] fields (absorbed by the fpga-instruction fit), card prices "
+    "([M], not [estimate])",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -357,22 +369,69 @@ def combine(
     return out
 
 
-def compute(area: str, log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
-    """The recorded bands of ``area``: per row key, relative ends; and how they were computed."""
+def _journal(area: str, end: End) -> Path | None:
+    """Where one run's rows are kept (the project's cache directory, as the serving engine tables): keyed by the
+    area, the run's overrides, the band setting and the source of every model it runs; None without a cache."""
+    import hashlib
+
+    from hwmodel.numba_cache import cache_root
+
+    root = cache_root()
+    if root is None:
+        return None
+    h = hashlib.sha256(repr((area, end.params, end.specs, end.board, SYSTEM_A_LIMIT, SYSTEM_B_REQUESTS)).encode())
+    for d in ("hwmodel", "gpu", "fpga", "interconnect", "calibration"):
+        for f in sorted((ROOT / d).rglob("*")):
+            if f.suffix in (".py", ".json", ".toml", ".csv") and f.is_file() and "validate" not in f.parts:
+                h.update(str(f.relative_to(ROOT)).encode() + f.read_bytes())
+    return root / "validate-bands" / f"{h.hexdigest()[:24]}.json"
+
+
+def compute(
+    area: str, log: Callable[[str], None] = lambda m: None, jobs: int = 1, journaled_only: bool = False
+) -> dict[str, Any]:
+    """The recorded bands of ``area``: per row key, relative ends; and how they were computed (``jobs``: runs at
+    once, each its own process). Each run's rows are journaled (:func:`_journal`), so a rerun skips them;
+    ``journaled_only``: run nothing, use the journaled runs, and name every knob whose runs are missing."""
+    from concurrent.futures import ThreadPoolExecutor
+
     ks = knobs(area)
-    log(f"{area}: nominal run")
-    nominal = run_end(area, End("nominal"))
-    runs = []
+    todo = [(None, End("nominal"))] + [(k, e) for k in ks if k.proxy_dev is None for e in k.ends]
     for k in ks:
         if k.proxy_dev is not None:
             log(f"{area}: {k.name}: screened (proxy {100 * k.proxy_dev:.3f} %)")
-            runs.append((k, []))
-            continue
-        res = []
-        for e in k.ends:
-            log(f"{area}: {k.name}: {e.label}")
-            res.append(run_end(area, e))
-        runs.append((k, res))
+
+    def one(item: tuple[Knob | None, End]) -> dict[str, float] | None:
+        k, e = item
+        path = _journal(area, e)
+        if path is not None and path.is_file():
+            return json.loads(path.read_text())
+        if journaled_only:
+            return None
+        log(f"{area}: {k.name if k else 'nominal'}: {e.label}")
+        res = run_end(area, e)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(res))
+        return res
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(one, todo))
+    nominal = results[0]
+    if nominal is None:
+        raise HwmodelError(f"perturbation bands of {area}: the nominal run is not journaled")
+    by_knob: dict[str, list[dict[str, float]]] = {}
+    missing: set[str] = set()
+    for (k, _e), res in zip(todo[1:], results[1:]):
+        assert k is not None
+        if res is None:
+            missing.add(k.name)
+        else:
+            by_knob.setdefault(k.name, []).append(res)
+    runs = [
+        (k, by_knob[k.name]) for k in ks if k.name not in missing and (k.proxy_dev is not None or k.name in by_knob)
+    ]
+    ks_done = [k for k, _ in runs]
     rel = combine(nominal, runs)
     setting = {
         "system A": f"first {SYSTEM_A_LIMIT} problems per dataset, config1",
@@ -383,15 +442,25 @@ def compute(area: str, log: Callable[[str], None] = lambda m: None) -> dict[str,
         f"perturbation at the band setting ({setting}): "
         + "; ".join(
             k.name + (f" (screened: proxies move {100 * k.proxy_dev:.2f} %)" if k.proxy_dev is not None else "")
-            for k in ks
+            for k in ks_done
         )
-        + ". (a) in quadrature, (b)/(c) one-at-a-time ends added all together (linearised; hwmodel/validate/perturb.py)"
-        + "; not varied: FPGA design [estimate] fields, the system's own estimates, the workload fits"
+        + (f"; NOT RUN in this recording (rerun --record-bands): {'; '.join(sorted(missing))}" if missing else "")
+        + ". "
+        + COMBINED
+        + "; not varied: "
+        + NOT_VARIED[area]
     )
-    return {"how": how, "knobs": [k.name for k in ks], "rows": {k: list(v) for k, v in rel.items()}}
+    return {
+        "how": how,
+        "knobs": [k.name for k in ks_done],
+        "not_run": sorted(missing),
+        "rows": {k: list(v) for k, v in rel.items()},
+    }
 
 
-def record(areas: Sequence[str] = AREAS, path: Path = RECORDED_PATH, log: Callable[[str], None] = print) -> Path:
+def record(
+    areas: Sequence[str] = AREAS, path: Path = RECORDED_PATH, log: Callable[[str], None] = print, jobs: int = 1
+) -> Path:
     """Compute the bands of ``areas`` and write them (other areas' entries kept)."""
     doc = load(path) or {
         "doc": "hwmodel validate --record-bands: relative bands (lo / model, hi / model) of the rows whose band "
@@ -399,7 +468,7 @@ def record(areas: Sequence[str] = AREAS, path: Path = RECORDED_PATH, log: Callab
         "areas": {},
     }
     for a in areas:
-        doc["areas"][a] = compute(a, log)
+        doc["areas"][a] = compute(a, log, jobs=1 if a == "HBM" else jobs)
         path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
