@@ -428,9 +428,7 @@ def compute(
             missing.add(k.name)
         else:
             by_knob.setdefault(k.name, []).append(res)
-    runs = [
-        (k, by_knob[k.name]) for k in ks if k.name not in missing and (k.proxy_dev is not None or k.name in by_knob)
-    ]
+    runs = [(k, by_knob.get(k.name, [])) for k in ks if k.name not in missing]
     ks_done = [k for k, _ in runs]
     rel = combine(nominal, runs)
     setting = {
