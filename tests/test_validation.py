@@ -83,6 +83,60 @@ def test_every_family_prediction_carries_a_band_and_the_report_counts_inside_and
     assert "published inside / outside the model's band" in markdown(validation)
 
 
+def test_every_prediction_in_the_json_has_a_band_and_the_counts_add_up(validation: Validation) -> None:
+    from hwmodel.validate import perturb
+
+    doc = json.loads(json.dumps(validation.as_dict(), default=str))  # what `hwmodel validate --json` prints
+    pred = [r for r in doc["rows"] if r["role"] == "predicted"]
+    assert pred
+    recorded = set((perturb.load() or {"areas": {}})["areas"])
+    unrecorded = [a for a in perturb.AREAS if a not in recorded]  # `hwmodel validate --record-bands` not yet run
+    for r in pred:
+        if r["model_band"] is None and r["area"] in unrecorded:
+            continue
+        lo, hi = r["model_band"]
+        assert lo <= r["model"] * (1 + 1e-12) and r["model"] <= hi * (1 + 1e-12) and r["band_sources"], r["id"]
+    for r in doc["rows"]:
+        if r["role"] != "predicted" and r["model_band"] is None:
+            assert r["band_sources"].startswith("none: "), r["id"]  # said, not left empty
+    c = doc["band_counts"]
+    waiting = sum(r["model_band"] is None for r in pred)
+    assert c["predicted"] == len(pred) and c["without_band"] == waiting
+    assert c["inside"] + c["outside"] + waiting == len(pred)
+    assert sum(a["predicted"] for a in c["per_area"].values()) == len(pred)
+    assert all(a["inside"] + a["outside"] + a["without_band"] == a["predicted"] for a in c["per_area"].values())
+    line = f"{c['inside']} / {c['outside']}"
+    assert line in markdown(validation) and line in readme.block(validation)
+    quick = [r for r in doc["rows"] if r["setting"]]
+    assert quick and all(r["full_model"] is not None for r in quick)  # the full study's value beside the quick one
+    if waiting:  # only rows of an area whose perturbation bands were never recorded may lack one: said, not hidden
+        pytest.skip(
+            f"{waiting} predictions of {', '.join(unrecorded)} without a band: run `hwmodel validate --record-bands`"
+        )
+
+
+def test_perturbation_bands_combine_quadrature_and_worst_case_ends() -> None:
+    import math
+
+    from hwmodel.validate.perturb import End, Knob, combine, edit_toml_value
+
+    a1 = Knob("a1", "a", (End("+"),))
+    a2 = Knob("a2", "a", (End("+"),))
+    c = Knob("c", "bc", (End("low"), End("high")))
+    screened = Knob("s", "a", (End("+"),), proxy_dev=0.001)
+    nominal = {"r": 2.0}
+    runs = [(a1, [{"r": 2.0 * math.exp(0.03)}]), (a2, [{"r": 2.0 * math.exp(-0.04)}]), (c, [{"r": 1.9}, {"r": 2.1}])]
+    lo, hi = combine(nominal, [*runs, (screened, [])])["r"]
+    s = math.sqrt(0.03**2 + 0.04**2 + 0.001**2)
+    assert lo == pytest.approx(math.exp(-s + math.log(1.9 / 2.0)))
+    assert hi == pytest.approx(math.exp(s + math.log(2.1 / 2.0)))
+    text = '[hbm]\nlateral_hop_cycles = { value = 4, source = "x [estimate]" }\n[ddr]\nlateral_hop_cycles = { value = 9 }\n'
+    out = edit_toml_value(text, "hbm.lateral_hop_cycles", 8)
+    assert "value = 8, source" in out and "value = 9" in out
+    with pytest.raises(HwmodelError, match="not found"):
+        edit_toml_value(text, "hbm.nothing", 1)
+
+
 def test_families_show_their_degrees_of_freedom(validation: Validation) -> None:
     acc = {a["family"]: a for a in validation.accounting}
     assert acc["fpga-instruction"]["free_params"] == 4 and acc["fpga-instruction"]["degrees_of_freedom"] == 0
@@ -263,3 +317,24 @@ def test_contributed_rows_are_the_registered_area_modules(monkeypatch: pytest.Mo
 def test_validate_help() -> None:
     res = CliRunner().invoke(main, ["validate", "--help"])
     assert res.exit_code == 0 and "--out" in res.output and "--json" in res.output and "--readme" in res.output
+
+
+def test_engine_tables_are_keyed_by_the_parameter_files_a_band_run_points_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    from types import SimpleNamespace
+
+    from hwmodel.params import PARAMS_DIR
+    from hwmodel.serving import devices
+
+    gpu, fpga = SimpleNamespace(cache_key=("gpu",)), SimpleNamespace(cache_key=("instruction",))
+    assert devices._params_key(gpu) == "" == devices._params_key(fpga)  # the committed files: the code hash's
+    for f in PARAMS_DIR.glob("*.json"):
+        shutil.copy(f, tmp_path / f.name)
+    monkeypatch.setenv("HWMODEL_PARAMS_DIR", str(tmp_path))
+    g0, f0 = devices._params_key(gpu), devices._params_key(fpga)
+    doc = json.loads((tmp_path / "gpu.json").read_text())
+    doc["params"]["eta_bw"]["value"] *= 1.01
+    (tmp_path / "gpu.json").write_text(json.dumps(doc))
+    assert devices._params_key(gpu) != g0 and devices._params_key(fpga) == f0  # only the GPU's tables move

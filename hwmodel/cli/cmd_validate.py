@@ -32,12 +32,17 @@ def _run(
     b_requests: int = 1000,
     reasons: tuple[str, ...] = (),
     record_full: bool = False,
+    record_bands: bool = False,
 ) -> None:
     from hwmodel.validate import guards
     from hwmodel.validate import readme as readme_mod
-    from hwmodel.validate.table import build, record_full_values, summary, write
+    from hwmodel.validate.table import band_counts_line, build, record_full_values, summary, write
 
     why = _reasons(reasons)
+    if record_bands:
+        from hwmodel.validate import perturb
+
+        click.echo(f"wrote {perturb.record(log=lambda m: click.echo(m, err=True))}", err=as_json)
     v = build(cv=cv, system_a_limit=limit, jobs=jobs, system_b_requests=b_requests)
     written = write(v, out_dir) if out_dir is not None else []
     if readme:
@@ -74,6 +79,8 @@ def _run(
         model = f"{r['model']:.4g}"
         if r.get("model_band") is not None:
             model += f" [{r['model_band'][0]:.4g}–{r['model_band'][1]:.4g}]"
+        else:
+            model += " (band: none)"
         if r.get("setting"):
             model += "" if r.get("full_model") is None else f" (full {r['full_model']:.4g})"
         t.add_row(r["area"], r["name"], r["setting"], r["role"], str(r["free_params"]), model, pub, r["unit"], err)
@@ -97,6 +104,7 @@ def _run(
                 f"{s['published_inside_model_band']}, outside {s['published_outside_model_band']}, "
                 f"no band {s['predicted_without_band']}"
             )
+    click.echo(band_counts_line(v.rows))
     if not guards.GUARDS_PATH.is_file():
         click.echo(f"guards: {guards.GUARDS_PATH} not found (hwmodel validate --update-guards writes it)")
         return
@@ -169,6 +177,12 @@ def _run(
     is_flag=True,
     help="Record the full-setting system A/B values (hwmodel/validate/full_values.json), shown beside quick runs.",
 )
+@click.option(
+    "--record-bands",
+    is_flag=True,
+    help="Recompute the perturbation bands of the system A, system B and HBM rows (reruns, minutes) into "
+    "hwmodel/validate/recorded_bands.json.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print every row (and the accounting) as JSON.")
 def validate_cmd(
     out_dir: Path | None,
@@ -180,12 +194,13 @@ def validate_cmd(
     update_guards: bool,
     reasons: tuple[str, ...],
     record_full: bool,
+    record_bands: bool,
     as_json: bool,
 ) -> None:
     """Every published or measured figure (GPU, edge, HBM, FPGA instruction, FPGA streaming, system A, system B):
     model value, role (fitted / fitted-derived / predicted / leave-one-out), the family's free parameters, error
     or band position, physical bound, source. Checks the guards (docs/validation.md)."""
-    _run(out_dir, cv, limit, jobs, as_json, readme, update_guards, b_requests, reasons, record_full)
+    _run(out_dir, cv, limit, jobs, as_json, readme, update_guards, b_requests, reasons, record_full, record_bands)
 
 
 @reproduce.command("validate")

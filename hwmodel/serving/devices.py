@@ -372,6 +372,26 @@ def _code_hash() -> str:
     return _CODE_HASH
 
 
+#: the parameter files a model's numbers depend on, by the first field of its cache key (others: every file)
+_PARAM_FAMILIES = {"gpu": ("gpu",), "instruction": ("fpga-instruction", "fpga-power"), "streaming": ("fpga-power",)}
+
+
+def _params_key(model: DeviceModel) -> str:
+    """A digest of the parameter files ``model`` reads when ``HWMODEL_PARAMS_DIR`` points away from the committed
+    ones (a re-fit under study, a band's perturbed values): its tables are then its own; "" otherwise."""
+    from hwmodel.params import PARAMS_DIR, params_dir
+
+    d = params_dir()
+    if d.resolve() == PARAMS_DIR.resolve():
+        return ""
+    fams = _PARAM_FAMILIES.get(str((model.cache_key or ("",))[0]))
+    files = sorted(d.glob("*.json")) if fams is None else [d / f"{f}.json" for f in fams]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.read_bytes() if f.is_file() else b"-")
+    return h.hexdigest()[:16]
+
+
 TABLE_FORMAT = 2
 """Version of the engine-table cache file (``format`` in the archive); another version is rebuilt."""
 
@@ -435,7 +455,7 @@ class EngineFactory:
         if self.cache is None or model.cache_key is None:
             return None
         digest = hashlib.sha256(
-            repr((model.cache_key, model.decode_table, model.max_ctx, _code_hash())).encode()
+            repr((model.cache_key, model.decode_table, model.max_ctx, _code_hash(), _params_key(model))).encode()
         ).hexdigest()
         return self.cache / f"decode-{model.label}-{digest[:20]}.npz"
 

@@ -14,13 +14,19 @@ computed from one family's parameters, e.g. FlexLLM's FPGA/A100 ratio):
     (:data:`HOST_GROUPS`: the eager-issue cost of the default x86 server and of the Qwen benchmark server) is also
     evaluated at every other measured host's fitted value, and the band is widened to cover those values.
 
-Not propagated yet, and said so in the row's ``band_sources``: the ``[estimate]`` fields of the specs, values a
-family *chose* outside least squares (``choices``), and the system-level studies (system A/B rows carry no band:
-each would need a replay per parameter; ``hwmodel validate`` counts them as "no band").
+(c) **fixed ``[estimate]`` values** a value depends on (:data:`ESTIMATES`: the GPU family's per-sequence vLLM host
+    cost, halved and doubled): each end evaluated one at a time, and its worst deviation down and up added to the
+    band (all together, linearised in log space).
+
+Not propagated here, and said so in the row's ``band_sources``: values a family *chose* outside least squares
+(``choices``) and the GPU specs' ``[estimate]`` fields (measured bandwidth, idle power, price: none enters a
+latency). The rows of system A, system B and the HBM model get their bands by reruns instead
+(:mod:`hwmodel.validate.perturb`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -32,6 +38,9 @@ Z = 1.96  # two-sided 95 % of a normal
 PROBE_STEP = 0.02  # relative parameter step of the finite differences (as calibration.cv)
 #: parameters fitted per measured host: each is also evaluated at the others' values (source (b))
 HOST_GROUPS: tuple[tuple[str, ...], ...] = (("c_op_host_s", "c_op_host_qwen_s"),)
+#: fixed [estimate] values varied (source (c)): name -> (low, high) as multiples of the value (halve / double, the
+#: rule of hwmodel.studies.sensitivity.field_range)
+ESTIMATES: dict[str, tuple[float, float]] = {"c_seq_vllm_s": (0.5, 2.0)}
 
 Fn = Callable[[Mapping[str, float]], float]
 
@@ -60,6 +69,19 @@ def covariance(fam: Any, fitted: Sequence[Any], values: Mapping[str, float]) -> 
     return np.linalg.inv(fisher)
 
 
+@functools.lru_cache(maxsize=8)
+def committed_covariance(family: str) -> tuple[Any, dict[str, float], np.ndarray]:
+    """(family, its committed parameter values, their covariance) -- computed once per process (every banded
+    provider of one ``hwmodel validate`` run shares it)."""
+    from calibration.family import get_family
+    from calibration.measurements import load_measurements
+    from calibration.params import load_values
+
+    fam = get_family(family)
+    values = load_values(fam.params_path)
+    return fam, values, covariance(fam, [p for p in load_measurements(fam.measurements_path) if p.fitted], values)
+
+
 def band(fn: Fn, params: Sequence[Any], values: Mapping[str, float], cov: np.ndarray) -> tuple[list[float], str]:
     """([lo, hi], what it covers) of ``fn`` at ``values``: sources (a) and (b) of the module docstring."""
     y = fn(values)
@@ -79,7 +101,18 @@ def band(fn: Fn, params: Sequence[Any], values: Mapping[str, float], cov: np.nda
     what = f"fitted-parameter covariance (sigma {MEASUREMENT_SIGMA:.0%} per published point, 95 %)"
     if hosts:
         what += "; measured hosts: " + ", ".join(hosts)
-    return [lo, hi], what + "; spec [estimate] fields and chosen values not propagated"
+    down = up = 0.0
+    moved = []
+    for name, (f_lo, f_hi) in ESTIMATES.items():
+        if name not in values:
+            continue
+        ends = [math.log(fn({**values, name: values[name] * f}) / y) for f in (f_lo, f_hi)]
+        down, up = down + min(0.0, *ends), up + max(0.0, *ends)
+        if max(map(abs, ends)) > 1e-9:
+            moved.append(f"{name} x{f_lo:g}..x{f_hi:g} moves it {100 * min(ends):+.2f} / {100 * max(ends):+.2f} %")
+    lo, hi = lo * math.exp(down), hi * math.exp(up)
+    what += "; [estimate] " + (", ".join(moved) if moved else ", ".join(ESTIMATES) + " (no effect here)")
+    return [lo, hi], what + "; chosen values and GPU-spec [estimate] fields (none enters a latency) not varied"
 
 
 def family_bands(fam: Any, points: Sequence[Any], values: Mapping[str, float]) -> dict[str, tuple[list[float], str]]:

@@ -22,6 +22,7 @@ columns ``llm``, ``framework``, ``weight_bits``, ``kv_bits``, ``input_tokens``, 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +42,15 @@ CONDITIONS = ("llm", "framework", "weight_bits", "kv_bits", "input_tokens", "out
 
 
 @functools.lru_cache(maxsize=64)
-def _engine(gpu: str, llm: str, fw: str, wb: int, kb: int, decoding: str) -> Any:
+def _engine(
+    gpu: str, llm: str, fw: str, wb: int, kb: int, decoding: str, values: tuple[tuple[str, float], ...] = ()
+) -> Any:
     from calibration.gpu import resolve_llm
     from gpu.latency import GpuEngine
+    from gpu.params import GpuParams
 
-    return GpuEngine(gpu, resolve_llm(llm), framework=fw, weight_bits=wb, kv_bits=kb, decoding=decoding)
+    params = GpuParams.of(dict(values)) if values else None
+    return GpuEngine(gpu, resolve_llm(llm), framework=fw, weight_bits=wb, kv_bits=kb, decoding=decoding, params=params)
 
 
 def batch_generate_s(eng: Any, batch: int, n_in: int, n_out: int) -> float:
@@ -60,8 +65,9 @@ def decode_steps_s(eng: Any, batch: int, n_in: int, n_out: int) -> list[float]:
     return [eng.decode_batch_s([n_in + j] * batch) for j in range(n_out - 1)]
 
 
-def predict(pt: Measurement) -> float:
-    """The committed GPU model's value of ``pt.quantity`` under ``pt``'s conditions."""
+def predict(pt: Measurement, values: Mapping[str, float] | None = None) -> float:
+    """The GPU model's value of ``pt.quantity`` under ``pt``'s conditions (``values``: the GPU family's parameter
+    values; default the committed ones)."""
     expect_quantity(pt, UNITS, "the out-of-source GPU set")
     eng = _engine(
         pt.subject,
@@ -70,6 +76,7 @@ def predict(pt: Measurement) -> float:
         pt.integer("weight_bits", 16),
         pt.integer("kv_bits", 16),
         pt.text("decoding", "greedy"),
+        tuple(sorted(values.items())) if values is not None else (),
     )
     b, n_in, n_out = pt.integer("batch"), pt.integer("input_tokens"), pt.integer("output_tokens")
     if pt.quantity == "seq_decode_tokens_per_s":
@@ -87,6 +94,7 @@ def rows(path: Path | str | None = None) -> list[dict[str, Any]]:
     """One ``predicted`` row per out-of-source point (area ``GPU out-of-source``), with the GPU family's free
     parameters (nothing here is fitted: the rows only test the committed model)."""
     from calibration.gpu import FAMILY
+    from hwmodel.validate.bands import band, committed_covariance
 
     p = Path(path) if path is not None else MEASUREMENTS
     if not p.exists():
@@ -118,6 +126,8 @@ def rows(path: Path | str | None = None) -> list[dict[str, Any]]:
                 family="gpu",
             )
         )
+        fam, values, cov = committed_covariance("gpu")  # once per process
+        out[-1]["model_band"], out[-1]["band_sources"] = band(lambda v, q=pt: predict(q, v), fam.params, values, cov)
     return out
 
 

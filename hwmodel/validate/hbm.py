@@ -10,6 +10,8 @@ the same per-channel peak) - an assumption stated in each row's note.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from fpga.hbm import channel as hbm
@@ -47,9 +49,12 @@ def _row(
     }
 
 
-def rows() -> list[dict[str, Any]]:
-    """One row per published HBM figure, with what the bank-level model gives under the same set-up."""
+def rows(board_fields: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per published HBM figure, with what the bank-level model gives under the same set-up
+    (``board_fields``: U280 HBM fields moved, for a band: :mod:`hwmodel.validate.perturb`)."""
     b = library().board("u280")
+    if board_fields:
+        b = dataclasses.replace(b, hbm=dataclasses.replace(b.hbm, **board_fields))
     h = b.hbm
     out = []
     # ---- Shuhai: sequential throughput of every channel, idle latencies
@@ -214,7 +219,7 @@ def rows() -> list[dict[str, Any]]:
     # ---- a simulator peer (not a measurement): Ramulator 2 on the same traces (hwmodel/validate/hbm_peer.py)
     from hwmodel.validate import hbm_peer
 
-    out.extend(hbm_peer.rows("full"))
+    out.extend(hbm_peer.rows("full", b))
     return out
 
 

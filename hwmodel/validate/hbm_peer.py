@@ -148,9 +148,10 @@ def stored() -> dict[str, Any]:
         raise HwmodelError(f"{DATA}: cannot read the stored Ramulator results ({exc})") from None
 
 
-def comparison(which: str = "full") -> list[dict[str, Any]]:
-    """Per comparable case of the set: hwmodel's and the peer's GB/s and the difference."""
-    b = library().board(BOARD)
+def comparison(which: str = "full", board: BoardSpec | None = None) -> list[dict[str, Any]]:
+    """Per comparable case of the set: hwmodel's and the peer's GB/s and the difference (``board``: the U280 as
+    given, e.g. with a field moved for a band; default the library's)."""
+    b = board if board is not None else library().board(BOARD)
     data = stored()
     res = data["results"]
     out = []
@@ -176,12 +177,12 @@ def comparison(which: str = "full") -> list[dict[str, Any]]:
     return out
 
 
-def rows(which: str = "full") -> list[dict[str, Any]]:
+def rows(which: str = "full", board: BoardSpec | None = None) -> list[dict[str, Any]]:
     """`hwmodel validate` rows: the peer's figure in the ``published`` column, labelled a simulator."""
     prov = stored()["provenance"]
     src = f"Ramulator 2 simulator peer, {prov['repository']} @ {prov['commit'][:7]} (fpga/data/hbm_peer_ramulator.json)"
     out = []
-    for r in comparison(which):
+    for r in comparison(which, board):
         out.append(
             {
                 "area": "HBM peer",

@@ -41,14 +41,10 @@ def predict(values: Mapping[str, float], pt: Any) -> float:
 
 def rows() -> list[dict[str, Any]]:
     """One predicted row per out-of-source point, each with its band."""
-    from calibration.family import get_family
     from calibration.measurements import load_measurements
-    from calibration.params import load_values
-    from hwmodel.validate.bands import band, covariance
+    from hwmodel.validate.bands import band, committed_covariance
 
-    fam = get_family("gpu")
-    values = load_values(fam.params_path)
-    cov = covariance(fam, [p for p in load_measurements(fam.measurements_path) if p.fitted], values)
+    fam, values, cov = committed_covariance("gpu")
     out = []
     for pt in load_measurements(MEASUREMENTS):
         model = predict(values, pt)

@@ -54,14 +54,9 @@ def a100_hf_decode_s(values: dict[str, float] | None = None) -> float:
 def ratio_band(fpga_s: float) -> tuple[list[float], str]:
     """The band of the decode-rate ratio from the GPU side's parameters (hwmodel.validate.bands): the fitted GPU
     parameters' covariance and the A100 host's issue cost over the measured hosts."""
-    from calibration.family import get_family
-    from calibration.measurements import load_measurements
-    from calibration.params import load_values
-    from hwmodel.validate.bands import band, covariance
+    from hwmodel.validate.bands import band, committed_covariance
 
-    fam = get_family("gpu")
-    values = load_values(fam.params_path)
-    cov = covariance(fam, [p for p in load_measurements(fam.measurements_path) if p.fitted], values)
+    fam, values, cov = committed_covariance("gpu")
     return band(lambda v: a100_hf_decode_s(dict(v)) / fpga_s, fam.params, values, cov)
 
 

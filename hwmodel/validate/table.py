@@ -25,6 +25,7 @@ COLUMNS = (
     "families",
     "model",
     "model_band",
+    "band_sources",
     "full_model",
     "published",
     "band",
@@ -57,6 +58,7 @@ class Validation:
             "contributed": self.contributed,
             "emitted": self.emitted,
             "summary": summary(self.rows),
+            "band_counts": band_counts(self.rows),
             "rows": self.rows,
         }
 
@@ -109,6 +111,10 @@ def build(cv: bool = True, system_a_limit: int | None = 40, jobs: int = 1, syste
         emitted[r["provider"]] = emitted.get(r["provider"], 0) + 1
     rows = finish(own + extra)
     attach_full_values(rows)
+    from hwmodel.validate import perturb
+
+    perturb.attach(rows)
+    explain_missing_bands(rows)
     rows.sort(key=lambda r: (AREAS.index(r["area"]) if r["area"] in AREAS else len(AREAS), r["area"]))
     return Validation(
         rows,
@@ -178,6 +184,58 @@ def summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+#: why a row that is not a prediction has no band (``band_sources`` says ``none: ...``)
+NO_BAND = {
+    "fitted": "none: fitted (a parameter was matched to this figure, or its value is a fitted value)",
+    "fitted-derived": "none: follows from fitted points by identity",
+    "leave-one-out": "none: a refit without the point (its error is the test)",
+    "identity": "none: a leave-one-out that cannot change",
+}
+
+
+def explain_missing_bands(rows: Sequence[dict[str, Any]]) -> None:
+    """``band_sources`` of every row without a band: ``none: <reason>`` for a row that is not a prediction (a
+    predicted row without a band stays without one, and the report counts it)."""
+    for r in rows:
+        if r.get("model_band") is None and r["role"] in NO_BAND:
+            r["band_sources"] = NO_BAND[r["role"]]
+
+
+def band_counts(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Of the predicted rows, overall and per area: how many, how many published figures fall inside the model's
+    band, outside it, and how many predictions have no band (inside + outside + without = predicted)."""
+    pred = [r for r in rows if r["role"] == "predicted"]
+    areas: dict[str, list[dict[str, Any]]] = {}
+    for r in pred:
+        areas.setdefault(r["area"], []).append(r)
+
+    def count(rs: Sequence[dict[str, Any]]) -> dict[str, int]:
+        c = model_band_counts(rs)
+        return {
+            "predicted": len(rs),
+            "inside": c["published_inside_model_band"],
+            "outside": c["published_outside_model_band"],
+            "without_band": c["predicted_without_band"],
+        }
+
+    return {**count(pred), "per_area": {a: count(rs) for a, rs in areas.items()}}
+
+
+def band_counts_line(rows: Sequence[dict[str, Any]]) -> str:
+    """One line: published figures inside / outside the model's band, overall and per area."""
+    c = band_counts(rows)
+    per = ", ".join(
+        f"{a} {x['inside']} / {x['outside']}" + (f" ({x['without_band']} without)" if x["without_band"] else "")
+        for a, x in c["per_area"].items()
+    )
+    return (
+        f"published figures inside / outside the model's band, of {c['predicted']} predictions: "
+        f"{c['inside']} / {c['outside']}"
+        + (f", {c['without_band']} without a band" if c["without_band"] else "")
+        + f" (a published range counts inside when it overlaps the band); per area: {per}"
+    )
 
 
 def model_band_counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
@@ -263,6 +321,7 @@ def markdown(v: Validation) -> str:
             f"| {s['area']} | {s['role']} | {s['rows']} | {mean} | {mx} | {bands} | {mb} | "
             f"{s['predicted_without_band'] or ''} |"
         )
+    out += ["", band_counts_line(v.rows) + "."]
     out += [
         "",
         "## Every figure",
@@ -278,7 +337,7 @@ def markdown(v: Validation) -> str:
         bound = f"{r['bound_kind']} {_fmt(r['bound'])}" if r["bound"] is not None else ""
         free = f"{r['free_params']} ({' + '.join(r['families'])})"
         note = f" — {r['note']}" if r["note"] and r["role"] in ("leave-one-out", "identity") else ""
-        model = _fmt(r["model"]) + (f" [{_fmt(r['model_band'])}]" if r.get("model_band") else "")
+        model = _fmt(r["model"]) + (f" [{_fmt(r['model_band'])}]" if r.get("model_band") else " (band: none)")
         if r.get("setting"):
             model += "; full study " + ("not recorded" if r.get("full_model") is None else _fmt(r["full_model"]))
         out.append(
