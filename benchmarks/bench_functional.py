@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _stats(a: list[float]) -> str:
-    return f"{np.median(a) * 1e3:.1f} ms median, {np.min(a) * 1e3:.1f} min"
+    return f"{np.median(a) * 1e3:.1f} ms median, minimum {np.min(a) * 1e3:.1f} ms"
 
 
 def main() -> None:

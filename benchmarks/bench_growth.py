@@ -62,7 +62,7 @@ def dse_run(s: Size) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "g.toml"
-        spec.write_text(SPEC.format(clocks=s["clocks"]))
+        spec.write_text(SPEC.format(clocks=s["clocks"], evaluator="streaming-decode"))
         plan = load_plan(spec)
         s["points"] = len(plan.points)
         run_sweep(plan, Path(tmp) / "out", workers=2, progress=False)

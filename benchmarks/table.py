@@ -132,7 +132,7 @@ BENCHES: tuple[Bench, ...] = (
                 "functional.ms_per_token",
                 "W8A8 functional",
                 "Qwen2.5-0.5B W8A8 bit-exact decode, per token (median)",
-                r"rows \d+: decode {n} ms/token median",
+                r"decode, int8 products on \w+\s*\(1 row\): {n} ms median",
                 "ms",
                 "{:.1f}",
             ),
@@ -351,7 +351,9 @@ def run_bench(bench: Bench) -> dict:
         except subprocess.TimeoutExpired:
             failed, stdout = f"ran past {bench.timeout_s:.0f} s", ""
         wall = time.perf_counter() - t0
-        if bench.json_out and failed is None:
+        if failed is not None:  # no figure is read from a failed run (the rows below say why)
+            rows = [_row(f) for f in bench.figures]
+        elif bench.json_out:
             rows = figures_from_growth(bench, json.loads(Path(tmp, "figures.json").read_text()))
         else:
             rows = figures_from_output(bench, stdout)

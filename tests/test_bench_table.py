@@ -78,7 +78,7 @@ SAMPLES = {
         "    16 KB requests, ctx  1024: modelled  13.20 ms, host  12.80 ms (host / modelled = 0.97)\n"
     ),
     "dse": "sweep: 288 points (0 screened out) on 2 worker processes in 1.2 s (...): 20,274 design points per minute\n",
-    "functional": "rows 2: decode 72.5 ms/token median, 70.1 min (13.8 tokens/s) at context 16..24; int8 ...\n",
+    "functional": "decode, int8 products on numba (1 row): 72.5 ms median, minimum 70.1 ms per token, CPU ...\n",
     "system-a": "full reproduction (hwmodel reproduce heteroreason --jobs 2): 49.8 s wall, 88.0 s user + ...\n",
     "serving": (
         "a100+7xu280                     t=0      2000     1.52    0.40        5000     1234.5\n"
