@@ -18,18 +18,18 @@ NUMBER = re.compile(r"-?\d+(?:\.(\d+))?(?:e[-+]?\d+)?")
 
 
 def _texts(nb: object) -> list[str]:
-    """The text each code cell printed (streams and text/plain results), one string per cell."""
+    """The text each code cell printed (streams and text/plain results), one string per cell, without blank lines:
+    how the kernel splits a stream into chunks (and so where joining them leaves an empty line) depends on timing."""
     out = []
     for cell in nb.cells:  # type: ignore[attr-defined]
         if cell.cell_type != "code":
             continue
-        out.append(
-            "\n".join(
-                o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
-                for o in cell.get("outputs", [])
-                if o.get("output_type") != "error"
-            )
+        text = "\n".join(
+            o.get("text", "") or "".join(o.get("data", {}).get("text/plain", ""))
+            for o in cell.get("outputs", [])
+            if o.get("output_type") != "error"
         )
+        out.append("\n".join(line for line in text.splitlines() if line.strip()))
     return out
 
 

@@ -160,8 +160,8 @@ def load_plan(path: Path | str) -> SweepPlan:
     if "sweep" not in table:
         raise SpecError(path, "sweep", "a [sweep] table with at least 'evaluator'")
     sweep: SweepSection = build(SweepSection, table["sweep"], path=path, prefix="sweep.")
-    ref = canonical_ref(sweep.evaluator, path.parent)
     try:
+        ref = canonical_ref(sweep.evaluator, path.parent)
         ev = resolve(ref)
     except HwmodelError as exc:
         raise SpecError(path, "sweep.evaluator", f"a usable evaluator ({exc})", sweep.evaluator) from None
