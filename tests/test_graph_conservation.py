@@ -106,13 +106,13 @@ def FUSED_ROWS(op: str) -> bool:  # noqa: N802
 def test_a_broken_streaming_lowering_fails_conservation(monkeypatch: pytest.MonkeyPatch, broken: type) -> None:
     d = load_design("draft-u280")
     monkeypatch.setattr(templates, "_Compiler", broken)  # templates._static_parts compiles every matrix
-    templates._static_parts.cache_clear()
+    templates.clear_caches()
     try:
         prog = program.compile_token(d, d.board_spec(), d.llm_spec(), 100)
         g = build_graph(d.llm_spec(), lowering.quant_of(d), "decode", 1, 100)
         assert streaming_violations(prog, g) != []
     finally:
-        templates._static_parts.cache_clear()
+        templates.clear_caches()
 
 
 # ============================================================================================== instruction

@@ -226,3 +226,10 @@ def _layer(
     att_key = [a.tobytes() for a in att_reqs]
     x_out = np.array([idx for _k, idx, _c in st.post_x.entries], dtype=np.int64) + shift
     return _Layer(arrs, port_reqs, pre.x_in, x_out, att_key), macs  # type: ignore[attr-defined]
+
+
+def clear_caches() -> None:
+    """Forget every memoized part (:func:`_static_parts`, :func:`_layer_for`): a caller that swaps the compiler,
+    as the conservation tests do, must not leave parts compiled by it for later callers."""
+    _static_parts.cache_clear()
+    _layer_for.cache_clear()
