@@ -28,6 +28,8 @@ DESIGNS = {  # file -> with_lm_head (LoopLynx runs its LM head on the host: pred
     # the same designs as two units on a ring (their head is on the host through host_ops)
     "looplynx-x2-u50-units.toml": True,
     "terafly-opt-1.3b-u50-units.toml": True,
+    # spatial: one decoder layer per host call, head on the host through host_ops
+    "spatial-llama-7b-u280.toml": True,
 }
 
 
@@ -77,3 +79,23 @@ def test_two_unit_files_move_the_folds_weights_and_exchange_over_the_ring(name, 
     # the same MACs (bytes differ by what the units language places: scales and biases of the input-split O and
     # down projections are each unit's own; TeraFly's units keep biases and scales on chip, the fold streams them)
     assert units.macs == fold.macs
+
+
+def test_spatial_design_streams_each_matrix_over_its_own_regions_ports(tokens):
+    # Crazy-James26/LLM_FPGA kernel.cfg: O on HBM[7..8], up on HBM[9..12], down on HBM[13..16], each port a
+    # contiguous share of its matrix's rows (int8, scales compiled in: no metadata from HBM)
+    r = tokens["spatial-llama-7b-u280.toml"]
+    llm = load_design(PUBLISHED / "spatial-llama-7b-u280.toml").llm_spec()
+    read: dict[str, int] = {}
+    ports: dict[str, int] = {}
+    for c in r.channels:
+        read[c["engine"]] = read.get(c["engine"], 0) + c["read_bytes"]
+        ports[c["engine"]] = ports.get(c["engine"], 0) + 1
+    assert ports == {"qkv": 6, "attn": 8, "o": 2, "up": 4, "down": 4}
+    assert read["o"] == llm.hidden * llm.hidden
+    assert read["up"] == read["down"] == llm.hidden * llm.intermediate
+    # the three projections folded onto six ports: each 4,096-byte row cut in six 32-byte-granule shares
+    qkv = 3 * llm.hidden * llm.hidden
+    assert qkv <= read["qkv"] <= qkv * 6 * 704 // 4096
+    # one layer per call: the MACs of one layer's projections plus attention over ctx + 1 cached tokens
+    assert r.macs == qkv + llm.hidden * llm.hidden + 2 * llm.hidden * llm.intermediate + 2 * 17 * llm.hidden
