@@ -185,3 +185,18 @@ def test_sensitivity_varies_the_temporal_fields_of_a_temporal_design_only() -> N
     assert (ks["phase_barrier_cycles"].low, ks["phase_barrier_cycles"].high) == (1, 4)
     assert (ks["phase_prefetch_blocks"].low, ks["phase_prefetch_blocks"].high) == (0, 1)
     assert ks["phase_prefetch_blocks"].status == "default"
+
+
+def test_prefetching_more_of_a_phase_never_slows_it_and_its_buffer_bounds_it() -> None:
+    """One engine, no pipeline latency, short operand passes: a phase's loads not prefetched show as waits; each
+    prefetched block removes some, and prefetching a whole port buffer is the dataflow token."""
+    from hwmodel.specs import library
+
+    board = library().board("u280")
+    base = library().llm("qwen2.5-0.5b")
+    llm = dataclasses.replace(base, layers=2, hidden=64, heads=2, kv_heads=1, head_dim=16, intermediate=96, vocab=100)
+    d = one_engine(board, llm, 4)
+    dataflow = fast_cycles(d, board, llm, 10)[1][1]
+    t = dataclasses.replace(d, execution="temporal", phase_barrier_cycles=0)
+    by_depth = [fast_cycles(dataclasses.replace(t, phase_prefetch_blocks=n), board, llm, 10)[1][1] for n in range(6)]
+    assert by_depth[0] > by_depth[1] > by_depth[2] >= by_depth[4] == by_depth[5] == dataflow
