@@ -36,7 +36,7 @@ def fast_cycles(design, board, llm, ctx: int, with_lm_head: bool = True):  # typ
     return prog, out
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fast_engine_equals_reference_on_temporal_designs(data: st.DataObject) -> None:
     llm = data.draw(small_llm())
@@ -200,3 +200,14 @@ def test_prefetching_more_of_a_phase_never_slows_it_and_its_buffer_bounds_it() -
     t = dataclasses.replace(d, execution="temporal", phase_barrier_cycles=0)
     by_depth = [fast_cycles(dataclasses.replace(t, phase_prefetch_blocks=n), board, llm, 10)[1][1] for n in range(6)]
     assert by_depth[0] > by_depth[1] > by_depth[2] >= by_depth[4] == by_depth[5] == dataflow
+
+
+def test_a_sweep_point_can_choose_the_execution_style() -> None:
+    from fpga.streaming.engine import simulate_token
+    from hwmodel.dse.streaming_eval import EVALUATOR, build_design
+
+    p = EVALUATOR.complete({"design": "flexllm-u280", "ctx": 16, "execution": "temporal", "phase_prefetch_blocks": 1})
+    d = build_design(p)
+    assert (d.execution, d.phase_prefetch_blocks) == ("temporal", 1)
+    row = EVALUATOR.run(p)
+    assert row["cycles"] == simulate_token(d, 16).cycles > simulate_token(load_design("flexllm-u280"), 16).cycles
