@@ -28,8 +28,9 @@ DESIGNS = {  # file -> with_lm_head (LoopLynx runs its LM head on the host: pred
     # the same designs as two units on a ring (their head is on the host through host_ops)
     "looplynx-x2-u50-units.toml": True,
     "terafly-opt-1.3b-u50-units.toml": True,
-    # HLSTransform with its phases said (execution = "temporal", fpga/streaming/temporal.py)
+    # HLSTransform and TeraFly's two units with their phases said (execution = "temporal", fpga/streaming/temporal.py)
     "hlstransform-u50-temporal.toml": True,
+    "terafly-opt-1.3b-u50-units-temporal.toml": True,
 }
 
 
