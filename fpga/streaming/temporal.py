@@ -72,14 +72,12 @@ def _unit_ranges(design: StreamingDesign, prog: Program) -> list[tuple[int, int]
 @dataclasses.dataclass(frozen=True)
 class Phases:
     """The phases of a program's temporal units: per block its phase (-1: a dataflow unit or a link), per phase
-    the barrier's source blocks (the last block of the previous phase on each of its engines; -1 padded) and
-    the operator and layer it runs."""
+    its first block and the barrier's source blocks (the last block of the previous phase on each of its
+    engines; -1 padded)."""
 
     of_block: np.ndarray  # (n_blocks,) phase id or -1
     sources: np.ndarray  # (n_phases, k) blocks the phase's barrier waits for; row all -1 for a unit's first phase
     first: np.ndarray  # (n_phases,) first block of the phase
-    op: np.ndarray  # (n_phases,) operator id
-    layer: np.ndarray  # (n_phases,) layer (-1 head, L tail)
 
 
 def phases(design: StreamingDesign, prog: Program) -> Phases:
@@ -96,7 +94,7 @@ def phases(design: StreamingDesign, prog: Program) -> Phases:
         pid = np.cumsum(cut) - 1
         n = int(pid[-1]) + 1
         key = pid * n_e + eng
-        uk, first_k = np.unique(key, return_index=True)
+        uk = np.unique(key)
         _u, last_rev = np.unique(key[::-1], return_index=True)
         last_k = hi - lo - 1 - last_rev
         kp = uk // n_e  # phase of each (phase, engine) pair, sorted
@@ -116,7 +114,7 @@ def phases(design: StreamingDesign, prog: Program) -> Phases:
         sources[row : row + len(s), : s.shape[1]] = s
         row += len(s)
     first = np.concatenate(firsts) if firsts else np.zeros(0, np.int64)
-    return Phases(of_block, sources, first, prog.t_op[first], prog.t_layer[first])
+    return Phases(of_block, sources, first)
 
 
 def apply_temporal(design: StreamingDesign, prog: Program) -> Program:
