@@ -212,3 +212,27 @@ def test_a_sweep_point_can_choose_the_execution_style() -> None:
     assert (d.execution, d.phase_prefetch_blocks) == ("temporal", 1)
     row = EVALUATOR.run(p)
     assert row["cycles"] == simulate_token(d, 16).cycles > simulate_token(load_design("flexllm-u280"), 16).cycles
+
+
+def test_decode_cli_prints_the_phases_and_their_json(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from hwmodel.cli import main
+
+    design = str(_write(tmp_path, 'execution = "temporal"'))
+    args = ["fpga", "decode", "--design", design, "--ctx", "4"]
+    runner = CliRunner()
+    out = runner.invoke(main, [*args, "--no-detail"])
+    assert out.exit_code == 0, out.output
+    assert "execution: temporal phases, barrier 2 cycles" in out.output
+    js = runner.invoke(main, [*args, "--json"])
+    assert js.exit_code == 0, js.output
+    doc = json.loads(js.output)
+    ex = doc["execution"]
+    assert (ex["style"], ex["phase_barrier_cycles"], ex["phase_prefetch_blocks"]) == ("temporal", 2, 0)
+    assert ex["phase_cycles"] == sum(doc["op_span_cycles"].values())
+    assert ex["phase_cycles"] + ex["between_phases_cycles"] == doc["cycles"]
+    n_phases = 1 + 11 * load_design(design).llm_spec().layers + 3  # embed, the layers' operators, the tail
+    assert ex["between_phases_cycles"] >= (n_phases - 1) * 2  # a 2-cycle barrier between each two
