@@ -30,6 +30,9 @@ DESIGNS = {  # file -> with_lm_head (LoopLynx runs its LM head on the host: pred
     "terafly-opt-1.3b-u50-units.toml": True,
     # spatial: one decoder layer per host call, head on the host through host_ops
     "spatial-llama-7b-u280.toml": True,
+    # HLSTransform and TeraFly's two units with their phases said (execution = "temporal", fpga/streaming/temporal.py)
+    "hlstransform-u50-temporal.toml": True,
+    "terafly-opt-1.3b-u50-units-temporal.toml": True,
 }
 
 

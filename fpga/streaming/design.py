@@ -43,6 +43,10 @@ ALL_OPS = HEAD_OPS + LAYER_OPS + TAIL_OPS
 HBM_OPS = ("embed", "qkv", "attention", "o_proj", "gate_up", "down", "lm_head")
 MATVEC_OPS = ("qkv", "o_proj", "gate_up", "down", "lm_head")
 VALID_BITS = (4, 8, 16)
+#: how a design (or one of its [[units]]) runs the operators of a layer (fpga/streaming/temporal.py)
+EXECUTION_STYLES = ("dataflow", "temporal")
+#: [estimate] the barrier between two temporal phases: one cycle to leave an HLS loop's state, one to enter the next
+PHASE_BARRIER_DEFAULT_CYCLES = 2
 #: names that say what an operator is, accepted for the Llama-named ones above (issue 26): ``gate_up`` is the up
 #: projection alone in a plain MLP (OPT, GPT-2) and ``silu_mul`` runs the model's ``hidden_act`` (ReLU, GELU)
 OP_ALIASES = {"up": "gate_up", "up_gate": "gate_up", "act": "silu_mul", "act_mul": "silu_mul"}
@@ -238,6 +242,28 @@ class StreamingDesign:
         "bitstream's configuration, not read per token): bias, metadata "
         "(quantization scales); counted against on-chip memory. Norm gains "
         "are always on chip",
+    )
+    execution: str = plain(
+        default="dataflow",
+        check=one_of(*EXECUTION_STYLES),
+        doc="dataflow: operators overlap through the FIFOs between engines (layer-pipelined); temporal: each "
+        "phase (operator) of a layer starts only after the previous one has drained, handing over through "
+        "whole on-chip buffers (fpga/streaming/temporal.py)",
+    )
+    phase_barrier_cycles: int = plain(
+        default=PHASE_BARRIER_DEFAULT_CYCLES,
+        check=_non_negative,
+        unit="cycles",
+        doc="temporal: cycles from a phase's last result to the next phase's first issue (the control "
+        "hand-over between two sequential loops) [estimate: 2, one cycle to leave an HLS loop's state and "
+        "one to enter the next]",
+    )
+    phase_prefetch_blocks: int = plain(
+        default=0,
+        check=_non_negative,
+        doc="temporal: HBM-reading blocks of a phase whose reads may be issued while the previous phase "
+        "still runs (prefetch into the port buffer); 0 = a phase's loads start at its barrier (no overlap "
+        "of loads with the previous phase's compute), >= buffer_depth = as early as the port buffer allows",
     )
     engines: tuple[EngineSpec, ...] = plain(doc="the engines")
     split: str = plain(

@@ -33,6 +33,7 @@ from fpga.streaming.linking import _link, _request_bytes
 from fpga.streaming.lowering import _cdiv, _Compiler
 from fpga.streaming.program_format import Program
 from fpga.streaming.templates import _layer_for, _static_parts, kv_region_bytes
+from fpga.streaming.temporal import apply_temporal, without_temporal
 from hwmodel.specs import BoardSpec, LlmSpec
 
 
@@ -51,7 +52,8 @@ def compile_token(
     if design.units:  # several compute units and the links between them (fpga/streaming/units.py)
         from fpga.streaming.units import compile_units
 
-        return compile_units(design, board, llm, ctx, with_lm_head, per_port)
+        prog = compile_units(without_temporal(design), board, llm, ctx, with_lm_head, per_port)
+        return apply_temporal(design, prog)  # the temporal units' barriers (fpga/streaming/temporal.py)
     check_structure(design)
     if llm.kv_heads % design.attn_head_parallel:
         raise DesignError(
@@ -69,4 +71,4 @@ def compile_token(
     prog = _link(design, c, st, layer, L, 2 * units * region, st.static_macs + (st.layer_macs + att_macs) * L, per_port)
     prog.param_bytes.update({k: st.static_ledger[k] + L * st.layer_ledger[k] for k in st.layer_ledger})
     prog.req_bytes.update(_request_bytes(st, layer, prog, L))
-    return prog
+    return apply_temporal(design, prog) if design.execution == "temporal" else prog

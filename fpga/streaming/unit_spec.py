@@ -51,6 +51,11 @@ class UnitSpec:
     )
     slr: int = plain(default=-1, doc="SLR of every engine of the unit; -1 = each engine keeps its own slr")
     layers: int = plain(default=0, doc="split = layers: decoder layers this stage runs; 0 = an even share")
+    execution: str = plain(
+        default="",
+        check=one_of("", "dataflow", "temporal"),
+        doc="dataflow or temporal (fpga/streaming/temporal.py); empty = the design's execution",
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

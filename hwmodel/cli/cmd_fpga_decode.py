@@ -10,7 +10,7 @@ import click
 
 from hwmodel.cli.base import console, echo_json, group, json_option
 from hwmodel.cli.options import AliasOption, clock_option, parse_range
-from hwmodel.cli.streaming_tables import detail_tables, sensitivity_table
+from hwmodel.cli.streaming_tables import detail_tables, sensitivity_table, temporal_line
 from hwmodel.errors import HwmodelError
 from hwmodel.studies.streaming import token_row
 from hwmodel.units import fmt_bw, fmt_s
@@ -121,6 +121,8 @@ def decode_cmd(
             results.append(res)
             rows.append({**token_row(res), "design_floor_s": _floor_s(design, c, ingest)})
             prog.advance(task)
+    from fpga.streaming.temporal import is_temporal, temporal_facts
+
     band = None
     if sensitivity:
         from hwmodel.studies.sensitivity import check_fields
@@ -139,6 +141,8 @@ def decode_cmd(
             one = {**results[0].as_dict(), "design_floor_s": rows[0]["design_floor_s"], **point}
             if band is not None:
                 one["sensitivity"] = band
+            if is_temporal(design):
+                one["execution"] = temporal_facts(design, results[0])
             echo_json(one)
         else:
             echo_json(rows)
@@ -184,6 +188,8 @@ def decode_cmd(
             markup=False,
             soft_wrap=True,
         )
+    if is_temporal(design) and len(results) == 1:  # temporal phases (fpga/streaming/temporal.py)
+        console().print(temporal_line(design, results[0]), markup=False, soft_wrap=True)
     if design.units and len(results) == 1:  # per-unit and per-link cycles (hwmodel/cli/units_tables.py)
         from hwmodel.cli.units_tables import print_unit_tables
 

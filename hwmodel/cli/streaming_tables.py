@@ -68,6 +68,24 @@ def detail_tables(res: Any) -> None:
     c.print(t)
 
 
+def temporal_line(design: Any, res: Any) -> str:
+    """One line on a temporal design's phases (fpga/streaming/temporal.py): its fields, and (one unit) how much of
+    the token its phases cover; the per-phase times are the operator spans of ``--detail``."""
+    from fpga.streaming.temporal import temporal_facts
+
+    f = temporal_facts(design, res)
+    line = (
+        f"execution: temporal phases, barrier {f['phase_barrier_cycles']} cycles, "
+        f"{f['phase_prefetch_blocks']} blocks of a phase's loads prefetched"
+    )
+    if "units" in f:
+        return line + " (units: " + ", ".join(f"{u} {s}" for u, s in f["units"].items()) + ")"
+    return (
+        line + f"; the phases cover {f['phase_cycles']:,} of {res.cycles:,} cycles, "
+        f"{f['between_phases_cycles']:,} between them (per-phase time: --detail, span cycles)"
+    )
+
+
 def sensitivity_table(band: dict[str, Any], title: str) -> None:
     """Per guessed field: its status, value, range, latency at both ends, and the joint band."""
     from rich.markup import escape

@@ -13,7 +13,8 @@ Parameters (all optional; the design's own values otherwise):
   clock is below the one asked for breaks the ``timing_slack >= 0`` constraint) or ``clamp`` (the point runs at
   the lower of the two, as a tool flow that relaxes the clock target would);
 * design fields: ``weight_bits``, ``act_bits``, ``kv_bits``, ``act_quant``, ``softmax``, ``vector_chunk``,
-  ``fifo_depth``, ``fifo_latency_cycles``, ``max_ctx``;
+  ``fifo_depth``, ``fifo_latency_cycles``, ``max_ctx``, ``execution``, ``phase_barrier_cycles``,
+  ``phase_prefetch_blocks``;
 * HBM-port fields for every engine that has ports: ``port_width_bits``, ``burst_bytes``, ``buffer_depth``
   (the prefetch depth: read requests buffered per port), ``max_outstanding``;
 * one engine's field: ``<engine>.<field>`` with field among ``lanes``, ``ports``, ``port_width_bits``,
@@ -43,7 +44,14 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fpga.streaming.design import VALID_BITS, StreamingDesign, check_structure, design_names, load_design
+from fpga.streaming.design import (
+    EXECUTION_STYLES,
+    VALID_BITS,
+    StreamingDesign,
+    check_structure,
+    design_names,
+    load_design,
+)
 from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen, register
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.dse.streaming_shared import (
@@ -71,6 +79,9 @@ DESIGN_FIELDS = (
     "fifo_depth",
     "fifo_latency_cycles",
     "max_ctx",
+    "execution",
+    "phase_barrier_cycles",
+    "phase_prefetch_blocks",
 )
 PORT_FIELDS = ("port_width_bits", "burst_bytes", "buffer_depth", "max_outstanding")
 ENGINE_FIELDS = ("lanes", "ports", *PORT_FIELDS, "pipeline_latency_cycles", "order")
@@ -114,6 +125,9 @@ PARAMS: tuple[Param, ...] = (
     _opt("fifo_depth", int, low=1),
     _opt("fifo_latency_cycles", int, low=1),
     _opt("max_ctx", int, low=0, unit="tokens"),
+    _opt("execution", str, choices=EXECUTION_STYLES, doc="dataflow or temporal phases (fpga/streaming/temporal.py)"),
+    _opt("phase_barrier_cycles", int, low=0, unit="cycles", doc="temporal: cycles between two phases"),
+    _opt("phase_prefetch_blocks", int, low=0, doc="temporal: blocks of a phase whose loads overlap the previous phase"),
     *(
         dataclasses.replace(_FIELD_PARAMS[f], required=False, doc=_FIELD_PARAMS[f].doc + " (every engine with ports)")
         for f in PORT_FIELDS

@@ -16,7 +16,10 @@ Ranges (documented in docs/model-your-design.md, section "Sensitivity"), ``x`` t
   the FIFO latency, which must stay >= 1) — a register stage or two an HLS schedule adds or removes; a
   ``layer_io_cycles`` of 0 is a mechanism (the residual stream stays on chip) and is not varied;
 * passes (``operand_passes``, ``softmax_passes``): ``max(1, x - 1) .. x + 1``;
-* an instruction design's execution style left at its default (``[buffers] overlap_loads``): off .. on.
+* an instruction design's execution style left at its default (``[buffers] overlap_loads``): off .. on;
+* a temporal streaming design's (fpga/streaming/temporal.py) ``phase_barrier_cycles`` as a latency above, and its
+  load/compute overlap ``phase_prefetch_blocks``: ``max(0, x - 1) .. x + 1`` (0 .. 1: no prefetch .. double
+  buffering); both do nothing in a dataflow design and are not varied there.
 
 A variant the model refuses (a port buffer too small for a block, a deadlock) is reported with its reason and left
 out of the band. The result is a plain dict (its JSON is documented in docs/model-your-design.md).
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from fpga.streaming.design import StreamingDesign
+from fpga.streaming.temporal import is_temporal
 from hwmodel.errors import HwmodelError
 
 DESIGN_FIELDS = (
@@ -39,7 +43,11 @@ DESIGN_FIELDS = (
     "softmax_passes",
     "slr_crossing_cycles",
     "layer_io_cycles",
+    "phase_barrier_cycles",
+    "phase_prefetch_blocks",
 )
+#: fields that only a temporal design (or unit) reads
+_TEMPORAL_FIELDS = ("phase_barrier_cycles", "phase_prefetch_blocks")
 ENGINE_FIELDS = ("burst_bytes", "buffer_depth", "max_outstanding", "pipeline_latency_cycles", "tile_overhead_cycles")
 _PORT_FIELDS = ("burst_bytes", "buffer_depth", "max_outstanding")
 _LATENCIES = (
@@ -59,6 +67,8 @@ def field_range(name: str, x: int) -> tuple[int, int]:
         return max(1, x // 2), 2 * x
     if name in ("operand_passes", "softmax_passes"):
         return max(1, x - 1), x + 1
+    if name == "phase_prefetch_blocks":
+        return max(0, x - 1), x + 1
     if name == "fifo_latency_cycles":
         return (1, 4) if x <= 1 else (max(1, x // 2), 2 * x)
     if name in _LATENCIES or name.endswith("_cycles"):
@@ -160,6 +170,8 @@ def knobs(design: StreamingDesign, fields: Iterable[str] | None = None) -> list[
         st = _status(raw.get(f), src.get(f))
         if f == "layer_io_cycles" and not design.layer_io_cycles:
             continue  # 0 is a mechanism (the residual stream stays on chip), not a guessed latency
+        if f in _TEMPORAL_FIELDS and not is_temporal(design):
+            continue  # a dataflow design has no phases
         if st != "sourced":
             v = getattr(design, f)
             out.append(Knob(f, None, f, st, v, *field_range(f, v)))
