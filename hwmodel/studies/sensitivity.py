@@ -16,7 +16,10 @@ Ranges (documented in docs/model-your-design.md, section "Sensitivity"), ``x`` t
   the FIFO latency, which must stay >= 1) — a register stage or two an HLS schedule adds or removes; a
   ``layer_io_cycles`` of 0 is a mechanism (the residual stream stays on chip) and is not varied;
 * passes (``operand_passes``, ``softmax_passes``): ``max(1, x - 1) .. x + 1``;
-* an instruction design's execution style left at its default (``[buffers] overlap_loads``): off .. on.
+* an instruction design's execution style left at its default (``[buffers] overlap_loads``): off .. on;
+* a multi-unit design's links (``[[links]]``, :data:`LINK_FIELDS`): ``width_bits`` and ``clock_hz`` halve / double
+  (a ``clock_hz`` of 0, the kernel clock, is varied around the kernel clock), ``fifo_depth`` halve / double (>= 1),
+  ``latency_cycles`` as a pipeline latency (``x / 2 .. 2 x``, ``0 .. 8`` when 0).
 
 A variant the model refuses (a port buffer too small for a block, a deadlock) is reported with its reason and left
 out of the band. The result is a plain dict (its JSON is documented in docs/model-your-design.md).
@@ -40,6 +43,8 @@ DESIGN_FIELDS = (
     "slr_crossing_cycles",
     "layer_io_cycles",
 )
+#: fields of a multi-unit design's [[links]] varied when guessed (keys ``links[NAME].FIELD``)
+LINK_FIELDS = ("width_bits", "clock_hz", "fifo_depth", "latency_cycles")
 ENGINE_FIELDS = ("burst_bytes", "buffer_depth", "max_outstanding", "pipeline_latency_cycles", "tile_overhead_cycles")
 _PORT_FIELDS = ("burst_bytes", "buffer_depth", "max_outstanding")
 _LATENCIES = (
@@ -71,9 +76,10 @@ def field_range(name: str, x: int) -> tuple[int, int]:
 def check_fields(names: Iterable[str]) -> list[str]:
     """Field names a user asked to vary, each one this module knows (else one clear line)."""
     out = [n.strip() for n in names if n.strip()]
+    known = DESIGN_FIELDS + ENGINE_FIELDS + tuple(f for f in LINK_FIELDS if f not in DESIGN_FIELDS)
     for n in out:
-        if n not in DESIGN_FIELDS + ENGINE_FIELDS:
-            raise HwmodelError(f"--vary: unknown field '{n}' (known: {', '.join(DESIGN_FIELDS + ENGINE_FIELDS)})")
+        if n not in known:
+            raise HwmodelError(f"--vary: unknown field '{n}' (known: {', '.join(known)})")
     return out
 
 
@@ -105,8 +111,17 @@ class Knob:
     value: int
     low: int
     high: int
+    link: str | None = None  # a multi-unit design's link this field belongs to
 
     def apply(self, d: Any, value: int) -> Any:
+        if self.link is not None:
+            links = tuple(
+                dataclasses.replace(lk, **{self.field: float(value) if self.field == "clock_hz" else value})
+                if lk.name == self.link
+                else lk
+                for lk in d.links
+            )
+            return dataclasses.replace(d, links=links)
         if self.engine is not None:
             return d.with_engine(self.engine, **{self.field: value})
         if "." in self.key:  # an instruction design's dotted field
@@ -175,7 +190,26 @@ def knobs(design: StreamingDesign, fields: Iterable[str] | None = None) -> list[
             if st != "sourced":
                 v = getattr(e, f)
                 out.append(Knob(f"engines[{e.name}].{f}", e.name, f, st, v, *field_range(f, v)))
+    out += link_knobs(design, raw, src, want)
     return [k for k in out if k.low != k.high]
+
+
+def link_knobs(design: StreamingDesign, raw: dict[str, Any], src: dict[str, str], want: set[str] | None) -> list[Knob]:
+    """The guessed fields of a multi-unit design's links (module docstring): a link clock of 0 (the kernel clock)
+    is varied around the kernel clock."""
+    out = []
+    raw_links = raw.get("links", [])
+    for i, lk in enumerate(design.links):
+        rl = raw_links[i] if i < len(raw_links) else {}
+        for f in LINK_FIELDS:
+            if want is not None and f not in want:
+                continue
+            st = _status(rl.get(f), src.get(f"links[{i}].{f}"))
+            if st == "sourced":
+                continue
+            v = round(getattr(lk, f) or design.clock_hz) if f == "clock_hz" else getattr(lk, f)
+            out.append(Knob(f"links[{lk.name}].{f}", None, f, st, v, *field_range(f, v), link=lk.name))
+    return out
 
 
 def sensitivity(
