@@ -28,6 +28,7 @@ DESIGNS = {  # file -> with_lm_head (LoopLynx runs its LM head on the host: pred
     # the same designs as two units on a ring (their head is on the host through host_ops)
     "looplynx-x2-u50-units.toml": True,
     "terafly-opt-1.3b-u50-units.toml": True,
+    "terafly-opt-1.3b-u50-columns.toml": True,  # split by output columns (the routers all-gather output halves)
 }
 
 
@@ -77,3 +78,14 @@ def test_two_unit_files_move_the_folds_weights_and_exchange_over_the_ring(name, 
     # the same MACs (bytes differ by what the units language places: scales and biases of the input-split O and
     # down projections are each unit's own; TeraFly's units keep biases and scales on chip, the fold streams them)
     assert units.macs == fold.macs
+
+
+def test_terafly_column_file_all_gathers_the_halves(tokens):
+    heads, cols = tokens["terafly-opt-1.3b-u50-units.toml"], tokens["terafly-opt-1.3b-u50-columns.toml"]
+    llm = load_design(PUBLISHED / "terafly-opt-1.3b-u50-columns.toml").llm_spec()
+    # each unit's half to the other, fp32: its heads' attention output, O's and fc2's hidden halves, ReLU's half
+    half = {"attention": llm.heads * llm.head_dim // 2, "o_proj": llm.hidden // 2}
+    half.update(silu_mul=llm.intermediate // 2, down=llm.hidden // 2)
+    assert cols.exchange_bytes == {k: 2 * llm.layers * v * 4 for k, v in half.items()}
+    assert sum(x["bytes"] for x in cols.links) == sum(cols.exchange_bytes.values())
+    assert cols.macs == heads.macs  # the same work, split the other way

@@ -481,6 +481,8 @@ def compile_units(
     t_cyc = np.concatenate([cyc_all, np.array(l_cyc, np.int64)]).astype(np.int64)
     t_drain = np.concatenate([cat("t_drain"), np.zeros(n_link, np.int64)])
     t_op = np.concatenate([cat("t_op"), np.full(n_link, LINK_OP, np.int64)])
+    rx = [int(e_off[u]) + k for u, s in enumerate(subs) for k, e in enumerate(s.engines) if e.name == RX]
+    t_op[np.isin(t_eng, rx)] = LINK_OP  # receive blocks of split = columns: link work, not their consumer's
     layer0 = [0] * n
     if d.split == "layers":
         layer0 = list(np.cumsum([0] + [m.layers for m in llms])[:-1])
