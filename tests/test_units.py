@@ -77,9 +77,10 @@ def test_splits_conserve_bytes_and_macs_and_derive_the_exchange(case, ctx: int) 
     for k in ("kv_read", "kv_write"):
         assert prog.req_bytes[k] == whole.req_bytes[k]
     n, h, b = len(design.units), llm.hidden, design.exchange_bits // 8
-    if design.split == "columns":  # every parameter class is split, none replicated
+    if design.split != "heads":  # every parameter class is split, none replicated (heads: O's and down's scales)
         for k in ("metadata", "bias", "onchip"):
             assert prog.param_bytes[k] == whole.param_bytes[k], k
+    if design.split == "columns":
         # each unit sends its 1/n slice to the n - 1 others: the attention output, o_proj's and down's hidden
         # slices, SiLU x up's intermediate slice, per layer; the embedding row as under heads
         per = {"attention": llm.heads * llm.head_dim, "o_proj": h, "silu_mul": llm.intermediate, "down": h}
