@@ -233,12 +233,16 @@ def test_decode_cli_prints_units_and_links() -> None:
     "change, why",
     [
         ({"split": "rows"}, "split: expected one of heads, columns, layers"),
+        ({"split": "columns", "engines": None}, "engine name 'rx' is reserved"),
         ({"links": ()}, "no link leads from one to the other"),
     ],
 )
 def test_bad_units_are_one_clear_line(change, why) -> None:  # type: ignore[no-untyped-def]
     from fpga.streaming.design import check_structure
 
-    d = dataclasses.replace(load_design(EXAMPLE), **change)
+    d = load_design(EXAMPLE)
+    if change.get("engines", ()) is None:  # an engine named like a column unit's receive engine
+        change = {**change, "engines": (dataclasses.replace(d.engines[0], name="rx"),) + d.engines[1:]}
+    d = dataclasses.replace(d, **change)
     with pytest.raises(DesignError, match=why):
         check_structure(d)

@@ -26,7 +26,8 @@ engine (``rx``, added to the unit by :func:`fpga.streaming.units.unit_design`); 
 as if it were local. A receive block of chunk ``j`` also waits for the unit's own chunk ``j`` (the all-gather
 advances in step: a unit takes its partners' chunk ``j`` in once its own is there), so a unit alone is its
 share run with partners that are exactly as fast as it and an infinitely fast link; :mod:`fpga.streaming.units`
-then adds the link: the chunk's serialisation, latency and back-pressure on every hop it crosses.
+then adds the link: the chunk's serialisation, latency and back-pressure on every hop it crosses up to the
+receiver, where a slice lands in a buffer with room for all of it (the receiver never back-pressures the link).
 """
 
 from __future__ import annotations

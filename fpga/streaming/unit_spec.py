@@ -93,6 +93,8 @@ def unit_problems(d: StreamingDesign) -> Iterator[str]:
     if len(set(names)) != len(names):
         yield f"unit names must be unique, got {names}"
     engines = {e.name for e in d.engines}
+    if d.split == "columns" and "rx" in engines:
+        yield "engine name 'rx' is reserved under split = 'columns' (each unit's receive engine): rename it"
     owner: dict[str, str] = {}
     for u in d.units:
         for en in u.engines:
