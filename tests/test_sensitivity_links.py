@@ -9,9 +9,11 @@ from pathlib import Path
 
 from fpga.streaming.design import load_design
 from fpga.streaming.program import compile_token
-from hwmodel.studies.sensitivity import check_fields, knobs, sensitivity
+from hwmodel import specs
+from hwmodel.studies.sensitivity import check_fields, is_estimate, knobs, sensitivity
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "designs" / "two-unit-ring-u280.toml"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "designs" / "two-unit-ring-u280.toml"
 
 
 def test_link_fields_are_guesses_with_their_ranges() -> None:
@@ -59,3 +61,16 @@ def test_link_rows_and_band_on_a_known_latency() -> None:
     assert abs(rows["links[ring].width_bits"]["swing_s"] - 2e-6) < 1e-12
     lo, hi = out["band_s"]
     assert abs(lo - (1e-3 + 4e-6)) < 1e-12 and abs(hi - (1e-3 + 16e-6 + 2e-6)) < 1e-12
+
+
+def test_a_source_that_begins_estimate_is_a_guess() -> None:
+    assert is_estimate("estimate: FIFO and SLR crossing registers") and is_estimate("[estimate] copied")
+    assert not is_estimate("C: stream_connect ...:64 [V]")
+    specs.set_extra_spec_dirs([ROOT / "examples" / "llms"])
+    try:
+        d = load_design(ROOT / "examples" / "designs" / "published" / "terafly-opt-1.3b-u50-columns.toml")
+    finally:
+        specs.set_extra_spec_dirs([])
+    ks = {k.key: k.status for k in knobs(d)}
+    assert ks["links[ring].latency_cycles"] == "estimate"  # "estimate: FIFO and SLR crossing registers"
+    assert "links[ring].width_bits" not in ks and "links[ring].fifo_depth" not in ks  # sourced to connectivity.cfg

@@ -1,8 +1,9 @@
 """Prediction band of a streaming design: how far each guessed field moves the predicted token latency.
 
 A design file mixes facts (a value with a ``source``) and guesses. Every field this module knows how to vary
-(:data:`DESIGN_FIELDS`, :data:`ENGINE_FIELDS`) is a guess unless its source is a document: a field *left at its
-default*, written *without a source*, or whose source says ``[estimate]``. Each guess is moved, one at a time, to
+(:data:`DESIGN_FIELDS`, :data:`ENGINE_FIELDS`, :data:`LINK_FIELDS`) is a guess unless its source is a document: a
+field *left at its default*, written *without a source*, or whose source says ``[estimate]`` (or begins
+``estimate``, as the published designs write it). Each guess is moved, one at a time, to
 the low and the high end of its range (below) with every other field at its value, and the token is simulated
 again; then all of them are moved together to the ends that made the token faster (the band's low end) and slower
 (its high end). Sourced fields are never varied.
@@ -97,7 +98,13 @@ def _status(raw: Any, source: str | None) -> str:
         return "default"
     if source is None:
         return "unsourced"
-    return "estimate" if "[estimate]" in source else "sourced"
+    return "estimate" if is_estimate(source) else "sourced"
+
+
+def is_estimate(source: str) -> bool:
+    """A source that says the value is guessed: tagged ``[estimate]``, or (the published designs' style) written
+    ``estimate: why``."""
+    return "[estimate]" in source or source.lstrip().lower().startswith("estimate")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +155,7 @@ def instruction_knobs(design: Any, fields: Iterable[str] | None = None) -> list[
     out = []
     for key, source in sorted(design.sources.items()):
         section, _, name = key.partition(".")
-        if section not in INSTRUCTION_SECTIONS or "[estimate]" not in source or (want and name not in want):
+        if section not in INSTRUCTION_SECTIONS or not is_estimate(source) or (want and name not in want):
             continue
         v = getattr(getattr(design, section), name)
         if isinstance(v, bool) or not isinstance(v, int):
