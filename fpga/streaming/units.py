@@ -385,6 +385,7 @@ def compile_units(
     l_upoff: list[int] = []
     hop_blocks: list[list[int]] = [[] for _ in hs]
     reader: dict[int, int] = {}  # link block -> the block that reads it (next hop or first consumer)
+    reader_wait: dict[int, int] = {}  # link block -> the last link block its consuming reader waits for
     extra_in: dict[int, list[tuple[int, int]]] = {}  # block -> input deps beyond slot 2
     extra_out: dict[int, dict[int, tuple[int, int]]] = {}  # block -> per first hop, output-space dep
     hop_bytes = [0] * len(hs)
@@ -438,7 +439,9 @@ def compile_units(
             if d.split == "columns" and x.kind != "embed":
                 continue  # an all-gathered slice lands in a buffer of its own: the receiver never back-pressures
             for j, lb in enumerate(arrived):
-                reader.setdefault(lb, int(b_off[x.dst] + x.cons[bisect.bisect_left(jk, j)]))
+                k = bisect.bisect_left(jk, j)
+                reader.setdefault(lb, int(b_off[x.dst] + x.cons[k]))
+                reader_wait.setdefault(lb, arrived[jk[k]])
     # the token ends when every unit has: the final unit's last block waits for the others' last blocks
     fu = final_unit(d)
     final = int(b_off[fu] + progs[fu].final_block)
@@ -464,8 +467,11 @@ def compile_units(
     for h, blocks in enumerate(hop_blocks):  # a hop waits for its reader to take the chunk fifo_depth earlier
         q = d.links[hs[h][0]].fifo_depth
         for i in range(q, len(blocks)):
-            if blocks[i - q] in reader:
-                dep[blocks[i], 2], off[blocks[i], 2] = reader[blocks[i - q]], 1
+            r = blocks[i - q]
+            # a receiver holds at least the chunks one of its consumer blocks reads (a consumer block coarser than
+            # fifo_depth chunks would otherwise wait for a chunk its own room holds back)
+            if r in reader and reader_wait.get(r, -1) < blocks[i]:
+                dep[blocks[i], 2], off[blocks[i], 2] = reader[r], 1
     for blk, deps in extra_in.items():
         for s, (b, o) in enumerate(deps):
             dep[blk, 3 + 2 * s], off[blk, 3 + 2 * s] = b, o
