@@ -176,14 +176,16 @@ def small_design(draw: Any, board: BoardSpec, llm: LlmSpec) -> StreamingDesign:
 
 @st.composite
 def small_unit_llm(draw: Any, split: str, n_units: int) -> LlmSpec:
-    """A small LLM the split can divide over ``n_units`` (heads: KV heads and intermediate; layers: layers)."""
+    """A small LLM the split can divide over ``n_units`` (heads: KV heads and intermediate; columns: those and the
+    hidden size; layers: layers)."""
     llm = draw(small_llm(max_layers=3))
-    if split == "heads":
+    if split in ("heads", "columns"):
         return dataclasses.replace(
             llm,
             kv_heads=n_units,
             heads=n_units * draw(st.sampled_from([1, 2])),
             intermediate=n_units * draw(st.sampled_from([8, 20, 32])),
+            hidden=n_units * draw(st.sampled_from([8, 12, 32])) if split == "columns" else llm.hidden,
         )
     return dataclasses.replace(llm, layers=draw(st.integers(n_units, n_units + 1)))
 
@@ -228,7 +230,7 @@ def small_unit_design(draw: Any, board: BoardSpec, llm: LlmSpec, split: str, n_u
             latency_cycles=draw(st.integers(0, 6)),
         ),
     )
-    per_unit_kv = llm.kv_heads // n_units if split == "heads" else llm.kv_heads
+    per_unit_kv = llm.kv_heads // n_units if split in ("heads", "columns") else llm.kv_heads
     design = dataclasses.replace(
         base,
         name="gen-units",

@@ -33,6 +33,7 @@ DESIGNS = {  # file -> with_lm_head (LoopLynx runs its LM head on the host: pred
     # HLSTransform and TeraFly's two units with their phases said (execution = "temporal", fpga/streaming/temporal.py)
     "hlstransform-u50-temporal.toml": True,
     "terafly-opt-1.3b-u50-units-temporal.toml": True,
+    "terafly-opt-1.3b-u50-columns.toml": True,  # split by output columns (the routers all-gather output halves)
 }
 
 
@@ -102,3 +103,14 @@ def test_spatial_design_streams_each_matrix_over_its_own_regions_ports(tokens):
     assert qkv <= read["qkv"] <= qkv * 6 * 704 // 4096
     # one layer per call: the MACs of one layer's projections plus attention over ctx + 1 cached tokens
     assert r.macs == qkv + llm.hidden * llm.hidden + 2 * llm.hidden * llm.intermediate + 2 * 17 * llm.hidden
+
+
+def test_terafly_column_file_all_gathers_the_halves(tokens):
+    heads, cols = tokens["terafly-opt-1.3b-u50-units.toml"], tokens["terafly-opt-1.3b-u50-columns.toml"]
+    llm = load_design(PUBLISHED / "terafly-opt-1.3b-u50-columns.toml").llm_spec()
+    # each unit's half to the other, fp32: its heads' attention output, O's and fc2's hidden halves, ReLU's half
+    half = {"attention": llm.heads * llm.head_dim // 2, "o_proj": llm.hidden // 2}
+    half.update(silu_mul=llm.intermediate // 2, down=llm.hidden // 2)
+    assert cols.exchange_bytes == {k: 2 * llm.layers * v * 4 for k, v in half.items()}
+    assert sum(x["bytes"] for x in cols.links) == sum(cols.exchange_bytes.values())
+    assert cols.macs == heads.macs  # the same work, split the other way

@@ -269,13 +269,17 @@ class StreamingDesign:
     split: str = plain(
         default="",
         doc="with [[units]]: how the token's work is divided among them, heads (tensor-parallel, partial "
-        "sums exchanged) or layers (pipeline stages) (fpga/streaming/unit_spec.py)",
+        "sums exchanged), columns (every linear's output rows split, all-gathers) or layers (pipeline stages) "
+        "(fpga/streaming/unit_spec.py)",
     )
     exchange_bits: int = plain(
         default=32, doc="bits per element the units exchange (partial sums, activations between stages)"
     )
     units: tuple[UnitSpec, ...] = plain(default=(), doc="compute units (fpga/streaming/unit_spec.py); empty = one")
     links: tuple[LinkSpec, ...] = plain(default=(), doc="links between units: ring, crossbar, inter-fpga")
+    # set on one unit of a split = "columns" design (fpga/streaming/columns.py): its linears compute 1/N of their
+    # output rows and their whole-vector inputs are all-gathered; never read from TOML
+    column_units: int = dataclasses.field(default=1, metadata={"toml": False})
     origin: str = dataclasses.field(default="", compare=False, metadata={"toml": False})
     sources: Any = dataclasses.field(default=None, compare=False, metadata={"toml": False})
 

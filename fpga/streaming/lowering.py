@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from fpga.streaming.columns import Columns, column_graph
 from fpga.streaming.design import DesignError, EngineSpec, StreamingDesign
 from fpga.streaming.placement import on_host, streamed_bytes
 from fpga.streaming.program_format import (
@@ -135,6 +136,8 @@ class _Compiler(_RowBlocks):
         self.macs = 0
         self.q = quant_of(design)
         self.g = _graph0(llm, self.q)
+        if design.column_units > 1:  # one unit of split = columns: o_proj and down take whole inputs
+            self.g = column_graph(self.g, design.column_units)
         self.ledger = {"weights": 0, "metadata": 0, "bias": 0, "onchip": 0, "padding": 0, "pad_bound": 0}
         self.hop = hop_matrix(design).tolist()
 
@@ -462,12 +465,14 @@ class _Compiler(_RowBlocks):
         """Blocks of the residual stream as the down projection (and the residual add after it) emit them."""
         e = self.E("down")
         _ops, h, _cols, segs = self.shape("down")
+        n = self.d.column_units  # split = columns: the unit's rows, then the other units' (all-gathered)
         if "ffn_add" in self.d.buffered_ops or "ffn_add" in self.d.rotation_ops:
-            return self.vec_chunks(h)
+            return self.vec_chunks(h * n)
+        own = self.vec_chunks(h)
         if e.order == "output":
             rpt = max(1, (e.ports * e.burst_bytes) // max(b for _n, b in segs))
-            return [min(h, (k + 1) * rpt) for k in range(_cdiv(h, rpt))]
-        return self.vec_chunks(h)
+            own = [min(h, (k + 1) * rpt) for k in range(_cdiv(h, rpt))]
+        return [r * h + c for r in range(n) for c in own]
 
     def pre(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
         """Layer part before attention: RMSNorm, QKV projection, RoPE (independent of the context length)."""
@@ -490,17 +495,18 @@ class _Compiler(_RowBlocks):
         g_hd = m.heads // m.kv_heads * m.head_dim * hp
         a = _Vec([(DEP_ATT, h, (h + 1) * g_hd) for h in range(m.kv_heads // hp)], self.eng_idx["attention"])
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
-        o = self.matvec(seg, "o_proj", a)
-        x2 = self.stream_op(seg, "attn_add", o, skip=x_in)
+        col = Columns(self)  # the all-gathers of split = columns (fpga/streaming/columns.py); identity otherwise
+        o = col.matvec(seg, "o_proj", a)
+        x2 = col.stream(seg, "attn_add", o, x_in)
         self.close(seg, o)
         xn2 = self.norm_op(seg, "ffn_norm", x2, m.hidden)
         gu = self.matvec(seg, "gate_up", xn2)
         self.close(seg, xn2)
-        s = self.stream_op(seg, "silu_mul", gu, self.shape("down")[2], self.shape("gate_up")[1])
+        s = self.stream_op(seg, "silu_mul", gu, self.shape("down")[2] // col.n, self.shape("gate_up")[1])
         self.close(seg, gu)
-        dn = self.matvec(seg, "down", s)
+        dn = col.matvec(seg, "down", s)
         self.close(seg, s)
-        x3 = self.stream_op(seg, "ffn_add", dn, skip=x2)
+        x3 = col.stream(seg, "ffn_add", dn, x2)
         self.close(seg, dn)
         self.close(seg, x2)
         return seg, x3

@@ -14,7 +14,12 @@ the units (:mod:`fpga.streaming.units` derives each unit's share and the exchang
   share); the residual stream goes from one stage to the next over the links; the first unit runs the embedding,
   the last the head.
 
-``split = "columns"`` (every linear split by output columns, all-gathers after each) is refused: not built.
+* ``columns``: every unit computes ``1/N`` of every linear's output columns (``1/N`` of the rows of each ``W``);
+  the attention heads follow QKV's column split (the KV head count must divide by N, else one clear line); the
+  vectors the next operator needs whole are all-gathered over the links: the attention output before ``o_proj``,
+  ``o_proj``'s and ``down``'s slices of the hidden vector after them, SiLU x up's slice of the intermediate vector
+  before ``down`` (:mod:`fpga.streaming.columns`). Norms and residual adds run on every unit over the whole
+  vector; the embedding and the head run on the first unit, as under ``heads``.
 
 Links (item 2) join units: ``ring`` (one hop from each listed unit to the next, the last back to the first),
 ``crossbar`` (a hop between every ordered pair of its units) and ``inter-fpga`` (a full-duplex point-to-point link
@@ -34,7 +39,7 @@ from hwmodel.schema import one_of, plain
 if TYPE_CHECKING:
     from fpga.streaming.design import StreamingDesign
 
-SPLITS = ("heads", "layers")
+SPLITS = ("heads", "columns", "layers")
 LINK_KINDS = ("ring", "crossbar", "inter-fpga")
 
 
@@ -85,12 +90,6 @@ class LinkSpec:
 def unit_problems(d: StreamingDesign) -> Iterator[str]:
     """What is wrong with a design's units, split and links (structure only; the LLM's shapes are checked when the
     split is applied, :func:`fpga.streaming.units.unit_llm`)."""
-    if d.split == "columns":
-        yield (
-            "split = 'columns' (every linear split by output columns, all-gathers after each) is not built; "
-            "use 'heads' (partial sums exchanged after o_proj and down) or 'layers' (pipeline stages)"
-        )
-        return
     if d.split not in SPLITS:
         yield f"split: expected one of {', '.join(SPLITS)} for a design with [[units]], got '{d.split}'"
     if d.exchange_bits not in (8, 16, 32):
@@ -99,6 +98,8 @@ def unit_problems(d: StreamingDesign) -> Iterator[str]:
     if len(set(names)) != len(names):
         yield f"unit names must be unique, got {names}"
     engines = {e.name for e in d.engines}
+    if d.split == "columns" and "rx" in engines:
+        yield "engine name 'rx' is reserved under split = 'columns' (each unit's receive engine): rename it"
     owner: dict[str, str] = {}
     for u in d.units:
         for en in u.engines:

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from fpga.streaming.columns import GATHERS, RX
 from fpga.streaming.design import ALL_OPS, DesignError, EngineSpec, StreamingDesign
 from fpga.streaming.lowering import _cdiv, _Compiler
 from fpga.streaming.program_format import OP_ID, Program
@@ -111,6 +112,11 @@ def unit_design(d: StreamingDesign, i: int) -> StreamingDesign:
         dataclasses.replace(by_name[en], ops=tuple(o for o in by_name[en].ops if o not in off)) for en in u.engines
     )
     host = set(d.host_ops) | off
+    cols = 1
+    if d.split == "columns":  # the unit's receive engine: remote slices land there (fpga/streaming/columns.py)
+        cols = len(d.units)
+        slr = u.slr if u.slr >= 0 else engines[0].slr
+        engines += (EngineSpec(name=RX, ops=(), lanes=1, pipeline_latency_cycles=0, slr=slr),)
     return dataclasses.replace(
         d,
         name=f"{d.name}.{u.name}",
@@ -119,6 +125,7 @@ def unit_design(d: StreamingDesign, i: int) -> StreamingDesign:
         split="",
         units=(),
         links=(),
+        column_units=cols,
     )
 
 
@@ -144,12 +151,14 @@ def unit_llm(d: StreamingDesign, llm: LlmSpec, i: int) -> LlmSpec:
     if d.split == "layers":
         return dataclasses.replace(llm, layers=stage_layers(d, llm.layers)[i])
     if llm.experts:
-        raise DesignError(f"design '{d.name}': split = 'heads' of a mixture of experts ({llm.name}) is not built")
-    for field in ("heads", "kv_heads", "intermediate"):
+        raise DesignError(f"design '{d.name}': split = '{d.split}' of a mixture of experts ({llm.name}) is not built")
+    # columns: the heads follow QKV's column split, and o_proj / down emit 1/N of the hidden vector each
+    for field in ("heads", "kv_heads", "intermediate") + (("hidden",) if d.split == "columns" else ()):
         v = getattr(llm, field)
         if v % n:
             raise DesignError(
-                f"design '{d.name}': split = 'heads' over {n} units needs {llm.name}'s {field} ({v}) divisible by {n}"
+                f"design '{d.name}': split = '{d.split}' over {n} units needs {llm.name}'s {field} ({v}) "
+                f"divisible by {n}"
             )
     return dataclasses.replace(
         llm, heads=llm.heads // n, kv_heads=llm.kv_heads // n, intermediate=llm.intermediate // n
@@ -241,9 +250,13 @@ def _out_cums(c: _Compiler, op: str) -> list[int]:
 
 
 @functools.lru_cache(maxsize=64)
-def _cums(sub: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> dict[str, list[int]]:
+def _cums(sub: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> dict[str, Any]:
     c = _Compiler(sub, board, llm)
-    return {"o_proj": _out_cums(c, "o_proj"), "down": _out_cums(c, "down"), "x": c.down_cum()}
+    out: dict[str, Any] = {"o_proj": _out_cums(c, "o_proj"), "down": _out_cums(c, "down"), "x": c.down_cum()}
+    if sub.column_units > 1:  # the local slices the layer all-gathers, as its producers emit them
+        c.post(out["x"])
+        out["gathers"] = [cums for _op, cums in c.column_gathers]
+    return out
 
 
 def _op_blocks(prog: Program, op: str, layer: int) -> np.ndarray:
@@ -286,6 +299,8 @@ def _exchanges(d: StreamingDesign, progs: list[Program], cums: list[dict[str, li
                 for b in range(1, n)
             ]
         )
+    if d.split == "columns":
+        return out + _gathers(d, progs, cums, llms)
     for layer in range(llms[0].layers):
         for op, cons_op in (("o_proj", "attn_add"), ("down", "ffn_add")):
             prods = [_op_blocks(progs[u], op, layer)[-len(cums[u][op]) :] for u in range(n)]
@@ -300,6 +315,33 @@ def _exchanges(d: StreamingDesign, progs: list[Program], cums: list[dict[str, li
                     if a != b
                 ]
             )
+    return out
+
+
+def _gathers(d: StreamingDesign, progs: list[Program], cums: list[dict[str, Any]], llms: list[LlmSpec]):  # type: ignore[no-untyped-def]
+    """The all-gathers of split = columns (fpga/streaming/columns.py), per layer and gather point: unit a's own
+    chunks (the blocks its receive blocks keep in step with) to unit b's receive blocks of slice (a - b) mod N."""
+    n = len(d.units)
+    rx = [progs[u].e_list[progs[u].e_ptr[len(p.e_lat) - 1] : progs[u].e_ptr[len(p.e_lat)]] for u, p in enumerate(progs)]
+    out: list[list[_Exchange]] = []
+    for layer in range(llms[0].layers):
+        recv = [r[progs[u].t_layer[r] == layer] for u, r in enumerate(rx)]
+        pos = [0] * n
+        for g, (src_op, _cons) in enumerate(GATHERS):
+            own = [cums[u]["gathers"][g] for u in range(n)]
+            mine = [recv[u][pos[u] : pos[u] + (n - 1) * len(own[u])] for u in range(n)]
+            prods = [progs[u].t_dep[mine[u][: len(own[u])], 0] for u in range(n)]
+            group = []
+            for a in range(n):
+                for b in range(n):
+                    if a != b:
+                        r, j = (a - b) % n, len(own[b])
+                        group.append(
+                            _Exchange(src_op, layer, a, b, prods[a], own[a], mine[b][(r - 1) * j : r * j], own[b])
+                        )
+            out.append(group)
+            pos = [pos[u] + (n - 1) * len(own[u]) for u in range(n)]
+        assert pos == [len(r) for r in recv]
     return out
 
 
@@ -343,6 +385,7 @@ def compile_units(
     l_upoff: list[int] = []
     hop_blocks: list[list[int]] = [[] for _ in hs]
     reader: dict[int, int] = {}  # link block -> the block that reads it (next hop or first consumer)
+    reader_wait: dict[int, int] = {}  # link block -> the last link block its consuming reader waits for
     extra_in: dict[int, list[tuple[int, int]]] = {}  # block -> input deps beyond slot 2
     extra_out: dict[int, dict[int, tuple[int, int]]] = {}  # block -> per first hop, output-space dep
     hop_bytes = [0] * len(hs)
@@ -376,6 +419,8 @@ def compile_units(
                     hop_bytes[h] += nbytes
                     if i == 0:
                         q = len(hop_blocks[h]) - d.links[hs[h][0]].fifo_depth
+                        while q >= 0 and l_up[hop_blocks[h][q] - n_ub] == up:
+                            q -= 1  # copies of one chunk to several destinations over one hop share its room
                         if q >= 0:  # the producer waits for room in the hop's input buffer
                             extra_out.setdefault(up, {})[h] = (hop_blocks[h][q], 1)
                     else:
@@ -391,8 +436,12 @@ def compile_units(
                 cb = int(b_off[x.dst] + x.cons[k])
                 lb = arrived[j]
                 extra_in.setdefault(cb, []).append((lb, l_cyc[lb - n_ub] + hop_lat[l_hop[lb - n_ub]]))
+            if d.split == "columns" and x.kind != "embed":
+                continue  # an all-gathered slice lands in a buffer of its own: the receiver never back-pressures
             for j, lb in enumerate(arrived):
-                reader.setdefault(lb, int(b_off[x.dst] + x.cons[bisect.bisect_left(jk, j)]))
+                k = bisect.bisect_left(jk, j)
+                reader.setdefault(lb, int(b_off[x.dst] + x.cons[k]))
+                reader_wait.setdefault(lb, arrived[jk[k]])
     # the token ends when every unit has: the final unit's last block waits for the others' last blocks
     fu = final_unit(d)
     final = int(b_off[fu] + progs[fu].final_block)
@@ -418,7 +467,11 @@ def compile_units(
     for h, blocks in enumerate(hop_blocks):  # a hop waits for its reader to take the chunk fifo_depth earlier
         q = d.links[hs[h][0]].fifo_depth
         for i in range(q, len(blocks)):
-            dep[blocks[i], 2], off[blocks[i], 2] = reader[blocks[i - q]], 1
+            r = blocks[i - q]
+            # a receiver holds at least the chunks one of its consumer blocks reads (a consumer block coarser than
+            # fifo_depth chunks would otherwise wait for a chunk its own room holds back)
+            if r in reader and reader_wait.get(r, -1) < blocks[i]:
+                dep[blocks[i], 2], off[blocks[i], 2] = reader[r], 1
     for blk, deps in extra_in.items():
         for s, (b, o) in enumerate(deps):
             dep[blk, 3 + 2 * s], off[blk, 3 + 2 * s] = b, o
@@ -434,6 +487,8 @@ def compile_units(
     t_cyc = np.concatenate([cyc_all, np.array(l_cyc, np.int64)]).astype(np.int64)
     t_drain = np.concatenate([cat("t_drain"), np.zeros(n_link, np.int64)])
     t_op = np.concatenate([cat("t_op"), np.full(n_link, LINK_OP, np.int64)])
+    rx = [int(e_off[u]) + k for u, s in enumerate(subs) for k, e in enumerate(s.engines) if e.name == RX]
+    t_op[np.isin(t_eng, rx)] = LINK_OP  # receive blocks of split = columns: link work, not their consumer's
     layer0 = [0] * n
     if d.split == "layers":
         layer0 = list(np.cumsum([0] + [m.layers for m in llms])[:-1])

@@ -1,8 +1,9 @@
 """Prediction band of a streaming design: how far each guessed field moves the predicted token latency.
 
 A design file mixes facts (a value with a ``source``) and guesses. Every field this module knows how to vary
-(:data:`DESIGN_FIELDS`, :data:`ENGINE_FIELDS`) is a guess unless its source is a document: a field *left at its
-default*, written *without a source*, or whose source says ``[estimate]``. Each guess is moved, one at a time, to
+(:data:`DESIGN_FIELDS`, :data:`ENGINE_FIELDS`, :data:`LINK_FIELDS`) is a guess unless its source is a document: a
+field *left at its default*, written *without a source*, or whose source says ``[estimate]`` (or begins
+``estimate``, as the published designs write it). Each guess is moved, one at a time, to
 the low and the high end of its range (below) with every other field at its value, and the token is simulated
 again; then all of them are moved together to the ends that made the token faster (the band's low end) and slower
 (its high end). Sourced fields are never varied.
@@ -20,6 +21,9 @@ Ranges (documented in docs/model-your-design.md, section "Sensitivity"), ``x`` t
 * a temporal streaming design's (fpga/streaming/temporal.py) ``phase_barrier_cycles`` as a latency above, and its
   load/compute overlap ``phase_prefetch_blocks``: ``max(0, x - 1) .. x + 1`` (0 .. 1: no prefetch .. double
   buffering); both do nothing in a dataflow design and are not varied there.
+* a multi-unit design's links (``[[links]]``, :data:`LINK_FIELDS`): ``width_bits`` and ``clock_hz`` halve / double
+  (a ``clock_hz`` of 0, the kernel clock, is varied around the kernel clock), ``fifo_depth`` halve / double (>= 1),
+  ``latency_cycles`` as a pipeline latency (``x / 2 .. 2 x``, ``0 .. 8`` when 0).
 
 A variant the model refuses (a port buffer too small for a block, a deadlock) is reported with its reason and left
 out of the band. The result is a plain dict (its JSON is documented in docs/model-your-design.md).
@@ -48,6 +52,8 @@ DESIGN_FIELDS = (
 )
 #: fields that only a temporal design (or unit) reads
 _TEMPORAL_FIELDS = ("phase_barrier_cycles", "phase_prefetch_blocks")
+#: fields of a multi-unit design's [[links]] varied when guessed (keys ``links[NAME].FIELD``)
+LINK_FIELDS = ("width_bits", "clock_hz", "fifo_depth", "latency_cycles")
 ENGINE_FIELDS = ("burst_bytes", "buffer_depth", "max_outstanding", "pipeline_latency_cycles", "tile_overhead_cycles")
 _PORT_FIELDS = ("burst_bytes", "buffer_depth", "max_outstanding")
 _LATENCIES = (
@@ -81,9 +87,10 @@ def field_range(name: str, x: int) -> tuple[int, int]:
 def check_fields(names: Iterable[str]) -> list[str]:
     """Field names a user asked to vary, each one this module knows (else one clear line)."""
     out = [n.strip() for n in names if n.strip()]
+    known = DESIGN_FIELDS + ENGINE_FIELDS + tuple(f for f in LINK_FIELDS if f not in DESIGN_FIELDS)
     for n in out:
-        if n not in DESIGN_FIELDS + ENGINE_FIELDS:
-            raise HwmodelError(f"--vary: unknown field '{n}' (known: {', '.join(DESIGN_FIELDS + ENGINE_FIELDS)})")
+        if n not in known:
+            raise HwmodelError(f"--vary: unknown field '{n}' (known: {', '.join(known)})")
     return out
 
 
@@ -101,7 +108,13 @@ def _status(raw: Any, source: str | None) -> str:
         return "default"
     if source is None:
         return "unsourced"
-    return "estimate" if "[estimate]" in source else "sourced"
+    return "estimate" if is_estimate(source) else "sourced"
+
+
+def is_estimate(source: str) -> bool:
+    """A source that says the value is guessed: tagged ``[estimate]``, or (the published designs' style) written
+    ``estimate: why``."""
+    return "[estimate]" in source or source.lstrip().lower().startswith("estimate")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,8 +128,17 @@ class Knob:
     value: int
     low: int
     high: int
+    link: str | None = None  # a multi-unit design's link this field belongs to
 
     def apply(self, d: Any, value: int) -> Any:
+        if self.link is not None:
+            links = tuple(
+                dataclasses.replace(lk, **{self.field: float(value) if self.field == "clock_hz" else value})
+                if lk.name == self.link
+                else lk
+                for lk in d.links
+            )
+            return dataclasses.replace(d, links=links)
         if self.engine is not None:
             return d.with_engine(self.engine, **{self.field: value})
         if "." in self.key:  # an instruction design's dotted field
@@ -143,7 +165,7 @@ def instruction_knobs(design: Any, fields: Iterable[str] | None = None) -> list[
     out = []
     for key, source in sorted(design.sources.items()):
         section, _, name = key.partition(".")
-        if section not in INSTRUCTION_SECTIONS or "[estimate]" not in source or (want and name not in want):
+        if section not in INSTRUCTION_SECTIONS or not is_estimate(source) or (want and name not in want):
             continue
         v = getattr(getattr(design, section), name)
         if isinstance(v, bool) or not isinstance(v, int):
@@ -187,7 +209,26 @@ def knobs(design: StreamingDesign, fields: Iterable[str] | None = None) -> list[
             if st != "sourced":
                 v = getattr(e, f)
                 out.append(Knob(f"engines[{e.name}].{f}", e.name, f, st, v, *field_range(f, v)))
+    out += link_knobs(design, raw, src, want)
     return [k for k in out if k.low != k.high]
+
+
+def link_knobs(design: StreamingDesign, raw: dict[str, Any], src: dict[str, str], want: set[str] | None) -> list[Knob]:
+    """The guessed fields of a multi-unit design's links (module docstring): a link clock of 0 (the kernel clock)
+    is varied around the kernel clock."""
+    out = []
+    raw_links = raw.get("links", [])
+    for i, lk in enumerate(design.links):
+        rl = raw_links[i] if i < len(raw_links) else {}
+        for f in LINK_FIELDS:
+            if want is not None and f not in want:
+                continue
+            st = _status(rl.get(f), src.get(f"links[{i}].{f}"))
+            if st == "sourced":
+                continue
+            v = round(getattr(lk, f) or design.clock_hz) if f == "clock_hz" else getattr(lk, f)
+            out.append(Knob(f"links[{lk.name}].{f}", None, f, st, v, *field_range(f, v), link=lk.name))
+    return out
 
 
 def sensitivity(
