@@ -48,6 +48,7 @@ from fpga.streaming.program_format import (
     R_WRITE,
     Program,
 )
+from hwmodel.allocator import keep_freed_memory
 from hwmodel.engine import Capability, Phase
 from hwmodel.specs import BoardSpec, LlmSpec
 
@@ -741,6 +742,7 @@ def simulate_token(
         design = load_design(design)
     if clock_hz is not None:
         design = dataclasses.replace(design, clock_hz=float(clock_hz))
+    keep_freed_memory()
     board, llm = design.board_spec(), design.llm_spec()
     prog = compile_token(design, board, llm, ctx, with_lm_head)
     return run_program(design, board, llm, prog, ctx, with_lm_head)
@@ -846,6 +848,7 @@ class StreamingEngine:
             design = load_design(design)
         if clock_hz is not None:
             design = dataclasses.replace(design, clock_hz=float(clock_hz))
+        keep_freed_memory()  # a token allocates ~15 MB of temporaries: reuse freed memory (no page faults)
         self.design = design
         self.board = design.board_spec()
         self.llm = design.llm_spec()
