@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from fpga.streaming.design import StreamingDesign
-from fpga.streaming.lowering import _cdiv, _Compiler, hop_matrix
+from fpga.streaming.lowering import _cdiv, _Compiler, _graph0, hop_matrix
 from fpga.streaming.ports import dense_channels
 from fpga.streaming.program_format import DEP_ATT, DEP_LOCAL, _Segment, _Vec
 from hwmodel.specs import BoardSpec, LlmSpec
@@ -250,8 +250,8 @@ def _base_compiler(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> _
 
 
 def clear_caches() -> None:
-    """Forget every memoized part (:func:`_static_parts`, :func:`_layer_for`): a caller that swaps the compiler,
-    as the conservation tests do, must not leave parts compiled by it for later callers."""
-    _static_parts.cache_clear()
-    _layer_for.cache_clear()
-    _base_compiler.cache_clear()
+    """Forget every memoized part (:func:`_static_parts`, :func:`_layer_for`, the compiler facts, the KV layout,
+    the hop matrix and the graph the lowering reads): a caller that swaps the compiler, as the conservation tests
+    do, must not leave parts compiled by it for later callers."""
+    for fn in (_static_parts, _layer_for, _base_compiler, kv_region_bytes, hop_matrix, _graph0):
+        fn.cache_clear()
