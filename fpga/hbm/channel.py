@@ -361,10 +361,10 @@ def refresh_window(p: np.ndarray, off: int, t: int) -> tuple[int, int]:
 
 
 @njit(cache=True, inline="always")
-def _close_all(st: np.ndarray, c: int, we: int) -> None:
+def _close_all(s: np.ndarray, we: int) -> None:
     for b in range(NB):
-        st[c, CS_B_ROW + b] = -1
-    st[c, CS_CLOSED_AT] = we
+        s[CS_B_ROW + b] = -1
+    s[CS_CLOSED_AT] = we
 
 
 @njit(cache=True, inline="always")
@@ -378,8 +378,7 @@ def _run_delta(p: np.ndarray, per: int, c1: int, c2: int) -> int:
 @njit(cache=True, inline="always")
 def _plan_granule(
     p: np.ndarray,
-    st: np.ndarray,
-    c: int,
+    s: np.ndarray,
     bank: int,
     row: int,
     bg: int,
@@ -393,20 +392,20 @@ def _plan_granule(
     but refresh, which the caller checks against the next window."""
     # every array read comes before any branch: a branch that reads an array of an inlined function makes Numba
     # count references on it (two atomic operations each way) at every call
-    last_col = st[c, CS_LAST_COL]
-    col = max(lo, last_col + p[HP_CCDS], st[c, CS_BG_COL + bg] + p[HP_CCDL])
-    col_rw = st[c, CS_LAST_RD_COL] + p[HP_RTW]
-    col_wr = max(st[c, CS_LAST_WR_END] + p[HP_WTRS], st[c, CS_BG_WR_END + bg] + p[HP_WTRL])
-    open_row = st[c, CS_B_ROW + bank]
-    b_act = st[c, CS_B_ACT + bank]
+    last_col = s[CS_LAST_COL]
+    col = max(lo, last_col + p[HP_CCDS], s[CS_BG_COL + bg] + p[HP_CCDL])
+    col_rw = s[CS_LAST_RD_COL] + p[HP_RTW]
+    col_wr = max(s[CS_LAST_WR_END] + p[HP_WTRS], s[CS_BG_WR_END + bg] + p[HP_WTRL])
+    open_row = s[CS_B_ROW + bank]
+    b_act = s[CS_B_ACT + bank]
     t = max(ready, last_col) if look == 0 else ready
-    pre = max(t, b_act + p[HP_RAS], st[c, CS_B_RD + bank] + p[HP_RTP], st[c, CS_B_WR + bank] + p[HP_WR])
-    closed = max(t, st[c, CS_CLOSED_AT])
+    pre = max(t, b_act + p[HP_RAS], s[CS_B_RD + bank] + p[HP_RTP], s[CS_B_WR + bank] + p[HP_WR])
+    closed = max(t, s[CS_CLOSED_AT])
     a = max(
         b_act + p[HP_RC],
-        st[c, CS_LAST_ACT] + p[HP_RRDS],
-        st[c, CS_BG_ACT + bg] + p[HP_RRDL],
-        st[c, CS_FAW + st[c, CS_FAW_PTR]] + p[HP_FAW],
+        s[CS_LAST_ACT] + p[HP_RRDS],
+        s[CS_BG_ACT + bg] + p[HP_RRDL],
+        s[CS_FAW + s[CS_FAW_PTR]] + p[HP_FAW],
     )
     rp, rcd = p[HP_RP], p[HP_RCD]
     col = max(col, col_rw if is_write else col_wr)
@@ -420,8 +419,7 @@ def _plan_granule(
 @njit(cache=True, inline="always")
 def _commit_granule(
     p: np.ndarray,
-    st: np.ndarray,
-    c: int,
+    s: np.ndarray,
     bank: int,
     row: int,
     bg: int,
@@ -433,38 +431,37 @@ def _commit_granule(
     """Record a granule's ACT (if ``act`` >= 0) and column command in the channel state; returns its first data
     cycle."""
     if act >= 0:
-        if st[c, CS_B_ROW + bank] >= 0:
-            st[c, CS_ROW_MISSES] += 1
-        st[c, CS_ACTS] += 1
-        st[c, CS_B_ROW + bank] = row
-        st[c, CS_B_ACT + bank] = act
-        st[c, CS_LAST_ACT] = act
-        st[c, CS_BG_ACT + bg] = act
-        k = st[c, CS_FAW_PTR]
-        st[c, CS_FAW + k] = act
-        st[c, CS_FAW_PTR] = (k + 1) & 3
-    st[c, CS_LAST_COL] = col
-    st[c, CS_BG_COL + bg] = col
+        if s[CS_B_ROW + bank] >= 0:
+            s[CS_ROW_MISSES] += 1
+        s[CS_ACTS] += 1
+        s[CS_B_ROW + bank] = row
+        s[CS_B_ACT + bank] = act
+        s[CS_LAST_ACT] = act
+        s[CS_BG_ACT + bg] = act
+        k = s[CS_FAW_PTR]
+        s[CS_FAW + k] = act
+        s[CS_FAW_PTR] = (k + 1) & 3
+    s[CS_LAST_COL] = col
+    s[CS_BG_COL + bg] = col
     d = col + p[HP_CL]
     if is_write:
-        st[c, CS_LAST_WR_END] = d + 1
-        st[c, CS_BG_WR_END + bg] = d + 1
-        st[c, CS_B_WR + bank] = d + 1
+        s[CS_LAST_WR_END] = d + 1
+        s[CS_BG_WR_END + bg] = d + 1
+        s[CS_B_WR + bank] = d + 1
     else:
-        st[c, CS_LAST_RD_COL] = col
-        st[c, CS_B_RD + bank] = col
+        s[CS_LAST_RD_COL] = col
+        s[CS_B_RD + bank] = col
     if burst_start:
-        st[c, CS_BURST_COL] = col
-        st[c, CS_BURSTS] += 1
-    st[c, CS_BUS_FREE] = d + 1
+        s[CS_BURST_COL] = col
+        s[CS_BURSTS] += 1
+    s[CS_BUS_FREE] = d + 1
     return d
 
 
-@njit(cache=True, _nrt=False)  # no reference counting (see channel_request_at)
+@njit(cache=True, inline="always")  # inlined into channel_request_at (a call per request cost ~8 %)
 def _stream_run(
     p: np.ndarray,
-    st: np.ndarray,
-    c: int,
+    s: np.ndarray,
     ga: int,
     ga0: int,
     ga1: int,
@@ -510,10 +507,10 @@ def _stream_run(
     for j in range(per):
         bg = granule_bank(p, base + j) >> bab
         if is_write:
-            if st[c, CS_LAST_RD_COL] + p[HP_RTW] > nxt:
+            if s[CS_LAST_RD_COL] + p[HP_RTW] > nxt:
                 return -ga, run_len
         else:
-            if st[c, CS_LAST_WR_END] + p[HP_WTRS] > nxt or st[c, CS_BG_WR_END + bg] + p[HP_WTRL] > nxt:
+            if s[CS_LAST_WR_END] + p[HP_WTRS] > nxt or s[CS_BG_WR_END + bg] + p[HP_WTRL] > nxt:
                 return -ga, run_len
     cl = p[HP_CL]
     bsh = p[HP_BB_SHIFT]
@@ -532,25 +529,25 @@ def _stream_run(
                 colt = last + (t - ga + 1) * dl
                 bank = granule_bank(p, t)
                 bg = bank >> bab
-                st[c, CS_BG_COL + bg] = colt
+                s[CS_BG_COL + bg] = colt
                 if is_write:
-                    st[c, CS_BG_WR_END + bg] = colt + cl + 1
-                    st[c, CS_B_WR + bank] = colt + cl + 1
+                    s[CS_BG_WR_END + bg] = colt + cl + 1
+                    s[CS_B_WR + bank] = colt + cl + 1
                 else:
-                    st[c, CS_B_RD + bank] = colt
+                    s[CS_B_RD + bank] = colt
             # AXI bursts that start inside the segment (counted from the request's first granule)
             r0 = div_by(ga - ga0 + bb - 1, bb, bsh)  # first burst index starting at or after ga
             r1 = div_by(ga + k - 1 - ga0, bb, bsh)  # last burst index starting before ga + k
             if r1 >= r0:
-                st[c, CS_BURSTS] += r1 - r0 + 1
-                st[c, CS_BURST_COL] = last + (ga0 + r1 * bb - ga + 1) * dl
+                s[CS_BURSTS] += r1 - r0 + 1
+                s[CS_BURST_COL] = last + (ga0 + r1 * bb - ga + 1) * dl
             last += k * dl
-            st[c, CS_LAST_COL] = last
+            s[CS_LAST_COL] = last
             if is_write:
-                st[c, CS_LAST_WR_END] = last + cl + 1
+                s[CS_LAST_WR_END] = last + cl + 1
             else:
-                st[c, CS_LAST_RD_COL] = last
-            st[c, CS_BUS_FREE] = last + cl + 1
+                s[CS_LAST_RD_COL] = last
+            s[CS_BUS_FREE] = last + cl + 1
             ga += k
             run_len += k
         if k <= 0 or (ga & bmask) != 0 or ga >= ga1 or bb < per:
@@ -566,11 +563,11 @@ def _stream_run(
             burst_start = div_by(ga - ga0, bb, bsh) * bb == ga - ga0
             lo = ready
             if burst_start:
-                lo = max(lo, st[c, CS_BURST_COL] + cmd_gap)
-            col, act = _plan_granule(p, st, c, bank, row, bg, lo, ready, look, is_write)
+                lo = max(lo, s[CS_BURST_COL] + cmd_gap)
+            col, act = _plan_granule(p, s, bank, row, bg, lo, ready, look, is_write)
             if col != last + dl or col >= ws:
                 return ga, run_len
-            _commit_granule(p, st, c, bank, row, bg, col, act, is_write, burst_start)
+            _commit_granule(p, s, bank, row, bg, col, act, is_write, burst_start)
             last = col
             ga += 1
             run_len += 1
@@ -588,6 +585,7 @@ def channel_request_at(
 
     Returns (first data cycle, end cycle exclusive of its last beat) and updates the channel state and counters.
     """
+    s = st[c]  # the channel's state row (one index, not two, in every access below)
     g = p[HP_GRANULE]
     bb = p[HP_BURST_BEATS]
     gsh = p[HP_G_SHIFT]
@@ -597,13 +595,13 @@ def channel_request_at(
     ready = arrival + p[HP_FRONT]
     bab = p[HP_BA_BITS]
     look = p[HP_LOOKAHEAD]
-    if st[c, CS_REF_OFF] == 0:
-        st[c, CS_REF_OFF] = refresh_offset(p, p[HP_REF_PHASE])
-    off = st[c, CS_REF_OFF]
-    ws = st[c, CS_WS]
-    we = st[c, CS_WE]
-    if we == 0 or st[c, CS_LAST_COL] >= we:
-        ws, we = refresh_window(p, off, max(0, st[c, CS_LAST_COL]))
+    if s[CS_REF_OFF] == 0:
+        s[CS_REF_OFF] = refresh_offset(p, p[HP_REF_PHASE])
+    off = s[CS_REF_OFF]
+    ws = s[CS_WS]
+    we = s[CS_WE]
+    if we == 0 or s[CS_LAST_COL] >= we:
+        ws, we = refresh_window(p, off, max(0, s[CS_LAST_COL]))
     first = -1
     ga = ga0
     nb_in_burst = 0
@@ -620,10 +618,10 @@ def channel_request_at(
             # rest of the block are row hits whose column commands follow col_i = max(col_{i-1} + tCCD_S,
             # col_{i-per} + tCCD_L); once the increments are constant and no other bound can bind, they stay so
             ga, run_len = _stream_run(
-                p, st, c, ga, ga0, ga1, bmask, per, c1, c2, c3, c4, ready, cmd_gap, ws, is_write, run_len
+                p, s, ga, ga0, ga1, bmask, per, c1, c2, c3, c4, ready, cmd_gap, ws, is_write, run_len
             )
             if ga > 0:
-                d_last = st[c, CS_LAST_COL]
+                d_last = s[CS_LAST_COL]
                 # rebuild the history from the constant increment (the run only happens with one)
                 step_ = _run_delta(p, per, c1, c2)
                 c4 = d_last - 3 * step_
@@ -638,21 +636,21 @@ def channel_request_at(
         bg = bank >> bab
         lo = ready
         if nb_in_burst == 0:
-            lo = max(lo, st[c, CS_BURST_COL] + cmd_gap)
+            lo = max(lo, s[CS_BURST_COL] + cmd_gap)
         refreshed = False
         while True:
-            col, act = _plan_granule(p, st, c, bank, row, bg, lo, ready, look, is_write)
+            col, act = _plan_granule(p, s, bank, row, bg, lo, ready, look, is_write)
             if col < ws:
                 break
             # the access would meet the next refresh window: every bank closes at its start; re-plan after it
             # (counted when the request was already waiting at the controller as the window began)
             if arrival <= ws:
-                st[c, CS_REFRESH_DEFERS] += 1
-            _close_all(st, c, we)
+                s[CS_REFRESH_DEFERS] += 1
+            _close_all(s, we)
             refreshed = True
             lo = max(lo, we)
             ws, we = refresh_window(p, off, we)
-        d = _commit_granule(p, st, c, bank, row, bg, col, act, is_write, nb_in_burst == 0)
+        d = _commit_granule(p, s, bank, row, bg, col, act, is_write, nb_in_burst == 0)
         if first < 0:
             first = d
         nb_in_burst += 1
@@ -662,19 +660,19 @@ def channel_request_at(
         else:
             run_len += 1
         ga += 1
-    st[c, CS_WS] = ws
-    st[c, CS_WE] = we
+    s[CS_WS] = ws
+    s[CS_WE] = we
     n_g = ga1 - ga0
-    st[c, CS_BUSY] += n_g
-    st[c, CS_BUS_BYTES] += n_g * g
-    st[c, CS_LAST_DIR] = is_write
-    st[c, CS_REQS] += 1
+    s[CS_BUSY] += n_g
+    s[CS_BUS_BYTES] += n_g * g
+    s[CS_LAST_DIR] = is_write
+    s[CS_REQS] += 1
     if is_write:
-        st[c, CS_WR_BYTES] += nbytes
+        s[CS_WR_BYTES] += nbytes
     else:
-        st[c, CS_RD_BYTES] += nbytes
-    end = st[c, CS_BUS_FREE]
-    st[c, CS_LAST_END] = end
+        s[CS_RD_BYTES] += nbytes
+    end = s[CS_BUS_FREE]
+    s[CS_LAST_END] = end
     return first, end
 
 

@@ -48,6 +48,7 @@ from fpga.streaming.program_format import (
     R_WRITE,
     Program,
 )
+from hwmodel.allocator import keep_freed_memory
 from hwmodel.engine import Capability, Phase
 from hwmodel.specs import BoardSpec, LlmSpec
 
@@ -439,10 +440,7 @@ def _simulate(
         total,
         start,
         cnt,
-        rt[:, RT_ISSUE].copy(),
-        rt[:, RT_LAND].copy(),
-        rt[:, RT_FIRST].copy(),
-        rt[:, RT_END].copy(),
+        rt,
         st,
         sweeps,
     )
@@ -528,15 +526,42 @@ def _engine_table(design: StreamingDesign, cnt: np.ndarray) -> dict[str, dict[st
 def _op_tables(prog: Program, start: np.ndarray) -> tuple[dict[str, int], dict[str, int]]:
     """Per operator: engine issue cycles, and the sum over its instances (one per layer) of first start to last
     result. An instance's blocks are contiguous in the program."""
-    busy = np.bincount(prog.t_op, weights=prog.t_cyc, minlength=len(ALL_OPS))
-    done = start + prog.t_cyc + prog.e_lat[prog.t_eng]
-    cut = np.ones(prog.n_blocks, dtype=bool)
-    cut[1:] = (prog.t_op[1:] != prog.t_op[:-1]) | (prog.t_layer[1:] != prog.t_layer[:-1])
-    firsts = np.nonzero(cut)[0]
-    spans = np.maximum.reduceat(done, firsts) - np.minimum.reduceat(start, firsts)
-    span = np.bincount(prog.t_op[firsts], weights=spans, minlength=len(ALL_OPS))
+    busy, span = _op_sums(prog.t_op, prog.t_cyc, prog.t_layer, prog.t_eng, prog.e_lat, start, len(ALL_OPS))
     ops = [op for i, op in enumerate(ALL_OPS) if busy[i] > 0]
     return ({op: int(busy[ALL_OPS.index(op)]) for op in ops}, {op: int(span[ALL_OPS.index(op)]) for op in ops})
+
+
+@njit(cache=True)
+def _op_sums(
+    t_op: np.ndarray,
+    t_cyc: np.ndarray,
+    t_layer: np.ndarray,
+    t_eng: np.ndarray,
+    e_lat: np.ndarray,
+    start: np.ndarray,
+    n_ops: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_op_tables` in one pass over the blocks: per operator the issue cycles, and per run of blocks of one
+    operator and layer (one instance) its last result minus its first start, summed per operator."""
+    busy = np.zeros(n_ops, dtype=np.int64)
+    span = np.zeros(n_ops, dtype=np.int64)
+    n = len(t_op)
+    i = 0
+    while i < n:
+        op = t_op[i]
+        layer = t_layer[i]
+        lo = start[i]
+        hi = start[i] + t_cyc[i] + e_lat[t_eng[i]]
+        busy[op] += t_cyc[i]
+        j = i + 1
+        while j < n and t_op[j] == op and t_layer[j] == layer:
+            lo = min(lo, start[j])
+            hi = max(hi, start[j] + t_cyc[j] + e_lat[t_eng[j]])
+            busy[op] += t_cyc[j]
+            j += 1
+        span[op] += hi - lo
+        i = j
+    return busy, span
 
 
 def _channels(
@@ -741,6 +766,7 @@ def simulate_token(
         design = load_design(design)
     if clock_hz is not None:
         design = dataclasses.replace(design, clock_hz=float(clock_hz))
+    keep_freed_memory()
     board, llm = design.board_spec(), design.llm_spec()
     prog = compile_token(design, board, llm, ctx, with_lm_head)
     return run_program(design, board, llm, prog, ctx, with_lm_head)
@@ -779,7 +805,7 @@ def run_kernel(p: np.ndarray, prog: Program) -> tuple[Any, ...]:
     landing, first-data and end cycles, channel states — per port class —, scheduling sweeps)."""
     g_port_bytes = prog.port_bytes[prog.g_port] if prog.n_groups else np.zeros(0, np.int64)
     g_chan, c_ptr, c_list = class_channels(prog)
-    return _simulate(
+    status, total, start, cnt, rt, st, sweeps = _simulate(
         p,
         prog.t_eng,
         prog.t_cyc,
@@ -800,6 +826,8 @@ def run_kernel(p: np.ndarray, prog: Program) -> tuple[Any, ...]:
         c_list,
         prog.arbitration,
     )
+    # per request: issue, landing, first-data and end cycles (views, not copies: a token's callers rarely read them)
+    return status, total, start, cnt, rt[:, RT_ISSUE], rt[:, RT_LAND], rt[:, RT_FIRST], rt[:, RT_END], st, sweeps
 
 
 def class_channels(prog: Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -846,6 +874,7 @@ class StreamingEngine:
             design = load_design(design)
         if clock_hz is not None:
             design = dataclasses.replace(design, clock_hz=float(clock_hz))
+        keep_freed_memory()  # a token allocates ~15 MB of temporaries: reuse freed memory (no page faults)
         self.design = design
         self.board = design.board_spec()
         self.llm = design.llm_spec()

@@ -22,6 +22,7 @@ graph, integers, no tolerance.
 from __future__ import annotations
 
 import bisect
+import functools
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,7 @@ def embedding_table_bytes(design: StreamingDesign, llm: LlmSpec) -> int:
     return llm.vocab * (q.weight_row_bytes(llm.hidden) + q.meta_row_bytes(llm.hidden))
 
 
+@functools.lru_cache(maxsize=64)
 def _graph0(llm: LlmSpec, q: QuantScheme) -> Graph:
     """The decode graph the lowering reads shapes and parameter bytes from (they do not depend on the context;
     attention's cached tokens do, and are taken per context from :func:`hwmodel.graph.attention_keys`)."""
@@ -97,16 +99,18 @@ def _graph0(llm: LlmSpec, q: QuantScheme) -> Graph:
     return build_graph(llm, q, "decode", 1, 0)
 
 
+@functools.lru_cache(maxsize=64)
 def hop_matrix(design: StreamingDesign) -> np.ndarray:
     """Cycles from a producer's result to its consumer, per (producer engine, consumer engine): 1 on the same
     engine; otherwise the FIFO latency plus ``slr_crossing_cycles`` per SLR boundary between the two engines
-    (RapidStream pipelines every slot crossing of its floorplan)."""
+    (RapidStream pipelines every slot crossing of its floorplan). Memoized per design (read-only)."""
     n = len(design.engines)
     h = np.ones((n, n), dtype=np.int64)
     for i, a in enumerate(design.engines):
         for j, b in enumerate(design.engines):
             if i != j:
                 h[i, j] = design.fifo_latency_cycles + design.slr_crossing_cycles * abs(a.slr - b.slr)
+    h.setflags(write=False)
     return h
 
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from fpga.streaming.design import DesignError, StreamingDesign, check_structure
 from fpga.streaming.linking import _link, _request_bytes
-from fpga.streaming.lowering import _cdiv, _Compiler
+from fpga.streaming.lowering import _cdiv
 from fpga.streaming.program_format import Program
-from fpga.streaming.templates import _layer_for, _static_parts, kv_region_bytes
+from fpga.streaming.templates import _base_compiler, _layer_for, _static_parts, kv_region_bytes
 from fpga.streaming.temporal import apply_temporal, without_temporal
 from hwmodel.specs import BoardSpec, LlmSpec
 
@@ -61,7 +61,7 @@ def compile_token(
             f"{llm.kv_heads} KV heads of {llm.name}"
         )
     st = _static_parts(design, board, llm, with_lm_head)
-    c = _Compiler(design, board, llm)
+    c = _base_compiler(design, board, llm)
     a_eng = c.eng_idx["attention"]
     kv_base0 = _cdiv(st.total_w[a_eng], 1 << 20) << 20
     region = kv_region_bytes(design, llm, board)

@@ -15,9 +15,10 @@ import functools
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from fpga.streaming.design import StreamingDesign
-from fpga.streaming.lowering import _cdiv, _Compiler, hop_matrix
+from fpga.streaming.lowering import _cdiv, _Compiler, _graph0, hop_matrix
 from fpga.streaming.ports import dense_channels
 from fpga.streaming.program_format import DEP_ATT, DEP_LOCAL, _Segment, _Vec
 from hwmodel.specs import BoardSpec, LlmSpec
@@ -119,6 +120,7 @@ class _Layer:
         return self._reqs[port]
 
 
+@functools.lru_cache(maxsize=64)
 def kv_region_bytes(design: StreamingDesign, llm: LlmSpec, board: BoardSpec) -> int:
     """Bytes one attention port reserves for one (layer, unit of ``attn_head_parallel`` KV heads, K or V) at
     ``max_ctx`` tokens, 4 KB aligned."""
@@ -178,14 +180,8 @@ def _layer(
             att[key] = np.concatenate([att[key], np.tile(att[key][h0:h1], (extra, 1))])
         for p in range(c.n_ports):
             r0, r1 = info["head_reqs"][1][p], info["head_reqs"][2][p]
-            if r1 == r0:
-                continue
-            one = att_reqs[p][r0:r1]
-            rep = np.tile(one, (extra, 1))
-            kk = np.repeat(np.arange(1, extra + 1), len(one))
-            rep[:, 3] += np.where(rep[:, 2] == 0, kk * hl, 0)  # reads: their consumer moves; writes: same source
-            rep[:, 1] += kk * 2 * region
-            att_reqs[p] = np.concatenate([att_reqs[p], rep])
+            if r1 > r0:
+                att_reqs[p] = _copy_head(att_reqs[p], r0, r1, extra, hl, 2 * region)
         emit += [emit[1] + j * hl for j in range(1, extra + 1)]
     n_att = len(att["eng"])
     # post, relocated behind pre + attention; its references to attention outputs become local
@@ -228,8 +224,34 @@ def _layer(
     return _Layer(arrs, port_reqs, pre.x_in, x_out, att_key), macs  # type: ignore[attr-defined]
 
 
+@njit(cache=True)
+def _copy_head(reqs: np.ndarray, r0: int, r1: int, extra: int, blocks: int, stride: int) -> np.ndarray:
+    """``reqs`` followed by ``extra`` copies of its rows ``r0:r1`` (one KV head's requests on a port): copy k
+    addresses ``k * stride`` bytes further, and its reads feed blocks ``k * blocks`` further on (a write keeps
+    its source block)."""
+    n, m = reqs.shape[0], r1 - r0
+    out = np.empty((n + extra * m, reqs.shape[1]), dtype=np.int64)
+    out[:n] = reqs
+    for k in range(1, extra + 1):
+        for i in range(m):
+            row = n + (k - 1) * m + i
+            out[row] = reqs[r0 + i]
+            out[row, 1] += k * stride
+            if reqs[r0 + i, 2] == 0:
+                out[row, 3] += k * blocks
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _base_compiler(design: StreamingDesign, board: BoardSpec, llm: LlmSpec) -> _Compiler:
+    """A compiler for the facts :func:`fpga.streaming.program.compile_token` and the linker read (engine
+    indices, port counts); memoized per design, never mutated."""
+    return _Compiler(design, board, llm)
+
+
 def clear_caches() -> None:
-    """Forget every memoized part (:func:`_static_parts`, :func:`_layer_for`): a caller that swaps the compiler,
-    as the conservation tests do, must not leave parts compiled by it for later callers."""
-    _static_parts.cache_clear()
-    _layer_for.cache_clear()
+    """Forget every memoized part (:func:`_static_parts`, :func:`_layer_for`, the compiler facts, the KV layout,
+    the hop matrix and the graph the lowering reads): a caller that swaps the compiler, as the conservation tests
+    do, must not leave parts compiled by it for later callers."""
+    for fn in (_static_parts, _layer_for, _base_compiler, kv_region_bytes, hop_matrix, _graph0):
+        fn.cache_clear()

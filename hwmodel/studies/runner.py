@@ -47,6 +47,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from hwmodel.allocator import keep_freed_memory
 from hwmodel.errors import HwmodelError
 from hwmodel.io import note_damaged, open_locked
 
@@ -105,24 +106,6 @@ def _watch_parent(parent_pid: int) -> None:
                 os._exit(70)
 
     threading.Thread(target=loop, name="hwmodel-parent-watchdog", daemon=True).start()
-
-
-def keep_freed_memory() -> None:
-    """glibc: serve large allocations from the heap and keep freed memory for reuse instead of returning it to the
-    kernel at once. Cycle-level kernels allocate and free large numpy temporaries per call; by default each one is
-    a fresh mmap whose pages fault in one by one (measured: 0.43 s of system time per 128 streaming token
-    simulations, 28 % on top of their 1.5 s of user time; with this, 0.01 s). Performance only: no result depends
-    on it."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-3, 256 << 20)  # M_MMAP_THRESHOLD: allocations below 256 MiB come from the heap
-        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: return freed heap to the kernel only above 1 GiB
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        pass
 
 
 def worker_init(parent_pid: int, preload: Sequence[str] = ()) -> None:
