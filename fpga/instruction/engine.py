@@ -64,11 +64,12 @@ class RunResult:
 
     @property
     def mpe_busy_fraction(self) -> float:
-        return self.counters["mpe_busy_cycles"] / self.cycles
+        """Busy cycles over the run's cycles, averaged over the engines of a design of several."""
+        return self.counters["mpe_busy_cycles"] / (self.cycles * max(1, len(self.engines)))
 
     @property
     def sfu_busy_fraction(self) -> float:
-        return self.counters["sfu_busy_cycles"] / self.cycles
+        return self.counters["sfu_busy_cycles"] / (self.cycles * max(1, len(self.engines)))
 
     def as_dict(self) -> dict[str, Any]:
         return {
