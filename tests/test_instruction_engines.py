@@ -24,7 +24,7 @@ from fpga.instruction.simulator import simulate_program
 from hwmodel.errors import HwmodelError
 from tests.test_instruction_engine import COUNTERS, small_machines
 
-EXAMPLE = "examples/designs/two-engine-overlay-u280.toml"
+EXAMPLE = "examples/designs/instruction/two-engine-overlay-u280.toml"
 
 
 @st.composite
