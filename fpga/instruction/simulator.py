@@ -121,10 +121,11 @@ def sfu_cycles(ep: np.ndarray, elements: int, passes: int) -> int:
     return passes * _cdiv(elements, ep[EP_SFU_LANES])
 
 
-@njit(cache=True)
-def _needs_met(need: np.ndarray, retired: np.ndarray) -> bool:
+@njit(cache=True, inline="always")
+def _needs_met(need: np.ndarray, e: int, u: int, sl: int, retired: np.ndarray) -> bool:
+    """Whether engine ``e``'s units have retired what record ``sl`` of its unit ``u`` waits for."""
     for v in range(3):
-        if retired[v] < need[v]:
+        if retired[e, v] < need[e, u, sl, v]:
             return False
     return True
 
@@ -182,7 +183,7 @@ def run_program(
     started = np.zeros((NE, 3), dtype=np.int64)
     retired = np.zeros((NE, 3), dtype=np.int64)
     # signal queue per engine; semaphore per ordered pair (src, dst): fire times, fired, taken
-    s_need = np.zeros((NE, RING, 3), dtype=np.int64)
+    s_need = np.zeros((NE, 1, RING, 3), dtype=np.int64)
     s_dst = np.zeros((NE, RING), dtype=np.int64)
     s_issued = np.zeros(NE, dtype=np.int64)
     s_fired = np.zeros(NE, dtype=np.int64)
@@ -289,7 +290,7 @@ def run_program(
             # ---- 3. datamover front-end: one LD/ST per cycle
             if started[e, 0] < issued[e, 0]:
                 sl = started[e, 0] & _MASK
-                if _needs_met(u_need[e, 0, sl], retired[e]):
+                if _needs_met(u_need, e, 0, sl, retired):
                     r = u_row[e, 0, sl]
                     nch = prog[r, isa.F_NCH]
                     ch0 = prog[r, isa.F_CH0]
@@ -338,7 +339,7 @@ def run_program(
             # ---- 4. MPE
             if started[e, 1] < issued[e, 1] and mpe_free[e] <= now:
                 sl = started[e, 1] & _MASK
-                if _needs_met(u_need[e, 1, sl], retired[e]):
+                if _needs_met(u_need, e, 1, sl, retired):
                     r = u_row[e, 1, sl]
                     dur = mac_cycles(ep, prog[r, isa.F_ROWS], prog[r, isa.F_COLS], prog[r, isa.F_TOKENS])
                     if prog[r, isa.F_OP] == isa.OP_MM:
@@ -364,7 +365,7 @@ def run_program(
             # ---- 5. SFU
             if started[e, 2] < issued[e, 2] and sfu_free[e] <= now:
                 sl = started[e, 2] & _MASK
-                if _needs_met(u_need[e, 2, sl], retired[e]):
+                if _needs_met(u_need, e, 2, sl, retired):
                     r = u_row[e, 2, sl]
                     dur = sfu_cycles(ep, prog[r, isa.F_ROWS], prog[r, isa.F_PASSES])
                     sfu_free[e] = now + dur
@@ -380,7 +381,7 @@ def run_program(
                     progress = True
 
             # ---- 5b. signals fire in order once what they publish is computed
-            if s_fired[e] < s_issued[e] and _needs_met(s_need[e, s_fired[e] & _MASK], retired[e]):
+            if s_fired[e] < s_issued[e] and _needs_met(s_need, e, 0, s_fired[e] & _MASK, retired):
                 dst = s_dst[e, s_fired[e] & _MASK]
                 sem_vis[e, dst, sem_fired[e, dst] & _MASK] = now + SYNC_LAT
                 sem_fired[e, dst] += 1
@@ -406,7 +407,7 @@ def run_program(
                         s_dst[e, sl] = prog[r, isa.F_TAG]
                         for v in range(3):
                             lag = prog[r, isa.F_WAIT_DM + v]
-                            s_need[e, sl, v] = issued[e, v] - lag if lag >= 0 else 0
+                            s_need[e, 0, sl, v] = issued[e, v] - lag if lag >= 0 else 0
                         s_issued[e] += 1
                         go = True
                 elif op == isa.OP_WAIT:
