@@ -140,3 +140,24 @@ def test_placement_errors_name_the_field(tmp_path) -> None:  # noqa: ANN001
         p.write_text(text.replace(old, new))
         with pytest.raises(HwmodelError, match=field.replace(".", r"\.")):
             load_design(p)
+
+
+def test_sensitivity_covers_the_execution_style_fields() -> None:
+    from hwmodel.cli import main
+    from hwmodel.cli.cmd_fpga_instruction import overlay_knobs
+    from hwmodel.studies.sensitivity import instruction_knobs
+
+    draft = load_design("draft-instr-u280")  # leaves overlap, depth and sync at their defaults; one engine
+    keys = {k.key: k for k in instruction_knobs(draft) + overlay_knobs(draft, None)}
+    assert {"buffers.overlap_loads", "buffers.prefetch_depth", "scheduler.issue_cycles"} <= set(keys)
+    assert "scheduler.sync_cycles" not in keys  # one engine: nothing to synchronise
+    assert (keys["buffers.prefetch_depth"].low, keys["buffers.prefetch_depth"].high) == (1, 0)
+    example = load_design(EXAMPLE)  # writes depth and sync cost as [estimate]s
+    keys = {k.key: k.status for k in instruction_knobs(example) + overlay_knobs(example, None)}
+    assert keys["scheduler.sync_cycles"] == keys["buffers.prefetch_depth"] == "estimate"
+    args = ["fpga", "instruction", "run", "--design", EXAMPLE, "--ctx", "8", "--json", "--sensitivity"]
+    r = CliRunner().invoke(main, [*args, "--vary", "sync_cycles"])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.output)["sensitivity"]["fields"]
+    assert row["field"] == "scheduler.sync_cycles" and (row["low"], row["high"]) == (16, 64)
+    assert row["low_s"] <= row["high_s"]  # a dearer semaphore never speeds the step up
