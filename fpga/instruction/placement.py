@@ -203,6 +203,11 @@ class MultiCompiler:
         # what the HBM holds (weights once, the KV cache once): the one-engine layout's bytes
         self.layout = build_layout(dataclasses.replace(design, engines=1), self.llm)
 
+    @property
+    def first_linear(self) -> Compiler:
+        """The compiler of the first engine that runs linears (its access sizes are the design's)."""
+        return next(c for c in self.compilers if c.role.engine in c.role.linear_engines)
+
     def decode_program(self, ctx: int) -> MultiProgram:
         return MultiProgram(tuple(c.decode_program(ctx) for c in self.compilers))
 
