@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fpga.instruction.design import load_design
 from fpga.instruction.reference import ReferenceMachine
@@ -46,3 +47,20 @@ def test_the_field_reads_from_toml(tmp_path) -> None:  # type: ignore[no-untyped
     p.write_text(text)
     d = load_design(p)
     assert d.buffers.overlap_loads is False and load_design("draft-instr-u280").buffers.overlap_loads is True
+
+
+@settings(max_examples=3, deadline=None)
+@given(small_machines(), st.integers(1, 3))
+def test_prefetch_depth_equals_reference_and_moves_the_same_bytes(machine, depth: int) -> None:  # noqa: ANN001
+    """`[buffers] prefetch_depth`: loads run at most ``depth`` load steps ahead; the engines agree, bytes unchanged."""
+    llm, design, k, ctx, n = machine
+    shallow = design.with_params({"buffers.prefetch_depth": depth})
+    prog = _program(llm, shallow, k, ctx, n)
+    fast = simulate_program(shallow, prog)
+    assert {c: fast[c] for c in COUNTERS} == {c: ReferenceMachine(shallow).run(prog)[c] for c in COUNTERS}
+    deep = simulate_program(design, _program(llm, design, k, ctx, n))
+    assert (fast["read_bytes"], fast["write_bytes"], fast["macs"]) == (
+        deep["read_bytes"],
+        deep["write_bytes"],
+        deep["macs"],
+    )

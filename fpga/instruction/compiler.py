@@ -47,10 +47,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fpga.instruction import isa
+from fpga.instruction import isa, placement
 from fpga.instruction.design import InstructionDesign
 from fpga.instruction.emitter import _dm_row, _Emitter, _Ins, _Load, _row, _Step
 from fpga.instruction.layout import _LAYER_ALIGN_BYTES, _LOGIT_BYTES, MatrixRegion, _align, build_layout
+from fpga.instruction.placement import Role
 from fpga.instruction.prefetch import PrefetchError, max_prefetch_ratio, prefetch_fits
 from fpga.instruction.program import Program, Segment
 from fpga.instruction.scoreboard import _dependencies
@@ -61,8 +62,15 @@ from hwmodel.specs import LlmSpec
 class Compiler:
     """Lowers one LLM for one design at one prefetch ratio."""
 
-    def __init__(self, design: InstructionDesign, prefetch_ratio: int | None = None, llm: LlmSpec | None = None):
+    def __init__(
+        self,
+        design: InstructionDesign,
+        prefetch_ratio: int | None = None,
+        llm: LlmSpec | None = None,
+        role: Role | None = None,
+    ):
         self.design = design
+        self.role = role or Role()  # which engine of a design of several this stream is for
         self.llm = llm or design.llm_spec
         self.k = design.prefetch_ratio if prefetch_ratio is None else int(prefetch_ratio)
         if self.k < 1:
@@ -97,8 +105,10 @@ class Compiler:
         steps = []
         opid = isa.OPID[name]
         src_r, dst_r = em.res(src), em.res(dst)
-        for g0 in range(0, n_tiles, self.k):
-            g1 = min(g0 + self.k, n_tiles)
+        t0, t1 = self.role.tiles(n_tiles)  # this engine's shard of the tiles (all of them on one engine)
+        shift = t0 * tile // C  # a shard's rows start its matrix's regions in this engine's channels
+        for g0 in range(t0, t1, self.k):
+            g1 = min(g0 + self.k, t1)
             r0, r1 = g0 * tile, min(g1 * tile, m.out_features)
             rows = r1 - r0
             ntile = g1 - g0
@@ -110,7 +120,7 @@ class Compiler:
                     _dm_row(
                         isa.OP_LD,
                         isa.BUF_WEIGHT,
-                        base + m.weight_addr + r0 // C * m.weight_row_bytes,
+                        base + m.weight_addr + (r0 // C - shift) * m.weight_row_bytes,
                         rows,
                         m.weight_row_bytes,
                         nch=nch,
@@ -131,7 +141,7 @@ class Compiler:
                             _dm_row(
                                 isa.OP_LD,
                                 buf,
-                                base + addr + r0 // C * rb,
+                                base + addr + (r0 // C - shift) * rb,
                                 rows,
                                 rb,
                                 nch=nch,
@@ -355,6 +365,8 @@ class Compiler:
         return steps
 
     def _layer_steps(self, em: _Emitter, layer: int, astride: int, prior: int, new: int) -> list[_Step]:
+        if self.role.engines > 1:
+            return placement.layer_steps(self, em, layer, astride, prior, new)
         llm = self.llm
         L = self.layout.linears
         steps: list[_Step] = [self._sfu(em, isa.SFU_RMSNORM, new * llm.hidden, 3, ("x",), ("xn",))]
@@ -381,6 +393,8 @@ class Compiler:
         return steps
 
     def _prologue_steps(self, em: _Emitter, new: int) -> list[_Step]:
+        if self.role.engine != self.role.home:
+            return []  # the embedding gather runs on the attention engine
         lay, C = self.layout, self.C
         # token ids are data: model the embedding rows as non-contiguous rows dealt over the channels
         row = _dm_row(
@@ -404,7 +418,9 @@ class Compiler:
 
     def _epilogue_steps(self, em: _Emitter, logits: bool) -> list[_Step]:
         steps: list[_Step] = []
-        if logits:
+        if logits and self.role.engines > 1:
+            steps += placement.head_steps(self, em)
+        elif logits:
             llm, lay, C = self.llm, self.layout, self.C
             steps.append(self._sfu(em, isa.SFU_RMSNORM, llm.hidden, 3, ("x",), ("xn",)))
             steps += self._linear_steps(em, "lm_head", lay.head, "xn", "logits", 1, -1, 0)

@@ -38,6 +38,11 @@ DESIGN_DIR = Path(__file__).resolve().parents[1] / "designs" / "instruction"
 KIND = "instruction-design"
 #: The calibration family whose parameter file supplies the fields a design omits (see :func:`load_design`).
 CALIBRATION_FAMILY = "fpga-instruction"
+#: cycles a cross-engine semaphore takes when a design omits scheduler.sync_cycles [estimate]: a register pipeline
+#: across the fabric (an SLR crossing is a few registered stages on UltraScale+, UG949 "SLR crossing"), the
+#: scheduler's semaphore compare, and the activation slice it publishes (1-2 KB in decode) copied over a 512-bit
+#: (64 B/cycle) on-chip path: about 30 cycles.
+SYNC_CYCLES_DEFAULT = 32
 #: Design fields that come from the calibration when a design TOML omits them (dotted paths).
 CALIBRATED_FIELDS = (
     "datamover.request_latency_cycles",
@@ -133,9 +138,18 @@ class SchedulerSpec:
         check=non_negative,
         unit="cycles",
         default=None,
-        doc="scheduler occupancy per instruction (0: no issue limit); omitted: calibrated",
+        doc="cycles the scheduler spends fetching, decoding and issuing one instruction of its stream (0: no "
+        "issue limit); omitted: the calibration's fixed [estimate]",
     )
     unit_queue_depth: int = sourced(check=in_range(1, 4096), doc="instructions waiting per unit (DM, MPE, SFU)")
+    sync_cycles: int = sourced(
+        check=in_range(1, 1_000_000),
+        unit="cycles",
+        default=SYNC_CYCLES_DEFAULT,
+        doc="cross-engine synchronisation: cycles from a SIGNAL firing on one engine to the WAIT of another "
+        "seeing it, the activation slice it publishes included (designs of several engines only); omitted: "
+        f"{SYNC_CYCLES_DEFAULT} [estimate]",
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -152,6 +166,41 @@ class BufferSpec:
         "space (double buffering, software prefetch); false: one buffer, a load waits "
         "for the compute that reads what it overwrites (no load/compute overlap)",
     )
+    prefetch_depth: int = sourced(
+        check=in_range(0, 1 << 20),
+        default=0,
+        doc="with overlap_loads: how many compute steps with loads a load may run ahead of the compute (1: double "
+        "buffering, the next group only); 0: as far as the buffer rings allow",
+    )
+
+
+def _placement_check(v: Any) -> str | None:
+    if v == "rows" or (isinstance(v, str) and v.startswith("engine:") and v[7:].isdigit()):
+        return None
+    return "'rows' (every linear sharded by output rows over the engines) or 'engine:K' (all on engine K)"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PlacementSpec:
+    """Where the work of a design of several engines runs (:mod:`fpga.instruction.placement`)."""
+
+    linears: str = plain(
+        check=_placement_check,
+        default="rows",
+        doc="'rows': every linear (and the LM head) is sharded by output rows over all engines, each engine "
+        "loading only its rows; 'engine:K': every linear runs on engine K",
+    )
+    attention: int = plain(
+        check=non_negative,
+        default=0,
+        doc="the engine that runs attention (its HBM channels hold the KV cache), the embedding gather and the "
+        "element-wise functions on the full hidden vector (norms, RoPE, residual adds)",
+    )
+
+    @property
+    def linear_engine(self) -> int | None:
+        """The one engine of every linear, or None when they are sharded over all engines."""
+        return None if self.linears == "rows" else int(self.linears[7:])
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -182,6 +231,13 @@ class InstructionDesign:
     act_bits: int = sourced(check=one_of(8, 16), unit="bit")
     kv_bits: int = sourced(check=one_of(4, 8, 16), unit="bit")
     prefetch_ratio: int = sourced(check=positive, doc="default prefetch/coalescing ratio k")
+    engines: int = sourced(
+        check=in_range(1, 64),
+        default=1,
+        doc="engines, each a scheduler with its own instruction stream, a datamover, an MPE and an SFU of the "
+        "geometry below; the datamover channels are dealt evenly (engine e owns channels e*C/N ..), buffers are "
+        "per engine; engines synchronise by semaphores ([placement], scheduler.sync_cycles)",
+    )
     quant: QuantSpec
     mpe: MpeSpec
     sfu: SfuSpec
@@ -189,14 +245,24 @@ class InstructionDesign:
     scheduler: SchedulerSpec
     buffers: BufferSpec
     tiling: TilingSpec
+    placement: PlacementSpec = plain(default=PlacementSpec(), doc="where work runs when engines > 1")
     origin: str = internal(default="")
     sources: Mapping[str, str] = internal(default_factory=dict)
 
     def _validate(self) -> Iterator[tuple[str, str, object]]:
-        if self.tiling.mv_tile_rows % self.datamover.channels:
+        n = self.engines
+        if self.datamover.channels % n:
+            yield "engines", f"a divisor of datamover.channels ({self.datamover.channels})", n
+            return
+        if self.placement.attention >= n:
+            yield "placement.attention", f"an engine index 0..{n - 1}", self.placement.attention
+        k = self.placement.linear_engine
+        if k is not None and k >= n:
+            yield "placement.linears", f"'rows' or 'engine:K' with K in 0..{n - 1}", self.placement.linears
+        if self.tiling.mv_tile_rows % self.channels_per_engine:
             yield (
                 "tiling.mv_tile_rows",
-                f"a multiple of datamover.channels ({self.datamover.channels})",
+                f"a multiple of datamover.channels / engines ({self.channels_per_engine})",
                 self.tiling.mv_tile_rows,
             )
         if self.tiling.mv_tile_rows % self.mpe.row_lanes:
@@ -213,6 +279,10 @@ class InstructionDesign:
 
     def source_of(self, field: str) -> str:
         return self.sources.get(field, "")
+
+    @property
+    def channels_per_engine(self) -> int:
+        return self.datamover.channels // self.engines
 
     @property
     def rows_per_channel(self) -> int:
@@ -272,7 +342,23 @@ def _fill_calibrated(
         raise SpecError(design.origin, absent[0], f"a value, or one in {params_path(CALIBRATION_FAMILY)}")
     filled = design.with_params({f: values[f] for f in fields})
     src = f"calibrated: {params_path(CALIBRATION_FAMILY).name} (`hwmodel calibrate --family {CALIBRATION_FAMILY}`)"
-    return dataclasses.replace(filled, sources={**design.sources, **{f: src for f in fields}})
+    guessed = _fixed_estimates()
+    return dataclasses.replace(
+        filled,
+        sources={
+            **design.sources,
+            **{f: src + (" [estimate]: fixed, not fitted" if f in guessed else "") for f in fields},
+        },
+    )
+
+
+def _fixed_estimates() -> set[str]:
+    """The calibration's fixed values that it marks ``[estimate]`` (not identifiable from its points: guesses,
+    which the prediction band varies like any other)."""
+    from hwmodel.params import params_path, read_params_file
+
+    fixed = read_params_file(params_path(CALIBRATION_FAMILY)).get("fixed", {})
+    return {k for k, v in fixed.items() if isinstance(v, dict) and "[estimate" in str(v.get("doc", ""))}
 
 
 def _is_instruction_design(path: Path) -> bool:

@@ -3,7 +3,8 @@ a compute step needs, and the on-chip buffers as rings of allocations.
 
 :class:`_Emitter` emits a pass's steps in order and hoists each later load ahead of the compute before it
 (software prefetch) as long as its ring allocation does not overlap data whose consumer has not been emitted yet;
-a design with ``[buffers] overlap_loads = false`` has one buffer and no load runs ahead. :func:`_row` and
+a design with ``[buffers] overlap_loads = false`` has one buffer and no load runs ahead, and ``[buffers]
+prefetch_depth = D`` lets a load run at most D load-carrying steps ahead of the compute (1: double buffering). :func:`_row` and
 :func:`_dm_row` build instruction rows in the fields of :mod:`fpga.instruction.isa`.
 """
 
@@ -78,6 +79,7 @@ class _Emitter:
     def __init__(self, design: InstructionDesign) -> None:
         self.design = design
         self.single_buffer = not design.buffers.overlap_loads  # no load/compute overlap
+        self.depth = design.buffers.prefetch_depth  # load steps a load may run ahead (0: as far as the rings allow)
         self.out: list[_Ins] = []
         self._res: dict[str, int] = {}
         self._next_res = 0
@@ -106,6 +108,10 @@ class _Emitter:
         for ring in self.rings.values():
             ring.new_run()
         flat = [(j, ld) for j, st in enumerate(steps) for ld in st.loads]
+        rank, n = [], 0  # rank[j]: steps with loads among steps[0..j]
+        for st in steps:
+            n += bool(st.loads)
+            rank.append(n)
         nxt = 0
         for j, step in enumerate(steps):
             while nxt < len(flat):
@@ -115,6 +121,8 @@ class _Emitter:
                 ring = self.rings[ld.buf]
                 if self.single_buffer and sj > j:
                     break  # no load runs ahead of the compute before it
+                if self.depth and sj > j and rank[sj] - rank[j] > self.depth:
+                    break  # as many groups ahead as the prefetch depth allows
                 start, end = ring.place(ld.nbytes)
                 if self.single_buffer:  # one buffer: every load overwrites the last, after its consumer
                     start, end = 0, ld.nbytes

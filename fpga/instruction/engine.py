@@ -26,8 +26,9 @@ from fpga.instruction import simulator as instruction_sim
 from fpga.instruction.compiler import Compiler
 from fpga.instruction.design import InstructionDesign, design_names, load_design
 from fpga.instruction.layout import build_layout
+from fpga.instruction.placement import MultiCompiler
 from fpga.instruction.prefetch import max_prefetch_ratio
-from fpga.instruction.program import Program
+from fpga.instruction.program import MultiProgram, Program
 from hwmodel.engine import Capability, Phase
 from hwmodel.errors import HwmodelError
 
@@ -42,6 +43,7 @@ class RunResult:
     clock_hz: float
     counters: dict[str, int]
     peak_bw_bytes_per_s: float  # the board's HBM peak, for utilization
+    engines: tuple[dict[str, int], ...] = ()  # per engine (designs of several): ENGINE_COUNTER_NAMES
 
     @property
     def seconds(self) -> float:
@@ -62,11 +64,12 @@ class RunResult:
 
     @property
     def mpe_busy_fraction(self) -> float:
-        return self.counters["mpe_busy_cycles"] / self.cycles
+        """Busy cycles over the run's cycles, averaged over the engines of a design of several."""
+        return self.counters["mpe_busy_cycles"] / (self.cycles * max(1, len(self.engines)))
 
     @property
     def sfu_busy_fraction(self) -> float:
-        return self.counters["sfu_busy_cycles"] / self.cycles
+        return self.counters["sfu_busy_cycles"] / (self.cycles * max(1, len(self.engines)))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +82,7 @@ class RunResult:
             "mpe_busy_fraction": self.mpe_busy_fraction,
             "sfu_busy_fraction": self.sfu_busy_fraction,
             "counters": dict(self.counters),
+            **({"engines": [dict(e) for e in self.engines]} if self.engines else {}),
         }
 
 
@@ -149,13 +153,15 @@ class InstructionEngine:
         return int(self.weights_bytes)
 
     # ---- runs
-    def run(self, program: Program) -> RunResult:
+    def run(self, program: Program | MultiProgram) -> RunResult:
         counters = instruction_sim.simulate_program(self.design, program)
+        per_engine = tuple(counters.pop("engines", ()))
         return RunResult(
             cycles=counters["cycles"],
             clock_hz=self.design.clock_hz,
             counters=counters,
             peak_bw_bytes_per_s=self.board.hbm.peak_bw_bytes_per_s,
+            engines=per_engine,
         )
 
     def _decode_uncached(self, ctx: int) -> RunResult:
@@ -199,7 +205,7 @@ class InstructionEngine:
 
 
 @functools.lru_cache(maxsize=32)
-def _compiler(design: InstructionDesign, k: int) -> Compiler:
+def _compiler(design: InstructionDesign, k: int) -> Compiler | MultiCompiler:
     """Compilers (and their template caches) depend only on the design's structure, not its timing values.
 
     The cached structure has no name, so a compiler error is re-raised naming the design and its file."""
@@ -217,8 +223,8 @@ def _compiler(design: InstructionDesign, k: int) -> Compiler:
 
 
 @functools.lru_cache(maxsize=32)
-def _compiler_for_structure(structure: InstructionDesign, k: int) -> Compiler:
-    return Compiler(structure, k)
+def _compiler_for_structure(structure: InstructionDesign, k: int) -> Compiler | MultiCompiler:
+    return MultiCompiler(structure, k) if structure.engines > 1 else Compiler(structure, k)
 
 
 def structure_of(design: InstructionDesign) -> InstructionDesign:
@@ -235,7 +241,7 @@ def structure_of(design: InstructionDesign) -> InstructionDesign:
         datamover=dataclasses.replace(
             design.datamover, port_width_bits=256, request_queue_depth=1, outstanding=1, request_latency_cycles=0
         ),
-        scheduler=dataclasses.replace(design.scheduler, issue_cycles=1, unit_queue_depth=1),
+        scheduler=dataclasses.replace(design.scheduler, issue_cycles=1, unit_queue_depth=1, sync_cycles=1),
     )
 
 

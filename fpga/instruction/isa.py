@@ -4,9 +4,11 @@ An instruction is one row of a 2-D ``int64`` array (``N_FIELDS`` columns), so a 
 without Python objects. Columns (``F_*``):
 
 =========  ================================================================================================
-OP         opcode: LD, ST (datamover), MV, MM (matrix processing engine), SFU (special functions), SYNC
-UNIT       executing unit: DM (datamover), MPE, SFU, CTRL (SYNC runs in the scheduler)
-TAG        LD/ST: buffer kind (BUF_*); SFU: function (SFU_*); MV/MM: which linear / attention product (OPID_*)
+OP         opcode: LD, ST (datamover), MV, MM (matrix processing engine), SFU (special functions), SYNC,
+           SIGNAL, WAIT (cross-engine semaphores)
+UNIT       executing unit: DM (datamover), MPE, SFU, CTRL (SYNC, SIGNAL, WAIT run in the scheduler)
+TAG        LD/ST: buffer kind (BUF_*); SFU: function (SFU_*); MV/MM: which linear / attention product (OPID_*);
+           SIGNAL: the engine signalled; WAIT: the engine waited for
 ADDR       LD/ST: byte offset inside each HBM pseudo-channel of the first row
 ASTRIDE    LD/ST: ADDR increment per repetition of the program segment (next decoder layer)
 ROWS       LD/ST: rows moved; MV/MM: output rows; SFU: elements
@@ -14,7 +16,7 @@ ROW_BYTES  LD/ST: bytes per row; MV/MM: input columns (dot-product length); SFU:
 STRIDE     LD/ST: per-channel address step between consecutive rows a channel holds; MV/MM: tokens
 CH0, NCH   LD/ST: rows are dealt round-robin over NCH pseudo-channels starting at CH0 (row i -> CH0 + i mod NCH)
 WAIT_DM .. scoreboard: wait until unit u has retired all its instructions up to ``pos_u - WAIT_u`` (see below);
-WAIT_SFU   -1 = no dependency on unit u
+WAIT_SFU   -1 = no dependency on unit u (SIGNAL carries them too: it fires once they are met)
 GROUP      LD: number of MV/MM instructions the access serves (the coalescing ratio actually used); else 0
 =========  ================================================================================================
 
@@ -28,6 +30,12 @@ request ``j`` (``0 <= j < NCH``) goes to channel ``(CH0 + j) mod C`` (``C``: the
 rows ``j, j + NCH, ...`` of the instruction, i.e. ``ceil((ROWS - j) / NCH)`` rows, from per-channel address
 ``ADDR + ((CH0 + j) div C) * STRIDE``; they are contiguous when ``STRIDE == ROW_BYTES`` (one burst train) and
 separate rows otherwise.
+
+Semaphores (designs of several engines, :mod:`fpga.instruction.placement`). Each ordered pair of engines (a, b) has
+a counting semaphore. ``SIGNAL`` on engine a with TAG b goes into a's signal queue when issued and *fires* (in
+order, one per cycle) once its scoreboard waits are met: the data it publishes has been computed; the count of
+(a, b) goes up ``scheduler.sync_cycles`` later. ``WAIT`` on engine b with TAG a stalls b's scheduler until the count
+of (a, b) is positive, then takes one. ROWS of a SIGNAL/WAIT: the bytes of the activation slice it publishes.
 """
 
 from __future__ import annotations
@@ -59,15 +67,33 @@ F_TOKENS = F_STRIDE  # MV/MM: tokens
 F_PASSES = F_ROW_BYTES  # SFU: passes over the elements
 
 # ---- opcodes
-OP_LD, OP_ST, OP_MV, OP_MM, OP_SFU, OP_SYNC = 1, 2, 3, 4, 5, 6
-OP_NAMES = {OP_LD: "LD", OP_ST: "ST", OP_MV: "MV", OP_MM: "MM", OP_SFU: "SFU", OP_SYNC: "SYNC"}
+OP_LD, OP_ST, OP_MV, OP_MM, OP_SFU, OP_SYNC, OP_SIGNAL, OP_WAIT = 1, 2, 3, 4, 5, 6, 7, 8
+OP_NAMES = {
+    OP_LD: "LD",
+    OP_ST: "ST",
+    OP_MV: "MV",
+    OP_MM: "MM",
+    OP_SFU: "SFU",
+    OP_SYNC: "SYNC",
+    OP_SIGNAL: "SIGNAL",
+    OP_WAIT: "WAIT",
+}
 
 # ---- units (the scoreboard tracks DM, MPE, SFU; CTRL = SYNC, executed by the scheduler itself)
 UNIT_DM, UNIT_MPE, UNIT_SFU, UNIT_CTRL = 0, 1, 2, 3
 N_UNITS = 3
 UNIT_NAMES = ("DM", "MPE", "SFU", "CTRL")
 WAIT_FIELDS = (F_WAIT_DM, F_WAIT_MPE, F_WAIT_SFU)
-OP_UNIT = {OP_LD: UNIT_DM, OP_ST: UNIT_DM, OP_MV: UNIT_MPE, OP_MM: UNIT_MPE, OP_SFU: UNIT_SFU, OP_SYNC: UNIT_CTRL}
+OP_UNIT = {
+    OP_LD: UNIT_DM,
+    OP_ST: UNIT_DM,
+    OP_MV: UNIT_MPE,
+    OP_MM: UNIT_MPE,
+    OP_SFU: UNIT_SFU,
+    OP_SYNC: UNIT_CTRL,
+    OP_SIGNAL: UNIT_CTRL,
+    OP_WAIT: UNIT_CTRL,
+}
 
 # ---- LD/ST buffer kinds
 BUF_WEIGHT, BUF_SCALE, BUF_ZERO, BUF_KV, BUF_ACT = 0, 1, 2, 3, 4
@@ -128,6 +154,8 @@ def describe(instr: np.ndarray) -> str:
         )
     elif op == OP_SFU:
         body = f"{SFU_NAMES[int(instr[F_TAG])]:9s} elements={int(instr[F_ROWS])} passes={int(instr[F_PASSES])}"
+    elif op in (OP_SIGNAL, OP_WAIT):
+        body = f"{'to' if op == OP_SIGNAL else 'for'} engine {int(instr[F_TAG])} ({int(instr[F_ROWS])} B)"
     else:
         body = ""
     return f"{name:4s} {body}{deps}"

@@ -16,6 +16,7 @@ Resources of the units (coefficients of :mod:`fpga.streaming.resources`, first-o
 * SFU: fp32 vector lanes;
 * datamover: one AXI adapter per channel and its request FIFO;
 * scheduler: an instruction fetch buffer and the scoreboard (a port-sized adapter of logic, estimate);
+* a design of ``engines = N``: N MPEs, SFUs, schedulers and buffer sets, the datamover channels dealt among them;
 * buffers (weight, scale, zero, K/V) and the activations of one prefill token block in URAM.
 """
 
@@ -77,6 +78,8 @@ def unit_resources(design: InstructionDesign) -> dict[str, dict[str, int]]:
         "bram18k": 4 * design.scheduler.unit_queue_depth,
         "uram": 0,
     }
+    n = design.engines  # every engine has its MPE, SFU, scheduler and buffers; the channels are dealt among them
+    mpe, sfu, scheduler = ({k: n * v for k, v in u.items()} for u in (mpe, sfu, scheduler))
     return {"mpe": mpe, "sfu": sfu, "datamover": datamover, "scheduler": scheduler}
 
 
@@ -108,11 +111,12 @@ def activity(design: InstructionDesign, run: Any) -> dict[str, float]:
     c = run.counters
     port_bw = design.datamover.channels * design.datamover.port_width_bits / 8 * design.clock_hz
     issue = c["instructions"] * max(design.scheduler.issue_cycles, 1)
+    engine_cycles = run.cycles * design.engines  # busy counters are summed over the engines
     return {
-        "mpe": c["mpe_busy_cycles"] / run.cycles,
-        "sfu": c["sfu_busy_cycles"] / run.cycles,
+        "mpe": c["mpe_busy_cycles"] / engine_cycles,
+        "sfu": c["sfu_busy_cycles"] / engine_cycles,
         "datamover": min(1.0, run.achieved_bw_bytes_per_s / port_bw),
-        "scheduler": min(1.0, issue / run.cycles),
+        "scheduler": min(1.0, issue / engine_cycles),
     }
 
 

@@ -48,7 +48,33 @@ class Program:
         return np.concatenate(parts) if parts else isa.empty(0)
 
 
-def program_traffic(prog: Program) -> dict[str, int]:
+@dataclasses.dataclass(frozen=True)
+class MultiProgram:
+    """One program per engine of a design of several (:mod:`fpga.instruction.placement`)."""
+
+    engines: tuple[Program, ...]
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """Every engine's segments, engine after engine (for traffic totals)."""
+        return tuple(s for p in self.engines for s in p.segments)
+
+    @property
+    def n_instructions(self) -> int:
+        return sum(p.n_instructions for p in self.engines)
+
+
+def flat_engines(program: Program | MultiProgram) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(instructions, segment starts, segment repetitions, first segment of each engine + the total) of every
+    engine's program concatenated; a :class:`Program` is one engine."""
+    progs = program.engines if isinstance(program, MultiProgram) else (program,)
+    segs = [s for p in progs for s in p.segments]
+    instrs, starts, reps = Program(tuple(segs)).flat()
+    eng_seg = np.concatenate([[0], np.cumsum([len(p.segments) for p in progs])]).astype(np.int64)
+    return instrs, starts, reps, eng_seg
+
+
+def program_traffic(prog: Program | MultiProgram) -> dict[str, int]:
     """Bytes each datamover buffer loads / stores and the MACs of a program, every repetition counted:
     ``weights`` (weight buffer), ``metadata`` (scale + zero-point buffers: scales, zero points, biases),
     ``gather`` (activation-buffer loads: the embedding rows and their metadata), ``kv_read`` / ``kv_write``

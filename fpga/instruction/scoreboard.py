@@ -44,11 +44,12 @@ def _dependencies(ins: list[_Ins]) -> np.ndarray:
                     n1 = max(n1, w_pos[r] + 1)
                 else:
                     n2 = max(n2, w_pos[r] + 1)
-        if u < isa.N_UNITS:
+        if u < isa.N_UNITS or it.row[isa.F_OP] == isa.OP_SIGNAL:  # a SIGNAL fires when what it publishes is ready
             row = it.row
             row[wait_fields[0]] = pos[0] - n0 if n0 > 0 else -1
             row[wait_fields[1]] = pos[1] - n1 if n1 > 0 else -1
             row[wait_fields[2]] = pos[2] - n2 if n2 > 0 else -1
+        if u < isa.N_UNITS:
             p = pos[u]
             for r in it.reads:
                 rd[r][u] = p

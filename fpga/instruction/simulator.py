@@ -5,7 +5,12 @@ The machine (kernel clock; the HBM pseudo-channels run in their own AXI clock do
 * **Scheduler.** Fetches, decodes and issues instructions in program order, one every ``issue_cycles`` (any
   number per cycle when it is 0). An
   instruction is dispatched into its unit's queue (``unit_queue_depth`` entries); a full queue stalls issue.
-  ``SYNC`` stalls issue until every issued instruction has retired.
+  ``SYNC`` stalls issue until every issued instruction has retired (and every SIGNAL has fired).
+* **Engines.** A design of ``engines = N`` runs N such machines, each with its own instruction stream and its own
+  ``C/N`` channels; they meet only at semaphores. ``SIGNAL`` goes into the engine's signal queue
+  (``unit_queue_depth``) and fires, in order, once its scoreboard waits are met; the semaphore of (this engine,
+  TAG) counts it ``sync_cycles`` later. ``WAIT`` stalls its scheduler until the semaphore of (TAG, this engine) is
+  positive and takes one. Nothing left to happen with an engine still waiting is a deadlock (a clear error).
 * **Scoreboard.** Each unit retires its instructions in order. An instruction starts only when every unit ``u`` has
   retired the instructions it depends on (the relative ``WAIT_u`` fields, :mod:`fpga.instruction.isa`).
 * **Datamover (DM).** Takes one LD/ST per cycle from its queue (in order) once its dependencies are met and every
@@ -42,6 +47,7 @@ from numba import njit
 
 from fpga.hbm import channel as hbm
 from fpga.instruction import isa
+from fpga.instruction.classes import _unique_rows, channel_classes, engine_classes  # noqa: F401 (re-exported)
 from hwmodel.errors import HwmodelError
 
 # ---------------------------------------------------------------------------------------------- engine parameters
@@ -49,8 +55,8 @@ EP_T, EP_R, EP_C = 0, 1, 2  # MPE token / row / column lanes
 EP_MPE_PIPE, EP_MV_OVH, EP_MM_EFF_PPB = 3, 4, 5
 EP_SFU_LANES, EP_SFU_PIPE = 6, 7
 EP_CH, EP_PORT_BYTES, EP_RQ_DEPTH, EP_OUTSTANDING, EP_REQ_LAT = 8, 9, 10, 11, 12
-EP_ISSUE, EP_UQ_DEPTH = 13, 14
-EP_N = 15
+EP_ISSUE, EP_UQ_DEPTH, EP_SYNC = 13, 14, 15
+EP_N = 16
 
 # ---------------------------------------------------------------------------------------------- counters
 CT_CYCLES, CT_INSTR = 0, 1
@@ -73,6 +79,22 @@ COUNTER_NAMES = (
     "requests",
     "macs",
     "evaluated_cycles",
+)
+
+# per-engine counters (designs of several engines; one row per engine)
+ECT_INSTR, ECT_MPE_BUSY, ECT_SFU_BUSY, ECT_RD_BYTES, ECT_WR_BYTES, ECT_MACS = 0, 1, 2, 3, 4, 5
+ECT_SIGNALS, ECT_WAIT_CYCLES, ECT_FINISH = 6, 7, 8
+ECT_N = 9
+ENGINE_COUNTER_NAMES = (
+    "instructions",
+    "mpe_busy_cycles",
+    "sfu_busy_cycles",
+    "read_bytes",
+    "write_bytes",
+    "macs",
+    "signals",
+    "wait_cycles",
+    "finish_cycle",
 )
 
 RING = 1 << 15  # in-flight instruction records per unit (power of two)
@@ -99,12 +121,19 @@ def sfu_cycles(ep: np.ndarray, elements: int, passes: int) -> int:
     return passes * _cdiv(elements, ep[EP_SFU_LANES])
 
 
-@njit(cache=True)
-def _needs_met(need: np.ndarray, retired: np.ndarray) -> bool:
+@njit(cache=True, inline="always")
+def _needs_met(need: np.ndarray, e: int, u: int, sl: int, retired: np.ndarray) -> bool:
+    """Whether engine ``e``'s units have retired what record ``sl`` of its unit ``u`` waits for."""
     for v in range(3):
-        if retired[v] < need[v]:
+        if retired[e, v] < need[e, u, sl, v]:
             return False
     return True
+
+
+@njit(cache=True, inline="always")
+def _empty(seg_start: np.ndarray, seg_reps: np.ndarray, s: int) -> bool:
+    """A segment with no instructions or no repetitions (an engine with no prologue, say)."""
+    return seg_reps[s] == 0 or seg_start[s + 1] == seg_start[s]
 
 
 @njit(cache=True)
@@ -112,6 +141,7 @@ def run_program(
     prog: np.ndarray,
     seg_start: np.ndarray,
     seg_reps: np.ndarray,
+    eng_seg: np.ndarray,
     ep: np.ndarray,
     hp: np.ndarray,
     ch_cls: np.ndarray,
@@ -119,36 +149,53 @@ def run_program(
     cls_size: np.ndarray,
     hst: np.ndarray,
     counters: np.ndarray,
+    eng_ct: np.ndarray,
     trace: np.ndarray,
 ) -> int:
-    """Execute a program (segments of instructions, each repeated ``seg_reps`` times) to completion.
+    """Execute the programs of ``NE = eng_seg.size - 1`` engines (segments ``eng_seg[e] .. eng_seg[e+1]`` of the
+    flat program are engine e's, each repeated ``seg_reps`` times) to completion.
 
-    Channels are simulated per *class*: channels that receive identical request streams (``ch_cls[c]``, see
-    :func:`channel_classes`) follow identical trajectories, so only the representative ``cls_rep[k]`` of each class
-    is simulated and its traffic counted ``cls_size[k]`` times. ``hst`` holds one HBM channel state row per class
-    (:func:`fpga.hbm.channel.new_channel_state`), updated in place; ``counters`` (``CT_N`` int64) receives the totals.
-    ``trace`` (int64, shape (3, n, 4)) receives, for the first ``n`` instructions of each unit, (flat row, repetition,
-    start cycle, end cycle); pass shape (3, 0, 4) for no trace. Returns 0, or -1 on a deadlock (a program bug).
+    Engine e owns HBM channels ``e * CE .. (e+1) * CE - 1`` (``CE = ep[EP_CH]``, its datamover's channels) and meets
+    the others only at semaphores (SIGNAL / WAIT, :mod:`fpga.instruction.isa`). Channels are simulated per *class*:
+    channels that receive identical request streams (``ch_cls[c]``, see :func:`channel_classes`) follow identical
+    trajectories, so only the representative ``cls_rep[k]`` of each class is simulated and its traffic counted
+    ``cls_size[k]`` times. ``hst`` holds one HBM channel state row per class (:func:`fpga.hbm.channel.new_channel_state`),
+    updated in place; ``counters`` (``CT_N`` int64) receives the totals, ``eng_ct`` (NE, ``ECT_N``) each engine's.
+    ``trace`` (int64, shape (NE, 3, n, 4)) receives, for the first ``n`` instructions of each unit, (flat row,
+    repetition, start cycle, end cycle); pass shape (NE, 3, 0, 4) for no trace. Returns 0, or -1 on a deadlock.
     """
-    n_trace = trace.shape[1]
-    NCH_ALL = ep[EP_CH]
+    NE = eng_seg.shape[0] - 1
+    n_trace = trace.shape[2]
+    CE = ep[EP_CH]
     C = cls_rep.shape[0]
     RQ = ep[EP_RQ_DEPTH]
     OUT = ep[EP_OUTSTANDING]
     UQ = ep[EP_UQ_DEPTH]
-    n_seg = seg_reps.shape[0]
+    SYNC_LAT = ep[EP_SYNC]
 
-    # per-unit instruction records, indexed by unit sequence number & _MASK
-    u_row = np.zeros((3, RING), dtype=np.int64)
-    u_rep = np.zeros((3, RING), dtype=np.int64)
-    u_need = np.zeros((3, RING, 3), dtype=np.int64)
-    u_done = np.zeros((3, RING), dtype=np.int64)  # MPE/SFU: completion cycle
-    dm_pend = np.zeros(RING, dtype=np.int64)  # DM: requests not landed yet
-    issued = np.zeros(3, dtype=np.int64)
-    started = np.zeros(3, dtype=np.int64)
-    retired = np.zeros(3, dtype=np.int64)
+    # per-engine, per-unit instruction records, indexed by unit sequence number & _MASK
+    u_row = np.zeros((NE, 3, RING), dtype=np.int64)
+    u_rep = np.zeros((NE, 3, RING), dtype=np.int64)
+    u_need = np.zeros((NE, 3, RING, 3), dtype=np.int64)
+    u_done = np.zeros((NE, 3, RING), dtype=np.int64)  # MPE/SFU: completion cycle
+    dm_pend = np.zeros((NE, RING), dtype=np.int64)  # DM: requests not landed yet
+    issued = np.zeros((NE, 3), dtype=np.int64)
+    started = np.zeros((NE, 3), dtype=np.int64)
+    retired = np.zeros((NE, 3), dtype=np.int64)
+    # signal queue per engine; semaphore per ordered pair (src, dst): fire times, fired, taken
+    s_need = np.zeros((NE, 1, RING, 3), dtype=np.int64)
+    s_dst = np.zeros((NE, RING), dtype=np.int64)
+    s_issued = np.zeros(NE, dtype=np.int64)
+    s_fired = np.zeros(NE, dtype=np.int64)
+    sem_vis = np.zeros((NE, NE, RING), dtype=np.int64)
+    sem_fired = np.zeros((NE, NE), dtype=np.int64)
+    sem_taken = np.zeros((NE, NE), dtype=np.int64)
+    blocked_at = np.full(NE, -1, dtype=np.int64)  # cycle a WAIT started blocking the scheduler
 
-    # per-channel request queues and in-flight requests
+    # per-class request queues and in-flight requests (a class belongs to one engine)
+    cls_eng = np.zeros(C, dtype=np.int64)
+    for k in range(C):
+        cls_eng[k] = cls_rep[k] // CE
     rq_seq = np.zeros((C, RQ), dtype=np.int64)
     rq_addr = np.zeros((C, RQ), dtype=np.int64)
     rq_bytes = np.zeros((C, RQ), dtype=np.int64)
@@ -162,30 +209,34 @@ def run_program(
     fl_count = np.zeros(C, dtype=np.int64)
     last_land = np.zeros(C, dtype=np.int64)
 
-    mpe_free = 0
-    mm_carry = 0  # fractional MM cycles (x EFF_SCALE) carried to the next MM instruction
-    sfu_free = 0
-    sched_ready = 0
-    seg = 0
-    rep = 0
-    idx = 0
-    done_issuing = n_seg == 0
+    mpe_free = np.zeros(NE, dtype=np.int64)
+    mm_carry = np.zeros(NE, dtype=np.int64)  # fractional MM cycles (x EFF_SCALE) carried to the next MM
+    sfu_free = np.zeros(NE, dtype=np.int64)
+    sched_ready = np.zeros(NE, dtype=np.int64)
+    seg = np.zeros(NE, dtype=np.int64)
+    rep = np.zeros(NE, dtype=np.int64)
+    idx = np.zeros(NE, dtype=np.int64)
+    done_issuing = np.zeros(NE, dtype=np.bool_)
+    finished = np.zeros(NE, dtype=np.bool_)
+    for e in range(NE):
+        seg[e] = eng_seg[e]
+        while seg[e] < eng_seg[e + 1] and _empty(seg_start, seg_reps, seg[e]):
+            seg[e] += 1
+        done_issuing[e] = seg[e] >= eng_seg[e + 1]
     now = 0
-    while not done_issuing and seg_reps[seg] == 0:
-        seg += 1
-        done_issuing = seg >= n_seg
 
     while True:
         progress = False
         # ---- 1. requests land; instructions complete and retire in order
         for c in range(C):
+            ce = cls_eng[c]
             k = 0
             while k < fl_count[c]:
                 if fl_land[c, k] <= now:
                     q = fl_seq[c, k]
-                    dm_pend[q & _MASK] -= 1
-                    if q < n_trace and dm_pend[q & _MASK] == 0:
-                        trace[0, q, 3] = now
+                    dm_pend[ce, q & _MASK] -= 1
+                    if q < n_trace and dm_pend[ce, q & _MASK] == 0:
+                        trace[ce, 0, q, 3] = now
                     last = fl_count[c] - 1
                     fl_seq[c, k] = fl_seq[c, last]
                     fl_land[c, k] = fl_land[c, last]
@@ -193,13 +244,14 @@ def run_program(
                     progress = True
                 else:
                     k += 1
-        while retired[0] < started[0] and dm_pend[retired[0] & _MASK] == 0:
-            retired[0] += 1
-            progress = True
-        for u in range(1, 3):
-            while retired[u] < started[u] and u_done[u, retired[u] & _MASK] <= now:
-                retired[u] += 1
+        for e in range(NE):
+            while retired[e, 0] < started[e, 0] and dm_pend[e, retired[e, 0] & _MASK] == 0:
+                retired[e, 0] += 1
                 progress = True
+            for u in range(1, 3):
+                while retired[e, u] < started[e, u] and u_done[e, u, retired[e, u] & _MASK] <= now:
+                    retired[e, u] += 1
+                    progress = True
 
         # ---- 2. channels start requests
         for c in range(C):
@@ -227,136 +279,193 @@ def run_program(
                 counters[CT_REQUESTS] += cls_size[c]
                 if is_w:
                     counters[CT_WR_BYTES] += rq_bytes[c, h] * cls_size[c]
+                    eng_ct[cls_eng[c], ECT_WR_BYTES] += rq_bytes[c, h] * cls_size[c]
                 else:
                     counters[CT_RD_BYTES] += rq_bytes[c, h] * cls_size[c]
+                    eng_ct[cls_eng[c], ECT_RD_BYTES] += rq_bytes[c, h] * cls_size[c]
                 progress = True
 
-        # ---- 3. datamover front-end: one LD/ST per cycle
-        if started[0] < issued[0]:
-            sl = started[0] & _MASK
-            if _needs_met(u_need[0, sl], retired):
-                r = u_row[0, sl]
-                nch = prog[r, isa.F_NCH]
-                ch0 = prog[r, isa.F_CH0]
-                room = True
-                for j in range(nch):
-                    phys = (ch0 + j) % NCH_ALL
-                    k = ch_cls[phys]
-                    if cls_rep[k] == phys and rq_count[k] >= RQ:
-                        room = False
-                        break
-                if room:
-                    rows = prog[r, isa.F_ROWS]
-                    rb = prog[r, isa.F_ROW_BYTES]
-                    stride = prog[r, isa.F_STRIDE]
-                    base = prog[r, isa.F_ADDR] + u_rep[0, sl] * prog[r, isa.F_ASTRIDE]
-                    is_w = 1 if prog[r, isa.F_OP] == isa.OP_ST else 0
-                    npend = 0
+        for e in range(NE):
+            base_ch = e * CE
+            # ---- 3. datamover front-end: one LD/ST per cycle
+            if started[e, 0] < issued[e, 0]:
+                sl = started[e, 0] & _MASK
+                if _needs_met(u_need, e, 0, sl, retired):
+                    r = u_row[e, 0, sl]
+                    nch = prog[r, isa.F_NCH]
+                    ch0 = prog[r, isa.F_CH0]
+                    room = True
                     for j in range(nch):
-                        nrows = (rows - j + nch - 1) // nch
-                        phys = (ch0 + j) % NCH_ALL
-                        c = ch_cls[phys]
-                        if nrows <= 0 or cls_rep[c] != phys:
-                            continue  # nothing to move, or a channel that mirrors its class representative
-                        t = (rq_head[c] + rq_count[c]) % RQ
-                        rq_seq[c, t] = started[0]
-                        rq_addr[c, t] = base + ((ch0 + j) // NCH_ALL) * stride
-                        rq_bytes[c, t] = nrows * rb
-                        if stride == rb:
-                            rq_nseg[c, t] = 1
-                            rq_stride[c, t] = 0
-                        else:
-                            rq_nseg[c, t] = nrows
-                            rq_stride[c, t] = stride
-                        rq_write[c, t] = is_w
-                        rq_count[c] += 1
-                        npend += 1
-                    dm_pend[sl] = npend
-                    if started[0] < n_trace:
-                        trace[0, started[0], 0] = r
-                        trace[0, started[0], 1] = u_rep[0, sl]
-                        trace[0, started[0], 2] = now
-                        trace[0, started[0], 3] = now
-                    started[0] += 1
+                        phys = base_ch + (ch0 + j) % CE
+                        k = ch_cls[phys]
+                        if cls_rep[k] == phys and rq_count[k] >= RQ:
+                            room = False
+                            break
+                    if room:
+                        rows = prog[r, isa.F_ROWS]
+                        rb = prog[r, isa.F_ROW_BYTES]
+                        stride = prog[r, isa.F_STRIDE]
+                        base = prog[r, isa.F_ADDR] + u_rep[e, 0, sl] * prog[r, isa.F_ASTRIDE]
+                        is_w = 1 if prog[r, isa.F_OP] == isa.OP_ST else 0
+                        npend = 0
+                        for j in range(nch):
+                            nrows = (rows - j + nch - 1) // nch
+                            phys = base_ch + (ch0 + j) % CE
+                            c = ch_cls[phys]
+                            if nrows <= 0 or cls_rep[c] != phys:
+                                continue  # nothing to move, or a channel that mirrors its class representative
+                            t = (rq_head[c] + rq_count[c]) % RQ
+                            rq_seq[c, t] = started[e, 0]
+                            rq_addr[c, t] = base + ((ch0 + j) // CE) * stride
+                            rq_bytes[c, t] = nrows * rb
+                            if stride == rb:
+                                rq_nseg[c, t] = 1
+                                rq_stride[c, t] = 0
+                            else:
+                                rq_nseg[c, t] = nrows
+                                rq_stride[c, t] = stride
+                            rq_write[c, t] = is_w
+                            rq_count[c] += 1
+                            npend += 1
+                        dm_pend[e, sl] = npend
+                        if started[e, 0] < n_trace:
+                            trace[e, 0, started[e, 0], 0] = r
+                            trace[e, 0, started[e, 0], 1] = u_rep[e, 0, sl]
+                            trace[e, 0, started[e, 0], 2] = now
+                            trace[e, 0, started[e, 0], 3] = now
+                        started[e, 0] += 1
+                        progress = True
+
+            # ---- 4. MPE
+            if started[e, 1] < issued[e, 1] and mpe_free[e] <= now:
+                sl = started[e, 1] & _MASK
+                if _needs_met(u_need, e, 1, sl, retired):
+                    r = u_row[e, 1, sl]
+                    dur = mac_cycles(ep, prog[r, isa.F_ROWS], prog[r, isa.F_COLS], prog[r, isa.F_TOKENS])
+                    if prog[r, isa.F_OP] == isa.OP_MM:
+                        num = dur * EFF_SCALE + mm_carry[e]
+                        dur = num // ep[EP_MM_EFF_PPB]
+                        mm_carry[e] = num - dur * ep[EP_MM_EFF_PPB]
+                    dur += ep[EP_MV_OVH]
+                    mpe_free[e] = now + dur
+                    u_done[e, 1, sl] = now + dur + ep[EP_MPE_PIPE]
+                    macs = prog[r, isa.F_ROWS] * prog[r, isa.F_COLS] * prog[r, isa.F_TOKENS]
+                    counters[CT_MPE_BUSY] += dur
+                    counters[CT_MACS] += macs
+                    eng_ct[e, ECT_MPE_BUSY] += dur
+                    eng_ct[e, ECT_MACS] += macs
+                    if started[e, 1] < n_trace:
+                        trace[e, 1, started[e, 1], 0] = r
+                        trace[e, 1, started[e, 1], 1] = u_rep[e, 1, sl]
+                        trace[e, 1, started[e, 1], 2] = now
+                        trace[e, 1, started[e, 1], 3] = now + dur
+                    started[e, 1] += 1
                     progress = True
 
-        # ---- 4. MPE
-        if started[1] < issued[1] and mpe_free <= now:
-            sl = started[1] & _MASK
-            if _needs_met(u_need[1, sl], retired):
-                r = u_row[1, sl]
-                dur = mac_cycles(ep, prog[r, isa.F_ROWS], prog[r, isa.F_COLS], prog[r, isa.F_TOKENS])
-                if prog[r, isa.F_OP] == isa.OP_MM:
-                    num = dur * EFF_SCALE + mm_carry
-                    dur = num // ep[EP_MM_EFF_PPB]
-                    mm_carry = num - dur * ep[EP_MM_EFF_PPB]
-                dur += ep[EP_MV_OVH]
-                mpe_free = now + dur
-                u_done[1, sl] = now + dur + ep[EP_MPE_PIPE]
-                counters[CT_MPE_BUSY] += dur
-                counters[CT_MACS] += prog[r, isa.F_ROWS] * prog[r, isa.F_COLS] * prog[r, isa.F_TOKENS]
-                if started[1] < n_trace:
-                    trace[1, started[1], 0] = r
-                    trace[1, started[1], 1] = u_rep[1, sl]
-                    trace[1, started[1], 2] = now
-                    trace[1, started[1], 3] = now + dur
-                started[1] += 1
+            # ---- 5. SFU
+            if started[e, 2] < issued[e, 2] and sfu_free[e] <= now:
+                sl = started[e, 2] & _MASK
+                if _needs_met(u_need, e, 2, sl, retired):
+                    r = u_row[e, 2, sl]
+                    dur = sfu_cycles(ep, prog[r, isa.F_ROWS], prog[r, isa.F_PASSES])
+                    sfu_free[e] = now + dur
+                    u_done[e, 2, sl] = now + dur + ep[EP_SFU_PIPE]
+                    counters[CT_SFU_BUSY] += dur
+                    eng_ct[e, ECT_SFU_BUSY] += dur
+                    if started[e, 2] < n_trace:
+                        trace[e, 2, started[e, 2], 0] = r
+                        trace[e, 2, started[e, 2], 1] = u_rep[e, 2, sl]
+                        trace[e, 2, started[e, 2], 2] = now
+                        trace[e, 2, started[e, 2], 3] = now + dur
+                    started[e, 2] += 1
+                    progress = True
+
+            # ---- 5b. signals fire in order once what they publish is computed
+            if s_fired[e] < s_issued[e] and _needs_met(s_need, e, 0, s_fired[e] & _MASK, retired):
+                dst = s_dst[e, s_fired[e] & _MASK]
+                sem_vis[e, dst, sem_fired[e, dst] & _MASK] = now + SYNC_LAT
+                sem_fired[e, dst] += 1
+                s_fired[e] += 1
+                eng_ct[e, ECT_SIGNALS] += 1
                 progress = True
 
-        # ---- 5. SFU
-        if started[2] < issued[2] and sfu_free <= now:
-            sl = started[2] & _MASK
-            if _needs_met(u_need[2, sl], retired):
-                r = u_row[2, sl]
-                dur = sfu_cycles(ep, prog[r, isa.F_ROWS], prog[r, isa.F_PASSES])
-                sfu_free = now + dur
-                u_done[2, sl] = now + dur + ep[EP_SFU_PIPE]
-                counters[CT_SFU_BUSY] += dur
-                if started[2] < n_trace:
-                    trace[2, started[2], 0] = r
-                    trace[2, started[2], 1] = u_rep[2, sl]
-                    trace[2, started[2], 2] = now
-                    trace[2, started[2], 3] = now + dur
-                started[2] += 1
+            # ---- 6. scheduler: fetch / decode / issue (one instruction per issue_cycles; any number when it is 0)
+            while not done_issuing[e] and sched_ready[e] <= now:
+                r = seg_start[seg[e]] + idx[e]
+                op = prog[r, isa.F_OP]
+                go = False
+                if op == isa.OP_SYNC:
+                    go = (
+                        retired[e, 0] == issued[e, 0]
+                        and retired[e, 1] == issued[e, 1]
+                        and retired[e, 2] == issued[e, 2]
+                        and s_fired[e] == s_issued[e]
+                    )
+                elif op == isa.OP_SIGNAL:
+                    if s_issued[e] - s_fired[e] < UQ:
+                        sl = s_issued[e] & _MASK
+                        s_dst[e, sl] = prog[r, isa.F_TAG]
+                        for v in range(3):
+                            lag = prog[r, isa.F_WAIT_DM + v]
+                            s_need[e, 0, sl, v] = issued[e, v] - lag if lag >= 0 else 0
+                        s_issued[e] += 1
+                        go = True
+                elif op == isa.OP_WAIT:
+                    src = prog[r, isa.F_TAG]
+                    tk = sem_taken[src, e]
+                    if tk < sem_fired[src, e] and sem_vis[src, e, tk & _MASK] <= now:
+                        sem_taken[src, e] += 1
+                        if blocked_at[e] >= 0:
+                            eng_ct[e, ECT_WAIT_CYCLES] += now - blocked_at[e]
+                            blocked_at[e] = -1
+                        go = True
+                    elif blocked_at[e] < 0:
+                        blocked_at[e] = now
+                else:
+                    u = prog[r, isa.F_UNIT]
+                    if issued[e, u] - started[e, u] < UQ:
+                        sl = issued[e, u] & _MASK
+                        u_row[e, u, sl] = r
+                        u_rep[e, u, sl] = rep[e]
+                        for v in range(3):
+                            lag = prog[r, isa.F_WAIT_DM + v]
+                            u_need[e, u, sl, v] = issued[e, v] - lag if lag >= 0 else 0
+                        issued[e, u] += 1
+                        counters[CT_DM_INSTR + u] += 1
+                        go = True
+                if not go:
+                    break
+                counters[CT_INSTR] += 1
+                eng_ct[e, ECT_INSTR] += 1
+                sched_ready[e] = now + ep[EP_ISSUE]
                 progress = True
-
-        # ---- 6. scheduler: fetch / decode / issue (one instruction per issue_cycles; any number when it is 0)
-        while not done_issuing and sched_ready <= now:
-            r = seg_start[seg] + idx
-            op = prog[r, isa.F_OP]
-            go = False
-            if op == isa.OP_SYNC:
-                go = retired[0] == issued[0] and retired[1] == issued[1] and retired[2] == issued[2]
-            else:
-                u = prog[r, isa.F_UNIT]
-                if issued[u] - started[u] < UQ:
-                    sl = issued[u] & _MASK
-                    u_row[u, sl] = r
-                    u_rep[u, sl] = rep
-                    for v in range(3):
-                        lag = prog[r, isa.F_WAIT_DM + v]
-                        u_need[u, sl, v] = issued[v] - lag if lag >= 0 else 0
-                    issued[u] += 1
-                    counters[CT_DM_INSTR + u] += 1
-                    go = True
-            if not go:
-                break
-            counters[CT_INSTR] += 1
-            sched_ready = now + ep[EP_ISSUE]
-            progress = True
-            idx += 1
-            if idx == seg_start[seg + 1] - seg_start[seg]:
-                idx = 0
-                rep += 1
-                if rep == seg_reps[seg]:
-                    rep = 0
-                    seg += 1
-                    while seg < n_seg and seg_reps[seg] == 0:
-                        seg += 1
-                    done_issuing = seg >= n_seg
+                idx[e] += 1
+                if idx[e] == seg_start[seg[e] + 1] - seg_start[seg[e]]:
+                    idx[e] = 0
+                    rep[e] += 1
+                    if rep[e] == seg_reps[seg[e]]:
+                        rep[e] = 0
+                        seg[e] += 1
+                        while seg[e] < eng_seg[e + 1] and _empty(seg_start, seg_reps, seg[e]):
+                            seg[e] += 1
+                        done_issuing[e] = seg[e] >= eng_seg[e + 1]
 
         counters[CT_STEPS] += 1
-        if done_issuing and retired[0] == issued[0] and retired[1] == issued[1] and retired[2] == issued[2]:
+        all_done = True
+        for e in range(NE):
+            if not finished[e]:
+                if (
+                    done_issuing[e]
+                    and retired[e, 0] == issued[e, 0]
+                    and retired[e, 1] == issued[e, 1]
+                    and retired[e, 2] == issued[e, 2]
+                    and s_fired[e] == s_issued[e]
+                ):
+                    finished[e] = True
+                    eng_ct[e, ECT_FINISH] = now + 1
+                else:
+                    all_done = False
+        if all_done:
             break
         # ---- advance time
         if progress:
@@ -367,17 +476,23 @@ def run_program(
             for k in range(fl_count[c]):
                 if now < fl_land[c, k] < nxt:
                     nxt = fl_land[c, k]
-        for u in range(1, 3):
-            if retired[u] < started[u]:
-                t = u_done[u, retired[u] & _MASK]
-                if now < t < nxt:
-                    nxt = t
-        if now < mpe_free < nxt:
-            nxt = mpe_free
-        if now < sfu_free < nxt:
-            nxt = sfu_free
-        if not done_issuing and now < sched_ready < nxt:
-            nxt = sched_ready
+        for e in range(NE):
+            for u in range(1, 3):
+                if retired[e, u] < started[e, u]:
+                    t = u_done[e, u, retired[e, u] & _MASK]
+                    if now < t < nxt:
+                        nxt = t
+            if now < mpe_free[e] < nxt:
+                nxt = mpe_free[e]
+            if now < sfu_free[e] < nxt:
+                nxt = sfu_free[e]
+            if not done_issuing[e] and now < sched_ready[e] < nxt:
+                nxt = sched_ready[e]
+            for a in range(NE):
+                if sem_taken[a, e] < sem_fired[a, e]:
+                    t = sem_vis[a, e, sem_taken[a, e] & _MASK]
+                    if now < t < nxt:
+                        nxt = t
         if nxt == _NO_EVENT:
             counters[CT_CYCLES] = now
             return -1
@@ -403,6 +518,8 @@ def engine_params(design) -> np.ndarray:  # noqa: ANN001 (InstructionDesign)
         dm.request_latency_cycles,
     )
     ep[EP_ISSUE], ep[EP_UQ_DEPTH] = d.scheduler.issue_cycles, d.scheduler.unit_queue_depth
+    ep[EP_CH] = d.channels_per_engine  # each engine's datamover
+    ep[EP_SYNC] = d.scheduler.sync_cycles
     return ep
 
 
@@ -414,68 +531,49 @@ def new_hbm_state(n_classes: int) -> np.ndarray:
     return np.stack([hbm.new_channel_state() for _ in range(n_classes)])
 
 
-def _unique_rows(triples: np.ndarray) -> np.ndarray:
-    """``np.unique(triples, axis=0)`` for non-negative int64 (rows, ch0, nch) triples: each packed into one integer
-    that sorts like the row, so numpy deduplicates a flat array (a row-wise unique sorts a structured view, several
-    times slower on a program's thousands of LD/ST instructions)."""
-    if triples.shape[0] == 0 or triples.min() < 0:
-        return np.unique(triples, axis=0)
-    k = int(triples[:, 1:].max()) + 1
-    if int(triples[:, 0].max()) >= (2**62) // (k * k):
-        return np.unique(triples, axis=0)
-    codes = np.unique((triples[:, 0] * k + triples[:, 1]) * k + triples[:, 2])
-    return np.stack([codes // (k * k), (codes // k) % k, codes % k], axis=1)
-
-
-def channel_classes(prog: np.ndarray, channels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Group the datamover channels by the request stream the program sends them.
-
-    Request ``j`` of an LD/ST goes to channel ``(CH0 + j) mod C`` with ``ceil((ROWS - j) / NCH)`` rows at
-    ``ADDR + ((CH0 + j) div C) * STRIDE`` (addresses advance identically for every channel between repetitions).
-    Channels whose (rows, address) pairs agree for every instruction are interchangeable. Returns (class of each
-    channel, representative channel of each class, class sizes)."""
-    dm = prog[(prog[:, isa.F_OP] == isa.OP_LD) | (prog[:, isa.F_OP] == isa.OP_ST)]
-    if dm.shape[0] == 0:
-        return np.zeros(channels, dtype=np.int64), np.zeros(1, dtype=np.int64), np.array([channels], dtype=np.int64)
-    dm = _unique_rows(dm[:, [isa.F_ROWS, isa.F_CH0, isa.F_NCH]])
-    rows, ch0, nch = dm[:, 0:1], dm[:, 1:2], dm[:, 2:3]
-    c = np.arange(channels, dtype=np.int64)[None, :]
-    j = (c - ch0) % channels
-    touched = j < nch
-    nrows = np.where(touched, np.maximum((rows - j + nch - 1) // nch, 0), 0)
-    wrap = np.where(touched, (ch0 + j) // channels, 0)
-    keys = (nrows * 2 + wrap).T  # one row per channel
-    _u, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(first)  # number the classes by their lowest channel
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    cls = rank[inverse].astype(np.int64)
-    rep = first[order].astype(np.int64)
-    size = np.bincount(cls, minlength=rep.size).astype(np.int64)
-    return cls, rep, size
-
-
 def simulate_program(design, program, trace_instructions: int = 0):  # noqa: ANN001, ANN201
-    """Run ``program`` on ``design`` from an idle machine; the counters of :data:`COUNTER_NAMES` plus HBM totals.
+    """Run ``program`` (a Program, or a MultiProgram of one program per engine) on ``design`` from an idle machine:
+    the counters of :data:`COUNTER_NAMES` plus HBM totals, and with several engines ``engines``: one dict of
+    :data:`ENGINE_COUNTER_NAMES` per engine.
 
-    With ``trace_instructions`` > 0, also returns the trace array of :func:`run_program` (``(counters, trace)``).
+    With ``trace_instructions`` > 0, also returns the trace array of :func:`run_program` (``(counters, trace)``;
+    one engine: its (3, n, 4) trace).
     """
-    flat, starts, reps = program.flat()
-    C = design.datamover.channels
-    cls, rep, size = channel_classes(flat, C)
+    from fpga.instruction.program import flat_engines
+
+    flat, starts, reps, eng_seg = flat_engines(program)
+    ne = eng_seg.size - 1
+    if ne != design.engines:
+        raise HwmodelError(f"a program of {ne} engine(s) on a design of {design.engines}")
+    ce = design.channels_per_engine
+    cls, rep, size = engine_classes(flat, starts, eng_seg, ce)
     hp = hbm.hbm_params(design.board_spec, design.clock_hz)
     hst = new_hbm_state(rep.size)
     ct = np.zeros(CT_N, dtype=np.int64)
-    trace = np.full((3, trace_instructions, 4), -1, dtype=np.int64)
-    status = run_program(flat, starts, reps, engine_params(design), hp, cls, rep, size, hst, ct, trace)
+    ect = np.zeros((ne, ECT_N), dtype=np.int64)
+    trace = np.full((ne, 3, trace_instructions, 4), -1, dtype=np.int64)
+    status = run_program(flat, starts, reps, eng_seg, engine_params(design), hp, cls, rep, size, hst, ct, ect, trace)
     if status != 0:
-        raise HwmodelError(
-            f"instruction engine deadlock at cycle {int(ct[CT_CYCLES])}: an instruction waits on "
-            "one that can never run (a compiler bug; please report the design and context)"
-        )
+        raise HwmodelError(deadlock_message(int(ct[CT_CYCLES]), ne))
     out = dict(zip(COUNTER_NAMES, (int(x) for x in ct)))
     out["channel_classes"] = int(rep.size)
     for name, slot in zip(hbm.CHANNEL_COUNTERS, hbm._COUNTER_SLOTS):  # noqa: SLF001
         out["hbm_" + name] = int(np.sum(hst[:, slot] * size))
-    return (out, trace) if trace_instructions else out
+    if ne > 1:
+        out["engines"] = [dict(zip(ENGINE_COUNTER_NAMES, (int(x) for x in row))) for row in ect]
+    if not trace_instructions:
+        return out
+    return out, (trace[0] if ne == 1 else trace)
+
+
+def deadlock_message(cycle: int, engines: int) -> str:
+    """The one line both engines raise when nothing can ever happen again."""
+    if engines > 1:
+        return (
+            f"instruction engine deadlock at cycle {cycle}: an engine waits on a semaphore no engine will signal, "
+            "or an instruction waits on one that can never run (a program bug: check its SIGNAL / WAIT pairs)"
+        )
+    return (
+        f"instruction engine deadlock at cycle {cycle}: an instruction waits on "
+        "one that can never run (a compiler bug; please report the design and context)"
+    )

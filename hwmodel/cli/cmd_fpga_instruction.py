@@ -100,8 +100,9 @@ def designs_cmd(as_json: bool) -> None:
 @click.option(
     "--sensitivity",
     is_flag=True,
-    help="Vary every [estimate] integer of the design over its documented range: per-field latency "
-    "movement and the joint band (docs/model-your-design.md).",
+    help="Vary every [estimate] integer of the design over its documented range, and the execution-style fields "
+    "it leaves at their default (load/compute overlap, prefetch depth, with several engines the sync cost): "
+    "per-field latency movement and the joint band (docs/model-your-design.md).",
 )
 @click.option("--vary", default=None, help="With --sensitivity: only these field names (comma list).")
 @click.option(
@@ -139,7 +140,8 @@ def run_cmd(
         from hwmodel.studies.sensitivity import instruction_knobs
         from hwmodel.studies.sensitivity import sensitivity as band_of
 
-        guesses = instruction_knobs(design, vary.split(",") if vary else None)
+        names = vary.split(",") if vary else None
+        guesses = instruction_knobs(design, names) + overlay_knobs(design, names)
         band = band_of(design, lambda d: point_of(d)[1].seconds, guesses=guesses)
     point = None if prefill_tokens else decode_point(eng, ctx)
     power = prefill_power_w(eng, prefill_tokens, ctx) if point is None else point.power_w
@@ -151,6 +153,7 @@ def run_cmd(
         "ctx": ctx,
         "prefill_tokens": prefill_tokens,
         "ingest": ingest,
+        "overlay": overlay_fields(design),
         **res.as_dict(),
         "power_w": power,
         "energy_j": power * res.seconds,
@@ -213,10 +216,78 @@ def run_cmd(
     ]:
         t.add_row(label, value)
     console().print(t)
+    if res.engines:
+        engines_table(design, res)
     if band is not None:
         from hwmodel.cli.streaming_tables import sensitivity_table
 
         sensitivity_table(band, f"{design.name}: prediction band")
+
+
+def overlay_fields(design: Any) -> dict[str, Any]:
+    """The execution-style fields of an overlay (JSON key ``overlay``): engines and placement, load/compute
+    overlap, prefetch depth, instruction issue cost, cross-engine synchronisation cost."""
+    p = design.placement
+    return {
+        "engines": design.engines,
+        "placement": {"linears": p.linears, "attention": p.attention},
+        "overlap_loads": design.buffers.overlap_loads,
+        "prefetch_depth": design.buffers.prefetch_depth,
+        "issue_cycles": design.scheduler.issue_cycles,
+        "sync_cycles": design.scheduler.sync_cycles,
+    }
+
+
+def overlay_knobs(design: Any, fields: list[str] | None) -> list[Any]:
+    """Execution-style fields a design file leaves at their default, for the prediction band: the prefetch depth
+    (unbounded .. double buffering) when loads overlap compute, and, with several engines, the synchronisation
+    cost (x/2 .. 2x). Written with an [estimate] source, they are varied like any estimate (instruction_knobs)."""
+    from hwmodel.schema import read_toml
+    from hwmodel.studies.sensitivity import Knob
+
+    raw = read_toml(Path(design.origin)) if design.origin and Path(design.origin).exists() else {}
+    want = set(fields) if fields else None
+    out = []
+    b, sch = design.buffers, design.scheduler
+    if b.overlap_loads and "prefetch_depth" not in raw.get("buffers", {}):
+        out.append(Knob("buffers.prefetch_depth", None, "prefetch_depth", "default", b.prefetch_depth, 1, 0))
+    if design.engines > 1 and "sync_cycles" not in raw.get("scheduler", {}):
+        v = sch.sync_cycles
+        out.append(Knob("scheduler.sync_cycles", None, "sync_cycles", "default", v, max(1, v // 2), 2 * v))
+    return [k for k in out if want is None or k.field in want]
+
+
+def engines_table(design: Any, res: Any) -> None:
+    """Per engine of a design of several: instructions, busy cycles, bytes, semaphores, time waiting."""
+    from rich.table import Table
+
+    p = design.placement
+    t = Table(
+        "engine",
+        "role",
+        "instructions",
+        "MPE busy",
+        "HBM bytes",
+        "MACs",
+        "signals",
+        "waiting",
+        "done at",
+        title=f"{design.engines} engines: linears {p.linears}, attention on engine {p.attention}",
+    )
+    for i, e in enumerate(res.engines):
+        role = ("attention + " if i == p.attention else "") + ("linears" if p.linear_engine in (None, i) else "")
+        t.add_row(
+            str(i),
+            role.rstrip(" +") or "-",
+            f"{e['instructions']:,}",
+            f"{100 * e['mpe_busy_cycles'] / res.cycles:.1f} %",
+            fmt_bytes(e["read_bytes"] + e["write_bytes"]),
+            f"{e['macs']:,}",
+            f"{e['signals']:,}",
+            f"{100 * e['wait_cycles'] / res.cycles:.1f} % of cycles",
+            f"{e['finish_cycle']:,}",
+        )
+    console().print(t)
 
 
 @instruction.command("dump")
@@ -240,7 +311,14 @@ def run_cmd(
     help="Decoder layer to print (the prologue comes with layer 0).",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=60, show_default=True, help="Instructions to print.")
-def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int) -> None:
+@click.option(
+    "--engine",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Which engine's stream to print (designs of several engines).",
+)
+def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int, engine: int) -> None:
     """Print the decode instruction stream of one layer as assembly (sizes per channel, scoreboard waits)."""
     from fpga.instruction import isa
     from fpga.instruction.engine import InstructionEngine
@@ -250,6 +328,10 @@ def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int) -
     if layer >= eng.llm.layers:
         raise HwmodelError(f"--layer: {eng.llm.name} has layers 0..{eng.llm.layers - 1}, got {layer}")
     prog = eng.compiler.decode_program(ctx)
+    if design.engines > 1:
+        if engine >= design.engines:
+            raise HwmodelError(f"--engine: design '{design.name}' has engines 0..{design.engines - 1}, got {engine}")
+        prog = prog.engines[engine]
     seg_of_layer, first = [], 0
     for s in prog.segments[1:-1]:
         seg_of_layer += [(s, r) for r in range(s.reps)]
@@ -259,7 +341,10 @@ def dump_cmd(design: Any, ratio: int | None, ctx: int, layer: int, limit: int) -
     rows[:, isa.F_ADDR] += rep * rows[:, isa.F_ASTRIDE]
     lines = isa.disassemble(prog.segments[0].instrs) if layer == 0 else []
     lines += isa.disassemble(rows)
-    click.echo(f"# {design.name} k={eng.prefetch_ratio} decode at ctx {ctx}, layer {layer}: {len(rows)} instructions")
+    which = f", engine {engine}" if design.engines > 1 else ""
+    click.echo(
+        f"# {design.name}{which} k={eng.prefetch_ratio} decode at ctx {ctx}, layer {layer}: {len(rows)} instructions"
+    )
     for i, line in enumerate(lines[:limit]):
         click.echo(f"{i:6d}  {line}")
 
@@ -303,6 +388,10 @@ def trace_cmd(
     design: Any, ratio: int | None, ctx: int, prefill_tokens: int, max_instructions: int, out_path: Path
 ) -> None:
     """Write a Perfetto timeline of the DM, MPE and SFU units (one event per instruction)."""
+    from hwmodel.errors import HwmodelError
+
+    if design.engines > 1:
+        raise HwmodelError(f"trace: design '{design.name}' has {design.engines} engines; traces cover one engine")
     from hwmodel.studies.instruction import chrome_trace
 
     trace = chrome_trace(design, ratio or design.prefetch_ratio, ctx, max_instructions, prefill_tokens)

@@ -62,7 +62,8 @@ def parse_sizes(text: str) -> list[int]:
 
 def access_bytes(compiler: Compiler, matrix: str = "q_proj") -> tuple[int, int]:
     """(weight, metadata) bytes of one access (one channel) of ``matrix``'s first LD pair in layer 0, read from the
-    decode instruction stream."""
+    decode instruction stream (a design of several engines: the first engine that runs linears)."""
+    compiler = getattr(compiler, "first_linear", compiler)
     lay = compiler.layout
     m = lay.linears[matrix]
     prog = compiler.decode_program(0).segments[1].instrs
