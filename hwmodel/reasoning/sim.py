@@ -39,12 +39,14 @@ draft step at that position, or the rejected step's own length (docs/reasoning.m
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import simpy
 
 from hwmodel.des import run_to_end
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
+from hwmodel.reasoning import events
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.generation import Generation, PrefixCache
 from hwmodel.reasoning.platform import Platform
@@ -56,6 +58,9 @@ from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
 from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, Replay, TraceHeader, replay_of
 
 _EPS = 1e-12
+#: the event loops a replay runs on: the lean loop (:mod:`hwmodel.reasoning.events`, the default) and SimPy itself,
+#: its reference twin (same events in the same order: bit-identical outcomes, tests/test_reasoning_events.py)
+EVENT_LOOPS = {"lean": events.Environment, "simpy": simpy.Environment}
 
 
 class SimulationError(HwmodelError):
@@ -96,6 +101,7 @@ class ProblemSimulation:
         platform: Platform,
         keep_log: bool = False,
         replay: Replay | None = None,
+        event_loop: str = "lean",
     ) -> None:
         self.problem = problem
         self.header = header
@@ -104,7 +110,7 @@ class ProblemSimulation:
         self.rp = replay if replay is not None else replay_of(problem, header)
         self.attempts = problem.attempts
         self.keep_log = keep_log
-        self.env = simpy.Environment()
+        self.env: Any = EVENT_LOOPS[event_loop]()
         idle = {
             "draft": platform.draft.power_w(Phase.IDLE),
             "prm": platform.prm.power_w(Phase.IDLE),
@@ -203,7 +209,7 @@ class ProblemSimulation:
     ):  # noqa: ANN202 - SimPy process
         """A request to a GPU model server (module docstring); interruptible at forward-pass boundaries."""
         env = self.env
-        if not (yield from self._wait_to_start(op, wait_until_s)):
+        if wait_until_s > env.now and not (yield from self._wait_to_start(op, wait_until_s)):
             return
         start = op.start_s = env.now
         x_in = self.transfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, f"{op.label}: context")
@@ -235,11 +241,11 @@ class ProblemSimulation:
         op.done = True
 
     def _wait_to_start(self, op: Generation, wait_until_s: float):  # noqa: ANN202 - SimPy sub-process
-        """Wait until ``wait_until_s``; an interrupt before then cancels the operation (returns False)."""
+        """Wait until ``wait_until_s`` (later than now: the callers start at once otherwise, without this
+        sub-process); an interrupt before then cancels the operation (returns False)."""
         env = self.env
         try:
-            if wait_until_s > env.now:
-                yield env.timeout(wait_until_s - env.now)
+            yield env.timeout(wait_until_s - env.now)
         except simpy.Interrupt:
             op.start_s = op.end_s = env.now
             op.done = True
@@ -261,7 +267,7 @@ class ProblemSimulation:
     def resident_step(self, op: Generation, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
         """``n`` decode passes on a resident draft from context ``ctx``; interruptible at pass boundaries."""
         env = self.env
-        if not (yield from self._wait_to_start(op, wait_until_s)):
+        if wait_until_s > env.now and not (yield from self._wait_to_start(op, wait_until_s)):
             return
         start = op.start_s = op.compute_start_s = env.now
         eng = self.pf.draft
@@ -518,7 +524,10 @@ class ProblemSimulation:
     # ------------------------------------------------------------------------------------------------ run
     def run(self) -> ProblemOutcome:
         self.env.process(self._main())
-        run_to_end(self.env)  # env.run(), one loop
+        if isinstance(self.env, simpy.Environment):
+            run_to_end(self.env)  # env.run(), one loop
+        else:
+            self.env.run()
         latency = self.end_s
         discarded_target = self.discarded_target_tokens + sum(self.partial.values())
         self.discarded_energy_j += sum(op.energy_j for op in self._discarded_ops)
