@@ -41,7 +41,7 @@ class Event:
 class Process(Event):
     """A generator driven by the events it yields (SimPy's ``Process``); an event itself, handled when it ends."""
 
-    __slots__ = ("env", "_gen", "_target")
+    __slots__ = ("env", "_gen", "_target", "_res")
 
     def __init__(self, env: Environment, gen: Generator[Any, Any, Any]) -> None:
         self.callbacks = []
@@ -49,7 +49,8 @@ class Process(Event):
         self._value = _PENDING
         self.env = env
         self._gen = gen
-        init = Event([self._resume])
+        self._res = self._resume  # one bound method, added to and removed from the events' callbacks
+        init = Event([self._res])
         heapq.heappush(env._queue, (env.now, URGENT, next(env._eid), init))  # SimPy's Initialize
         self._target: Event | None = init
 
@@ -69,7 +70,7 @@ class Process(Event):
             return
         target = self._target
         if target is not None and target.callbacks is not None:
-            target.callbacks.remove(self._resume)
+            target.callbacks.remove(self._res)
         self._resume(event)
 
     def _resume(self, event: Event) -> None:
@@ -88,7 +89,7 @@ class Process(Event):
                 heapq.heappush(env._queue, (env.now, NORMAL, next(env._eid), self))
                 return
             if event.callbacks is not None:
-                event.callbacks.append(self._resume)
+                event.callbacks.append(self._res)
                 self._target = event
                 return
 

@@ -119,6 +119,7 @@ class ProblemSimulation:
         self.dev = {r: Device(platform.device_names[r], r, idle[r], keep_log) for r in ("draft", "prm", "target")}
         self.engine = {"draft": platform.draft, "prm": platform.prm, "target": platform.target}
         self.transfers: list[Transfer] = []
+        self._transfer_s = platform.links.transfer_s
         self._tokens_memo: dict[tuple[int, ...], int] = {}
         self.comm_s = 0.0
         self.committed: list[int] = []
@@ -171,10 +172,10 @@ class ProblemSimulation:
 
     def transfer(self, src: str, dst: str, n_bytes: int, label: str, start_s: float | None = None) -> float:
         """Time of a transfer, recorded (for the communication share) as starting at ``start_s`` (default now)."""
-        t = self.pf.links.transfer_s(src, dst, n_bytes)
-        s = self.env.now if start_s is None else start_s
+        t = self._transfer_s(src, dst, n_bytes)
         self.comm_s += t
         if self.keep_log:
+            s = self.env.now if start_s is None else start_s
             self.transfers.append(Transfer(s, s + t, f"{src}->{dst}", n_bytes, label))
         return t
 
@@ -183,7 +184,7 @@ class ProblemSimulation:
     ) -> float:
         """Log an activity at ``power_w`` (default: the engine's power in ``phase``); returns its energy."""
         p = self.engine[role].power_w(phase) if power_w is None else power_w
-        self.dev[role].record(start, end, phase, label, p)
+        self.dev[role].record_window(start, end, end - start, phase, label, p)  # Device.record, one call less
         return p * max(0.0, end - start)
 
     def kv(self, cmd: str, *args: int) -> None:
