@@ -1,4 +1,6 @@
-"""Discrete-event replay of one problem of a reasoning trace under a policy (SimPy; docs/reasoning.md).
+"""Discrete-event replay of one problem of a reasoning trace under a policy (docs/reasoning.md), on a lean loop
+with SimPy's semantics (:mod:`hwmodel.reasoning.events`, the default) or on SimPy itself, its reference twin
+(``event_loop="simpy"``): the same events in the same order, so bit-identical outcomes.
 
 The controller walks the trace's attempts in order; the trace fixes *what* happens (which steps are accepted,
 rejected or backtracked, and their lengths), the policy and the device models fix *when*. Each device operation
