@@ -11,6 +11,9 @@ Figures:
   ``prefill_cost`` call per (tokens, context) pair (the reference), and whether both give the same latencies;
 * FPGA draft per-token times: sampled every 16 contexts (the reproduction's setting) vs simulating every
   context (the reference), over contexts 0..511, and the largest relative difference.
+* the replay's event loop: every study unit's replays (the first ``--loop-limit`` problems per dataset, memos
+  warm) on the lean loop (hwmodel/reasoning/events.py) and on SimPy, its reference twin, back to back in one
+  process (CPU time, best of two), and whether both give the same rows;
 * with ``--full``: the full ``hwmodel reproduce heteroreason`` (2 workers) in a child process: wall time, CPU
   time of the whole process tree, and the load average around it (issue 30's target: 30 s on 2 quiet cores),
   twice back to back: the drafts' samples simulated, then read from the sample cache the first run filled, with
@@ -21,6 +24,7 @@ Timings on a shared machine are noisy; best of three where it is cheap.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -129,6 +133,51 @@ def bench_fpga_sampling(config: str) -> None:
     )
 
 
+def bench_event_loops(limit: int) -> None:
+    """Every study unit's replays on the lean event loop and on SimPy (module docstring)."""
+    from hwmodel.reasoning import warmup
+    from hwmodel.reasoning.study import (
+        CONFIGS,
+        DRAFT_PLACEMENTS,
+        STUDY_POLICIES,
+        available_policies,
+        parent_warm_steps,
+        study_units,
+        unit_traces,
+        warm_targets,
+    )
+    from hwmodel.workload.datasets import DATASETS
+
+    pols, places, _ = available_policies(CONFIGS, STUDY_POLICIES, DRAFT_PLACEMENTS)
+    units = study_units(DATASETS, CONFIGS, pols, places)
+    sampled = warm_targets(units, limit=limit)
+    warmup.warm(sampled, 1, side=parent_warm_steps(units, sampled, limit=limit))
+    work = [(u, build_platform(u.config, u.policy, draft=u.draft), unit_traces(u, limit=limit)) for u in units]
+
+    def replay_all(loop: str) -> list:
+        return [
+            r
+            for u, pf, pairs in work
+            for trace, replays in pairs
+            for r in run_trace(trace, u.policy, pf, u.config, replays=replays, event_loop=loop)
+        ]
+
+    replay_all("lean")  # fills every engine memo the replays read
+    cpu: dict[str, float] = {}
+    rows: dict[str, list] = {}
+    for _ in range(2):
+        for loop in ("simpy", "lean"):
+            t0 = time.process_time()
+            rows[loop] = replay_all(loop)
+            cpu[loop] = min(cpu.get(loop, math.inf), time.process_time() - t0)
+    n = len(rows["lean"])
+    print(
+        f"replays of every study unit, first {limit} problems per dataset ({n} replays, memos warm): SimPy "
+        f"(reference) {1e3 * cpu['simpy'] / n:.3f} ms/replay, lean event loop {1e3 * cpu['lean'] / n:.3f} "
+        f"({cpu['simpy'] / cpu['lean']:.2f}x less CPU); same rows: {rows['lean'] == rows['simpy']}"
+    )
+
+
 def bench_full_reproduction(jobs: int = 2) -> None:
     """The whole system-A reproduction as a user runs it, in a child process (fresh engines, nothing memoized),
     twice back to back: the cycle-level drafts' samples simulated (an empty sample cache,
@@ -190,6 +239,7 @@ def main() -> None:
         help="also time the full `hwmodel reproduce heteroreason`, samples simulated then cached (two runs)",
     )
     ap.add_argument("--only-full", action="store_true", help="only the full reproduction's timing")
+    ap.add_argument("--loop-limit", type=int, default=40, help="problems per dataset of the event-loop A/B")
     args = ap.parse_args()
     if args.only_full:
         bench_full_reproduction()
@@ -197,6 +247,7 @@ def main() -> None:
     bench_policies(args.dataset, args.config, args.limit)
     bench_gpu_prefill(args.config, args.limit)
     bench_fpga_sampling(args.config)
+    bench_event_loops(args.loop_limit)
     if args.full:
         bench_full_reproduction()
 

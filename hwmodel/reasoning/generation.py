@@ -10,7 +10,7 @@ from typing import Any
 _EPS = 1e-12
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)  # ~16 per replayed problem: slots make them cheaper to build and read
 class Generation:
     """One generation on a device (draft step, speculative step, target refinement, prefetch)."""
 

@@ -20,9 +20,10 @@ def simulate_problem(
     platform: Platform,
     keep_log: bool = False,
     replay: Replay | None = None,
+    event_loop: str = "lean",
 ) -> tuple[ProblemOutcome, ProblemSimulation]:
     pol = get_policy(policy) if isinstance(policy, str) else policy
-    sim = ProblemSimulation(problem, header, pol, platform, keep_log=keep_log, replay=replay)
+    sim = ProblemSimulation(problem, header, pol, platform, keep_log=keep_log, replay=replay, event_loop=event_loop)
     return sim.run(), sim
 
 
@@ -33,14 +34,21 @@ def run_trace(
     config: str = "",
     progress: Callable[[int], None] | None = None,
     replays: Sequence[Replay] | None = None,
+    event_loop: str = "lean",
 ) -> list[ProblemMetrics]:
     """Metrics of every problem of ``trace`` replayed under ``policy`` on ``platform`` (``replays``: the
-    problems' :func:`~hwmodel.workload.trace.replay_of`, when the caller already has them)."""
+    problems' :func:`~hwmodel.workload.trace.replay_of`, when the caller already has them; ``event_loop``: "lean"
+    or its reference twin "simpy", :data:`~hwmodel.reasoning.sim.EVENT_LOOPS`)."""
     pol = get_policy(policy) if isinstance(policy, str) else policy
     out: list[ProblemMetrics] = []
     for k, problem in enumerate(trace.problems):
         outcome, sim = simulate_problem(
-            problem, trace.header, pol, platform, replay=replays[k] if replays is not None else None
+            problem,
+            trace.header,
+            pol,
+            platform,
+            replay=replays[k] if replays is not None else None,
+            event_loop=event_loop,
         )
         out.append(
             problem_metrics(

@@ -1,4 +1,6 @@
-"""Discrete-event replay of one problem of a reasoning trace under a policy (SimPy; docs/reasoning.md).
+"""Discrete-event replay of one problem of a reasoning trace under a policy (docs/reasoning.md), on a lean loop
+with SimPy's semantics (:mod:`hwmodel.reasoning.events`, the default) or on SimPy itself, its reference twin
+(``event_loop="simpy"``): the same events in the same order, so bit-identical outcomes.
 
 The controller walks the trace's attempts in order; the trace fixes *what* happens (which steps are accepted,
 rejected or backtracked, and their lengths), the policy and the device models fix *when*. Each device operation
@@ -39,12 +41,14 @@ draft step at that position, or the rejected step's own length (docs/reasoning.m
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import simpy
 
 from hwmodel.des import run_to_end
 from hwmodel.engine import Phase
 from hwmodel.errors import HwmodelError
+from hwmodel.reasoning import events
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.generation import Generation, PrefixCache
 from hwmodel.reasoning.platform import Platform
@@ -56,6 +60,9 @@ from hwmodel.workload.steps import MAX_CONTEXT_TOKENS
 from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, Replay, TraceHeader, replay_of
 
 _EPS = 1e-12
+#: the event loops a replay runs on: the lean loop (:mod:`hwmodel.reasoning.events`, the default) and SimPy itself,
+#: its reference twin (same events in the same order: bit-identical outcomes, tests/test_reasoning_events.py)
+EVENT_LOOPS = {"lean": events.Environment, "simpy": simpy.Environment}
 
 
 class SimulationError(HwmodelError):
@@ -96,6 +103,7 @@ class ProblemSimulation:
         platform: Platform,
         keep_log: bool = False,
         replay: Replay | None = None,
+        event_loop: str = "lean",
     ) -> None:
         self.problem = problem
         self.header = header
@@ -104,7 +112,7 @@ class ProblemSimulation:
         self.rp = replay if replay is not None else replay_of(problem, header)
         self.attempts = problem.attempts
         self.keep_log = keep_log
-        self.env = simpy.Environment()
+        self.env: Any = EVENT_LOOPS[event_loop]()
         idle = {
             "draft": platform.draft.power_w(Phase.IDLE),
             "prm": platform.prm.power_w(Phase.IDLE),
@@ -113,6 +121,7 @@ class ProblemSimulation:
         self.dev = {r: Device(platform.device_names[r], r, idle[r], keep_log) for r in ("draft", "prm", "target")}
         self.engine = {"draft": platform.draft, "prm": platform.prm, "target": platform.target}
         self.transfers: list[Transfer] = []
+        self._transfer_s = platform.links.transfer_s
         self._tokens_memo: dict[tuple[int, ...], int] = {}
         self.comm_s = 0.0
         self.committed: list[int] = []
@@ -165,10 +174,10 @@ class ProblemSimulation:
 
     def transfer(self, src: str, dst: str, n_bytes: int, label: str, start_s: float | None = None) -> float:
         """Time of a transfer, recorded (for the communication share) as starting at ``start_s`` (default now)."""
-        t = self.pf.links.transfer_s(src, dst, n_bytes)
-        s = self.env.now if start_s is None else start_s
+        t = self._transfer_s(src, dst, n_bytes)
         self.comm_s += t
         if self.keep_log:
+            s = self.env.now if start_s is None else start_s
             self.transfers.append(Transfer(s, s + t, f"{src}->{dst}", n_bytes, label))
         return t
 
@@ -177,7 +186,7 @@ class ProblemSimulation:
     ) -> float:
         """Log an activity at ``power_w`` (default: the engine's power in ``phase``); returns its energy."""
         p = self.engine[role].power_w(phase) if power_w is None else power_w
-        self.dev[role].record(start, end, phase, label, p)
+        self.dev[role].record_window(start, end, end - start, phase, label, p)  # Device.record, one call less
         return p * max(0.0, end - start)
 
     def kv(self, cmd: str, *args: int) -> None:
@@ -203,7 +212,7 @@ class ProblemSimulation:
     ):  # noqa: ANN202 - SimPy process
         """A request to a GPU model server (module docstring); interruptible at forward-pass boundaries."""
         env = self.env
-        if not (yield from self._wait_to_start(op, wait_until_s)):
+        if wait_until_s > env.now and not (yield from self._wait_to_start(op, wait_until_s)):
             return
         start = op.start_s = env.now
         x_in = self.transfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, f"{op.label}: context")
@@ -235,11 +244,11 @@ class ProblemSimulation:
         op.done = True
 
     def _wait_to_start(self, op: Generation, wait_until_s: float):  # noqa: ANN202 - SimPy sub-process
-        """Wait until ``wait_until_s``; an interrupt before then cancels the operation (returns False)."""
+        """Wait until ``wait_until_s`` (later than now: the callers start at once otherwise, without this
+        sub-process); an interrupt before then cancels the operation (returns False)."""
         env = self.env
         try:
-            if wait_until_s > env.now:
-                yield env.timeout(wait_until_s - env.now)
+            yield env.timeout(wait_until_s - env.now)
         except simpy.Interrupt:
             op.start_s = op.end_s = env.now
             op.done = True
@@ -261,7 +270,7 @@ class ProblemSimulation:
     def resident_step(self, op: Generation, wait_until_s: float = 0.0):  # noqa: ANN202 - SimPy process
         """``n`` decode passes on a resident draft from context ``ctx``; interruptible at pass boundaries."""
         env = self.env
-        if not (yield from self._wait_to_start(op, wait_until_s)):
+        if wait_until_s > env.now and not (yield from self._wait_to_start(op, wait_until_s)):
             return
         start = op.start_s = op.compute_start_s = env.now
         eng = self.pf.draft
@@ -518,7 +527,10 @@ class ProblemSimulation:
     # ------------------------------------------------------------------------------------------------ run
     def run(self) -> ProblemOutcome:
         self.env.process(self._main())
-        run_to_end(self.env)  # env.run(), one loop
+        if isinstance(self.env, simpy.Environment):
+            run_to_end(self.env)  # env.run(), one loop
+        else:
+            self.env.run()
         latency = self.end_s
         discarded_target = self.discarded_target_tokens + sum(self.partial.values())
         self.discarded_energy_j += sum(op.energy_j for op in self._discarded_ops)
