@@ -151,6 +151,9 @@ class Evaluator:
     check_space: Callable[[Mapping[str, tuple[Scalar, ...]]], Iterable[tuple[str, str]]] | None = None
     """Checks of the whole space before any work (e.g. every design named has the engines the parameters name):
     given each parameter's values, yields (parameter, expected) for each problem."""
+    preload: tuple[str, ...] = ()
+    """Modules its points need that its own module imports lazily: a fork server imports them once for all the
+    workers it starts (hwmodel.dse.runner), instead of each worker at its first point."""
 
     def __post_init__(self) -> None:
         names = {m.name for m in self.metrics}
