@@ -100,9 +100,18 @@ def split_work(plan: SweepPlan, rows: dict[str, Row]) -> tuple[list[Row], list[P
     return to_write, pending, done
 
 
-def chunks_of(points: Sequence[Point], size: int) -> Iterator[Chunk]:
-    for i in range(0, len(points), size):
-        yield [(p.id, p.params) for p in points[i : i + size]]
+def chunks_of(points: Sequence[Point], size: int, *, taper: int = 0, run: int = 1) -> Iterator[Chunk]:
+    """Consecutive chunks of ``size`` points; with ``taper`` (the chunks in flight at once), the last ones shrink
+    to what is left over ``taper`` (in multiples of ``run`` when ``size`` is one, down to one run), so the workers
+    finish together: one full chunk left to a lone worker would otherwise keep the others idle."""
+    step = run if run > 1 and size % run == 0 else 1
+    i = 0
+    while i < len(points):
+        n = size
+        if taper > 0:
+            n = max(step, min(size, (len(points) - i) // taper // step * step))
+        yield [(p.id, p.params) for p in points[i : i + n]]
+        i += n
 
 
 def auto_chunk_size(n_points: int, n_workers: int, run: int = 1) -> int:
@@ -188,7 +197,8 @@ def run_sweep(
         stats.workers = n_workers
         run = shared_run(pending, plan.evaluator.innermost)
         size = chunk_size or auto_chunk_size(len(pending), n_workers if not dask else 8, run)
-        chunks = list(chunks_of(pending, size))
+        in_flight = 0 if chunk_size or dask else 2 * n_workers  # a chunk size given is kept as it is
+        chunks = list(chunks_of(pending, size, taper=in_flight, run=run))
         start = time.perf_counter()
         if progress:
             where = (
