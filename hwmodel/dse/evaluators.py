@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import importlib
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -219,9 +220,29 @@ def names() -> list[str]:
     return sorted(EVALUATORS.names())
 
 
+#: the module each built-in evaluator registers itself from: a spec naming one imports that module alone instead
+#: of every built-in's (the replay evaluator's imports the system-A simulator: ~0.05 s of a streaming sweep's
+#: planning); tests/test_dse_spec.py checks the table against the registry
+BUILTIN_MODULES = {
+    "streaming-decode": "hwmodel.dse.streaming_eval",
+    "instruction-decode": "hwmodel.dse.instruction_eval",
+    "reasoning-replay": "hwmodel.dse.replay_eval",
+}
+
+
+def _builtin(ref: str) -> Evaluator | None:
+    """The built-in evaluator named ``ref`` from its own module, or None: not a built-in's name, or plugin files
+    named in ``HWMODEL_PLUGINS`` (which may replace a built-in: the whole registry decides)."""
+    module = BUILTIN_MODULES.get(ref)
+    if module is None or os.environ.get("HWMODEL_PLUGINS", "").strip():
+        return None
+    ev = getattr(importlib.import_module(module), "EVALUATOR", None)
+    return ev if isinstance(ev, Evaluator) and ev.name == ref else None
+
+
 def canonical_ref(ref: str, base_dir: Path | None = None) -> str:
     """A reference any process can resolve: registered names as they are, file paths made absolute."""
-    if ref in EVALUATORS:
+    if _builtin(ref) is not None or ref in EVALUATORS:
         return ref
     if ":" not in ref:
         raise UnknownNameError("evaluator", ref, names() + ["<module>:<ATTRIBUTE>", "<file.py>:<ATTRIBUTE>"])
@@ -242,6 +263,9 @@ def resolve(ref: str) -> Evaluator:
     """The Evaluator a canonical reference names (cached per process): a registered name, or the object at
     ``module:ATTRIBUTE`` / ``file.py:ATTRIBUTE`` (a file is loaded with :func:`hwmodel.registry.load_plugin`, the
     same way as every user file)."""
+    ev = _builtin(ref)
+    if ev is not None:
+        return ev
     if ref in EVALUATORS:
         return EVALUATORS.get(ref)
     if ":" not in ref:
