@@ -275,6 +275,7 @@ def _progress_bar(enabled: bool, name: str, total: int) -> Iterator[Callable[[in
     start = time.perf_counter()
     with Progress(*columns, console=Console(stderr=True), auto_refresh=False) as bar:
         task = bar.add_task(name, total=total, rate="")
+        bar.refresh()  # drawn at once, then as chunks finish
 
         def advance(n: int) -> None:
             done = bar.tasks[0].completed + n
