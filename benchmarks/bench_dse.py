@@ -7,12 +7,12 @@ A grid of 864 points (weight bits, linear-engine lanes and ports, attention port
 through the whole sweep machinery -- planning and screening, the process pool (started inside the timed region),
 chunking, the fsync'd CSV journal -- into a fresh directory. Numba's on-disk cache is warmed first, as it is after
 any first run; that also loads the kernels into this process, which the sweep's workers, forked from it, inherit
-(as in any session that has simulated before sweeping). The last line is the same sweep as a fresh
-``hwmodel sweep`` command, whose workers each load the kernels from the disk cache. The same process then runs the same sweep on the reference path
-(``hwmodel.dse.streaming_eval:REFERENCE_EVALUATOR``: every point built from scratch but the program reused across
-clocks, the garbage collector running -- the evaluator before hwmodel/dse/streaming_shared.py) and checks that both
-wrote the same rows, bit for bit; and, in this process, times a sample of points both ways in CPU time from cold
-caches (the ratio to quote on a loaded machine).
+(as in any session that has simulated before sweeping). The same process then runs the same sweep on the reference
+path (``hwmodel.dse.streaming_eval:REFERENCE_EVALUATOR``: every point built from scratch but the program reused
+across clocks, the garbage collector running -- the evaluator before hwmodel/dse/streaming_shared.py) and checks
+that both wrote the same rows, bit for bit; and, in this process, times a sample of points both ways in CPU time
+from cold caches (the ratio to quote on a loaded machine). The last line is the same sweep as a fresh
+``hwmodel sweep`` command, whose workers each load the kernels from the disk cache themselves.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ The chunks run on the project's one study executor (:func:`hwmodel.studies.runne
   its compiled Numba kernels loaded, its memoized per-design facts -- instead of importing and loading them again
   each (measured on the 864-point streaming sweep: 1.3 s before a fork-server worker's first point and 0.9 s of
   CPU in its first chunk, against a few milliseconds). Otherwise they start from a fork server that has imported
-  the evaluator's modules. A worker that dies (killed, out of memory) breaks the pool: the unfinished chunks are queued again on a
-  fresh pool, up to ``MAX_POOL_RESTARTS`` times per run.
+  the evaluator's modules. A worker that dies (killed, out of memory) breaks the pool: the unfinished chunks are
+  queued again on a fresh pool, up to ``MAX_POOL_RESTARTS`` times per run.
 * Dask: the same chunks are submitted to a ``distributed.Client`` connected to ``--scheduler ADDRESS`` (or to a
   client passed in, e.g. a LocalCluster in tests); Dask reschedules the tasks of a lost worker itself.
 
@@ -102,8 +102,8 @@ def split_work(plan: SweepPlan, rows: dict[str, Row]) -> tuple[list[Row], list[P
 
 def chunks_of(points: Sequence[Point], size: int, *, taper: int = 0, run: int = 1) -> Iterator[Chunk]:
     """Consecutive chunks of ``size`` points; with ``taper`` (the chunks in flight at once), the last ones shrink
-    to what is left over ``taper`` (in multiples of ``run`` when ``size`` is one, down to one run), so the workers
-    finish together: one full chunk left to a lone worker would otherwise keep the others idle."""
+    to what is left divided by ``taper`` (in whole runs of ``run`` points when ``size`` is a multiple of it, down to
+    one run), so the workers finish together: one full chunk left to a lone worker would keep the others idle."""
     step = run if run > 1 and size % run == 0 else 1
     i = 0
     while i < len(points):

@@ -7,8 +7,8 @@ A point's metrics split into a part that does not depend on the kernel clock and
   sweep is planned, for its screen: workers forked after planning inherit them);
 * **per design and context, whatever the clock policy and timing heuristic**: the HBM-capacity check, the token
   program (compiled once: the lowering does not read the clock, only the channel timing seen from the kernel
-  does), built from the per-design design and resource estimate, and the clock-independent parts of the result (which ports share a channel, the bytes of their requests,
-  the peak bandwidth of the channels used);
+  does; from the per-design design and resource estimate above) and the clock-independent parts of the result
+  (which ports share a channel, the bytes of their requests, the peak bandwidth of the channels used);
 * **per point**: the clock it runs at, the HBM parameter vector at that clock, one fast-engine run
   (:func:`fpga.streaming.engine.run_kernel`) and the few sums and ratios the metrics need from its output (cycles,
   busy cycles per engine for the power model, bytes the channels moved).
