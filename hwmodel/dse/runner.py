@@ -145,12 +145,10 @@ FORK_UNSAFE_MODULES = ("jax", "jaxlib", "torch", "tensorflow")
 
 
 def pool_start_method() -> str:
-    """``fork`` when this process can fork safely -- the platform has it, this process runs no other Python thread
-    (Dask, a progress bar's refresh) and no library known to run threads of its own is loaded -- else
-    ``forkserver`` (workers from a clean interpreter, the evaluator's modules preloaded)."""
-    import multiprocessing
-
-    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+    """``fork`` when this process can fork safely -- Linux (macOS system libraries do not survive a fork), no other
+    Python thread running (Dask, a progress bar's refresh), no library known to run threads of its own loaded --
+    else ``forkserver`` (workers from a clean interpreter, the evaluator's modules preloaded)."""
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
         return "forkserver"
     if any(m in sys.modules for m in FORK_UNSAFE_MODULES):
         return "forkserver"
