@@ -145,6 +145,17 @@ def _whole_suite(args: list[str]) -> bool:
     return not any(a.startswith("-k") or (ROOT / a.split("::")[0]).exists() for a in args if a)
 
 
+def _all_studies(args: list[str]) -> bool:
+    """`hwmodel reproduce` with no study named (only ``--out DIR``): the run that needs every kernel."""
+    it = iter(args)
+    for a in it:
+        if a == "--out":
+            next(it, None)
+        elif not a.startswith("--out=") and (a in ("--help", "-h") or not a.startswith("-")):
+            return False
+    return True
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"run", "test", "lint"}:
         print(__doc__)
@@ -155,7 +166,7 @@ def main(argv: list[str]) -> int:
         return lint()
     if task == "run":
         # the studies run one after another on one core: the other compiles the kernels the later ones need
-        warm = start_warm_kernels(1) if "--help" not in rest else []
+        warm = start_warm_kernels(1) if _all_studies(rest) else []
         try:
             return subprocess.run([str(_bin("hwmodel")), "reproduce", *rest], cwd=ROOT).returncode
         finally:
