@@ -298,10 +298,11 @@ def test_workers_forked_or_from_the_fork_server_write_the_same_rows(
 def test_fork_only_from_a_single_threaded_process_without_jax(monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    from hwmodel.dse.runner import pool_start_method
+    from hwmodel.dse.runner import FORK_UNSAFE_MODULES, pool_start_method
 
     monkeypatch.setattr(threading, "active_count", lambda: 1)
-    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    for name in FORK_UNSAFE_MODULES:  # an earlier test in this worker may have loaded jaxlib (the W8A8 model)
+        monkeypatch.delitem(sys.modules, name, raising=False)
     assert pool_start_method() == "fork"
     monkeypatch.setitem(sys.modules, "jax", sys)  # any module object: only its presence matters
     assert pool_start_method() == "forkserver"
