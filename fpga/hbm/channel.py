@@ -390,30 +390,30 @@ def _plan_granule(
     """(column command, ACT or -1) of the next granule (bank, row, bank group) of a request that is at the
     controller from ``ready`` on, its column command no earlier than ``lo``: every rule of the module docstring
     but refresh, which the caller checks against the next window."""
-    # every array read comes before any branch: a branch that reads an array of an inlined function makes Numba
-    # count references on it (two atomic operations each way) at every call
-    last_col = s[CS_LAST_COL]
-    col = max(lo, last_col + p[HP_CCDS], s[CS_BG_COL + bg] + p[HP_CCDL])
-    col_rw = s[CS_LAST_RD_COL] + p[HP_RTW]
-    col_wr = max(s[CS_LAST_WR_END] + p[HP_WTRS], s[CS_BG_WR_END + bg] + p[HP_WTRL])
+    # the callers run without the Numba runtime (channel_request_at: _nrt=False), so a branch that reads an array
+    # counts no references: the activation's bounds are read only for a granule that needs one
+    col = max(lo, s[CS_LAST_COL] + p[HP_CCDS], s[CS_BG_COL + bg] + p[HP_CCDL])
+    if is_write:
+        col = max(col, s[CS_LAST_RD_COL] + p[HP_RTW])
+    else:
+        col = max(col, s[CS_LAST_WR_END] + p[HP_WTRS], s[CS_BG_WR_END + bg] + p[HP_WTRL])
     open_row = s[CS_B_ROW + bank]
+    if open_row == row:
+        return col, -1
     b_act = s[CS_B_ACT + bank]
-    t = max(ready, last_col) if look == 0 else ready
-    pre = max(t, b_act + p[HP_RAS], s[CS_B_RD + bank] + p[HP_RTP], s[CS_B_WR + bank] + p[HP_WR])
-    closed = max(t, s[CS_CLOSED_AT])
     a = max(
         b_act + p[HP_RC],
         s[CS_LAST_ACT] + p[HP_RRDS],
         s[CS_BG_ACT + bg] + p[HP_RRDL],
         s[CS_FAW + s[CS_FAW_PTR]] + p[HP_FAW],
     )
-    rp, rcd = p[HP_RP], p[HP_RCD]
-    col = max(col, col_rw if is_write else col_wr)
-    act = -1
-    if open_row != row:
-        act = max(a, pre + rp if open_row >= 0 else closed)
-        col = max(col, act + rcd)
-    return col, act
+    t = max(ready, s[CS_LAST_COL]) if look == 0 else ready
+    if open_row >= 0:
+        pre = max(t, b_act + p[HP_RAS], s[CS_B_RD + bank] + p[HP_RTP], s[CS_B_WR + bank] + p[HP_WR])
+        act = max(a, pre + p[HP_RP])
+    else:
+        act = max(a, t, s[CS_CLOSED_AT])
+    return max(col, act + p[HP_RCD]), act
 
 
 @njit(cache=True, inline="always")
