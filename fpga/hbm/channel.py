@@ -88,6 +88,9 @@ HP_N = 42
 NB = 16  # banks (JEDEC HBM2 / HBM2E)
 NG = 4  # bank groups
 NEG = -(1 << 40)  # "long ago"
+# Indices computed at run time (a bank, a bank group, a LUT entry; all >= 0) are cast to np.uint64 in the hot
+# functions: Numba wraps a signed index (i < 0 -> i + len) with a compare and select on every access, an unsigned one
+# not (same element, so results are unchanged; the channel alone ran 25-29 % faster on the LLaMA2-7B token).
 CS_BUS_FREE = 0  # first AXI cycle after the last data beat
 CS_LAST_COL = 1  # AXI cycle of the last column command
 CS_LAST_DIR = 2  # -1 none yet, 0 read, 1 write
@@ -342,7 +345,7 @@ def granule_bank(p: np.ndarray, ga: int) -> int:
     """Bank index (bank group << ba_bits | bank) of granule address ``ga``."""
     lo = ga & ((1 << p[HP_ROW_SHIFT]) - 1)
     hi = (ga >> p[HP_HI_SHIFT]) & p[HP_HI_MASK]
-    return p[p[HP_LUT_LO] + lo] | p[p[HP_LUT_HI] + hi]
+    return p[np.uint64(p[HP_LUT_LO] + lo)] | p[np.uint64(p[HP_LUT_HI] + hi)]
 
 
 @njit(cache=True, inline="always")
@@ -390,30 +393,32 @@ def _plan_granule(
     """(column command, ACT or -1) of the next granule (bank, row, bank group) of a request that is at the
     controller from ``ready`` on, its column command no earlier than ``lo``: every rule of the module docstring
     but refresh, which the caller checks against the next window."""
-    # every array read comes before any branch: a branch that reads an array of an inlined function makes Numba
-    # count references on it (two atomic operations each way) at every call
-    last_col = s[CS_LAST_COL]
-    col = max(lo, last_col + p[HP_CCDS], s[CS_BG_COL + bg] + p[HP_CCDL])
-    col_rw = s[CS_LAST_RD_COL] + p[HP_RTW]
-    col_wr = max(s[CS_LAST_WR_END] + p[HP_WTRS], s[CS_BG_WR_END + bg] + p[HP_WTRL])
-    open_row = s[CS_B_ROW + bank]
-    b_act = s[CS_B_ACT + bank]
-    t = max(ready, last_col) if look == 0 else ready
-    pre = max(t, b_act + p[HP_RAS], s[CS_B_RD + bank] + p[HP_RTP], s[CS_B_WR + bank] + p[HP_WR])
-    closed = max(t, s[CS_CLOSED_AT])
+    # the callers run without the Numba runtime (channel_request_at: _nrt=False), so a branch that reads an array
+    # counts no references: the activation's bounds are read only for a granule that needs one
+    col = max(lo, s[CS_LAST_COL] + p[HP_CCDS], s[np.uint64(CS_BG_COL + bg)] + p[HP_CCDL])
+    if is_write:
+        col = max(col, s[CS_LAST_RD_COL] + p[HP_RTW])
+    else:
+        col = max(col, s[CS_LAST_WR_END] + p[HP_WTRS], s[np.uint64(CS_BG_WR_END + bg)] + p[HP_WTRL])
+    open_row = s[np.uint64(CS_B_ROW + bank)]
+    if open_row == row:
+        return col, -1
+    b_act = s[np.uint64(CS_B_ACT + bank)]
     a = max(
         b_act + p[HP_RC],
         s[CS_LAST_ACT] + p[HP_RRDS],
-        s[CS_BG_ACT + bg] + p[HP_RRDL],
-        s[CS_FAW + s[CS_FAW_PTR]] + p[HP_FAW],
+        s[np.uint64(CS_BG_ACT + bg)] + p[HP_RRDL],
+        s[np.uint64(CS_FAW + s[CS_FAW_PTR])] + p[HP_FAW],
     )
-    rp, rcd = p[HP_RP], p[HP_RCD]
-    col = max(col, col_rw if is_write else col_wr)
-    act = -1
-    if open_row != row:
-        act = max(a, pre + rp if open_row >= 0 else closed)
-        col = max(col, act + rcd)
-    return col, act
+    t = max(ready, s[CS_LAST_COL]) if look == 0 else ready
+    if open_row >= 0:
+        pre = max(
+            t, b_act + p[HP_RAS], s[np.uint64(CS_B_RD + bank)] + p[HP_RTP], s[np.uint64(CS_B_WR + bank)] + p[HP_WR]
+        )
+        act = max(a, pre + p[HP_RP])
+    else:
+        act = max(a, t, s[CS_CLOSED_AT])
+    return max(col, act + p[HP_RCD]), act
 
 
 @njit(cache=True, inline="always")
@@ -431,26 +436,26 @@ def _commit_granule(
     """Record a granule's ACT (if ``act`` >= 0) and column command in the channel state; returns its first data
     cycle."""
     if act >= 0:
-        if s[CS_B_ROW + bank] >= 0:
+        if s[np.uint64(CS_B_ROW + bank)] >= 0:
             s[CS_ROW_MISSES] += 1
         s[CS_ACTS] += 1
-        s[CS_B_ROW + bank] = row
-        s[CS_B_ACT + bank] = act
+        s[np.uint64(CS_B_ROW + bank)] = row
+        s[np.uint64(CS_B_ACT + bank)] = act
         s[CS_LAST_ACT] = act
-        s[CS_BG_ACT + bg] = act
+        s[np.uint64(CS_BG_ACT + bg)] = act
         k = s[CS_FAW_PTR]
-        s[CS_FAW + k] = act
+        s[np.uint64(CS_FAW + k)] = act
         s[CS_FAW_PTR] = (k + 1) & 3
     s[CS_LAST_COL] = col
-    s[CS_BG_COL + bg] = col
+    s[np.uint64(CS_BG_COL + bg)] = col
     d = col + p[HP_CL]
     if is_write:
         s[CS_LAST_WR_END] = d + 1
-        s[CS_BG_WR_END + bg] = d + 1
-        s[CS_B_WR + bank] = d + 1
+        s[np.uint64(CS_BG_WR_END + bg)] = d + 1
+        s[np.uint64(CS_B_WR + bank)] = d + 1
     else:
         s[CS_LAST_RD_COL] = col
-        s[CS_B_RD + bank] = col
+        s[np.uint64(CS_B_RD + bank)] = col
     if burst_start:
         s[CS_BURST_COL] = col
         s[CS_BURSTS] += 1
@@ -510,7 +515,7 @@ def _stream_run(
             if s[CS_LAST_RD_COL] + p[HP_RTW] > nxt:
                 return -ga, run_len
         else:
-            if s[CS_LAST_WR_END] + p[HP_WTRS] > nxt or s[CS_BG_WR_END + bg] + p[HP_WTRL] > nxt:
+            if s[CS_LAST_WR_END] + p[HP_WTRS] > nxt or s[np.uint64(CS_BG_WR_END + bg)] + p[HP_WTRL] > nxt:
                 return -ga, run_len
     cl = p[HP_CL]
     bsh = p[HP_BB_SHIFT]
@@ -529,12 +534,12 @@ def _stream_run(
                 colt = last + (t - ga + 1) * dl
                 bank = granule_bank(p, t)
                 bg = bank >> bab
-                s[CS_BG_COL + bg] = colt
+                s[np.uint64(CS_BG_COL + bg)] = colt
                 if is_write:
-                    s[CS_BG_WR_END + bg] = colt + cl + 1
-                    s[CS_B_WR + bank] = colt + cl + 1
+                    s[np.uint64(CS_BG_WR_END + bg)] = colt + cl + 1
+                    s[np.uint64(CS_B_WR + bank)] = colt + cl + 1
                 else:
-                    s[CS_B_RD + bank] = colt
+                    s[np.uint64(CS_B_RD + bank)] = colt
             # AXI bursts that start inside the segment (counted from the request's first granule)
             r0 = div_by(ga - ga0 + bb - 1, bb, bsh)  # first burst index starting at or after ga
             r1 = div_by(ga + k - 1 - ga0, bb, bsh)  # last burst index starting before ga + k
