@@ -265,3 +265,46 @@ def test_results_read_back_exactly_as_planned(tmp_path: Path) -> None:
     for pt in plan.points:
         assert rows[pt.id].params == pt.params
         assert [type(v) for v in rows[pt.id].params.values()] == [type(v) for v in pt.params.values()]
+
+
+def test_workers_forked_or_from_the_fork_server_write_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import hwmodel.dse.runner as runner
+
+    plan = load_plan(spec_file(tmp_path, "lanes = [8, 16, 32]\nports = [4, 8]\nclock_mhz = [200, 300]\n"))
+    run_sweep(plan, tmp_path / "one", workers=1, progress=False)
+    ref = open_store(plan, tmp_path / "one").read()
+    threads = threading.active_count()
+    used: list[tuple[str, int]] = []
+    real = runner.pool_start_method
+
+    def recorded() -> str:
+        used.append((real(), threading.active_count()))
+        return used[-1][0]
+
+    monkeypatch.setattr(runner, "pool_start_method", recorded)
+    run_sweep(plan, tmp_path / "auto", workers=2, chunk_size=2, progress=True)
+    assert used == [(used[0][0], threads)]  # the progress bar started no thread that would rule out fork
+    assert rows_equal(open_store(plan, tmp_path / "auto").read(), ref)
+    for method in ("fork", "forkserver"):
+        monkeypatch.setattr(runner, "pool_start_method", lambda m=method: m)
+        run_sweep(plan, tmp_path / method, workers=2, chunk_size=2, progress=False)
+        assert rows_equal(open_store(plan, tmp_path / method).read(), ref), method
+
+
+def test_fork_only_from_a_single_threaded_process_without_jax(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from hwmodel.dse.runner import pool_start_method
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    assert pool_start_method() == "fork"
+    monkeypatch.setitem(sys.modules, "jax", sys)  # any module object: only its presence matters
+    assert pool_start_method() == "forkserver"
+    monkeypatch.delitem(sys.modules, "jax")
+    monkeypatch.setattr(threading, "active_count", lambda: 2)  # e.g. a Dask client's or a progress bar's thread
+    assert pool_start_method() == "forkserver"

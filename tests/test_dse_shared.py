@@ -82,7 +82,7 @@ def test_collector_paused_for_a_chunk_and_running_for_the_reference() -> None:
 
 
 def test_chunks_keep_the_clocks_of_a_design_together() -> None:
-    from hwmodel.dse.runner import auto_chunk_size, shared_run
+    from hwmodel.dse.runner import auto_chunk_size, chunks_of, shared_run
     from hwmodel.dse.spec import Point
 
     grid = [(d, c) for d in ("a", "b") for c in (200.0, 250.0, 300.0)]
@@ -92,3 +92,8 @@ def test_chunks_keep_the_clocks_of_a_design_together() -> None:
         size = auto_chunk_size(n, workers, run)
         assert size % run == 0 and size <= 64
     assert auto_chunk_size(10_000, 2, 100) == 64  # a run longer than a chunk: the plain size
+    many = [Point(i, str(i), {}) for i in range(864)]
+    sizes = [len(c) for c in chunks_of(many, 27, taper=4, run=9)]
+    assert sum(sizes) == 864 and all(s % 9 == 0 for s in sizes)  # no design's clocks split, every point once
+    assert sizes[0] == 27 and sizes[-4:] == [9] * 4  # the last chunks in flight are one design each
+    assert [p for c in chunks_of(many, 27, taper=4, run=9) for p, _ in c] == [p.id for p in many]

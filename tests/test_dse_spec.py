@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from hwmodel.cli import main
 from hwmodel.dse import load_plan
 from hwmodel.errors import HwmodelError, SpecError
 from tests.test_dse_support import TOY_REF
+
+ROOT = Path(__file__).resolve().parent.parent
 
 GOOD_PARAMS = """
 [parameters]
@@ -153,6 +156,25 @@ def test_unknown_evaluator_lists_choices(tmp_path: Path) -> None:
     spec.write_text('[sweep]\nevaluator = "missing.py:EV"\n[parameters]\n[objectives]\nlatency_s = "min"\n')
     with pytest.raises(HwmodelError, match="missing.py does not exist"):
         load_plan(spec)
+
+
+def test_builtin_evaluators_resolve_from_their_own_module() -> None:
+    import subprocess
+    import sys
+
+    from hwmodel.dse.evaluators import BUILTIN_MODULES, EVALUATORS, resolve
+
+    builtins = {n: ev for n, ev in EVALUATORS.items() if ev.evaluate.__module__.startswith("hwmodel.dse.")}
+    assert set(BUILTIN_MODULES) == set(builtins)  # the table names every built-in and nothing else
+    for name, module in BUILTIN_MODULES.items():
+        assert resolve(name) is builtins[name] and builtins[name].evaluate.__module__ == module
+    code = (
+        "import sys; from hwmodel.dse.evaluators import resolve; resolve('streaming-decode'); "
+        "print(sorted(m for m in ('hwmodel.dse.replay_eval', 'hwmodel.reasoning.system') if m in sys.modules))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "HWMODEL_PLUGINS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=ROOT)
+    assert out.stdout.strip() == "[]"  # naming the streaming evaluator imports neither the replay nor system A
 
 
 def test_screen_drops_only_hopeless_points(tmp_path: Path) -> None:

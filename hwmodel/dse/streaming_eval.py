@@ -387,33 +387,31 @@ def _evaluate_reference_gc(p: Params) -> dict[str, float]:
         return evaluate_reference(p)
 
 
-def _facts(p: Params) -> DesignFacts:
+def _facts(p: Params, cl: _Clockless) -> DesignFacts:
     """The clock-independent facts of a design's token (see :mod:`hwmodel.dse.streaming_shared`); ``p`` without
-    the clock, its policy and the timing heuristic's constants."""
+    the clock, its policy and the timing heuristic's constants; ``cl``: the point's :class:`_Clockless` (its design
+    and resource estimate are those of every point of the design, whatever their clock)."""
     from fpga.hbm.channel import channel_peak_bytes_per_s, token_refresh_phase
     from fpga.streaming.engine import compile_token
     from fpga.streaming.ports import channel_count
-    from fpga.streaming.resources import estimate
 
-    d = build_design(p)
-    lib = library()
-    board, llm = lib.board(d.board), lib.llm(d.llm)
-    d1 = dataclasses.replace(d, clock_hz=1.0)
+    board, llm = cl.board, cl.llm
+    d1 = dataclasses.replace(cl.design, clock_hz=1.0)
     ctx = int(p["ctx"])
     prog = compile_token(d1, board, llm, ctx, True)
     lone, shared_bytes = channel_layout(prog)
     return DesignFacts(
-        design=d,
+        design=d1,
         board=board,
-        use=estimate(d, board, llm),
+        use=cl.use,
         fits_hbm=_fits_hbm.__wrapped__(d1),
         program=prog,
         refresh_phase_cycles=token_refresh_phase(board, ctx),
-        engine_names=tuple(e.name for e in d.engines),
+        engine_names=tuple(e.name for e in d1.engines),
         class_of_lone_port=lone,
         shared_port_bytes=shared_bytes,
         peak_bw_bytes_per_s=board.hbm.peak_bw_bytes_per_s,
-        ports_peak_bw_bytes_per_s=channel_count(d) * channel_peak_bytes_per_s(board),
+        ports_peak_bw_bytes_per_s=channel_count(d1) * channel_peak_bytes_per_s(board),
     )
 
 
@@ -427,7 +425,7 @@ def evaluate(p: Params) -> dict[str, float]:
     """All metrics of point ``p`` (a HwmodelError marks the point invalid, e.g. a design that deadlocks): the
     design's clock-independent facts memoized per worker, one fast-engine run per point."""
     cl = _clockless_shared(p)  # first, as in the reference: a design that cannot be built fails here
-    f = _facts_shared(p)
+    f = _facts_shared(p, cl)
     _asked, run, entries = _clock_entries(cl, p)
     out = kernel_output(f, run)
     if not status_ok(out):  # the design deadlocks: the reference names the blocked engines
@@ -467,6 +465,7 @@ EVALUATOR = register(
         innermost=("clock_mhz",),
         extra_param=_engine_param,
         check_space=_check_space,
+        preload=("fpga.streaming.engine", "fpga.streaming.power", "fpga.streaming.resources", "hwmodel.bounds"),
     )
 )
 

@@ -3,11 +3,12 @@
 A point's metrics split into a part that does not depend on the kernel clock and a part that does:
 
 * **per design** (every parameter but ``clock_mhz``): the design itself, its resource estimate and utilisation,
-  the timing heuristic's reachable clock and SLR span, the HBM port and capacity fractions;
+  the timing heuristic's reachable clock and SLR span, the HBM port and capacity fractions (computed when the
+  sweep is planned, for its screen: workers forked after planning inherit them);
 * **per design and context, whatever the clock policy and timing heuristic**: the HBM-capacity check, the token
   program (compiled once: the lowering does not read the clock, only the channel timing seen from the kernel
-  does) and the clock-independent parts of the result (which ports share a channel, the bytes of their requests,
-  the peak bandwidth of the channels used);
+  does; from the per-design design and resource estimate above) and the clock-independent parts of the result
+  (which ports share a channel, the bytes of their requests, the peak bandwidth of the channels used);
 * **per point**: the clock it runs at, the HBM parameter vector at that clock, one fast-engine run
   (:func:`fpga.streaming.engine.run_kernel`) and the few sums and ratios the metrics need from its output (cycles,
   busy cycles per engine for the power model, bytes the channels moved).
@@ -21,8 +22,8 @@ for bit, as :func:`hwmodel.dse.streaming_eval.evaluate_reference`, which builds 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
@@ -39,7 +40,7 @@ T = TypeVar("T")
 class DesignFacts:
     """Everything of a point that does not depend on its kernel clock (see the module docstring)."""
 
-    design: StreamingDesign  # at the design's own clock (a point's ``clock_mhz`` replaces it)
+    design: StreamingDesign  # at a unit clock (a point's run clock replaces it)
     board: BoardSpec
     use: Any  # fpga.streaming.resources.ResourceUse (clock-independent; the power model reuses it)
     fits_hbm: float
@@ -89,25 +90,31 @@ def channel_layout(prog: Any) -> tuple[tuple[int, ...], tuple[int, int]]:
 
 
 def memoized_facts(
-    build: Callable[[Params], T], maxsize: int = 32, ignore: frozenset[str] = frozenset({CLOCK_PARAM})
-) -> Callable[[Params], T]:
-    """``build`` memoized by :func:`design_key` (it sees the parameters without those in ``ignore``); a
-    HwmodelError it raises is memoized and raised again."""
+    build: Callable[..., T], maxsize: int = 32, ignore: frozenset[str] = frozenset({CLOCK_PARAM})
+) -> Callable[..., T]:
+    """``build`` memoized by :func:`design_key` (it sees the parameters without those in ``ignore``, then any
+    further arguments the caller passes, which must be the same for every point of a key); at most ``maxsize``
+    entries, the least recently used dropped first. A HwmodelError it raises is memoized and raised again."""
+    memo: collections.OrderedDict[tuple[tuple[str, Any], ...], Any] = collections.OrderedDict()
 
-    @functools.lru_cache(maxsize=maxsize)
-    def cached(key: tuple[tuple[str, Any], ...]) -> T | HwmodelError:
+    def facts(p: Params, *extra: Any) -> T:
+        key = design_key(p, ignore)
         try:
-            return build(dict(key))
-        except HwmodelError as exc:
-            return exc
-
-    def facts(p: Params) -> T:
-        got = cached(design_key(p, ignore))
+            got = memo[key]
+            memo.move_to_end(key)
+        except KeyError:
+            try:
+                got = build(dict(key), *extra)
+            except HwmodelError as exc:
+                got = exc
+            memo[key] = got
+            if len(memo) > maxsize:
+                memo.popitem(last=False)
         if isinstance(got, HwmodelError):
             raise got
-        return got
+        return got  # type: ignore[no-any-return]
 
-    facts.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    facts.cache_clear = memo.clear  # type: ignore[attr-defined]
     return facts
 
 
