@@ -33,9 +33,11 @@ from fpga.streaming.placement import on_host, streamed_bytes
 from fpga.streaming.program_format import (
     DEP_ATT,
     DEP_LOCAL,
+    DEP_NONE,
     DEP_XIN,
     KIND_KV,
     KIND_WEIGHT,
+    OP_ID,
     _Segment,
     _Vec,
 )
@@ -173,12 +175,11 @@ class _Compiler(_RowBlocks):
         q = self.d.fifo_depth
         if vec.buffered:
             return
-        for k, (kind, idx, _c) in enumerate(vec.entries):
-            if kind != DEP_LOCAL or k < q or k - q >= len(vec.free_tile):
-                continue
-            if seg.eng[idx] == vec.consumer_engine:
-                continue
-            seg.deps[idx][2] = (DEP_LOCAL, vec.free_tile[k - q], 1)
+        ents, free, reader, s_eng, deps = vec.entries, vec.free_tile, vec.consumer_engine, seg.eng, seg.deps
+        for k in range(q, min(len(ents), len(free) + q)):  # entries k - q read already
+            kind, idx, _c = ents[k]
+            if kind == DEP_LOCAL and s_eng[idx] != reader:
+                deps[idx][2] = (DEP_LOCAL, free[k - q], 1)
 
     def weight_reqs(self, seg: _Segment, t: int, eng: int, nbytes: int) -> None:
         """Block ``t`` streams ``nbytes`` of weights striped evenly over the engine's ports (granule-padded)."""
@@ -220,18 +221,73 @@ class _Compiler(_RowBlocks):
         lanes = self.d.engines[eng].lanes
         if produce and (op in self.d.buffered_ops or op in self.d.rotation_ops):
             return self._buffered_op(seg, op, vin, out_num, out_den, skip)
-        out: list[tuple[int, int, int]] = []
+        ts = self._stream_blocks(seg, op, eng, lanes, vin, skip)
+        self.close(seg, vin)
+        if not produce:
+            return _Vec([], eng)
+        return _Vec([(DEP_LOCAL, t, c * out_num // out_den) for t, c in zip(ts, vin.cum)], eng)
+
+    def _stream_blocks_ref(
+        self, seg: _Segment, op: str, eng: int, lanes: int, vin: _Vec, skip: _Vec | None
+    ) -> list[int]:
+        """One block per entry of ``vin`` (reading it, and ``skip`` beside it), one :meth:`consume` at a time: the
+        reference :meth:`_stream_blocks` is checked against (tests/test_compile_exact.py)."""
+        ts = []
         prev = 0
         for _k, _i, cum in vin.entries:
             t = seg.block(eng, _cdiv(cum - prev, lanes), op)
             self.consume(seg, t, 0, vin, cum)
             if skip is not None:
                 self.consume(seg, t, 1, skip, cum, main=False)
-            if produce:
-                out.append((DEP_LOCAL, t, cum * out_num // out_den))
+            ts.append(t)
             prev = cum
-        self.close(seg, vin)
-        return _Vec(out, eng)
+        return ts
+
+    def _stream_blocks(self, seg: _Segment, op: str, eng: int, lanes: int, vin: _Vec, skip: _Vec | None) -> list[int]:
+        """:meth:`_stream_blocks_ref` with :meth:`_Segment.block` and :meth:`consume` inlined (an argmax over an LM
+        head's logits has thousands of entries; the same blocks, dependencies and first readers)."""
+        s_eng, s_cyc, s_deps = seg.eng, seg.cyc, seg.deps
+        lat = [e.pipeline_latency_cycles for e in self.d.engines]
+        to_eng = [1 if i == eng else h[eng] for i, h in enumerate(self.hop)]  # producer engine -> cycles to eng
+
+        def dep(vec: _Vec, upto: int) -> tuple[int, tuple[int, int, int]]:
+            k = bisect.bisect_left(vec.cum, upto) if upto > 0 else 0
+            kind, idx, _c = vec.entries[k]
+            if kind == DEP_LOCAL:
+                pe = s_eng[idx]
+                return k, (DEP_LOCAL, idx, s_cyc[idx] + lat[pe] + to_eng[pe])
+            return k, (kind, idx, 0)
+
+        none = (DEP_NONE, 0, 0)
+        free = vin.free_tile
+        ts = []
+        prev = 0
+        t = len(s_eng)
+        n0 = t
+        vcum = vin.cum
+        rising = all(a < b for a, b in zip(vcum, vcum[1:]))  # entry k's own cumulative count finds entry k
+        for k, (kind, idx, cum) in enumerate(vin.entries):
+            s_eng.append(eng)
+            s_cyc.append(max(1, _cdiv(cum - prev, lanes)))
+            if not rising:
+                k, d0 = dep(vin, cum)
+            elif kind == DEP_LOCAL:
+                pe = s_eng[idx]
+                d0 = (DEP_LOCAL, idx, s_cyc[idx] + lat[pe] + to_eng[pe])
+            else:
+                d0 = (kind, idx, 0)
+            s_deps.append([d0, dep(skip, cum)[1] if skip is not None else none, none])
+            while len(free) <= k:
+                free.append(t)
+            ts.append(t)
+            t += 1
+            prev = cum
+        n = t - n0
+        seg.drain.extend([0] * n)
+        seg.op.extend([OP_ID[op]] * n)
+        if n:
+            vin.consumer_engine = eng
+        return ts
 
     def _take_whole(self, seg: _Segment, op: str, eng: int, lanes: int, vin: _Vec, skip: _Vec | None = None) -> None:
         """Consume the whole input vector block by block (and the residual ``skip`` beside it): the first half of an

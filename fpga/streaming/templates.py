@@ -20,7 +20,7 @@ from numba import njit
 from fpga.streaming.design import StreamingDesign
 from fpga.streaming.lowering import _cdiv, _Compiler, _graph0, hop_matrix
 from fpga.streaming.ports import dense_channels
-from fpga.streaming.program_format import DEP_ATT, DEP_LOCAL, _Segment, _Vec
+from fpga.streaming.program_format import DEP_ATT, DEP_LOCAL, _Segment, _Vec, deps_array
 from hwmodel.specs import BoardSpec, LlmSpec
 
 
@@ -165,7 +165,7 @@ def _layer(
         "drain": np.array(seg.drain[n_pre:], np.int64),
         "op": np.array(seg.op[n_pre:], np.int64),
     }
-    deps = np.array(seg.deps[n_pre:], dtype=np.int64).reshape(len(eng_list), 3, 3)
+    deps = deps_array(seg.deps[n_pre:])
     att.update(dkind=deps[:, :, 0], didx=deps[:, :, 1], doff=deps[:, :, 2])
     att_reqs = [np.array(r, dtype=np.int64).reshape(-1, 6) for r in seg.reqs]
     emit = [idx for _k, idx, _c in info["out"]]
