@@ -259,30 +259,27 @@ class _Compiler(_RowBlocks):
             return k, (kind, idx, 0)
 
         none = (DEP_NONE, 0, 0)
-        free = vin.free_tile
-        ts = []
-        prev = 0
-        t = len(s_eng)
-        n0 = t
         vcum = vin.cum
-        rising = all(a < b for a, b in zip(vcum, vcum[1:]))  # entry k's own cumulative count finds entry k
-        for k, (kind, idx, cum) in enumerate(vin.entries):
-            s_eng.append(eng)
-            s_cyc.append(max(1, _cdiv(cum - prev, lanes)))
-            if not rising:
-                k, d0 = dep(vin, cum)
-            elif kind == DEP_LOCAL:
-                pe = s_eng[idx]
-                d0 = (DEP_LOCAL, idx, s_cyc[idx] + lat[pe] + to_eng[pe])
-            else:
-                d0 = (kind, idx, 0)
-            s_deps.append([d0, dep(skip, cum)[1] if skip is not None else none, none])
-            while len(free) <= k:
-                free.append(t)
-            ts.append(t)
-            t += 1
-            prev = cum
-        n = t - n0
+        n0, n = len(s_eng), len(vcum)
+        ts = list(range(n0, n0 + n))
+        s_cyc.extend([max(1, _cdiv(c - p, lanes)) for p, c in zip([0, *vcum[:-1]], vcum)])
+        free = vin.free_tile
+        if all(a < b for a, b in zip(vcum, vcum[1:])):  # entry k's own cumulative count finds entry k
+            d0 = [
+                (DEP_LOCAL, i, s_cyc[i] + lat[s_eng[i]] + to_eng[s_eng[i]]) if kind == DEP_LOCAL else (kind, i, 0)
+                for kind, i, _c in vin.entries
+            ]
+            free.extend(ts[len(free) :])  # block k is entry k's first reader unless one was already
+        else:
+            d0 = []
+            for c, t in zip(vcum, ts):
+                k, d = dep(vin, c)
+                d0.append(d)
+                while len(free) <= k:
+                    free.append(t)
+        d1 = [dep(skip, c)[1] for c in vcum] if skip is not None else [none] * n
+        s_deps.extend([[a, b, none] for a, b in zip(d0, d1)])
+        s_eng.extend([eng] * n)
         seg.drain.extend([0] * n)
         seg.op.extend([OP_ID[op]] * n)
         if n:
