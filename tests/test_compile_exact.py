@@ -94,3 +94,18 @@ def test_the_dse_bench_family_compiled_warm_equals_each_compiled_cold() -> None:
     warm = [program_digest(compile_token(d, board, llm, 64, True)) for d in designs]
     assert len(set(warm)) == len(designs)
     assert warm == [_cold(d, board, llm, 64, True, False, plain=False) for d in designs]
+
+
+def test_a_tail_is_shared_exactly_by_designs_agreeing_on_what_it_reads() -> None:
+    """The tail does not read the attention engine: two designs differing in its port count share one tail; a
+    design differing in the LM head's lanes (which it reads) gets its own. Each program equals its cold compile."""
+    from fpga.streaming import part_memo
+    from hwmodel.dse.streaming_eval import build_design
+
+    base = {"design": "draft-u280", "max_ctx": 64}
+    designs = [build_design(base | ch) for ch in ({"attn.ports": 2}, {"attn.ports": 4}, {"linear.lanes": 1024})]
+    board, llm = designs[0].board_spec(), designs[0].llm_spec()
+    templates.clear_caches()
+    warm = [program_digest(compile_token(d, board, llm, 16, True)) for d in designs]
+    assert [len(v) for v in part_memo._MEMO.values()] == [2]  # one state; tails: attention ports 2 = 4, lanes 1024
+    assert warm == [_cold(d, board, llm, 16, True, False, plain=False) for d in designs]

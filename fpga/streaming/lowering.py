@@ -148,6 +148,10 @@ class _Compiler(_RowBlocks):
         self.hop = hop_matrix(design).tolist()
 
     # ---- helpers
+    def segment(self) -> _Segment:
+        """An empty segment with a request list per port (fpga/streaming/part_memo.py traces a part with its own)."""
+        return _Segment(self.n_ports)
+
     def E(self, op: str) -> EngineSpec:
         return self.d.engines[self.eng_idx[op]]
 
@@ -534,7 +538,7 @@ class _Compiler(_RowBlocks):
     def pre(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
         """Layer part before attention: RMSNorm, QKV projection, RoPE (independent of the context length)."""
         m = self.m
-        seg = _Segment(self.n_ports)
+        seg = self.segment()
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
         xn = self.norm_op(seg, "attn_norm", x_in, m.hidden)
         qkv = self.matvec(seg, "qkv", xn)
@@ -547,7 +551,7 @@ class _Compiler(_RowBlocks):
     def post(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
         """Layer part after attention: O projection, residual, RMSNorm, gate/up, SiLU x up, down, residual."""
         m = self.m
-        seg = _Segment(self.n_ports)
+        seg = self.segment()
         hp = self.d.attn_head_parallel
         g_hd = m.heads // m.kv_heads * m.head_dim * hp
         a = _Vec([(DEP_ATT, h, (h + 1) * g_hd) for h in range(m.kv_heads // hp)], self.eng_idx["attention"])
@@ -571,7 +575,7 @@ class _Compiler(_RowBlocks):
     def head(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
         """The embedding row: gathered from HBM by the embed engine, or (embed on the host) received from the host
         link into the residual engine's buffer, vector_chunk elements per cycle."""
-        seg = _Segment(self.n_ports)
+        seg = self.segment()
         x_eng = self.eng_idx["ffn_add"]
         eng = x_eng if on_host(self.d, "embed") else self.eng_idx["embed"]
         t = seg.block(eng, _cdiv(self.m.hidden, self.d.vector_chunk), "embed")
@@ -595,7 +599,7 @@ class _Compiler(_RowBlocks):
 
     def tail(self, x_cum: list[int], with_lm_head: bool) -> tuple[_Segment, _Vec]:
         m = self.m
-        seg = _Segment(self.n_ports)
+        seg = self.segment()
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
         if not with_lm_head or on_host(self.d, "final_norm"):
             # ingest (or the whole head on the host): the token ends when the last layer's residual stream is complete
