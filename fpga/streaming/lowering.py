@@ -293,13 +293,7 @@ class _Compiler(_RowBlocks):
     def _take_whole(self, seg: _Segment, op: str, eng: int, lanes: int, vin: _Vec, skip: _Vec | None = None) -> None:
         """Consume the whole input vector block by block (and the residual ``skip`` beside it): the first half of an
         operator that needs every element before it emits (norms, re-layout buffers)."""
-        prev = 0
-        for _k, _i, cum in vin.entries:
-            t = seg.block(eng, _cdiv(cum - prev, lanes), op)
-            self.consume(seg, t, 0, vin, cum)
-            if skip is not None:
-                self.consume(seg, t, 1, skip, cum, main=False)
-            prev = cum
+        self._stream_blocks(seg, op, eng, lanes, vin, skip)
         self.close(seg, vin)
 
     def _buffered_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int, out_den: int, skip: _Vec | None) -> _Vec:
