@@ -33,9 +33,11 @@ from fpga.streaming.placement import on_host, streamed_bytes
 from fpga.streaming.program_format import (
     DEP_ATT,
     DEP_LOCAL,
+    DEP_NONE,
     DEP_XIN,
     KIND_KV,
     KIND_WEIGHT,
+    OP_ID,
     _Segment,
     _Vec,
 )
@@ -146,6 +148,10 @@ class _Compiler(_RowBlocks):
         self.hop = hop_matrix(design).tolist()
 
     # ---- helpers
+    def segment(self) -> _Segment:
+        """An empty segment with a request list per port (fpga/streaming/part_memo.py traces a part with its own)."""
+        return _Segment(self.n_ports)
+
     def E(self, op: str) -> EngineSpec:
         return self.d.engines[self.eng_idx[op]]
 
@@ -173,12 +179,11 @@ class _Compiler(_RowBlocks):
         q = self.d.fifo_depth
         if vec.buffered:
             return
-        for k, (kind, idx, _c) in enumerate(vec.entries):
-            if kind != DEP_LOCAL or k < q or k - q >= len(vec.free_tile):
-                continue
-            if seg.eng[idx] == vec.consumer_engine:
-                continue
-            seg.deps[idx][2] = (DEP_LOCAL, vec.free_tile[k - q], 1)
+        ents, free, reader, s_eng, deps = vec.entries, vec.free_tile, vec.consumer_engine, seg.eng, seg.deps
+        for k in range(q, min(len(ents), len(free) + q)):  # entries k - q read already
+            kind, idx, _c = ents[k]
+            if kind == DEP_LOCAL and s_eng[idx] != reader:
+                deps[idx][2] = (DEP_LOCAL, free[k - q], 1)
 
     def weight_reqs(self, seg: _Segment, t: int, eng: int, nbytes: int) -> None:
         """Block ``t`` streams ``nbytes`` of weights striped evenly over the engine's ports (granule-padded)."""
@@ -220,29 +225,75 @@ class _Compiler(_RowBlocks):
         lanes = self.d.engines[eng].lanes
         if produce and (op in self.d.buffered_ops or op in self.d.rotation_ops):
             return self._buffered_op(seg, op, vin, out_num, out_den, skip)
-        out: list[tuple[int, int, int]] = []
+        ts = self._stream_blocks(seg, op, eng, lanes, vin, skip)
+        self.close(seg, vin)
+        if not produce:
+            return _Vec([], eng)
+        return _Vec([(DEP_LOCAL, t, c * out_num // out_den) for t, c in zip(ts, vin.cum)], eng)
+
+    def _stream_blocks_ref(
+        self, seg: _Segment, op: str, eng: int, lanes: int, vin: _Vec, skip: _Vec | None
+    ) -> list[int]:
+        """One block per entry of ``vin`` (reading it, and ``skip`` beside it), one :meth:`consume` at a time: the
+        reference :meth:`_stream_blocks` is checked against (tests/test_compile_exact.py)."""
+        ts = []
         prev = 0
         for _k, _i, cum in vin.entries:
             t = seg.block(eng, _cdiv(cum - prev, lanes), op)
             self.consume(seg, t, 0, vin, cum)
             if skip is not None:
                 self.consume(seg, t, 1, skip, cum, main=False)
-            if produce:
-                out.append((DEP_LOCAL, t, cum * out_num // out_den))
+            ts.append(t)
             prev = cum
-        self.close(seg, vin)
-        return _Vec(out, eng)
+        return ts
+
+    def _stream_blocks(self, seg: _Segment, op: str, eng: int, lanes: int, vin: _Vec, skip: _Vec | None) -> list[int]:
+        """:meth:`_stream_blocks_ref` with :meth:`_Segment.block` and :meth:`consume` inlined (an argmax over an LM
+        head's logits has thousands of entries; the same blocks, dependencies and first readers)."""
+        s_eng, s_cyc, s_deps = seg.eng, seg.cyc, seg.deps
+        lat = [e.pipeline_latency_cycles for e in self.d.engines]
+        to_eng = [1 if i == eng else h[eng] for i, h in enumerate(self.hop)]  # producer engine -> cycles to eng
+
+        def dep(vec: _Vec, upto: int) -> tuple[int, tuple[int, int, int]]:
+            k = bisect.bisect_left(vec.cum, upto) if upto > 0 else 0
+            kind, idx, _c = vec.entries[k]
+            if kind == DEP_LOCAL:
+                pe = s_eng[idx]
+                return k, (DEP_LOCAL, idx, s_cyc[idx] + lat[pe] + to_eng[pe])
+            return k, (kind, idx, 0)
+
+        none = (DEP_NONE, 0, 0)
+        vcum = vin.cum
+        n0, n = len(s_eng), len(vcum)
+        ts = list(range(n0, n0 + n))
+        s_cyc.extend([max(1, _cdiv(c - p, lanes)) for p, c in zip([0, *vcum[:-1]], vcum)])
+        free = vin.free_tile
+        if all(a < b for a, b in zip(vcum, vcum[1:])):  # entry k's own cumulative count finds entry k
+            d0 = [
+                (DEP_LOCAL, i, s_cyc[i] + lat[s_eng[i]] + to_eng[s_eng[i]]) if kind == DEP_LOCAL else (kind, i, 0)
+                for kind, i, _c in vin.entries
+            ]
+            free.extend(ts[len(free) :])  # block k is entry k's first reader unless one was already
+        else:
+            d0 = []
+            for c, t in zip(vcum, ts):
+                k, d = dep(vin, c)
+                d0.append(d)
+                while len(free) <= k:
+                    free.append(t)
+        d1 = [dep(skip, c)[1] for c in vcum] if skip is not None else [none] * n
+        s_deps.extend([[a, b, none] for a, b in zip(d0, d1)])
+        s_eng.extend([eng] * n)
+        seg.drain.extend([0] * n)
+        seg.op.extend([OP_ID[op]] * n)
+        if n:
+            vin.consumer_engine = eng
+        return ts
 
     def _take_whole(self, seg: _Segment, op: str, eng: int, lanes: int, vin: _Vec, skip: _Vec | None = None) -> None:
         """Consume the whole input vector block by block (and the residual ``skip`` beside it): the first half of an
         operator that needs every element before it emits (norms, re-layout buffers)."""
-        prev = 0
-        for _k, _i, cum in vin.entries:
-            t = seg.block(eng, _cdiv(cum - prev, lanes), op)
-            self.consume(seg, t, 0, vin, cum)
-            if skip is not None:
-                self.consume(seg, t, 1, skip, cum, main=False)
-            prev = cum
+        self._stream_blocks(seg, op, eng, lanes, vin, skip)
         self.close(seg, vin)
 
     def _buffered_op(self, seg: _Segment, op: str, vin: _Vec, out_num: int, out_den: int, skip: _Vec | None) -> _Vec:
@@ -481,7 +532,7 @@ class _Compiler(_RowBlocks):
     def pre(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
         """Layer part before attention: RMSNorm, QKV projection, RoPE (independent of the context length)."""
         m = self.m
-        seg = _Segment(self.n_ports)
+        seg = self.segment()
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
         xn = self.norm_op(seg, "attn_norm", x_in, m.hidden)
         qkv = self.matvec(seg, "qkv", xn)
@@ -494,7 +545,7 @@ class _Compiler(_RowBlocks):
     def post(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
         """Layer part after attention: O projection, residual, RMSNorm, gate/up, SiLU x up, down, residual."""
         m = self.m
-        seg = _Segment(self.n_ports)
+        seg = self.segment()
         hp = self.d.attn_head_parallel
         g_hd = m.heads // m.kv_heads * m.head_dim * hp
         a = _Vec([(DEP_ATT, h, (h + 1) * g_hd) for h in range(m.kv_heads // hp)], self.eng_idx["attention"])
@@ -518,7 +569,7 @@ class _Compiler(_RowBlocks):
     def head(self, x_cum: list[int]) -> tuple[_Segment, _Vec]:
         """The embedding row: gathered from HBM by the embed engine, or (embed on the host) received from the host
         link into the residual engine's buffer, vector_chunk elements per cycle."""
-        seg = _Segment(self.n_ports)
+        seg = self.segment()
         x_eng = self.eng_idx["ffn_add"]
         eng = x_eng if on_host(self.d, "embed") else self.eng_idx["embed"]
         t = seg.block(eng, _cdiv(self.m.hidden, self.d.vector_chunk), "embed")
@@ -542,7 +593,7 @@ class _Compiler(_RowBlocks):
 
     def tail(self, x_cum: list[int], with_lm_head: bool) -> tuple[_Segment, _Vec]:
         m = self.m
-        seg = _Segment(self.n_ports)
+        seg = self.segment()
         x_in = _Vec([(DEP_XIN, k, c) for k, c in enumerate(x_cum)], self.eng_idx["ffn_add"])
         if not with_lm_head or on_host(self.d, "final_norm"):
             # ingest (or the whole head on the host): the token ends when the last layer's residual stream is complete

@@ -19,8 +19,10 @@ from numba import njit
 
 from fpga.streaming.design import StreamingDesign
 from fpga.streaming.lowering import _cdiv, _Compiler, _graph0, hop_matrix
+from fpga.streaming.part_memo import clear as clear_part_memo
+from fpga.streaming.part_memo import memo_tail
 from fpga.streaming.ports import dense_channels
-from fpga.streaming.program_format import DEP_ATT, DEP_LOCAL, _Segment, _Vec
+from fpga.streaming.program_format import DEP_ATT, DEP_LOCAL, _Segment, _Vec, deps_array
 from hwmodel.specs import BoardSpec, LlmSpec
 
 
@@ -59,7 +61,7 @@ def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_
     layer_macs = c.macs - macs0
     layer_ledger = {k: c.ledger[k] - led0[k] for k in c.ledger}
     c.wptr = [head_w[i] + layer_w[i] * llm.layers for i in range(len(design.engines))]
-    tail, _tail_x = c.tail(x_cum, with_lm_head)
+    tail = memo_tail(c, x_cum, with_lm_head)  # shared by designs whose tails read the same fields
     port_eng = [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
     reps: list[int] = []
     port_class = []
@@ -165,7 +167,7 @@ def _layer(
         "drain": np.array(seg.drain[n_pre:], np.int64),
         "op": np.array(seg.op[n_pre:], np.int64),
     }
-    deps = np.array(seg.deps[n_pre:], dtype=np.int64).reshape(len(eng_list), 3, 3)
+    deps = deps_array(seg.deps[n_pre:])
     att.update(dkind=deps[:, :, 0], didx=deps[:, :, 1], doff=deps[:, :, 2])
     att_reqs = [np.array(r, dtype=np.int64).reshape(-1, 6) for r in seg.reqs]
     emit = [idx for _k, idx, _c in info["out"]]
@@ -255,3 +257,4 @@ def clear_caches() -> None:
     do, must not leave parts compiled by it for later callers."""
     for fn in (_static_parts, _layer_for, _base_compiler, kv_region_bytes, hop_matrix, _graph0):
         fn.cache_clear()
+    clear_part_memo()

@@ -437,10 +437,11 @@ def clear_caches() -> None:
     """Forget every memoized design, program and fact, the streaming compiler's templates and the HBM parameter
     vectors included (an A/B measurement starts both paths from a cold worker)."""
     from fpga.hbm.channel import _static_params
-    from fpga.streaming.templates import _layer_for, _static_parts
+    from fpga.streaming import templates
 
-    for fn in (_base, _program, _fits_hbm, _clockless_shared, _facts_shared, _static_parts, _layer_for, _static_params):
+    for fn in (_base, _program, _fits_hbm, _clockless_shared, _facts_shared, _static_params):
         fn.cache_clear()  # type: ignore[attr-defined]
+    templates.clear_caches()  # its memoized parts, the tails shared by designs (fpga/streaming/part_memo.py) too
 
 
 def screen(p: Params) -> Screen:
