@@ -128,6 +128,34 @@ def lint() -> int:
     return 1 if failed else 0
 
 
+#: the kernel warm-up (tests/warm_kernels.py): one process per core compiles the Numba kernels into the on-disk
+#: cache before the test workers start, so that on a fresh checkout they load them instead of each compiling them
+WARM_PROCESSES = 2
+
+
+def start_warm_kernels(parts: int) -> list[subprocess.Popen[bytes]]:
+    """Start the kernel warm-up processes (each compiles every ``parts``-th family of tests/warm_kernels.py)."""
+    cmd = [str(_bin("python")), "-m", "tests.warm_kernels"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return [subprocess.Popen([*cmd, str(i), str(parts)], cwd=ROOT, env=env) for i in range(parts)]
+
+
+def _whole_suite(args: list[str]) -> bool:
+    """No test selection beyond markers (no -k, no test file, folder or node id): the run needs every kernel."""
+    return not any(a.startswith("-k") or (ROOT / a.split("::")[0]).exists() for a in args if a)
+
+
+def _all_studies(args: list[str]) -> bool:
+    """`hwmodel reproduce` with no study named (only ``--out DIR``): the run that needs every kernel."""
+    it = iter(args)
+    for a in it:
+        if a == "--out":
+            next(it, None)
+        elif not a.startswith("--out=") and (a in ("--help", "-h") or not a.startswith("-")):
+            return False
+    return True
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"run", "test", "lint"}:
         print(__doc__)
@@ -137,12 +165,20 @@ def main(argv: list[str]) -> int:
     if task == "lint":
         return lint()
     if task == "run":
-        cmd = [str(_bin("hwmodel")), "reproduce", *rest]
-    else:
-        if "--quick" in rest:
-            rest = [a for a in rest if a != "--quick"] + ["-m", "not slow"]
-        workers = ["-n", "2"] if not any(a.startswith("-n") for a in rest) else []
-        cmd = [str(_bin("python")), "-m", "pytest", "-q", *workers, *rest]
+        # the studies run one after another on one core: the other compiles the kernels the later ones need
+        warm = start_warm_kernels(1) if _all_studies(rest) else []
+        try:
+            return subprocess.run([str(_bin("hwmodel")), "reproduce", *rest], cwd=ROOT).returncode
+        finally:
+            for p in warm:
+                p.wait()
+    if "--quick" in rest:
+        rest = [a for a in rest if a != "--quick"] + ["-m", "not slow"]
+    workers = ["-n", "2"] if not any(a.startswith("-n") for a in rest) else []
+    if _whole_suite(rest):
+        for p in start_warm_kernels(WARM_PROCESSES):
+            p.wait()
+    cmd = [str(_bin("python")), "-m", "pytest", "-q", *workers, *rest]
     return subprocess.run(cmd, cwd=ROOT).returncode
 
 

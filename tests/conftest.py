@@ -102,14 +102,40 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
     return sorted(keys)[0] if keys else None
 
 
+#: README examples (first word after ``hwmodel``) that compute what a test module's shared fixture computes, and
+#: that module: the example joins the module's xdist group and runs after its tests, so it reads the engine tables,
+#: samples and kernels the fixture left in the disk caches instead of building them again beside it on the other
+#: worker (`hwmodel validate --system-a-limit 2 --system-b-requests 20 --no-cv`: 82 CPU-s with cold engine
+#: tables, 34 after the validation fixture, numba kernels cached in both)
+README_AFTER_FIXTURE = {"validate": "tests/test_validation.py"}
+
+
+def _readme_follows(item: pytest.Item) -> str | None:
+    """The test module a README example case should run after (README_AFTER_FIXTURE), if any."""
+    chain = getattr(getattr(item, "callspec", None), "params", {}).get("chain")
+    if not item.name.startswith("test_readme_example_runs") or not chain:
+        return None
+    words = chain[0].split()
+    return README_AFTER_FIXTURE.get(words[1]) if len(words) > 1 and words[0] == "hwmodel" else None
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker hook, which reads the xdist_group marks to group by
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    followers: dict[str, list[pytest.Item]] = {}
     for item in items:
         if item.path.stem in SLOW_MODULES or item.name.startswith("test_readme_example_runs"):
             item.add_marker(pytest.mark.slow)
         group = shared_fixture_group(item)
+        module = _readme_follows(item)
+        if module is not None:
+            followers.setdefault(module, []).append(item)
+            group = module
         if group is not None and not any(m.name == "xdist_group" for m in item.iter_markers()):
             item.add_marker(pytest.mark.xdist_group(group))
+    for module, after in followers.items():  # each after the last test of its module (a worker runs a group in order)
+        rest = [i for i in items if i not in after]
+        last = max((k for k, i in enumerate(rest) if i.nodeid.split("::")[0] == module), default=len(rest) - 1)
+        items[:] = rest[: last + 1] + after + rest[last + 1 :]
 
 
 def _cpu_s() -> float:
