@@ -26,6 +26,7 @@ give identical block start cycles, request times and counters.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -503,25 +504,31 @@ def run_program(
         from fpga.streaming.units_result import run_unit_program
 
         return run_unit_program(design, board, llm, prog, ctx, with_lm_head)
+    return kernel_result(design, design, board, llm, prog, ctx, with_lm_head)[0]
+
+
+def kernel_result(
+    design: StreamingDesign,
+    shown: StreamingDesign,
+    board: BoardSpec,
+    llm: LlmSpec,
+    prog: Program,
+    ctx: int,
+    with_lm_head: bool,
+    deadlock: Callable[[StreamingDesign, int, Any, np.ndarray], Exception] | None = None,
+) -> tuple[TokenResult, np.ndarray, int]:
+    """Run the fast engine on ``prog`` and build the token's result with the engines of ``shown`` (``design`` itself,
+    or a multi-unit design's engines flattened, fpga/streaming/units_result.py); a deadlock raises what
+    ``deadlock`` (default: the one-unit message) makes of it. Returns the result, the per-engine counters and the
+    token's cycles."""
     p = hbm.hbm_params(board, design.clock_hz, hbm.token_refresh_phase(board, ctx))
-    out = run_kernel(p, prog)
-    status, total, start, cnt, _i, _l, _f, _e, st, _sweeps = out
+    status, total, start, cnt, _i, _l, _f, _e, st, _sweeps = run_kernel(p, prog)
     if status:
-        raise _deadlock(design, ctx, prog, start)
+        raise (deadlock or _deadlock)(design, ctx, prog, start)
     seconds = total / design.clock_hz
-    return build_result(
-        design,
-        board,
-        llm,
-        prog,
-        ctx,
-        with_lm_head,
-        design.clock_hz,
-        total,
-        start,
-        cnt,
-        _channels(design, board, prog, st, seconds),
-    )
+    channels = _channels(shown, board, prog, st, seconds)
+    res = build_result(shown, board, llm, prog, ctx, with_lm_head, design.clock_hz, total, start, cnt, channels)
+    return res, cnt, int(total)
 
 
 def run_kernel(p: np.ndarray, prog: Program) -> tuple[Any, ...]:

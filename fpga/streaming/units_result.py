@@ -9,17 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from fpga.hbm import channel as hbm
 from fpga.streaming.design import ALL_OPS, DesignError, StreamingDesign
 from fpga.streaming.engine import (
     ENGINE_COUNTERS,
     DeadlockError,
     TokenResult,
-    _channels,
-    build_result,
     check_design_clock,
     check_hbm_capacity,
-    run_kernel,
+    kernel_result,
 )
 from fpga.streaming.ports import channel_count, port_problems
 from fpga.streaming.units import UnitProgram, resolve_units, unit_design, unit_llm
@@ -53,31 +50,13 @@ def flat_design(design: StreamingDesign, prog: UnitProgram) -> StreamingDesign:
 def run_unit_program(
     design: StreamingDesign, board: BoardSpec, llm: LlmSpec, prog: UnitProgram, ctx: int, with_lm_head: bool
 ) -> UnitTokenResult:
-    p = hbm.hbm_params(board, design.clock_hz, hbm.token_refresh_phase(board, ctx))
-    status, total, start, cnt, _i, _l, _f, _e, st, _sweeps = run_kernel(p, prog)
-    flat = flat_design(design, prog)
-    if status:
-        raise _deadlock(design, ctx, prog, start)
-    seconds = total / design.clock_hz
-    base = build_result(
-        flat,
-        board,
-        llm,
-        prog,
-        ctx,
-        with_lm_head,
-        design.clock_hz,
-        total,
-        start,
-        cnt,
-        _channels(flat, board, prog, st, seconds),
-    )
+    base, cnt, total = kernel_result(design, flat_design(design, prog), board, llm, prog, ctx, with_lm_head, _deadlock)
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(TokenResult)}
     return UnitTokenResult(
         **fields,
         split=design.split,
-        units=unit_rows(design, prog, cnt, int(total)),
-        links=link_rows(prog, cnt, int(total)),
+        units=unit_rows(design, prog, cnt, total),
+        links=link_rows(prog, cnt, total),
         exchange_bytes=dict(prog.exchange_bytes),
     )
 
