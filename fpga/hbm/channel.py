@@ -578,6 +578,30 @@ def _stream_run(
             run_len += 1
 
 
+@njit(cache=True, inline="always")
+def _fresh_delta(
+    p: np.ndarray, s: np.ndarray, ga0: int, bmask: int, per: int, ready: int, cmd_gap: int, row: int
+) -> int:
+    """Steady column-command increment of a request that starts a row-hit stream at ``ready``, else 0: every bank
+    of its first granule's block has ``row`` open, and no bound of the channel's history (previous column
+    command, per bank group, the last burst) reaches past ``ready``. Then granule i's column command is
+    ``ready + i * dl`` (tCCD_S chains the first ``per``, and tCCD_L <= per * tCCD_S never binds after them; with
+    one bank group, max(tCCD_S, tCCD_L)), as :func:`_stream_run`'s closed form takes over from the first granule;
+    the turnaround and refresh bounds it checks itself."""
+    s_, l_ = p[HP_CCDS], p[HP_CCDL]
+    if per > 4 or (per > 1 and l_ > per * s_):
+        return 0
+    if s[CS_LAST_COL] + s_ > ready or s[CS_BURST_COL] + cmd_gap > ready:
+        return 0
+    base = ga0 & ~bmask
+    bab = p[HP_BA_BITS]
+    for j in range(per):
+        bank = granule_bank(p, base + j)
+        if s[np.uint64(CS_B_ROW + bank)] != row or s[np.uint64(CS_BG_COL + (bank >> bab))] + l_ > ready:
+            return 0
+    return s_ if per > 1 else max(s_, l_)
+
+
 # ------------------------------------------------------------------------------------------ one request
 # Without the Numba runtime (_nrt=False): the function allocates nothing, and a call with the runtime counts
 # references on its array arguments with atomic operations on entry and exit, which cost more than a short request.
@@ -615,6 +639,20 @@ def channel_request_at(
     per = p[HP_RUN_P]
     run_len = 0  # granules of this request committed in a row inside the current block (no refresh between)
     c1 = c2 = c3 = c4 = 0  # column commands of the last four granules of this request
+    if run_bits > 0 and ga1 - ga0 > 1:
+        # a request that finds its block open and the channel idle enough streams from its first granule
+        dl = _fresh_delta(p, s, ga0, bmask, per, ready, cmd_gap, granule_row(p, ga0))
+        if dl > 0:
+            gn, rl = _stream_run(
+                p, s, ga0, ga0, ga1, bmask, per, ready - dl, ready - 2 * dl, ready - 3 * dl, ready - 4 * dl,
+                ready, cmd_gap, ws, is_write, per,
+            )  # fmt: skip
+            if gn > ga0:
+                first = ready + p[HP_CL]
+                ga, run_len = gn, rl
+                d_last = s[CS_LAST_COL]
+                c4, c3, c2, c1 = d_last - 3 * dl, d_last - 2 * dl, d_last - dl, d_last
+                nb_in_burst = ga - ga0 - div_by(ga - ga0, bb, p[HP_BB_SHIFT]) * bb
     while ga < ga1:
         if nb_in_burst == bb:
             nb_in_burst = 0
