@@ -581,25 +581,28 @@ def _stream_run(
 @njit(cache=True, inline="always")
 def _fresh_delta(
     p: np.ndarray, s: np.ndarray, ga0: int, bmask: int, per: int, ready: int, cmd_gap: int, row: int
-) -> int:
-    """Steady column-command increment of a request that starts a row-hit stream at ``ready``, else 0: every bank
-    of its first granule's block has ``row`` open, and no bound of the channel's history (previous column
-    command, per bank group, the last burst) reaches past ``ready``. Then granule i's column command is
-    ``ready + i * dl`` (tCCD_S chains the first ``per``, and tCCD_L <= per * tCCD_S never binds after them; with
-    one bank group, max(tCCD_S, tCCD_L)), as :func:`_stream_run`'s closed form takes over from the first granule;
-    the turnaround and refresh bounds it checks itself."""
+) -> tuple[int, int]:
+    """(first column command c0, steady increment dl) of a request whose granules run as a row-hit stream from its
+    first one, else (0, 0): every bank of its first granule's block has ``row`` open, c0 is its first granule's
+    column command (at the controller, after the last burst's command gap, tCCD_S after the previous column
+    command, tCCD_L after its bank group's) and no bank group's last command holds back granule j < per past
+    ``c0 + j * dl``. Then granule i's command is ``c0 + i * dl`` (tCCD_S chains the first ``per``, and tCCD_L <=
+    per * tCCD_S never binds after them; with one bank group, max(tCCD_S, tCCD_L)): :func:`_stream_run`'s closed
+    form takes over from the first granule, on an idle channel (c0 = ready) or continuing the previous request's
+    stream; the turnaround and refresh bounds it checks itself."""
     s_, l_ = p[HP_CCDS], p[HP_CCDL]
     if per > 4 or (per > 1 and l_ > per * s_):
-        return 0
-    if s[CS_LAST_COL] + s_ > ready or s[CS_BURST_COL] + cmd_gap > ready:
-        return 0
-    base = ga0 & ~bmask
+        return 0, 0
+    dl = s_ if per > 1 else max(s_, l_)
     bab = p[HP_BA_BITS]
+    c0 = max(ready, s[CS_LAST_COL] + s_, s[CS_BURST_COL] + cmd_gap)
+    base = ga0 & ~bmask
     for j in range(per):
-        bank = granule_bank(p, base + j)
-        if s[np.uint64(CS_B_ROW + bank)] != row or s[np.uint64(CS_BG_COL + (bank >> bab))] + l_ > ready:
-            return 0
-    return s_ if per > 1 else max(s_, l_)
+        if s[np.uint64(CS_B_ROW + granule_bank(p, base + j))] != row:
+            return 0, 0
+        if s[np.uint64(CS_BG_COL + (granule_bank(p, ga0 + j) >> bab))] + l_ > c0 + j * dl:
+            return 0, 0
+    return c0, dl
 
 
 # ------------------------------------------------------------------------------------------ one request
@@ -640,15 +643,15 @@ def channel_request_at(
     run_len = 0  # granules of this request committed in a row inside the current block (no refresh between)
     c1 = c2 = c3 = c4 = 0  # column commands of the last four granules of this request
     if run_bits > 0 and ga1 - ga0 > 1:
-        # a request that finds its block open and the channel idle enough streams from its first granule
-        dl = _fresh_delta(p, s, ga0, bmask, per, ready, cmd_gap, granule_row(p, ga0))
+        # a request that finds its block open streams from its first granule (channel idle, or its stream goes on)
+        c0, dl = _fresh_delta(p, s, ga0, bmask, per, ready, cmd_gap, granule_row(p, ga0))
         if dl > 0:
             gn, rl = _stream_run(
-                p, s, ga0, ga0, ga1, bmask, per, ready - dl, ready - 2 * dl, ready - 3 * dl, ready - 4 * dl,
+                p, s, ga0, ga0, ga1, bmask, per, c0 - dl, c0 - 2 * dl, c0 - 3 * dl, c0 - 4 * dl,
                 ready, cmd_gap, ws, is_write, per,
             )  # fmt: skip
             if gn > ga0:
-                first = ready + p[HP_CL]
+                first = c0 + p[HP_CL]
                 ga, run_len = gn, rl
                 d_last = s[CS_LAST_COL]
                 c4, c3, c2, c1 = d_last - 3 * dl, d_last - 2 * dl, d_last - dl, d_last

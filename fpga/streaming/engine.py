@@ -335,7 +335,7 @@ def _simulate(
     for c in range(n_c):
         for j in range(hbm.CS_N):  # element by element: a row assignment compiles a shape-mismatch error path
             st[c, j] = reset[j]
-    rt = np.full((n_r, 4), -1, dtype=np.int64)
+    rt = np.empty((n_r, 4), dtype=np.int64)  # every row is written when issued; the rest -1 at the end
     progress = True
     sweeps = 0
     while progress:
@@ -460,8 +460,13 @@ def _simulate(
         if e_pos[e] < e_ptr[e + 1]:
             status = 1
     for g in range(n_g):
-        if gs[GS_POS, g] < g_ptr[g + 1]:
+        for r in range(gs[GS_POS, g], g_ptr[g + 1]):  # not served (a deadlock): -1, but a held head's issue cycle
             status = 1
+            if r > gs[GS_POS, g] or gs[GS_HEAD_ARR, g] < 0:
+                rt[r, RT_ISSUE] = -1
+            rt[r, RT_LAND] = -1
+            rt[r, RT_FIRST] = -1
+            rt[r, RT_END] = -1
     total = 0
     if status == 0:
         total = start[final_block] + t_cyc[final_block] + e_lat[t_eng[final_block]]
