@@ -46,7 +46,6 @@ recompiled after any edit here, because the project's Numba cache is keyed on ev
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -578,6 +577,33 @@ def _stream_run(
             run_len += 1
 
 
+@njit(cache=True, inline="always")
+def _fresh_delta(
+    p: np.ndarray, s: np.ndarray, ga0: int, bmask: int, per: int, ready: int, cmd_gap: int, row: int
+) -> tuple[int, int]:
+    """(first column command c0, steady increment dl) of a request whose granules run as a row-hit stream from its
+    first one, else (0, 0): every bank of its first granule's block has ``row`` open, c0 is its first granule's
+    column command (at the controller, after the last burst's command gap, tCCD_S after the previous column
+    command, tCCD_L after its bank group's) and no bank group's last command holds back granule j < per past
+    ``c0 + j * dl``. Then granule i's command is ``c0 + i * dl`` (tCCD_S chains the first ``per``, and tCCD_L <=
+    per * tCCD_S never binds after them; with one bank group, max(tCCD_S, tCCD_L)): :func:`_stream_run`'s closed
+    form takes over from the first granule, on an idle channel (c0 = ready) or continuing the previous request's
+    stream; the turnaround and refresh bounds it checks itself."""
+    s_, l_ = p[HP_CCDS], p[HP_CCDL]
+    if per > 4 or (per > 1 and l_ > per * s_):
+        return 0, 0
+    dl = s_ if per > 1 else max(s_, l_)
+    bab = p[HP_BA_BITS]
+    c0 = max(ready, s[CS_LAST_COL] + s_, s[CS_BURST_COL] + cmd_gap)
+    base = ga0 & ~bmask
+    for j in range(per):
+        if s[np.uint64(CS_B_ROW + granule_bank(p, base + j))] != row:
+            return 0, 0
+        if s[np.uint64(CS_BG_COL + (granule_bank(p, ga0 + j) >> bab))] + l_ > c0 + j * dl:
+            return 0, 0
+    return c0, dl
+
+
 # ------------------------------------------------------------------------------------------ one request
 # Without the Numba runtime (_nrt=False): the function allocates nothing, and a call with the runtime counts
 # references on its array arguments with atomic operations on entry and exit, which cost more than a short request.
@@ -615,6 +641,20 @@ def channel_request_at(
     per = p[HP_RUN_P]
     run_len = 0  # granules of this request committed in a row inside the current block (no refresh between)
     c1 = c2 = c3 = c4 = 0  # column commands of the last four granules of this request
+    if run_bits > 0 and ga1 - ga0 > 1:
+        # a request that finds its block open streams from its first granule (channel idle, or its stream goes on)
+        c0, dl = _fresh_delta(p, s, ga0, bmask, per, ready, cmd_gap, granule_row(p, ga0))
+        if dl > 0:
+            gn, rl = _stream_run(
+                p, s, ga0, ga0, ga1, bmask, per, c0 - dl, c0 - 2 * dl, c0 - 3 * dl, c0 - 4 * dl,
+                ready, cmd_gap, ws, is_write, per,
+            )  # fmt: skip
+            if gn > ga0:
+                first = c0 + p[HP_CL]
+                ga, run_len = gn, rl
+                d_last = s[CS_LAST_COL]
+                c4, c3, c2, c1 = d_last - 3 * dl, d_last - 2 * dl, d_last - dl, d_last
+                nb_in_burst = ga - ga0 - div_by(ga - ga0, bb, p[HP_BB_SHIFT]) * bb
     while ga < ga1:
         if nb_in_burst == bb:
             nb_in_burst = 0
@@ -700,197 +740,18 @@ def read_landing(
     return max(axi_to_kernel(p, end), copy_start + div_by(nbytes + port_bytes - 1, port_bytes, port_shift))
 
 
-# ------------------------------------------------------------------------------------------ profiling
-PATTERNS = ("sequential", "strided:BYTES", "random[:SPAN]")
+#: the profiling API, in fpga/hbm/profile.py (imported on first use: that module imports this one)
+_PROFILE_NAMES = frozenset(
+    {"PATTERNS", "parse_pattern", "pattern_addresses", "profile_bandwidth", "sustained_channel_bw"}
+)
 
 
-def parse_pattern(text: str) -> tuple[str, int]:
-    """'sequential' -> ('sequential', 0); 'strided:4096' -> ('strided', 4096); 'random[:SPAN]' -> ('random', SPAN
-    bytes, 0 = the whole pseudo-channel). Sizes take K/M/G suffixes (powers of 1024)."""
-    kind, _, arg = text.strip().lower().partition(":")
-    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+def __getattr__(name: str) -> object:
+    if name in _PROFILE_NAMES:
+        from fpga.hbm import profile
 
-    def size(v: str) -> int:
-        v = v.strip().rstrip("b")
-        k = mult.get(v[-1:], 1)
-        try:
-            n = int(float(v[:-1] if k > 1 else v) * k)
-        except ValueError:
-            raise HwmodelError(f"pattern '{text}': '{v}' is not a byte count") from None
-        if n <= 0:
-            raise HwmodelError(f"pattern '{text}': the size must be positive")
-        return n
-
-    if kind == "sequential" and not arg:
-        return "sequential", 0
-    if kind == "strided" and arg:
-        return "strided", size(arg)
-    if kind == "random":
-        return "random", size(arg) if arg else 0
-    raise HwmodelError(f"pattern '{text}': expected one of {', '.join(PATTERNS)}")
-
-
-def pattern_addresses(
-    pattern: str, n: int, req_bytes: int, pc_bytes: int, seed: int = 0, offset_bytes: int = 0
-) -> np.ndarray:
-    """Byte addresses of ``n`` requests of ``req_bytes`` inside one pseudo-channel share of ``pc_bytes``:
-    sequential, strided (start to start), or uniformly random request-aligned over a span (seeded)."""
-    kind, arg = parse_pattern(pattern)
-    if kind == "sequential":
-        a = offset_bytes + np.arange(n, dtype=np.int64) * req_bytes
-    elif kind == "strided":
-        a = offset_bytes + np.arange(n, dtype=np.int64) * arg
-    else:
-        span = min(arg or pc_bytes, pc_bytes)
-        slots = max(1, span // req_bytes)
-        a = offset_bytes + np.random.default_rng(seed).integers(0, slots, n, dtype=np.int64) * req_bytes
-    return a % pc_bytes
-
-
-def profile_bandwidth(
-    board: BoardSpec,
-    kernel_clock_hz: float,
-    req_bytes: int,
-    *,
-    outstanding: int = 16,
-    port_width_bits: int = 512,
-    stride_bytes: int | None = None,
-    offset_bytes: int = 0,
-    total_bytes: int = 8 << 20,
-    write: bool = False,
-    pattern: str | None = None,
-    write_fraction: float | None = None,
-    channels: tuple[int, ...] | None = None,
-    port: int | None = None,
-    seed: int = 0,
-    refresh_phase_cycles: int = 0,
-    outstanding_writes: int | None = None,
-    axi_ids: int = 1,
-    reorder: bool | None = None,
-    masters: int = 1,
-) -> dict[str, float]:
-    """Effective bandwidth of one port: ``req_bytes`` requests in ``pattern`` (default sequential, or strided by
-    ``stride_bytes``), a fraction ``write_fraction`` of them writes (all writes if ``write``), spread round-robin
-    (sequential / strided) or at random (random) over the pseudo-channels ``channels`` (default: the port's own),
-    seen from AXI port ``port`` (default: the first channel's own port) through the HBM switch.
-
-    ``outstanding`` / ``outstanding_writes`` (default the same): reads / writes in flight; ``axi_ids``: AXI IDs
-    the port cycles through (1: an HLS ``m_axi`` port); ``reorder``: the controller's request reordering (default
-    the board's ``request_reordering``; fpga/hbm/scheduler.py); ``masters``: that many such ports (AXI ports
-    ``port``, ``port + 1``, ...; master m's stream seeded ``seed + m``) sharing the channels through the switch
-    (``bw_bytes_per_s`` is then their sum)."""
-    from fpga.hbm.scheduler import controller_window, masters_profile
-
-    outstanding_writes = outstanding if outstanding_writes is None else outstanding_writes
-    if min(req_bytes, outstanding, outstanding_writes, port_width_bits, axi_ids, masters) <= 0:
-        raise HwmodelError("request bytes, outstanding requests, AXI IDs, masters and port width must be positive")
-    h = board.hbm
-    n_pc = h.pseudo_channels * h.ports_per_pc
-    chans = tuple(channels) if channels else (0,)
-    for c in chans:
-        if not 0 <= c < n_pc:
-            raise HwmodelError(f"pseudo-channel {c} is not on board '{board.name}' (0 .. {n_pc - 1})")
-    port = chans[0] if port is None else port
-    if not 0 <= port < h.axi_ports:
-        raise HwmodelError(f"AXI port {port} is not on board '{board.name}' (0 .. {h.axi_ports - 1})")
-    if pattern is None:
-        pattern = "sequential" if stride_bytes is None or stride_bytes == req_bytes else f"strided:{stride_bytes}"
-    kind, _arg = parse_pattern(pattern)
-    p = hbm_params(board, kernel_clock_hz, refresh_phase_cycles)
-    n = max(1, total_bytes // req_bytes)
-    pc_bytes = h.pc_capacity_bytes // h.ports_per_pc
-    wf = 1.0 if write else (write_fraction or 0.0)
-    seg = h.switch_segment_ports
-    parts = []
-    for m in range(masters):  # master m: AXI port port + m, its own stream (seed + m)
-        sd = seed + m
-        rng = np.random.default_rng(sd + 1)
-        if kind == "random":
-            ch = (
-                np.array(chans, dtype=np.int64)[rng.integers(0, len(chans), n)]
-                if len(chans) > 1
-                else np.full(n, chans[0], dtype=np.int64)
-            )
-            addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, sd, offset_bytes)
-        else:  # consecutive requests go to consecutive channels of the map, each channel's stream in order
-            ch = np.array([chans[r % len(chans)] for r in range(n)], dtype=np.int64)
-            addrs = pattern_addresses(pattern, n, req_bytes, pc_bytes, sd, offset_bytes)
-            if len(chans) > 1:
-                addrs = pattern_addresses(pattern, -(-n // len(chans)), req_bytes, pc_bytes, sd, offset_bytes)[
-                    np.arange(n) // len(chans)
-                ]
-        wr = (rng.random(n) < wf).astype(np.int64) if 0.0 < wf < 1.0 else np.full(n, int(wf >= 1.0), np.int64)
-        mport = (port + m) % h.axi_ports
-        parts.append((addrs, ch, wr, [abs(c // seg - mport // seg) for c in range(n_pc)]))
-    addrs = np.concatenate([x[0] for x in parts])
-    ch = np.concatenate([x[1] for x in parts])
-    writes = np.concatenate([x[2] for x in parts])
-    hops = np.array([x[3] for x in parts], dtype=np.int64)
-    st = np.zeros((n_pc, CS_N), dtype=np.int64)
-    for c in range(n_pc):
-        st[c] = new_channel_state()
-        set_refresh_phase(p, st[c], refresh_phase_cycles + c * int(p[HP_REFI]) // n_pc)
-    if reorder is not None:
-        h = dataclasses.replace(h, request_reordering=bool(reorder))
-    window = controller_window(h)
-    last_k, last_axi, _lands = masters_profile(
-        p,
-        st,
-        addrs,
-        ch,
-        np.repeat(np.arange(masters), n),
-        masters,
-        req_bytes,
-        writes,
-        outstanding,
-        outstanding_writes,
-        axi_ids,
-        window,
-        port_width_bits // 8,
-        hops,
-        h.lateral_hop_cycles,
-    )
-    nbytes = masters * n * req_bytes
-    seconds = last_k / kernel_clock_hz
-    peak = channel_peak_bytes_per_s(board)
-    used = sorted(set(int(c) for c in ch))
-    acts = int(st[used, CS_ACTS].sum())
-    return {
-        "pattern": pattern,
-        "req_bytes": req_bytes,
-        "outstanding": outstanding,
-        "outstanding_writes": outstanding_writes,
-        "axi_ids": axi_ids,
-        "reorder_window": window,
-        "port_width_bits": port_width_bits,
-        "kernel_clock_hz": kernel_clock_hz,
-        "write_fraction": wf,
-        "channels": len(used),
-        "lateral_hops_max": int(hops[:, used].max()),
-        "bytes": nbytes,
-        "masters": masters,
-        "seconds": seconds,
-        "bw_bytes_per_s": nbytes / seconds,
-        "bw_per_master_bytes_per_s": nbytes / seconds / masters,
-        "channel_bw_bytes_per_s": nbytes / (last_axi / h.axi_clock_hz) / len(used),
-        "efficiency": nbytes / seconds / (peak * len(used)),
-        "activations": acts,
-        "bytes_per_activation": nbytes / acts if acts else float("inf"),
-    }
-
-
-def sustained_channel_bw(board: BoardSpec) -> float:
-    """Bytes/s one channel sustains on a long sequential 4 KB-request read stream with enough outstanding requests
-    and a port that never limits (the condition of Shuhai's per-channel figure)."""
-    r = profile_bandwidth(
-        board,
-        board.hbm.axi_clock_hz,
-        4096,
-        outstanding=64,
-        port_width_bits=8 * board.hbm.granule_bytes * 16,
-        total_bytes=64 << 20,
-    )
-    return float(r["channel_bw_bytes_per_s"])
+        return getattr(profile, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def channel_counters(st: np.ndarray) -> dict[str, int]:

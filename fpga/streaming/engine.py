@@ -100,10 +100,16 @@ def _issue(
     than max_outstanding reads in flight. Each is served by the channel and lands. True if any was issued.
     (A port class on an unshared channel; the conditions and the service are inline because calls to
     :func:`_issue_time` and :func:`_serve`, which a shared channel's arbiter uses, cost half the kernel's time.)"""
-    moved = False
-    while gs[GS_POS, g] < limit:
-        r = gs[GS_POS, g]
-        ti = gs[GS_LAST_ISSUE, g] + 1
+    # the class's state in locals while it issues (stores to rt would otherwise force a reload of every gs field)
+    r0 = r = gs[GS_POS, g]
+    last = gs[GS_LAST_ISSUE, g]
+    prev_land = gs[GS_PREV_LAND, g]
+    chan = gs[GS_CHAN, g]
+    port_bytes = gs[GS_PORT_BYTES, g]
+    port_shift = gs[GS_PORT_SHIFT, g]
+    base = g_ptr[g]
+    while r < limit:
+        ti = last + 1
         b = rq[r, R_SLOT]
         if b >= 0:
             if start[b] < 0:
@@ -116,25 +122,25 @@ def _issue(
             ti = max(ti, start[b] + rq[r, R_DEP_OFF])
         o = rq[r, R_OUTPREV]
         if o >= 0:
-            ti = max(ti, rt[g_ptr[g] + o, RT_LAND])
+            ti = max(ti, rt[base + o, RT_LAND])
         rt[r, RT_ISSUE] = ti
-        gs[GS_LAST_ISSUE, g] = ti
+        last = ti
         arrival = hbm.kernel_to_axi(p, ti)
         w = rq[r, R_WRITE]
-        f, en = hbm.channel_request_at(p, st, gs[GS_CHAN, g], arrival, rq[r, R_ADDR], rq[r, R_BYTES], w)
+        nbytes = rq[r, R_BYTES]
+        f, en = hbm.channel_request_at(p, st, chan, arrival, rq[r, R_ADDR], nbytes, w)
         rt[r, RT_FIRST] = f
         rt[r, RT_END] = en
         if w:
             rt[r, RT_LAND] = hbm.axi_to_kernel(p, en)
         else:
-            land = hbm.read_landing(
-                p, f, en, rq[r, R_BYTES], gs[GS_PORT_BYTES, g], gs[GS_PREV_LAND, g], gs[GS_PORT_SHIFT, g]
-            )
-            rt[r, RT_LAND] = land
-            gs[GS_PREV_LAND, g] = land
-        gs[GS_POS, g] += 1
-        moved = True
-    return moved
+            prev_land = hbm.read_landing(p, f, en, nbytes, port_bytes, prev_land, port_shift)
+            rt[r, RT_LAND] = prev_land
+        r += 1
+    gs[GS_POS, g] = r
+    gs[GS_LAST_ISSUE, g] = last
+    gs[GS_PREV_LAND, g] = prev_land
+    return r > r0
 
 
 @njit(cache=True, _nrt=False)  # no reference counting
@@ -329,7 +335,7 @@ def _simulate(
     for c in range(n_c):
         for j in range(hbm.CS_N):  # element by element: a row assignment compiles a shape-mismatch error path
             st[c, j] = reset[j]
-    rt = np.full((n_r, 4), -1, dtype=np.int64)
+    rt = np.empty((n_r, 4), dtype=np.int64)  # every row is written when issued; the rest -1 at the end
     progress = True
     sweeps = 0
     while progress:
@@ -339,8 +345,15 @@ def _simulate(
             local = True
             while local:  # the engine and its own ports until neither can move without another engine
                 local = False
-                while e_pos[e] < e_ptr[e + 1]:
-                    t = e_list[e_pos[e]]
+                # the engine's state in locals while it runs blocks (stores to start would force reloads)
+                pos = e_pos[e]
+                pos_end = e_ptr[e + 1]
+                cur_end = e_issue_end[e]
+                done_at = e_done_at[e]
+                lat_e = e_lat[e]
+                n_dr = n_in = n_mem = n_out = n_busy = 0
+                while pos < pos_end:
+                    t = e_list[pos]
                     ok = True
                     t_in = 0
                     t_out = 0
@@ -368,27 +381,37 @@ def _simulate(
                             t_mem = max(t_mem, rt[rr, RT_LAND])
                     if not ok:
                         break
-                    cur = e_issue_end[e]
-                    t_dr = e_done_at[e] if t_drain[t] else 0
+                    cur = cur_end
+                    t_dr = done_at if t_drain[t] else 0
                     s0 = max(cur, t_dr, t_in, t_mem, t_out)
                     if t_dr > cur:
-                        cnt[e, EC_DRAIN] += t_dr - cur
+                        n_dr += t_dr - cur
                         cur = t_dr
                     if t_in > cur:
-                        cnt[e, EC_IN] += t_in - cur
+                        n_in += t_in - cur
                         cur = t_in
                     if t_mem > cur:
-                        cnt[e, EC_MEM] += t_mem - cur
+                        n_mem += t_mem - cur
                         cur = t_mem
                     if t_out > cur:
-                        cnt[e, EC_OUT] += t_out - cur
+                        n_out += t_out - cur
                         cur = t_out
-                    cnt[e, EC_BUSY] += t_cyc[t]
+                    c_t = t_cyc[t]
+                    n_busy += c_t
                     start[t] = s0
-                    e_issue_end[e] = s0 + t_cyc[t]
-                    e_done_at[e] = s0 + t_cyc[t] + e_lat[e]
-                    e_pos[e] += 1
+                    cur_end = s0 + c_t
+                    done_at = cur_end + lat_e
+                    pos += 1
+                if pos > e_pos[e]:
                     progress = True
+                    e_pos[e] = pos
+                    e_issue_end[e] = cur_end
+                    e_done_at[e] = done_at
+                    cnt[e, EC_DRAIN] += n_dr
+                    cnt[e, EC_IN] += n_in
+                    cnt[e, EC_MEM] += n_mem
+                    cnt[e, EC_OUT] += n_out
+                    cnt[e, EC_BUSY] += n_busy
                 for g in range(n_g):
                     if gs[GS_ENG, g] == e:
                         if gs[GS_SHARED, g]:
@@ -437,8 +460,13 @@ def _simulate(
         if e_pos[e] < e_ptr[e + 1]:
             status = 1
     for g in range(n_g):
-        if gs[GS_POS, g] < g_ptr[g + 1]:
+        for r in range(gs[GS_POS, g], g_ptr[g + 1]):  # not served (a deadlock): -1, but a held head's issue cycle
             status = 1
+            if r > gs[GS_POS, g] or gs[GS_HEAD_ARR, g] < 0:
+                rt[r, RT_ISSUE] = -1
+            rt[r, RT_LAND] = -1
+            rt[r, RT_FIRST] = -1
+            rt[r, RT_END] = -1
     total = 0
     if status == 0:
         total = start[final_block] + t_cyc[final_block] + e_lat[t_eng[final_block]]
