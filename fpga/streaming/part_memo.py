@@ -182,7 +182,8 @@ def memo_part(c: Any, method: str, *args: Any) -> tuple[Any, ...]:
         seg, vec = getattr(tc, method)(*args)
     except Exception:  # noqa: BLE001 -- an untraceable read (or a genuine error, which the plain compile raises)
         return getattr(c, method)(*args)  # type: ignore[no-any-return]
-    seg.arrays()  # memoized on the stored segment, shared by every reuse (read-only)
+    seg.arrays()  # memoized on the stored segment, shared by every reuse (read-only), as its ports' classes
+    seg.port_ids()
     attrs = {k: v for k, v in vars(tc).items() if k not in _REPLAYED and (k not in before or before[k] is not v)}
     part = (
         seg,
@@ -211,6 +212,7 @@ def _apply(c: Any, part: Any) -> tuple[_Segment, Any]:
     out.eng, out.cyc, out.drain, out.op, out.deps = seg.eng, seg.cyc, seg.drain, seg.op, seg.deps
     out._arrays = seg._arrays
     out._req_arrays = seg.__dict__.setdefault("_req_arrays", {})  # type: ignore[attr-defined] # port p: same list
+    out._port_ids = seg._port_ids  # type: ignore[attr-defined]
     out.reqs = [seg.reqs.lists.get(p, []) for p in range(c.n_ports)]
     if hasattr(seg, "x_in"):
         out.x_in = seg.x_in  # type: ignore[attr-defined]
