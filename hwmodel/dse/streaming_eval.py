@@ -32,7 +32,9 @@ Speed: everything a point needs but the fast engine's run does not depend on the
 resources and reachable clock, the token program, which costs several fast-engine runs to compile), so a worker
 memoizes it per design (:mod:`hwmodel.dse.streaming_shared`) and a point costs one kernel run and a few sums; the
 worker also pauses the cyclic garbage collector during a chunk (:func:`hwmodel.dse.worker.collector_paused`). A grid
-varies ``clock_mhz`` fastest (``innermost``) and the runner keeps a design's clocks in one chunk.
+varies ``clock_mhz`` fastest (``innermost``) and the runner keeps a design's clocks in one chunk, and the designs
+that differ only in their attention engine's fields (:func:`affinity`) too: their programs share every part but
+attention (fpga/streaming/part_memo.py).
 :data:`REFERENCE_EVALUATOR` is the path before (every point from scratch but the program); tests/test_dse_shared.py
 checks both write the same rows, byte for byte.
 """
