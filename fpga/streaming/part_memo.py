@@ -1,9 +1,10 @@
 """Memoize a compiled part of a token by the design fields it actually read (:func:`memo_part`).
 
-The parts of a token besides attention -- the head, each layer's pre- and post-attention parts, the tail (final
-norm, LM head, sampler), which alone is most of a design's compile -- are shared by many designs of a sweep: none
-of them reads the attention engine, for instance (the DSE runner keeps such designs in one chunk:
-``hwmodel.dse.streaming_eval.affinity``). Which fields a part reads is not listed by hand: the part is
+The tail (final norm, LM head, sampler) is most of a design's compile, and in a sweep many designs share it: it
+does not read the attention engine, for instance (the DSE runner keeps such designs in one chunk:
+``hwmodel.dse.streaming_eval.affinity``). :func:`memo_part` serves any part returning ``(segment, vector)``; the
+compiler memoizes the tail only (memoizing the head and the layer's pre- and post-attention parts too cost as much
+in matching as they saved in a DSE worker, measured). Which fields a part reads is not listed by hand: the part is
 compiled once on a *traced* view of the compiler (:class:`_Traced`: the design, its engines, the engine index,
 the first port of each engine and the hop matrix), which logs every attribute, item, length and membership read
 with its value. A later compiler reuses the part when everything else it holds is equal by value and every logged

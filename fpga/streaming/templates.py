@@ -51,17 +51,17 @@ class _Static:
 def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_lm_head: bool) -> _Static:
     c = _Compiler(design, board, llm)
     x_cum = c.down_cum()
-    head, head_x = memo_part(c, "head", x_cum)  # each part shared by designs whose parts read the same fields
+    head, head_x = c.head(x_cum)
     head_w = list(c.wptr)
     macs0 = c.macs
     led0 = dict(c.ledger)
-    pre, rope = memo_part(c, "pre", x_cum)
-    post, post_x = memo_part(c, "post", x_cum)
+    pre, rope = c.pre(x_cum)
+    post, post_x = c.post(x_cum)
     layer_w = [c.wptr[i] - head_w[i] for i in range(len(design.engines))]
     layer_macs = c.macs - macs0
     layer_ledger = {k: c.ledger[k] - led0[k] for k in c.ledger}
     c.wptr = [head_w[i] + layer_w[i] * llm.layers for i in range(len(design.engines))]
-    tail = memo_part(c, "tail", x_cum, with_lm_head)[0]
+    tail = memo_part(c, "tail", x_cum, with_lm_head)[0]  # shared by designs whose tails read the same fields
     port_eng = [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
     chans = dense_channels(design)
     lone = [chans.count(ch) == 1 for ch in chans]  # a port on a shared channel is a class of its own

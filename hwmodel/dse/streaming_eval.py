@@ -33,8 +33,8 @@ resources and reachable clock, the token program, which costs several fast-engin
 memoizes it per design (:mod:`hwmodel.dse.streaming_shared`) and a point costs one kernel run and a few sums; the
 worker also pauses the cyclic garbage collector during a chunk (:func:`hwmodel.dse.worker.collector_paused`). A grid
 varies ``clock_mhz`` fastest (``innermost``) and the runner keeps a design's clocks in one chunk, and the designs
-that differ only in their attention engine's fields (:func:`affinity`) too: their programs share every part but
-attention (fpga/streaming/part_memo.py).
+that differ only in their attention engine's fields (:func:`affinity`) too: their programs share the LM-head tail
+(fpga/streaming/part_memo.py).
 :data:`REFERENCE_EVALUATOR` is the path before (every point from scratch but the program); tests/test_dse_shared.py
 checks both write the same rows, byte for byte.
 """
@@ -449,9 +449,9 @@ def clear_caches() -> None:
 
 
 def affinity(p: Params) -> tuple[tuple[str, Any], ...]:
-    """Designs that differ only in their clock or their attention engine's fields compile to programs whose head,
-    pre- and post-attention parts and tail are the same (fpga/streaming/part_memo.py shares them in a worker): the
-    runner keeps such points in one chunk."""
+    """Designs that differ only in their clock or their attention engine's fields compile to programs with the same
+    tail, most of a compile (fpga/streaming/part_memo.py shares it in a worker): the runner keeps such points in one
+    chunk."""
     try:
         attn = _base(str(p["design"])).engine_of("attention").name
     except (HwmodelError, KeyError):
