@@ -5,6 +5,7 @@ policies, points whose design cannot hold the context, and a design that deadloc
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,31 @@ def test_chunks_keep_the_clocks_of_a_design_together() -> None:
     assert sum(sizes) == 864 and all(s % 9 == 0 for s in sizes)  # no design's clocks split, every point once
     assert sizes[0] == 27 and sizes[-4:] == [9] * 4  # the last chunks in flight are one design each
     assert [p for c in chunks_of(many, 27, taper=4, run=9) for p, _ in c] == [p.id for p in many]
+
+
+def test_points_of_one_affinity_key_share_a_chunk() -> None:
+    """Designs differing only in the attention engine's fields (whose programs share every part but attention)
+    are put together, each group in plan order, and no chunk boundary splits a group."""
+    from hwmodel.dse.evaluators import resolve
+    from hwmodel.dse.runner import auto_chunk_size, chunks_of, with_affinity
+    from hwmodel.dse.spec import Point
+
+    ev = resolve("streaming-decode")
+    grid = [(ap, lanes, c) for ap in (2, 4) for lanes in (1024, 2048) for c in (200.0, 300.0)]
+    pts = [
+        Point(i, f"p{i}", {"design": "draft-u280", "attn.ports": ap, "linear.lanes": lanes, "clock_mhz": c})
+        for i, (ap, lanes, c) in enumerate(grid)
+    ]
+    ordered, run = with_affinity(pts, ev)
+    assert sorted(p.id for p in ordered) == sorted(p.id for p in pts) and run == 4
+    assert [p.params["linear.lanes"] for p in ordered] == [1024] * 4 + [2048] * 4
+    assert [(p.params["attn.ports"], p.params["clock_mhz"]) for p in ordered[:4]] == [
+        (2, 200),
+        (2, 300),
+        (4, 200),
+        (4, 300),
+    ]
+    chunks = list(chunks_of(ordered, auto_chunk_size(len(ordered), 2, run), taper=4, run=run))
+    assert all(len(c) % run == 0 for c in chunks)
+    plain = dataclasses.replace(ev, affinity=None)
+    assert with_affinity(pts, plain) == (pts, 2)  # no key: the plan's order and its clock runs

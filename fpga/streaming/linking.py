@@ -119,9 +119,9 @@ def _link(
             continue
         free = np.array(xin.free_tile, dtype=np.int64)
         ks = np.arange(q, min(n_x, len(free) + q))
-        for j, f in enumerate(firsts):
-            dep[prods[j, ks], 2] = f + free[ks - q]
-            off[prods[j, ks], 2] = 1
+        rows = prods[:, ks]  # every copy at once (copy j's producers are its own blocks), in copy order
+        dep[rows, 2] = np.asarray(firsts)[:, None] + free[ks - q][None, :]
+        off[rows, 2] = 1
 
     drain = np.concatenate([hs["drain"], np.tile(ls["drain"], L), ts["drain"]])
     op = np.concatenate([hs["op"], np.tile(ls["op"], L), ts["op"]])

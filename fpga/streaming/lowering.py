@@ -477,8 +477,7 @@ class _Compiler(_RowBlocks, _StreamBlocks):
         xn = self.norm_op(seg, "attn_norm", x_in, m.hidden)
         qkv = self.matvec(seg, "qkv", xn)
         self.close(seg, xn)
-        r = self.stream_op(seg, "rope", qkv)
-        self.close(seg, qkv)
+        r = self.stream_op(seg, "rope", qkv)  # stream_op closes its input (qkv's FIFO back-pressure)
         seg.x_in = x_in  # type: ignore[attr-defined]
         return seg, r
 
@@ -497,8 +496,7 @@ class _Compiler(_RowBlocks, _StreamBlocks):
         xn2 = self.norm_op(seg, "ffn_norm", x2, m.hidden)
         gu = self.matvec(seg, "gate_up", xn2)
         self.close(seg, xn2)
-        s = self.stream_op(seg, "silu_mul", gu, self.shape("down")[2] // col.n, self.shape("gate_up")[1])
-        self.close(seg, gu)
+        s = self.stream_op(seg, "silu_mul", gu, self.shape("down")[2] // col.n, self.shape("gate_up")[1])  # closes gu
         dn = col.matvec(seg, "down", s)
         self.close(seg, s)
         x3 = col.stream(seg, "ffn_add", dn, x2)
@@ -553,8 +551,7 @@ class _Compiler(_RowBlocks, _StreamBlocks):
             self._to_host(seg, "lm_head", logits)
             seg.x_in = x_in  # type: ignore[attr-defined]
             return seg, x_in
-        self.stream_op(seg, "argmax", logits, produce=False)
-        self.close(seg, logits)
+        self.stream_op(seg, "argmax", logits, produce=False)  # closes logits (a second close wrote the same deps)
         eng = self.eng_idx["argmax"]
         seg.block(eng, 1, "argmax", drain=True)  # the sampled token id
         seg.x_in = x_in  # type: ignore[attr-defined]

@@ -1,7 +1,10 @@
-"""Memoize a compiled part of a token by the design fields it actually read (:func:`memo_tail`).
+"""Memoize a compiled part of a token by the design fields it actually read (:func:`memo_part`).
 
 The tail (final norm, LM head, sampler) is most of a design's compile, and in a sweep many designs share it: it
-does not read the attention engine, for instance. Which fields a part reads is not listed by hand: the part is
+does not read the attention engine, for instance (the DSE runner keeps such designs in one chunk:
+``hwmodel.dse.streaming_eval.affinity``). :func:`memo_part` serves any part returning ``(segment, vector)``; the
+compiler memoizes the tail only (memoizing the head and the layer's pre- and post-attention parts too cost as much
+in matching as they saved in a DSE worker, measured). Which fields a part reads is not listed by hand: the part is
 compiled once on a *traced* view of the compiler (:class:`_Traced`: the design, its engines, the engine index,
 the first port of each engine and the hop matrix), which logs every attribute, item, length and membership read
 with its value. A later compiler reuses the part when everything else it holds is equal by value and every logged
@@ -20,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from fpga.streaming.program_format import _Segment, _Vec
+from fpga.streaming.program_format import _Segment
 
 _TRACED_ROOTS = ("d", "port0", "eng_idx", "hop")
 _MAX_KEYS = 64
@@ -149,13 +152,20 @@ def _state_key(c: Any, args: tuple[Any, ...]) -> Any:
     return (type(c), _frozen(sorted(items, key=lambda kv: kv[0])), ("column_units", c.d.column_units), _frozen(args))
 
 
-def memo_tail(c: Any, x_cum: list[int], with_lm_head: bool) -> _Segment:
-    """``c.tail(x_cum, with_lm_head)``'s segment, reused from an earlier compiler whose reads agree (see the module
-    docstring); ``c``'s weight pointers, MACs and ledger advance as the compile would advance them."""
+#: compiler attributes a part changes that the memo replays itself (or that only the traced copy has)
+_REPLAYED = frozenset({*_TRACED_ROOTS, "n_ports", "segment", "wptr", "macs", "ledger"})
+
+
+def memo_part(c: Any, method: str, *args: Any) -> tuple[Any, ...]:
+    """``getattr(c, method)(*args)`` -- a part of the token returning ``(segment, vector)`` (head, the layer's pre-
+    and post-attention parts, the tail) -- reused from an earlier compiler whose reads agree (see the module
+    docstring); ``c``'s weight pointers, MACs and ledger advance as the compile would advance them, and any other
+    attribute the part sets on the compiler is set again. The segment and the vector it returns are shared by
+    every reuse: callers read them, never change them."""
     try:
-        key = _state_key(c, (x_cum, with_lm_head))
+        key = (method, _state_key(c, args))
     except TypeError:  # an unhashable state: no memo
-        return c.tail(x_cum, with_lm_head)[0]  # type: ignore[no-any-return]
+        return getattr(c, method)(*args)  # type: ignore[no-any-return]
     roots = {name: getattr(c, name) for name in _TRACED_ROOTS}
     for reads, part in _MEMO.get(key, ()):
         if _matches(roots, reads):
@@ -168,16 +178,21 @@ def memo_tail(c: Any, x_cum: list[int], with_lm_head: bool) -> _Segment:
     tc.n_ports = _NoPortCount()
     tc.segment = _traced_segment
     tc.wptr, tc.ledger = list(c.wptr), dict(c.ledger)
+    before = {k: v for k, v in vars(c).items() if k not in _REPLAYED}
     try:
-        seg, _x = tc.tail(x_cum, with_lm_head)
+        seg, vec = getattr(tc, method)(*args)
     except Exception:  # noqa: BLE001 -- an untraceable read (or a genuine error, which the plain compile raises)
-        return c.tail(x_cum, with_lm_head)[0]  # type: ignore[no-any-return]
-    seg.arrays()  # memoized on the stored segment, shared by every reuse (read-only)
+        return getattr(c, method)(*args)  # type: ignore[no-any-return]
+    seg.arrays()  # memoized on the stored segment, shared by every reuse (read-only), as its ports' classes
+    seg.port_ids()
+    attrs = {k: v for k, v in vars(tc).items() if k not in _REPLAYED and (k not in before or before[k] is not v)}
     part = (
         seg,
+        vec,
         [a - b for a, b in zip(tc.wptr, c.wptr)],
         tc.macs - c.macs,
         {k: tc.ledger[k] - c.ledger[k] for k in c.ledger},
+        attrs,
     )
     _MEMO.setdefault(key, []).append((tuple(log.items()), part))
     _MEMO.move_to_end(key)
@@ -186,19 +201,23 @@ def memo_tail(c: Any, x_cum: list[int], with_lm_head: bool) -> _Segment:
     return _apply(c, part)
 
 
-def _apply(c: Any, part: Any) -> _Segment:
-    seg, d_wptr, d_macs, d_ledger = part
+def _apply(c: Any, part: Any) -> tuple[_Segment, Any]:
+    seg, vec, d_wptr, d_macs, d_ledger, attrs = part
     c.wptr = [w + d for w, d in zip(c.wptr, d_wptr)]
     c.macs += d_macs
     for k, v in d_ledger.items():
         c.ledger[k] += v
+    for k, v in attrs.items():
+        setattr(c, k, copy.deepcopy(v))
     out = _Segment(0)
     out.eng, out.cyc, out.drain, out.op, out.deps = seg.eng, seg.cyc, seg.drain, seg.op, seg.deps
     out._arrays = seg._arrays
+    out._req_arrays = seg.__dict__.setdefault("_req_arrays", {})  # type: ignore[attr-defined] # port p: same list
+    out._port_ids = seg._port_ids  # type: ignore[attr-defined]
     out.reqs = [seg.reqs.lists.get(p, []) for p in range(c.n_ports)]
-    x_in: _Vec = seg.x_in
-    out.x_in = x_in  # type: ignore[attr-defined]
-    return out
+    if hasattr(seg, "x_in"):
+        out.x_in = seg.x_in  # type: ignore[attr-defined]
+    return out, vec
 
 
 def clear() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -77,6 +78,26 @@ class _Segment:
         if port not in memo:
             memo[port] = np.array(self.reqs[port], dtype=np.int64).reshape(-1, 6)
         return memo[port]
+
+    def port_ids(self) -> dict[int, int]:
+        """Per port with requests, the first port whose request list equals its own (memoized: a part shared by
+        designs, fpga/streaming/part_memo.py, compares its ports' lists once)."""
+        memo: dict[int, int] | None = self.__dict__.get("_port_ids")
+        if memo is None:
+            reqs = self.reqs
+            lists = reqs.lists if hasattr(reqs, "lists") else dict(enumerate(reqs))
+            memo = {}
+            seen: dict[tuple[Any, ...], list[int]] = {}
+            for p in sorted(lists):
+                r = lists[p]
+                if not r:
+                    continue
+                same = seen.setdefault((len(r), r[0], r[-1]), [])
+                memo[p] = next((q for q in same if lists[q] == r), p)
+                if memo[p] == p:
+                    same.append(p)
+            self._port_ids = memo
+        return memo
 
     def block(self, eng: int, cyc: int, op: str, drain: bool = False) -> int:
         self.eng.append(eng)

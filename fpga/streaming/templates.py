@@ -20,7 +20,7 @@ from numba import njit
 from fpga.streaming.design import StreamingDesign
 from fpga.streaming.lowering import _cdiv, _Compiler, _graph0, hop_matrix
 from fpga.streaming.part_memo import clear as clear_part_memo
-from fpga.streaming.part_memo import memo_tail
+from fpga.streaming.part_memo import memo_part
 from fpga.streaming.ports import dense_channels
 from fpga.streaming.program_format import DEP_ATT, DEP_LOCAL, _Segment, _Vec, deps_array
 from hwmodel.specs import BoardSpec, LlmSpec
@@ -61,25 +61,16 @@ def _static_parts(design: StreamingDesign, board: BoardSpec, llm: LlmSpec, with_
     layer_macs = c.macs - macs0
     layer_ledger = {k: c.ledger[k] - led0[k] for k in c.ledger}
     c.wptr = [head_w[i] + layer_w[i] * llm.layers for i in range(len(design.engines))]
-    tail = memo_tail(c, x_cum, with_lm_head)  # shared by designs whose tails read the same fields
+    tail = memo_part(c, "tail", x_cum, with_lm_head)[0]  # shared by designs whose tails read the same fields
     port_eng = [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
-    reps: list[int] = []
-    port_class = []
     chans = dense_channels(design)
     lone = [chans.count(ch) == 1 for ch in chans]  # a port on a shared channel is a class of its own
-    for p in range(c.n_ports):
-        for k, q in enumerate(reps):
-            if (
-                lone[p]
-                and lone[q]
-                and port_eng[q] == port_eng[p]
-                and all(seg.reqs[p] == seg.reqs[q] for seg in (head, pre, post, tail))
-            ):
-                port_class.append(k)
-                break
-        else:
-            port_class.append(len(reps))
-            reps.append(p)
+    parts = [seg.port_ids() for seg in (head, pre, post, tail)]
+    classes: dict[tuple[int, ...], int] = {}
+    port_class = []
+    for p in range(c.n_ports):  # same engine and equal requests in every part, in order of first appearance
+        sig = (port_eng[p], *(ids.get(p, -1) for ids in parts)) if lone[p] else (-1, p)
+        port_class.append(classes.setdefault(sig, len(classes)))
     static_ledger = {k: c.ledger[k] - layer_ledger[k] for k in c.ledger}
     return _Static(
         x_cum,

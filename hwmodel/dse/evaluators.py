@@ -26,7 +26,7 @@ import functools
 import importlib
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,9 @@ class Evaluator:
     innermost: tuple[str, ...] = ()
     """Parameters a grid varies fastest (after all others), because consecutive points that differ only in them
     share work the evaluator caches (e.g. a token program compiled once, run at several clocks)."""
+    affinity: Callable[[Params], Hashable] | None = None
+    """Points with equal keys share work the evaluator caches beyond ``innermost`` (e.g. the parts of a compiled
+    program that designs differing in one engine have in common): the runner gives them to one worker, in a chunk."""
     extra_param: Callable[[str], Param | None] | None = None
     """Parameters beyond ``params`` whose names follow a pattern (e.g. ``<engine>.lanes``): name -> Param or None."""
     check_space: Callable[[Mapping[str, tuple[Scalar, ...]]], Iterable[tuple[str, str]]] | None = None

@@ -140,6 +140,21 @@ def shared_run(points: Sequence[Point], innermost: Sequence[str]) -> int:
     return n
 
 
+def with_affinity(points: Sequence[Point], evaluator: Any) -> tuple[list[Point], int]:
+    """``points`` with those of equal ``evaluator.affinity`` key together (groups in the order they first appear,
+    each in its own order), and how many points from the first no chunk boundary should split: the first group's
+    size when it is a whole number of :func:`shared_run` runs, else that run."""
+    run = shared_run(points, evaluator.innermost)
+    key = getattr(evaluator, "affinity", None)
+    if key is None or not points:
+        return list(points), run
+    groups: dict[Any, list[Point]] = {}
+    for p in points:
+        groups.setdefault(key(p.params), []).append(p)
+    first = len(next(iter(groups.values())))
+    return [p for g in groups.values() for p in g], first if first % run == 0 else run
+
+
 #: modules that run threads of their own a forked child would inherit half-stopped (JAX warns on fork)
 FORK_UNSAFE_MODULES = ("jax", "jaxlib", "torch", "tensorflow")
 
@@ -193,7 +208,7 @@ def run_sweep(
         n_workers = 1 if dask else (workers or default_workers())
         stats.backend = "dask" if dask else ("in-process" if n_workers == 1 else "local")
         stats.workers = n_workers
-        run = shared_run(pending, plan.evaluator.innermost)
+        pending, run = with_affinity(pending, plan.evaluator)
         size = chunk_size or auto_chunk_size(len(pending), n_workers if not dask else 8, run)
         in_flight = 0 if chunk_size or dask else 2 * n_workers  # a chunk size given is kept as it is
         chunks = list(chunks_of(pending, size, taper=in_flight, run=run))

@@ -32,7 +32,9 @@ Speed: everything a point needs but the fast engine's run does not depend on the
 resources and reachable clock, the token program, which costs several fast-engine runs to compile), so a worker
 memoizes it per design (:mod:`hwmodel.dse.streaming_shared`) and a point costs one kernel run and a few sums; the
 worker also pauses the cyclic garbage collector during a chunk (:func:`hwmodel.dse.worker.collector_paused`). A grid
-varies ``clock_mhz`` fastest (``innermost``) and the runner keeps a design's clocks in one chunk.
+varies ``clock_mhz`` fastest (``innermost``) and the runner keeps a design's clocks in one chunk, and the designs
+that differ only in their attention engine's fields (:func:`affinity`) too: their programs share the LM-head tail
+(fpga/streaming/part_memo.py).
 :data:`REFERENCE_EVALUATOR` is the path before (every point from scratch but the program); tests/test_dse_shared.py
 checks both write the same rows, byte for byte.
 """
@@ -55,8 +57,10 @@ from fpga.streaming.design import (
 from hwmodel.dse.evaluators import Evaluator, Metric, Param, Screen, decode_floor_screen, register
 from hwmodel.dse.space import Params, Scalar
 from hwmodel.dse.streaming_shared import (
+    CLOCK_PARAM,
     DesignFacts,
     channel_layout,
+    design_key,
     kernel_output,
     memoized_facts,
     status_ok,
@@ -444,6 +448,17 @@ def clear_caches() -> None:
     templates.clear_caches()  # its memoized parts, the tails shared by designs (fpga/streaming/part_memo.py) too
 
 
+def affinity(p: Params) -> tuple[tuple[str, Any], ...]:
+    """Designs that differ only in their clock or their attention engine's fields compile to programs with the same
+    tail, most of a compile (fpga/streaming/part_memo.py shares it in a worker): the runner keeps such points in one
+    chunk."""
+    try:
+        attn = _base(str(p["design"])).engine_of("attention").name
+    except (HwmodelError, KeyError):
+        return design_key(p)
+    return design_key(p, frozenset({CLOCK_PARAM, *(k for k in p if k.startswith(attn + "."))}))
+
+
 def screen(p: Params) -> Screen:
     """Exact resources, clocks and coarse HBM capacity; latency bounded below by the decoder weights and KV cache at the
     board's peak HBM bandwidth (the model streams at least those bytes and no channel beats its peak)."""
@@ -464,6 +479,7 @@ EVALUATOR = register(
         screen=screen,
         constraints=CONSTRAINTS,
         innermost=("clock_mhz",),
+        affinity=affinity,
         extra_param=_engine_param,
         check_space=_check_space,
         preload=("fpga.streaming.engine", "fpga.streaming.power", "fpga.streaming.resources", "hwmodel.bounds"),
