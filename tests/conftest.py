@@ -33,6 +33,27 @@ settings.register_profile(
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+
+def use_jax_compilation_cache() -> None:
+    """XLA's persistent compilation cache for every process of the run (the xdist workers and the subprocesses
+    the tests start inherit the variables): ``<cache root>/jax`` (:func:`hwmodel.numba_cache.cache_root`; none
+    with ``HWMODEL_CACHE_DIR=off``, and a ``JAX_COMPILATION_CACHE_DIR`` already set wins). JAX keys each entry by
+    the computation, its compile options and the jax/jaxlib version and backend, so an entry is reused only for
+    the same program: the functional model's shapes compiled by one worker, a JAX worker process or a CLI run are
+    loaded by the others instead of compiled again, and by later runs (tests/test_functional_kvmu.py: 29.5 CPU-s
+    with a cold cache, 9.8 with a warm one). Every compile is kept (the default keeps only those over 1 s)."""
+    from hwmodel.numba_cache import cache_root
+
+    root = cache_root()
+    if root is None or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(root / "jax")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
+
+use_jax_compilation_cache()  # before any test module imports jax (jax reads the variables at import)
+
 #: test modules left out of ``--quick``: each builds a study, a validation table, an RTL simulation, a browser,
 #: a full-size (0.5B) integer model or runs hundreds of hypothesis examples of a simulator (measured with
 #: HWMODEL_TEST_TIMES; docs/testing.md)
@@ -103,10 +124,11 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
 
 
 #: README examples (first word after ``hwmodel``) that compute what a test module's shared fixture computes, and
-#: that module: the example joins the module's xdist group and runs after its tests, so it reads the engine tables,
-#: samples and kernels the fixture left in the disk caches instead of building them again beside it on the other
-#: worker (`hwmodel validate --system-a-limit 2 --system-b-requests 20 --no-cv`: 82 CPU-s with cold engine
-#: tables, 34 after the validation fixture, numba kernels cached in both)
+#: that module: the example joins the module's xdist group, runs after its tests and runs in-process
+#: (tests/test_readme.py), so it reuses the engines, compilers and tables the fixture memoized in that worker
+#: instead of building them again (`hwmodel validate --system-a-limit 2 --system-b-requests 20 --no-cv --json`: 82
+#: CPU-s with cold engine tables, 46 in a fresh process after the fixture, 7 in-process after it; numba kernels
+#: cached in all three)
 README_AFTER_FIXTURE = {"validate": "tests/test_validation.py"}
 
 
