@@ -134,7 +134,7 @@ def apply_plan(
 
     def chunk_rows(i: np.ndarray) -> np.ndarray:
         c0 = i * chunk_tokens
-        return np.minimum(c0 + chunk_tokens, from_hbm) - c0
+        return np.asarray(np.minimum(c0 + chunk_tokens, from_hbm) - c0, dtype=_I64)
 
     if len(plan.ld_idx):
         rows = np.minimum(plan.ld_end, from_hbm) - plan.ld_c0
