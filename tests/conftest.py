@@ -103,6 +103,10 @@ SLOW_MODULES = frozenset(
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: left out of `tasks.py test --quick` (tests/conftest.py SLOW_MODULES)")
+    config.addinivalue_line(
+        "markers",
+        "in_process: a README example run in-process after a fixture (tests/conftest.py README_AFTER_FIXTURE)",
+    )
 
 
 #: fixture scopes built once per worker that receives a test using them (function scope is per test anyway)
@@ -152,12 +156,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if module is not None:
             followers.setdefault(module, []).append(item)
             group = module
+            item.add_marker(pytest.mark.in_process)  # tests/test_readme.py runs it in this worker's process
         if group is not None and not any(m.name == "xdist_group" for m in item.iter_markers()):
             item.add_marker(pytest.mark.xdist_group(group))
     for module, after in followers.items():  # each after the last test of its module (a worker runs a group in order)
         rest = [i for i in items if i not in after]
         last = max((k for k, i in enumerate(rest) if i.nodeid.split("::")[0] == module), default=len(rest) - 1)
         items[:] = rest[: last + 1] + after + rest[last + 1 :]
+    items.sort(key=lambda i: _start_rank(i, _readme_follows(i)))  # stable: the order within each module is kept
+
+
+#: the modules holding the suite's longest work units (a shared fixture's group or one long test; CPU-s measured
+#: with HWMODEL_TEST_TIMES, kernels cached: the validation table with its README follower 103, the 0.5B functional
+#: run 36 and the small one 17, the read-only install 37, the GPU re-fit group about 25), longest first. xdist hands
+#: out work units in collection order, so these start first, one per worker as they come, and the run ends on short
+#: tests instead of a 100-second fixture started last on one worker while the other one idles
+START_FIRST = (
+    "tests/test_validation.py",
+    "tests/test_functional.py",
+    "tests/faults/test_fault_readonly.py",
+    "tests/test_calibration.py",
+)
+
+
+def _start_rank(item: pytest.Item, follows: str | None) -> int:
+    """Where a test's module is in :data:`START_FIRST` (a README example by the module it follows), else after."""
+    module = follows or item.nodeid.split("::")[0]
+    return START_FIRST.index(module) if module in START_FIRST else len(START_FIRST)
 
 
 def _cpu_s() -> float:
