@@ -168,9 +168,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 #: the modules holding the suite's longest work units (a shared fixture's group or one long test; CPU-s measured
 #: with HWMODEL_TEST_TIMES, kernels cached: the validation table with its README follower 103, the 0.5B functional
-#: run 36 and the small one 17, the read-only install 37, the GPU re-fit group about 25), longest first. xdist hands
-#: out work units in collection order, so these start first, one per worker as they come, and the run ends on short
-#: tests instead of a 100-second fixture started last on one worker while the other one idles
+#: run 36 and the small one 17, the read-only install 37, the GPU re-fit group about 25), longest first, collected
+#: first. pytest-xdist hands out work units in collection order after sorting them by their number of tests
+#: (``--loadscope-reorder``, its default; the sort is stable), so among units of one size these start first: the
+#: 0.5B run is the first single-test unit instead of one in the middle, and the run ends on short tests
 START_FIRST = (
     "tests/test_validation.py",
     "tests/test_functional.py",
