@@ -33,6 +33,27 @@ settings.register_profile(
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+
+def use_jax_compilation_cache() -> None:
+    """XLA's persistent compilation cache for every process of the run (the xdist workers and the subprocesses
+    the tests start inherit the variables): ``<cache root>/jax`` (:func:`hwmodel.numba_cache.cache_root`; none
+    with ``HWMODEL_CACHE_DIR=off``, and a ``JAX_COMPILATION_CACHE_DIR`` already set wins). JAX keys each entry by
+    the computation, its compile options and the jax/jaxlib version and backend, so an entry is reused only for
+    the same program: the functional model's shapes compiled by one worker, a JAX worker process or a CLI run are
+    loaded by the others instead of compiled again, and by later runs (tests/test_functional_kvmu.py: 29.5 CPU-s
+    with a cold cache, 9.8 with a warm one). Every compile is kept (the default keeps only those over 1 s)."""
+    from hwmodel.numba_cache import cache_root
+
+    root = cache_root()
+    if root is None or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(root / "jax")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
+
+use_jax_compilation_cache()  # before any test module imports jax (jax reads the variables at import)
+
 #: test modules left out of ``--quick``: each builds a study, a validation table, an RTL simulation, a browser,
 #: a full-size (0.5B) integer model or runs hundreds of hypothesis examples of a simulator (measured with
 #: HWMODEL_TEST_TIMES; docs/testing.md)
@@ -82,6 +103,10 @@ SLOW_MODULES = frozenset(
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: left out of `tasks.py test --quick` (tests/conftest.py SLOW_MODULES)")
+    config.addinivalue_line(
+        "markers",
+        "in_process: a README example run in-process after a fixture (tests/conftest.py README_AFTER_FIXTURE)",
+    )
 
 
 #: fixture scopes built once per worker that receives a test using them (function scope is per test anyway)
@@ -103,10 +128,11 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
 
 
 #: README examples (first word after ``hwmodel``) that compute what a test module's shared fixture computes, and
-#: that module: the example joins the module's xdist group and runs after its tests, so it reads the engine tables,
-#: samples and kernels the fixture left in the disk caches instead of building them again beside it on the other
-#: worker (`hwmodel validate --system-a-limit 2 --system-b-requests 20 --no-cv`: 82 CPU-s with cold engine
-#: tables, 34 after the validation fixture, numba kernels cached in both)
+#: that module: the example joins the module's xdist group, runs after its tests and runs in-process
+#: (tests/test_readme.py), so it reuses the engines, compilers and tables the fixture memoized in that worker
+#: instead of building them again (`hwmodel validate --system-a-limit 2 --system-b-requests 20 --no-cv --json`: 82
+#: CPU-s with cold engine tables, 46 in a fresh process after the fixture, 7 in-process after it; numba kernels
+#: cached in all three)
 README_AFTER_FIXTURE = {"validate": "tests/test_validation.py"}
 
 
@@ -130,12 +156,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if module is not None:
             followers.setdefault(module, []).append(item)
             group = module
+            item.add_marker(pytest.mark.in_process)  # tests/test_readme.py runs it in this worker's process
         if group is not None and not any(m.name == "xdist_group" for m in item.iter_markers()):
             item.add_marker(pytest.mark.xdist_group(group))
     for module, after in followers.items():  # each after the last test of its module (a worker runs a group in order)
         rest = [i for i in items if i not in after]
         last = max((k for k, i in enumerate(rest) if i.nodeid.split("::")[0] == module), default=len(rest) - 1)
         items[:] = rest[: last + 1] + after + rest[last + 1 :]
+    items.sort(key=lambda i: _start_rank(i, _readme_follows(i)))  # stable: the order within each module is kept
+
+
+#: the modules holding the suite's longest work units (a shared fixture's group or one long test; CPU-s measured
+#: with HWMODEL_TEST_TIMES, kernels cached: the validation table with its README follower 103, the 0.5B functional
+#: run 36 and the small one 17, the read-only install 37, the GPU re-fit group about 25), longest first, collected
+#: first. pytest-xdist hands out work units in collection order after sorting them by their number of tests
+#: (``--loadscope-reorder``, its default; the sort is stable), so among units of one size these start first: the
+#: 0.5B run is the first single-test unit instead of one in the middle, and the run ends on short tests
+START_FIRST = (
+    "tests/test_validation.py",
+    "tests/test_functional.py",
+    "tests/faults/test_fault_readonly.py",
+    "tests/test_calibration.py",
+)
+
+
+def _start_rank(item: pytest.Item, follows: str | None) -> int:
+    """Where a test's module is in :data:`START_FIRST` (a README example by the module it follows), else after."""
+    module = follows or item.nodeid.split("::")[0]
+    return START_FIRST.index(module) if module in START_FIRST else len(START_FIRST)
 
 
 def _cpu_s() -> float:

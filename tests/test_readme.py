@@ -7,7 +7,13 @@ also has its own small-scale test).
 The examples are collected from whatever the README holds when the tests are collected, and each chain of commands
 is its own parametrized case (so pytest-xdist spreads them over its workers): commands that share a file they write
 or read (a path-like argument, e.g. `--out math500.jsonl.gz` then `--trace math500.jsonl.gz`) form one chain and
-run in README order in one scratch directory; every other command is a case of its own."""
+run in README order in one scratch directory; every other command is a case of its own.
+
+A case that follows a test module's shared fixture (``README_AFTER_FIXTURE`` in tests/conftest.py, which marks it
+``in_process``: the validation table) runs in-process (click's CliRunner, the same ``main`` that ``python -m hwmodel`` calls), in the worker that
+built the fixture: it reuses the engines, compilers and tables that process memoized (`hwmodel validate ...`: 46
+CPU-s in a fresh process with warm disk caches, 7 in-process after the fixture). Every other case runs as a real
+``python -m hwmodel`` process."""
 
 from __future__ import annotations
 
@@ -101,13 +107,34 @@ def test_the_readme_has_examples_and_the_two_setup_commands_first() -> None:
     assert len(readme_commands(text)) >= 30
 
 
+def _run_in_process(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """(exit status, last line of output) of ``hwmodel ARGS`` run by click in this process, in ``tmp_path``."""
+    from click.testing import CliRunner
+
+    from hwmodel.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, args, env={"HWMODEL_PROGRESS": "0"})
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        return res.exit_code or 1, f"{type(res.exception).__name__}: {res.exception}"
+    tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
+    return res.exit_code, tail[0]
+
+
 @pytest.mark.parametrize("chain", CHAINS, ids=[_case_id(n, c) for n, c in enumerate(CHAINS)])
-def test_readme_example_runs(chain: list[str], tmp_path: Path) -> None:
+def test_readme_example_runs(
+    chain: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    in_process = request.node.get_closest_marker("in_process") is not None  # follows a fixture (docstring)
     for name in LINKED:
         (tmp_path / name).symlink_to(ROOT / name)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HWMODEL_PROGRESS": "0"}
     for cmd in chain:
         args = shlex.split(cmd)[1:]
+        if in_process:
+            code, line = _run_in_process(args, tmp_path, monkeypatch)
+            assert code == 0, f"README example fails: {cmd}: exit {code}: {line}"
+            continue
         proc = subprocess.run(
             [sys.executable, "-m", "hwmodel", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
         )

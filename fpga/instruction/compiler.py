@@ -51,6 +51,7 @@ from fpga.instruction import isa, placement
 from fpga.instruction.design import InstructionDesign
 from fpga.instruction.emitter import _dm_row, _Emitter, _Ins, _Load, _row, _Step
 from fpga.instruction.layout import _LAYER_ALIGN_BYTES, _LOGIT_BYTES, MatrixRegion, _align, build_layout
+from fpga.instruction.patch import PatchPlan, apply_plan, make_plan
 from fpga.instruction.placement import Role
 from fpga.instruction.prefetch import PrefetchError, max_prefetch_ratio, prefetch_fits
 from fpga.instruction.program import Program, Segment
@@ -93,6 +94,7 @@ class Compiler:
         self.kv_chunk_tokens = chunk
         self.kv_slot_bytes = chunk * row_b
         self._templates: dict[tuple[int, bool, int], tuple[list[Segment], list[list[tuple]]]] = {}
+        self._plans: dict[tuple[int, bool, int], list[PatchPlan]] = {}  # per template, per segment
 
     # ------------------------------------------------------------------ building blocks
     def _linear_steps(
@@ -479,23 +481,26 @@ class Compiler:
         return segs, seg_notes
 
     def _pass(self, prior: int, new: int, logits: bool) -> list[Segment]:
-        """The segments of one pass at ``prior`` cached tokens: a cached template with its context fields patched."""
+        """The segments of one pass at ``prior`` cached tokens: a cached template with its context fields patched
+        (:mod:`fpga.instruction.patch`: the fields :meth:`_ctx_fields` gives, set with array operations)."""
         key = self._template_key(prior, new, logits)
         if key not in self._templates:
-            self._templates[key] = self._compile_pass(prior, new, logits)
-        segs, notes = self._templates[key]
-        return [Segment(self._patch(s.instrs, n, prior, new), s.reps) for s, n in zip(segs, notes)]
-
-    _FIELD = {"addr": isa.F_ADDR, "rows": isa.F_ROWS, "row_bytes": isa.F_ROW_BYTES, "ch0": isa.F_CH0, "nch": isa.F_NCH}
-
-    def _patch(self, instrs: np.ndarray, notes: list[tuple[int, tuple]], prior: int, new: int) -> np.ndarray:
-        if not notes:
-            return instrs
-        out = instrs.copy()
-        for i, note in notes:
-            for name, value in self._ctx_fields(note, prior, new).items():
-                out[i, self._FIELD[name]] = value
-        return out
+            self._templates[key] = segs, notes = self._compile_pass(prior, new, logits)
+            lay = self.layout
+            self._plans[key] = [
+                make_plan(n, self._layer_addr, lay.k_addr, lay.v_addr, lay.kv_row_bytes, self.C, self.kv_chunk_tokens)
+                for n in notes
+            ]
+        segs, _notes = self._templates[key]
+        fixed = dict(
+            channels=self.C,
+            chunk_tokens=self.kv_chunk_tokens,
+            kv_row_bytes=self.layout.kv_row_bytes,
+            query_per_kv=self.llm.heads // self.llm.kv_heads,
+        )
+        return [
+            Segment(apply_plan(plan, s.instrs, prior, new, **fixed), s.reps) for s, plan in zip(segs, self._plans[key])
+        ]
 
     def decode_program(self, ctx: int) -> Program:
         """One decoded token at context length ``ctx`` (tokens already in the KV cache)."""
