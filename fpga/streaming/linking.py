@@ -74,7 +74,7 @@ def _tally(st: _Static, layer: _Layer, p: int) -> tuple[np.ndarray, np.ndarray]:
             out.append(t)
         return out[0], out[1]
 
-    return ctx_memo.TALLIES.get(st, _port_key(st, layer, p), (), build)
+    return ctx_memo.TALLIES.get((st,), _port_key(st, layer, p), (), build)
 
 
 def _request_bytes(st: _Static, layer: _Layer, prog: Program, L: int) -> dict[str, int]:
@@ -238,7 +238,7 @@ def _link(
     and the class requests come from :mod:`fpga.streaming.ctx_memo` when a neighbouring context built the same."""
     la = layer.arrays()
     key_arrs = tuple(la[k] for k in ("eng", "cyc", "drain", "op", "dkind", "didx", "doff")) + (layer.x_out,)
-    blk = ctx_memo.BLOCKS.get(st, (design, L), key_arrs, lambda: _blocks(design, st, layer, L))
+    blk = ctx_memo.BLOCKS.get((st, design), L, key_arrs, lambda: _blocks(design, st, layer, L))
     eng = blk["eng"]
     n = len(eng)
 
@@ -265,9 +265,9 @@ def _link(
 
     def requests(ports: list[int]) -> tuple[np.ndarray, ...]:
         where = None if bases is None else tuple(int(bases[p]) for p in ports)
-        key = (design, kv_stride, tuple(keys[p] for p in ports), where)
+        key = (kv_stride, tuple(keys[p] for p in ports), where)
         build = lambda: _requests(design, c, st, layer, blk, kv_stride, ports, bases)  # noqa: E731
-        return ctx_memo.REQUESTS.get(blk, key, (), build)
+        return ctx_memo.REQUESTS.get((blk, design), key, (), build)
 
     g_ptr, r_table, t_need_group = requests(g_port)
     if per_port:
