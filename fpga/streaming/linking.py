@@ -270,10 +270,9 @@ def _link(
         return ctx_memo.REQUESTS.get((blk, design), key, (), build)
 
     g_ptr, r_table, t_need_group = requests(g_port)
-    if per_port:
-        p_ptr, pr_table, t_need_port = requests(list(range(n_ports)))
-    else:
-        p_ptr, pr_table, t_need_port = _requests(design, c, st, layer, blk, kv_stride, [], None)
+    # every port's own requests (the cycle-stepped reference's): built each time, not memoized (L x ports rows)
+    every = list(range(n_ports)) if per_port else []
+    p_ptr, pr_table, t_need_port = _requests(design, c, st, layer, blk, kv_stride, every, bases)
     bufs = [design.engines[int(port_eng[p])].buffer_depth for p in range(n_ports)]
     outs = [design.engines[int(port_eng[p])].max_outstanding for p in range(n_ports)]
     return Program(
