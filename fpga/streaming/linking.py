@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from fpga.streaming import ctx_memo
 from fpga.streaming.backpressure import _expand_port
 from fpga.streaming.design import DesignError, StreamingDesign
 from fpga.streaming.lowering import _cdiv, _Compiler, hop_matrix
@@ -56,29 +57,46 @@ def _place(
                     off[row, s] = cyc[prod] + lat[eng[prod]] + hop[eng[prod], eng[row]] + extra
 
 
+def _tally(st: _Static, layer: _Layer, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes (weights read, KV read, KV written) of port ``p``'s head + tail requests and of one layer copy's;
+    memoized on the port's request key (:func:`_port_key`)."""
+
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        out = []
+        for arrs in ((st.head.req_array(p), st.tail.req_array(p)), (layer.req_array(p),)):
+            t = np.zeros(3, np.int64)
+            for arr in arrs:
+                if len(arr):
+                    kv = arr[:, 5] == KIND_KV
+                    wr = arr[:, 2] == 1
+                    n = arr[:, 0]
+                    t += [int(n[~kv & ~wr].sum()), int(n[kv & ~wr].sum()), int(n[kv & wr].sum())]
+            out.append(t)
+        return out[0], out[1]
+
+    return ctx_memo.TALLIES.get((st,), _port_key(st, layer, p), (), build)
+
+
 def _request_bytes(st: _Static, layer: _Layer, prog: Program, L: int) -> dict[str, int]:
     """Bytes the program's requests move, by kind (weights read, KV read, KV written), summed over every port
     (one representative per class of identical ports, times the class size)."""
-    out = {"param_read": 0, "kv_read": 0, "kv_write": 0}
+    tot = np.zeros(3, np.int64)
     for g, p in enumerate(prog.g_port):
-        mult = int(prog.g_mult[g])
-        for arr, copies in ((st.head.req_array(p), 1), (layer.req_array(int(p)), L), (st.tail.req_array(p), 1)):
-            if not len(arr):
-                continue
-            kv = arr[:, 5] == KIND_KV
-            wr = arr[:, 2] == 1
-            n = arr[:, 0]
-            out["param_read"] += mult * copies * int(n[~kv & ~wr].sum())
-            out["kv_read"] += mult * copies * int(n[kv & ~wr].sum())
-            out["kv_write"] += mult * copies * int(n[kv & wr].sum())
-    return out
+        once, per_layer = _tally(st, layer, int(p))
+        tot += int(prog.g_mult[g]) * (once + L * per_layer)
+    return {"param_read": int(tot[0]), "kv_read": int(tot[1]), "kv_write": int(tot[2])}
 
 
-def _link(
-    design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: int, kv_stride: int, macs: int, per_port: bool
-) -> Program:
-    """Replicate the layer L times between head and tail and resolve every cross-segment reference."""
-    head, head_x, tail, layer_w = st.head, st.head_x, st.tail, st.layer_w
+def _port_key(st: _Static, layer: _Layer, p: int) -> tuple[int, bytes]:
+    """What decides port ``p``'s requests over a token: its class of equal head, pre, post and tail requests
+    (same engine, so the same buffer and outstanding limits) and its attention requests."""
+    return st.port_class[p], layer.att_key[p]
+
+
+def _blocks(design: StreamingDesign, st: _Static, layer: _Layer, L: int) -> dict[str, np.ndarray]:
+    """The token's blocks: the layer replicated L times between head and tail, every cross-segment reference
+    resolved, engines' block lists ordered."""
+    head, head_x, tail = st.head, st.head_x, st.tail
     H, N, T = len(head.eng), len(layer.arrays()["eng"]), len(tail.eng)
     n = H + L * N + T
     hs, ls, ts = head.arrays(), layer.arrays(), tail.arrays()
@@ -114,7 +132,7 @@ def _link(
         (ls, layer, base, x_prod[:L]),
         (ts, tail, np.array([tail_base]), x_prod[L : L + 1]),
     ):
-        xin: _Vec = seg.x_in  # type: ignore[attr-defined]
+        xin: _Vec = seg.x_in  # type: ignore[union-attr]
         if xin.consumer_engine == NO or xin.consumer_engine == xin.engine or n_x <= q or (io > 0 and seg is layer):
             continue
         free = np.array(xin.free_tile, dtype=np.int64)
@@ -136,6 +154,93 @@ def _link(
     order = np.concatenate(parts_e).astype(np.int64)
     counts = np.bincount(eng, minlength=len(design.engines))
     e_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return dict(
+        eng=eng,
+        cyc=cyc,
+        lat=lat,
+        dep=dep,
+        off=off,
+        drain=drain,
+        op=op,
+        t_layer=t_layer,
+        order=order,
+        e_ptr=e_ptr,
+        base=base,
+        tail_base=np.array(tail_base),
+    )
+
+
+def _requests(
+    design: StreamingDesign,
+    c: _Compiler,
+    st: _Static,
+    layer: _Layer,
+    blk: dict[str, np.ndarray],
+    kv_stride: int,
+    ports: list[int],
+    bases: np.ndarray | None,
+) -> tuple[np.ndarray, ...]:
+    """Request arrays of ``ports`` (CSR), each port's head + L layer copies + tail, with buffer-slot and
+    outstanding-limit predecessors and the read each block needs; each port's addresses start at ``bases``
+    (its engine's base on a channel shared by engines)."""
+    head, tail, layer_w = st.head, st.tail, st.layer_w
+    base, tail_base, cyc = blk["base"], int(blk["tail_base"]), blk["cyc"]
+    L, n = len(base), len(cyc)
+    empty = np.zeros((0, 6), np.int64)
+    counts = [len(head.req_array(p)) + L * len(layer.req_array(p)) + len(tail.req_array(p)) for p in ports]
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    out = np.empty((int(ptr[-1]), 8), dtype=np.int64)
+    need = np.full((n, len(ports)), NO, dtype=np.int64)
+    port_eng = [i for i, e in enumerate(design.engines) for _ in range(e.ports)]
+    for i, p in enumerate(ports):
+        e = design.engines[port_eng[p]]
+        worst = _expand_port(
+            head.req_array(p) if len(head.req_array(p)) else empty,
+            layer.req_array(p) if len(layer.req_array(p)) else empty,
+            tail.req_array(p) if len(tail.req_array(p)) else empty,
+            base,
+            tail_base,
+            layer_w[port_eng[p]],
+            kv_stride,
+            cyc,
+            e.buffer_depth,
+            e.max_outstanding,
+            out[ptr[i] : ptr[i + 1]],
+            need[:, i],
+        )
+        if worst > e.buffer_depth:
+            raise DesignError(
+                f"design '{design.name}': engine '{e.name}' needs {worst} requests of "
+                f"{e.burst_bytes} B per port for one block but its port buffer holds "
+                f"buffer_depth = {e.buffer_depth}; raise buffer_depth or burst_bytes"
+            )
+    if bases is not None:
+        for i, q in enumerate(ports):
+            out[ptr[i] : ptr[i + 1], R_ADDR] += bases[q]
+    return ptr, out, need
+
+
+def _channel_bases(design: StreamingDesign, c: _Compiler, st: _Static, kv_stride: int, L: int) -> np.ndarray | None:
+    """Per port, where its engine's data starts on its channel when engines share channels (they keep their data
+    apart there: fpga.streaming.ports.channel_bases); None when no channel is shared."""
+    if not shared(design):
+        return None
+    a_eng = c.eng_idx["attention"]
+    foot = list(st.total_w)
+    foot[a_eng] = (_cdiv(foot[a_eng], 1 << 20) << 20) + kv_stride * L
+    return np.array(channel_bases(design, foot), np.int64)
+
+
+def _link(
+    design: StreamingDesign, c: _Compiler, st: _Static, layer: _Layer, L: int, kv_stride: int, macs: int, per_port: bool
+) -> Program:
+    """Replicate the layer L times between head and tail and resolve every cross-segment reference; the blocks
+    and the class requests come from :mod:`fpga.streaming.ctx_memo` when a neighbouring context built the same."""
+    la = layer.arrays()
+    key_arrs = tuple(la[k] for k in ("eng", "cyc", "drain", "op", "dkind", "didx", "doff")) + (layer.x_out,)
+    blk = ctx_memo.BLOCKS.get((st, design), L, key_arrs, lambda: _blocks(design, st, layer, L))
+    eng = blk["eng"]
+    n = len(eng)
 
     # ---- requests per port
     n_ports = c.n_ports
@@ -145,77 +250,43 @@ def _link(
         else np.zeros(0, np.int64)
     )
     # classes of identical ports (same requests, same consumers): the fast engine simulates one of each
+    keys = [_port_key(st, layer, p) for p in range(n_ports)]
     port_group = np.zeros(n_ports, dtype=np.int64)
     g_port: list[int] = []
+    first: dict[tuple[int, bytes], int] = {}
     for p in range(n_ports):
-        for g, rep in enumerate(g_port):
-            if st.port_class[p] == st.port_class[rep] and layer.att_key[p] == layer.att_key[rep]:
-                port_group[p] = g
-                break
-        else:
-            port_group[p] = len(g_port)
+        g = first.setdefault(keys[p], len(g_port))
+        if g == len(g_port):
             g_port.append(p)
+        port_group[p] = g
     g_mult = np.bincount(port_group, minlength=len(g_port)).astype(np.int64) if n_ports else np.zeros(0, np.int64)
 
+    bases = _channel_bases(design, c, st, kv_stride, L)
+
+    def requests(ports: list[int]) -> tuple[np.ndarray, ...]:
+        where = None if bases is None else tuple(int(bases[p]) for p in ports)
+        key = (kv_stride, tuple(keys[p] for p in ports), where)
+        build = lambda: _requests(design, c, st, layer, blk, kv_stride, ports, bases)  # noqa: E731
+        return ctx_memo.REQUESTS.get((blk, design), key, (), build)
+
+    g_ptr, r_table, t_need_group = requests(g_port)
+    # every port's own requests (the cycle-stepped reference's): built each time, not memoized (L x ports rows)
+    every = list(range(n_ports)) if per_port else []
+    p_ptr, pr_table, t_need_port = _requests(design, c, st, layer, blk, kv_stride, every, bases)
     bufs = [design.engines[int(port_eng[p])].buffer_depth for p in range(n_ports)]
     outs = [design.engines[int(port_eng[p])].max_outstanding for p in range(n_ports)]
-    empty = np.zeros((0, 6), np.int64)
-
-    def expand(ports: list[int]) -> tuple[np.ndarray, ...]:
-        """Request arrays of ``ports`` (CSR), each port's head + L layer copies + tail, with buffer-slot and
-        outstanding-limit predecessors and the read each block needs."""
-        counts = [len(head.req_array(p)) + L * len(layer.req_array(p)) + len(tail.req_array(p)) for p in ports]
-        ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        tot = int(ptr[-1])
-        out = np.empty((tot, 8), dtype=np.int64)
-        need = np.full((n, len(ports)), NO, dtype=np.int64)
-        for i, p in enumerate(ports):
-            ei = int(port_eng[p])
-            worst = _expand_port(
-                head.req_array(p) if len(head.req_array(p)) else empty,
-                layer.req_array(p) if len(layer.req_array(p)) else empty,
-                tail.req_array(p) if len(tail.req_array(p)) else empty,
-                base,
-                tail_base,
-                layer_w[ei],
-                kv_stride,
-                cyc,
-                bufs[p],
-                outs[p],
-                out[ptr[i] : ptr[i + 1]],
-                need[:, i],
-            )
-            e = design.engines[ei]
-            if worst > e.buffer_depth:
-                raise DesignError(
-                    f"design '{design.name}': engine '{e.name}' needs {worst} requests of "
-                    f"{e.burst_bytes} B per port for one block but its port buffer holds "
-                    f"buffer_depth = {e.buffer_depth}; raise buffer_depth or burst_bytes"
-                )
-        return ptr, out, need
-
-    g_ptr, r_table, t_need_group = expand(g_port)
-    p_ptr, pr_table, t_need_port = expand(list(range(n_ports)) if per_port else [])
-    if shared(design):  # engines sharing a channel keep their data apart on it (fpga.streaming.ports.channel_bases)
-        a_eng = c.eng_idx["attention"]
-        foot = list(st.total_w)
-        foot[a_eng] = (_cdiv(foot[a_eng], 1 << 20) << 20) + kv_stride * L
-        bases = np.array(channel_bases(design, foot), np.int64)
-        for ptr, table, ports in ((g_ptr, r_table, g_port), (p_ptr, pr_table, range(n_ports) if per_port else [])):
-            for i, q in enumerate(ports):
-                table[ptr[i] : ptr[i + 1], R_ADDR] += bases[q]
     return Program(
         n_blocks=n,
         t_eng=eng,
-        t_cyc=cyc,
-        t_drain=drain,
-        t_op=op,
-        t_layer=t_layer,
-        t_dep=dep,
-        t_off=off,
-        e_ptr=e_ptr,
-        e_list=order.astype(np.int64),
-        e_lat=lat,
+        t_cyc=blk["cyc"],
+        t_drain=blk["drain"],
+        t_op=blk["op"],
+        t_layer=blk["t_layer"],
+        t_dep=blk["dep"],
+        t_off=blk["off"],
+        e_ptr=blk["e_ptr"],
+        e_list=blk["order"],
+        e_lat=blk["lat"],
         final_block=n - 1,
         port_eng=port_eng,
         port_group=port_group,

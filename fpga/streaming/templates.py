@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from fpga.streaming import ctx_memo
 from fpga.streaming.design import StreamingDesign
 from fpga.streaming.lowering import _cdiv, _Compiler, _graph0, hop_matrix
 from fpga.streaming.part_memo import clear as clear_part_memo
@@ -249,3 +250,4 @@ def clear_caches() -> None:
     for fn in (_static_parts, _layer_for, _base_compiler, kv_region_bytes, hop_matrix, _graph0):
         fn.cache_clear()
     clear_part_memo()
+    ctx_memo.clear()  # and the linked parts (blocks, class requests) built from them
