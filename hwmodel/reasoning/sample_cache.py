@@ -13,7 +13,9 @@ of
 * every source file of the project's packages (:func:`hwmodel.numba_cache.tree_key`) and every data file beside
   them (specs, boards, designs, fitted parameters: ``.toml``/``.json``/``.yaml``/``.csv``),
 
-so a change to any of them reads no old sample. Values are stored as JSON floats (shortest repr: they read back
+so a change to any of them reads no old sample. The file also keeps the engine's per-phase powers (``power``, by
+phase name; absent in older files): a cycle-level engine simulates a token per phase for them, ~1.4 s of CPU in
+the full reproduction, on its critical path before the workers start. Values are stored as JSON floats (shortest repr: they read back
 bit-identical), so every time read from a table -- every output -- is the same as with the samples simulated.
 A damaged file (not JSON, wrong keys, a value that is not a finite non-negative float) is treated as absent: one
 line on stderr, and it is rewritten after the run. An engine without a ``design`` is never cached.
@@ -29,6 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hwmodel.engine import Phase
 from hwmodel.io import note_damaged
 from hwmodel.numba_cache import PACKAGES, cache_root, tree_key
 
@@ -100,15 +103,37 @@ def load(path: Path) -> dict[bool, dict[int, float]]:
         return {}
 
 
-def save(path: Path, samples: dict[bool, dict[int, float]]) -> None:
-    """Write ``samples`` (merged with what the file holds) atomically; a directory that cannot be written is left
-    alone (the next run simulates the samples again)."""
+def load_powers(path: Path) -> dict[Phase, float]:
+    """{phase: power} from a cache file's ``power`` table (optional); nothing when the file is absent or damaged."""
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        table = doc.get("power", {}) if isinstance(doc, dict) and doc.get("format") == CACHE_FORMAT else {}
+        if not isinstance(table, dict):
+            raise ValueError("the power table is not an object")
+        out = {}
+        for k, v in table.items():
+            if not isinstance(v, float) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"power of {k!r} is not a finite non-negative float")
+            out[Phase(k)] = v  # ValueError for a name that is not a phase
+        return out
+    except (OSError, ValueError, TypeError) as exc:
+        note_damaged(path, "draft-sample cache", f"{type(exc).__name__}: {exc}"[:160])
+        return {}
+
+
+def save(path: Path, samples: dict[bool, dict[int, float]], powers: dict[Phase, float] | None = None) -> None:
+    """Write ``samples`` and ``powers`` (merged with what the file holds) atomically; a directory that cannot be
+    written is left alone (the next run simulates the samples again)."""
     have = load(path)
     merged = {h: {**have.get(h, {}), **samples.get(h, {})} for h in (True, False)}
+    merged_powers = {**load_powers(path), **(powers or {})}
     doc = {
         "format": CACHE_FORMAT,
         "decode": {str(c): v for c, v in sorted(merged[True].items())},
         "ingest": {str(c): v for c, v in sorted(merged[False].items())},
+        "power": {p.value: v for p, v in sorted(merged_powers.items(), key=lambda kv: kv[0].value)},
     }
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

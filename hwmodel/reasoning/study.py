@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from hwmodel.engine import Phase
 from hwmodel.reasoning import prefill_plan, warmup
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summarize_all
@@ -240,7 +239,7 @@ def parent_warm_steps(
     yield from prefill_plan.steps(prefill_targets(units, seed, limit))
     engines = {id(te): te for te, _bound in sampled if warmup.sampled(te) is not None}
     for te in engines.values():
-        yield [te.power_w(phase) for phase in Phase]
+        yield warmup.phase_powers(te)
     for u in units:
         migrate = build_platform(u.config, u.policy, draft=u.draft).prompt_migration  # a resident draft's
         if migrate is not None:
