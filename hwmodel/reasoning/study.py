@@ -131,12 +131,15 @@ def base_config(config: str) -> str:
     return inv.get(config, config)
 
 
-@functools.cache
 def study_traces(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int | None = None) -> tuple[Trace, Trace]:
-    """(without, with backtracking) traces of ``dataset`` for the baseline of ``config`` (memoized per process)."""
-    config = base_config(config)
-    system = load_system(config)
-    return generate_pair(dataset, system.target_llm, seed=seed, limit=limit, config=config)
+    """(without, with backtracking) traces of ``dataset`` for the baseline of ``config`` (memoized per process,
+    by the base configuration: a -graphs variant gets its base's traces, the same objects, not a second copy)."""
+    return _study_traces(dataset, base_config(config), seed, limit)
+
+
+@functools.cache
+def _study_traces(dataset: str, config: str, seed: int, limit: int | None) -> tuple[Trace, Trace]:
+    return generate_pair(dataset, load_system(config).target_llm, seed=seed, limit=limit, config=config)
 
 
 @functools.cache
