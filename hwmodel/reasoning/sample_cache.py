@@ -78,15 +78,18 @@ def cache_path(engine: Any) -> Path | None:
     return where / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
 
 
-def _valid(table: Any) -> dict[int, float]:
+def _valid(table: Any, what: str = "sample at") -> dict[str, float]:
+    """The table's entries, each checked to be a finite non-negative float (ValueError otherwise)."""
     if not isinstance(table, dict):
-        raise ValueError("a table is not an object")
-    out = {}
+        raise ValueError(f"a table ({what} ...) is not an object")
     for k, v in table.items():
         if not isinstance(v, float) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"sample at {k!r} is not a finite non-negative float")
-        out[int(k)] = v
-    return out
+            raise ValueError(f"{what} {k!r} is not a finite non-negative float")
+    return table
+
+
+def _samples(table: Any) -> dict[int, float]:
+    return {int(k): v for k, v in _valid(table).items()}
 
 
 def load(path: Path) -> dict[bool, dict[int, float]]:
@@ -97,7 +100,7 @@ def load(path: Path) -> dict[bool, dict[int, float]]:
         doc = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
             raise ValueError(f"format {doc.get('format') if isinstance(doc, dict) else None}, expected {CACHE_FORMAT}")
-        return {True: _valid(doc["decode"]), False: _valid(doc["ingest"])}
+        return {True: _samples(doc["decode"]), False: _samples(doc["ingest"])}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         note_damaged(path, "draft-sample cache", f"{type(exc).__name__}: {exc}"[:160])
         return {}
@@ -110,14 +113,7 @@ def load_powers(path: Path) -> dict[Phase, float]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         table = doc.get("power", {}) if isinstance(doc, dict) and doc.get("format") == CACHE_FORMAT else {}
-        if not isinstance(table, dict):
-            raise ValueError("the power table is not an object")
-        out = {}
-        for k, v in table.items():
-            if not isinstance(v, float) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"power of {k!r} is not a finite non-negative float")
-            out[Phase(k)] = v  # ValueError for a name that is not a phase
-        return out
+        return {Phase(k): v for k, v in _valid(table, "power of").items()}  # ValueError for a name not a phase
     except (OSError, ValueError, TypeError) as exc:
         note_damaged(path, "draft-sample cache", f"{type(exc).__name__}: {exc}"[:160])
         return {}
