@@ -14,7 +14,7 @@ of
   them (specs, boards, designs, fitted parameters: ``.toml``/``.json``/``.yaml``/``.csv``),
 
 so a change to any of them reads no old sample. The file also keeps the engine's per-phase powers (``power``, by
-phase name; absent in older files): a cycle-level engine simulates a token per phase for them, ~1.4 s of CPU in
+phase name; absent in older files): a cycle-level engine simulates a token per phase for them, ~1 s of CPU in
 the full reproduction, on its critical path before the workers start. Values are stored as JSON floats (shortest repr: they read back
 bit-identical), so every time read from a table -- every output -- is the same as with the samples simulated.
 A damaged file (not JSON, wrong keys, a value that is not a finite non-negative float) is treated as absent: one
