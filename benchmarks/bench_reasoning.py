@@ -17,7 +17,11 @@ Figures:
 * with ``--full``: the full ``hwmodel reproduce heteroreason`` (2 workers) in a child process: wall time, CPU
   time of the whole process tree, and the load average around it (issue 30's target: 30 s on 2 quiet cores),
   twice back to back: the drafts' samples simulated, then read from the sample cache the first run filled, with
-  the ratio and whether the outputs are byte-identical.
+  the ratio and whether the outputs are byte-identical;
+* with ``--against DIR`` (another checkout, e.g. the main branch): the same two runs of that checkout's code and of
+  this one back to back (old then new, samples simulated then from disk, each checkout its own sample cache), the
+  CPU ratio of their process trees (what to compare on a loaded machine) and whether their outputs are
+  byte-identical (run.json and the journal excepted).
 Timings on a shared machine are noisy; best of three where it is cheap.
 """
 
@@ -178,37 +182,69 @@ def bench_event_loops(limit: int) -> None:
     )
 
 
-def bench_full_reproduction(jobs: int = 2) -> None:
+def bench_full_reproduction(jobs: int = 2, against: Path | None = None) -> None:
     """The whole system-A reproduction as a user runs it, in a child process (fresh engines, nothing memoized),
     twice back to back: the cycle-level drafts' samples simulated (an empty sample cache,
     hwmodel/reasoning/sample_cache.py), then read from the cache the first run filled; both outputs compared."""
-    import filecmp
     import tempfile
 
+    here = Path(__file__).resolve().parents[1]
+    trees = {"old": against.resolve(), "new": here} if against is not None else {"": here}
     with tempfile.TemporaryDirectory() as samples, tempfile.TemporaryDirectory() as out:
-        runs = []
+        runs: dict[tuple[str, str], tuple[float, float, float, float, float]] = {}
         for what in ("samples simulated", "samples from disk"):
-            runs.append(_time_reproduction(jobs, Path(out) / what.replace(" ", "-"), samples))
-            wall, user, sys_s, load0, load1 = runs[-1]
+            for name, tree in trees.items():
+                where = Path(out) / f"{name}-{what.replace(' ', '-')}"
+                runs[(name, what)] = r = _time_reproduction(jobs, where, str(Path(samples) / name), tree)
+                wall, user, sys_s, load0, load1 = r
+                print(
+                    f"full reproduction (hwmodel reproduce heteroreason --jobs {jobs}){f' [{name}: {tree}]' * bool(name)}"
+                    f", {what}: {wall:.1f} s wall, {user:.1f} s user + {sys_s:.1f} s system CPU (parent and "
+                    f"workers); load average {load0:.2f} before, {load1:.2f} after"
+                )
+        for name in trees:
+            ra, rb = runs[(name, "samples simulated")], runs[(name, "samples from disk")]
+            same, n = _same_outputs(Path(out) / f"{name}-samples-simulated", Path(out) / f"{name}-samples-from-disk")
             print(
-                f"full reproduction (hwmodel reproduce heteroreason --jobs {jobs}), {what}: {wall:.1f} s wall, "
-                f"{user:.1f} s user + {sys_s:.1f} s system CPU (parent and workers); load average {load0:.2f} "
-                f"before, {load1:.2f} after"
+                f"  {name + ': ' if name else ''}from disk vs simulated: {ra[0] / rb[0]:.2f}x wall, "
+                f"{_cpu(ra) / _cpu(rb):.2f}x CPU; {n} output files {'byte-identical' if same else 'DIFFERENT'}"
             )
-        a, b = (Path(out) / w / "heteroreason" for w in ("samples-simulated", "samples-from-disk"))
-        names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
-        names = [n for n in names if n.name not in ("run.json", "journal.jsonl")]  # they record the run itself
-        same = all(filecmp.cmp(a / n, b / n, shallow=False) for n in names)
-        print(
-            f"  from disk vs simulated: {runs[0][0] / runs[1][0]:.2f}x wall, "
-            f"{(runs[0][1] + runs[0][2]) / (runs[1][1] + runs[1][2]):.2f}x CPU; "
-            f"{len(names)} output files {'byte-identical' if same else 'DIFFERENT'}"
-        )
+        if against is not None:
+            for what in ("samples simulated", "samples from disk"):
+                old, new = runs[("old", what)], runs[("new", what)]
+                w = what.replace(" ", "-")
+                same, n = _same_outputs(Path(out) / f"old-{w}", Path(out) / f"new-{w}")
+                print(
+                    f"  new vs old, {what}: {_cpu(old) / _cpu(new):.2f}x less CPU ({_cpu(old):.1f} -> "
+                    f"{_cpu(new):.1f} s), {old[0] / new[0]:.2f}x wall; {n} output files "
+                    f"{'byte-identical' if same else 'DIFFERENT'}"
+                )
 
 
-def _time_reproduction(jobs: int, out: Path, samples: str) -> tuple[float, float, float, float, float]:
-    """(wall s, user s, system s, load before, load after) of one reproduction in a child process whose draft
-    samples are cached in ``samples``."""
+def _cpu(run: tuple[float, float, float, float, float]) -> float:
+    return run[1] + run[2]
+
+
+def _same_outputs(a: Path, b: Path) -> tuple[bool, int]:
+    """Whether two reproductions' output trees are byte-identical (run.json and the journal excepted: they record
+    the run itself), and how many files were compared."""
+    import filecmp
+
+    a, b = a / "heteroreason", b / "heteroreason"
+    names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    names = [n for n in names if n.name not in ("run.json", "journal.jsonl")]
+    same = all((b / n).is_file() and filecmp.cmp(a / n, b / n, shallow=False) for n in names)
+    same = same and len(names) == sum(
+        1 for p in b.rglob("*") if p.is_file() and p.name not in ("run.json", "journal.jsonl")
+    )
+    return same, len(names)
+
+
+def _time_reproduction(
+    jobs: int, out: Path, samples: str, tree: Path | None = None
+) -> tuple[float, float, float, float, float]:
+    """(wall s, user s, system s, load before, load after) of one reproduction in a child process, with the code
+    of checkout ``tree`` (default: this one), whose draft samples are cached in ``samples``."""
     import os
     import resource
     import subprocess
@@ -216,12 +252,13 @@ def _time_reproduction(jobs: int, out: Path, samples: str) -> tuple[float, float
     load0 = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
+    tree = tree or Path(__file__).resolve().parents[1]
     subprocess.run(
         [sys.executable, "-m", "hwmodel", "reproduce", "--out", str(out), "-q", "heteroreason", "--jobs", str(jobs)],
         check=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=tree,  # `python -m` imports the package of the working directory first
         stdout=subprocess.DEVNULL,
-        env={**os.environ, "HWMODEL_SAMPLE_CACHE_DIR": samples},
+        env={**os.environ, "HWMODEL_SAMPLE_CACHE_DIR": samples, "PYTHONPATH": str(tree)},
     )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -239,17 +276,23 @@ def main() -> None:
         help="also time the full `hwmodel reproduce heteroreason`, samples simulated then cached (two runs)",
     )
     ap.add_argument("--only-full", action="store_true", help="only the full reproduction's timing")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="with --full/--only-full: also time another checkout's reproduction (e.g. main) back to back",
+    )
     ap.add_argument("--loop-limit", type=int, default=40, help="problems per dataset of the event-loop A/B")
     args = ap.parse_args()
     if args.only_full:
-        bench_full_reproduction()
+        bench_full_reproduction(against=args.against)
         return
     bench_policies(args.dataset, args.config, args.limit)
     bench_gpu_prefill(args.config, args.limit)
     bench_fpga_sampling(args.config)
     bench_event_loops(args.loop_limit)
     if args.full:
-        bench_full_reproduction()
+        bench_full_reproduction(against=args.against)
 
 
 if __name__ == "__main__":

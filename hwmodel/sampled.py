@@ -60,6 +60,7 @@ class ContextSampledEngine:
         self._decode_pts: dict[int, float] = {}
         self._ingest_pts: dict[int, float] = {}
         self._prefill_memo: dict[tuple[int, int], float] = {}
+        self._powers: dict[Phase, float] = {}  # the wrapped engine's power per phase, asked once (or from a cache)
         if prefill == "tokenwise":
             self._check_contract()
 
@@ -148,4 +149,17 @@ class ContextSampledEngine:
         return self.ingest_s(n_tokens - 1, ctx) + self.decode_s(ctx + n_tokens - 1)
 
     def power_w(self, phase: Phase) -> float:
-        return float(self.engine.power_w(phase))
+        p = self._powers.get(phase)
+        if p is None:
+            p = self._powers[phase] = float(self.engine.power_w(phase))
+        return p
+
+    def add_powers(self, powers: dict[Phase, float]) -> None:
+        """Store per-phase powers an identical engine computed (the sample cache): the values :meth:`power_w`
+        would compute itself."""
+        self._powers.update(powers)
+
+    @property
+    def powers(self) -> dict[Phase, float]:
+        """The per-phase powers known so far (computed or stored)."""
+        return dict(self._powers)

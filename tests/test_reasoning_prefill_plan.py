@@ -115,3 +115,24 @@ def test_the_parents_warm_steps_leave_a_resident_draft_unit_nothing_shared_to_co
         assert pf.prompt_migration._memo == migrations and pf.draft._power == powers
     finally:
         clear_engine_memo()
+
+
+def test_prefills_resuming_a_stopped_prefetch_are_planned(monkeypatch) -> None:  # noqa: ANN001
+    """A backtrack's target step that resumes a stopped T2 prefetch asks for a prefill of the reused tokens on the
+    cached context: planned, those fill no block on demand (the rows are the same either way)."""
+    units = [study.Unit("gsm8k", "config2", p) for p in ("step-ahead", "step-ahead-submit", "heteroreason")]
+    out = {}
+    try:
+        for planned in (False, True):
+            clear_engine_memo()
+            if not planned:
+                monkeypatch.setattr(prefill_plan, "_resumed_points", lambda p, rp: [])
+            prefill_plan.warm(study.prefill_targets(units, limit=40))
+            monkeypatch.undo()
+            rows = [study.run_unit(u, limit=40) for u in units]
+            out[planned] = rows, sum(_blocks(units).values())
+    finally:
+        clear_engine_memo()
+    assert any(r.reused_target_tokens for rows in out[True][0] for r in rows)
+    assert out[True][0] == out[False][0]
+    assert out[True][1] < out[False][1], (out[True][1], out[False][1])

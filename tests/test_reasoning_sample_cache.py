@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from hwmodel.engine import Phase
 from hwmodel.reasoning import sample_cache, warmup
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.sampled import ContextSampledEngine
@@ -74,3 +75,21 @@ def test_the_sample_directory_can_be_moved_and_caching_turned_off(tmp_path, monk
     )  # no design
     monkeypatch.setattr(sample_cache, "cache_root", lambda: None)  # HWMODEL_CACHE_DIR=off
     assert sample_cache.cache_path(te.engine) is None
+
+
+def test_phase_powers_are_cached_beside_the_samples(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(sample_cache, "cache_root", lambda: tmp_path)
+    first, tok = _timed(_Design("powered", 2e8))
+    warmup.warm([(first, 1500)], jobs=1)
+    asked: list[Phase] = []
+    monkeypatch.setattr(type(tok), "power_w", lambda self, phase: asked.append(phase) or 45.0 + len(phase.value))
+    want = warmup.phase_powers(first)
+    assert asked == list(Phase)  # computed once each, then written to the cache file
+    again, _ = _timed(_Design("powered", 2e8))
+    assert warmup.warm([(again, 1500)], jobs=1) == 0
+    assert warmup.phase_powers(again) == want  # read back bit-identical
+    assert asked == list(Phase)  # nothing asked of the engine again
+    path = sample_cache.cache_path(again.engine)
+    assert path is not None
+    path.write_text(path.read_text().replace('"idle": 49.0', '"idle": -1.0'))
+    assert sample_cache.load_powers(path) == {}  # a damaged power table is treated as absent

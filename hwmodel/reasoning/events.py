@@ -16,8 +16,8 @@ fails the process and re-raises a copy when its event is handled), with the same
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Generator
+from heapq import heappop, heappush
 from itertools import count
 from typing import Any
 
@@ -51,7 +51,7 @@ class Process(Event):
         self._gen = gen
         self._res = self._resume  # one bound method, added to and removed from the events' callbacks
         init = Event([self._res])
-        heapq.heappush(env._queue, (env.now, URGENT, next(env._eid), init))  # SimPy's Initialize
+        heappush(env._queue, (env.now, URGENT, next(env._eid), init))  # SimPy's Initialize
         self._target: Event | None = init
 
     @property
@@ -63,7 +63,7 @@ class Process(Event):
         if self._value is not _PENDING:
             raise RuntimeError(f"{self!r} has terminated and cannot be interrupted.")
         env = self.env
-        heapq.heappush(env._queue, (env.now, URGENT, next(env._eid), Event([self._interrupted], False, cause)))
+        heappush(env._queue, (env.now, URGENT, next(env._eid), Event([self._interrupted], False, cause)))
 
     def _interrupted(self, event: Event) -> None:
         if self._value is not _PENDING:
@@ -86,7 +86,7 @@ class Process(Event):
                 self._value = stop.value
                 self._target = None
                 env = self.env
-                heapq.heappush(env._queue, (env.now, NORMAL, next(env._eid), self))
+                heappush(env._queue, (env.now, NORMAL, next(env._eid), self))
                 return
             if event.callbacks is not None:
                 event.callbacks.append(self._res)
@@ -108,7 +108,7 @@ class Environment:
         if delay < 0:
             raise ValueError(f"Negative delay {delay}")
         ev = Event([], True, value)
-        heapq.heappush(self._queue, (self.now + delay, NORMAL, next(self._eid), ev))
+        heappush(self._queue, (self.now + delay, NORMAL, next(self._eid), ev))
         return ev
 
     def process(self, gen: Generator[Any, Any, Any]) -> Process:
@@ -117,9 +117,8 @@ class Environment:
     def run(self) -> None:
         """Handle every event in order until none is left (SimPy's ``env.run()`` without a stop time)."""
         queue = self._queue
-        pop = heapq.heappop
         while queue:
-            self.now, _, _, event = pop(queue)
+            self.now, _, _, event = heappop(queue)
             callbacks, event.callbacks = event.callbacks, None
             for callback in callbacks:  # type: ignore[union-attr]
                 callback(event)

@@ -9,9 +9,13 @@ the replays asked for; ~8,000 blocks were computed by both.
 Which points a replay asks for follows from what a prefill is (:mod:`hwmodel.reasoning.sim`): a request's total
 context -- cached plus new tokens -- is an attempt's context or the context after an attempt (a speculated or
 refined step), and its cached part is nothing, all but one token, or the context of another attempt of the same
-problem (a prefix the server has cached; the ``NEAREST_PREFIXES`` longest below the total are tried). A PRM's
-points are its scoring passes, one per attempt. A request outside the candidates (mostly one that resumes a
-stopped generation mid-step) is computed on demand, as before.
+problem (a prefix the server has cached; the ``NEAREST_PREFIXES`` longest below the total are tried). A request
+that resumes a stopped generation (a T2 prefetch stopped when the draft's step at its context was accepted, resumed
+by the first target step from that context after a backtrack) prefills the tokens the stopped run produced on top
+of the cached context: every count from one to the step's tokens less one is a candidate, for those target steps
+only (measured: these were half the blocks the workers still filled on demand, each a 256-point pass of ~1 ms,
+filled again by every T2 policy's unit). A PRM's points are its scoring passes, one per attempt. A request outside
+the candidates is computed on demand, as before.
 
 Values do not change: a memoized point holds the engine's ``prefill_many`` element for it, whichever pass
 computed it (tests/test_reasoning_prefill_plan.py).
@@ -24,7 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from hwmodel.reasoning.costs import TimedEngine
-from hwmodel.workload.trace import Problem, Replay
+from hwmodel.workload.trace import ACCEPT, DRAFT, TARGET, Problem, Replay
 
 _CTX_CODE = 1 << 32  # a (tokens, ctx) pair packed as tokens * _CTX_CODE + ctx, to deduplicate with numpy
 #: cached prefixes tried below each total context: the longest ones. Measured on the full reproduction, the two
@@ -51,7 +55,20 @@ def candidate_points(problems: Sequence[Problem], replays: Sequence[Replay]) -> 
             ok = below >= k
             cached = prefixes[below[ok] - k]
             codes.append((totals[ok] - cached) * _CTX_CODE + cached)
+        codes.extend(_resumed_points(p, rp))
     return np.unique(np.concatenate(codes)) if codes else np.zeros(0, dtype=np.int64)
+
+
+def _resumed_points(p: Problem, rp: Replay) -> list[np.ndarray]:
+    """The prefills of target steps that may resume a stopped prefetch (module docstring): the first target step
+    from a context where a draft step was accepted, ``r`` tokens reused (1 <= r < its tokens) on the cached
+    context."""
+    accepted = {rp.context[k] for k, a in enumerate(p.attempts) if a.by == DRAFT and a.verdict == ACCEPT}
+    return [
+        np.arange(1, a.tokens, dtype=np.int64) * _CTX_CODE + rp.context_tokens[j]
+        for j, a in enumerate(p.attempts)
+        if a.by == TARGET and a.tokens > 1 and rp.first_target_at_context[j] and rp.context[j] in accepted
+    ]
 
 
 def score_points(

@@ -13,7 +13,9 @@ of
 * every source file of the project's packages (:func:`hwmodel.numba_cache.tree_key`) and every data file beside
   them (specs, boards, designs, fitted parameters: ``.toml``/``.json``/``.yaml``/``.csv``),
 
-so a change to any of them reads no old sample. Values are stored as JSON floats (shortest repr: they read back
+so a change to any of them reads no old sample. The file also keeps the engine's per-phase powers (``power``, by
+phase name; absent in older files): a cycle-level engine simulates a token per phase for them, ~1 s of CPU in
+the full reproduction, on its critical path before the workers start. Values are stored as JSON floats (shortest repr: they read back
 bit-identical), so every time read from a table -- every output -- is the same as with the samples simulated.
 A damaged file (not JSON, wrong keys, a value that is not a finite non-negative float) is treated as absent: one
 line on stderr, and it is rewritten after the run. An engine without a ``design`` is never cached.
@@ -29,6 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hwmodel.engine import Phase
 from hwmodel.io import note_damaged
 from hwmodel.numba_cache import PACKAGES, cache_root, tree_key
 
@@ -75,15 +78,18 @@ def cache_path(engine: Any) -> Path | None:
     return where / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
 
 
-def _valid(table: Any) -> dict[int, float]:
+def _valid(table: Any, what: str = "sample at") -> dict[str, float]:
+    """The table's entries, each checked to be a finite non-negative float (ValueError otherwise)."""
     if not isinstance(table, dict):
-        raise ValueError("a table is not an object")
-    out = {}
+        raise ValueError(f"a table ({what} ...) is not an object")
     for k, v in table.items():
         if not isinstance(v, float) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"sample at {k!r} is not a finite non-negative float")
-        out[int(k)] = v
-    return out
+            raise ValueError(f"{what} {k!r} is not a finite non-negative float")
+    return table
+
+
+def _samples(table: Any) -> dict[int, float]:
+    return {int(k): v for k, v in _valid(table).items()}
 
 
 def load(path: Path) -> dict[bool, dict[int, float]]:
@@ -94,21 +100,36 @@ def load(path: Path) -> dict[bool, dict[int, float]]:
         doc = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT:
             raise ValueError(f"format {doc.get('format') if isinstance(doc, dict) else None}, expected {CACHE_FORMAT}")
-        return {True: _valid(doc["decode"]), False: _valid(doc["ingest"])}
+        return {True: _samples(doc["decode"]), False: _samples(doc["ingest"])}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         note_damaged(path, "draft-sample cache", f"{type(exc).__name__}: {exc}"[:160])
         return {}
 
 
-def save(path: Path, samples: dict[bool, dict[int, float]]) -> None:
-    """Write ``samples`` (merged with what the file holds) atomically; a directory that cannot be written is left
-    alone (the next run simulates the samples again)."""
+def load_powers(path: Path) -> dict[Phase, float]:
+    """{phase: power} from a cache file's ``power`` table (optional); nothing when the file is absent or damaged."""
+    if not path.is_file():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        table = doc.get("power", {}) if isinstance(doc, dict) and doc.get("format") == CACHE_FORMAT else {}
+        return {Phase(k): v for k, v in _valid(table, "power of").items()}  # ValueError for a name not a phase
+    except (OSError, ValueError, TypeError) as exc:
+        note_damaged(path, "draft-sample cache", f"{type(exc).__name__}: {exc}"[:160])
+        return {}
+
+
+def save(path: Path, samples: dict[bool, dict[int, float]], powers: dict[Phase, float] | None = None) -> None:
+    """Write ``samples`` and ``powers`` (merged with what the file holds) atomically; a directory that cannot be
+    written is left alone (the next run simulates the samples again)."""
     have = load(path)
     merged = {h: {**have.get(h, {}), **samples.get(h, {})} for h in (True, False)}
+    merged_powers = {**load_powers(path), **(powers or {})}
     doc = {
         "format": CACHE_FORMAT,
         "decode": {str(c): v for c, v in sorted(merged[True].items())},
         "ingest": {str(c): v for c, v in sorted(merged[False].items())},
+        "power": {p.value: v for p, v in sorted(merged_powers.items(), key=lambda kv: kv[0].value)},
     }
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -92,6 +92,47 @@ class ProblemOutcome:
     invalidated_energy_j: float = 0.0
 
 
+@dataclasses.dataclass(slots=True)
+class _ProblemPrep:
+    """What a replay derives from the problem and its step-rule replay alone, whatever the policy and platform:
+    computed once per problem and shared by every policy's replay of it in this process (values unchanged)."""
+
+    problem: Problem
+    replay: Replay
+    tokens_memo: dict[tuple[int, ...], int]  # context -> its tokens (ProblemSimulation._tokens_of)
+    next_draft_len: dict[int, int]  # step index -> the first draft attempt's length at that step
+    first_target_at: dict[tuple[int, ...], int]  # context -> index of the first target attempt from it
+    first_draft_at: dict[tuple[int, ...], int]  # context -> index of the first draft attempt from it
+    mean_step: int
+
+
+_PREPS: dict[tuple[int, int], _ProblemPrep] = {}
+_PREPS_MAX = 1 << 16  # problems whose preparation is kept (a full study unit holds up to ~1,000 per trace)
+
+
+def _problem_prep(problem: Problem, rp: Replay) -> _ProblemPrep:
+    """The :class:`_ProblemPrep` of ``problem`` with replay ``rp`` (memoized by identity; the entry holds both, so
+    an id is never reused while its entry lives)."""
+    key = (id(problem), id(rp))
+    prep = _PREPS.get(key)
+    if prep is not None and prep.problem is problem and prep.replay is rp:
+        return prep
+    attempts = problem.attempts
+    next_len: dict[int, int] = {}
+    first: dict[str, dict[tuple[int, ...], int]] = {DRAFT: {}, TARGET: {}}
+    for j, a in enumerate(attempts):
+        if a.by == DRAFT and a.step not in next_len:
+            next_len[a.step] = a.tokens
+        at = first.get(a.by)
+        if at is not None:
+            at.setdefault(rp.context[j], j)
+    mean = max(1, round(sum(a.tokens for a in attempts) / len(attempts)))
+    if len(_PREPS) >= _PREPS_MAX:
+        _PREPS.clear()
+    prep = _PREPS[key] = _ProblemPrep(problem, rp, {}, next_len, first[TARGET], first[DRAFT], mean)
+    return prep
+
+
 class ProblemSimulation:
     """Replays one problem under one policy on one platform (module docstring)."""
 
@@ -122,7 +163,10 @@ class ProblemSimulation:
         self.engine = {"draft": platform.draft, "prm": platform.prm, "target": platform.target}
         self.transfers: list[Transfer] = []
         self._transfer_s = platform.links.transfer_s
-        self._tokens_memo: dict[tuple[int, ...], int] = {}
+        # the links' own memo of transfer_s, read first (one call less per transfer); links without one: always called
+        self._transfer_memo: dict[tuple[str, str, int], float] = getattr(platform.links, "memo", {})
+        prep = _problem_prep(problem, self.rp)
+        self._tokens_memo: dict[tuple[int, ...], int] = prep.tokens_memo
         self.comm_s = 0.0
         self.committed: list[int] = []
         self.target_cache = PrefixCache(self._tokens_of)
@@ -144,10 +188,10 @@ class ProblemSimulation:
         self.kvmu_log: list[tuple[float, int, int, int]] = []  # (time, valid, curr, ahead) after each command
         self._pending_accept = False  # KVMU: an accepted step whose accept command waits for the next step boundary
         self.end_s = 0.0
-        self._next_draft_len = self._next_draft_lengths()
-        self._first_target_at = self._first_at(TARGET)
-        self._first_draft_at = self._first_at(DRAFT)
-        self._mean_step = max(1, round(sum(a.tokens for a in self.attempts) / len(self.attempts)))
+        self._next_draft_len = prep.next_draft_len
+        self._first_target_at = prep.first_target_at
+        self._first_draft_at = prep.first_draft_at
+        self._mean_step = prep.mean_step
 
     # ------------------------------------------------------------------------------------------------ helpers
     def _tokens_of(self, key: tuple[int, ...]) -> int:
@@ -156,25 +200,12 @@ class ProblemSimulation:
             t = self._tokens_memo[key] = self.problem.prompt_tokens + sum(self.attempts[j].tokens for j in key)
         return t
 
-    def _next_draft_lengths(self) -> dict[int, int]:
-        """For each step index, the first draft attempt's length at that step (speculated-step lengths)."""
-        out: dict[int, int] = {}
-        for a in self.attempts:
-            if a.by == DRAFT and a.step not in out:
-                out[a.step] = a.tokens
-        return out
-
-    def _first_at(self, by: str) -> dict[tuple[int, ...], int]:
-        """Context -> index of the first attempt by ``by`` from that context."""
-        out: dict[tuple[int, ...], int] = {}
-        for j, a in enumerate(self.attempts):
-            if a.by == by:
-                out.setdefault(self.rp.context[j], j)
-        return out
-
     def transfer(self, src: str, dst: str, n_bytes: int, label: str, start_s: float | None = None) -> float:
-        """Time of a transfer, recorded (for the communication share) as starting at ``start_s`` (default now)."""
-        t = self._transfer_s(src, dst, n_bytes)
+        """Time of a transfer, recorded (for the communication share) as starting at ``start_s`` (default now).
+        ``label`` is read only with ``keep_log`` (callers on the hot path pass "" without a log)."""
+        t = self._transfer_memo.get((src, dst, n_bytes))
+        if t is None:
+            t = self._transfer_s(src, dst, n_bytes)
         self.comm_s += t
         if self.keep_log:
             s = self.env.now if start_s is None else start_s
@@ -215,7 +246,8 @@ class ProblemSimulation:
         if wait_until_s > env.now and not (yield from self._wait_to_start(op, wait_until_s)):
             return
         start = op.start_s = env.now
-        x_in = self.transfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, f"{op.label}: context")
+        label = f"{op.label}: context" if self.keep_log else ""  # transfer labels are kept only in a log
+        x_in = self.transfer("host", op.role, (op.ctx_tokens + op.reuse) * self.pf.token_bytes, label)
         t0 = start + overhead_s + x_in
         if op.reuse >= op.n:
             op.k0, op.t0, op.compute_start_s = op.n, start, start
@@ -313,18 +345,21 @@ class ProblemSimulation:
 
     def _verify(self, i: int, ctx_tokens: int):  # noqa: ANN202 - SimPy sub-process
         """Send attempt ``i`` to the PRM, score it, bring the verdict back (one wait: nothing can interrupt it)."""
-        env = self.env
+        env, pf, log = self.env, self.pf, self.keep_log
         a = self.attempts[i]
-        tb = self.pf.token_bytes
+        tb = pf.token_bytes
         now = env.now
         src = "draft" if a.by == DRAFT else "target"
-        t_in = self.transfer(src, "host", a.tokens * tb, f"step {i} to host")
-        t_in += self.transfer("host", "prm", (ctx_tokens + a.tokens) * tb, f"step {i} to PRM", now + t_in)
-        t_in += self.pf.api_call_overhead_s
-        score_s, power_w = self.pf.prm.score(a.tokens, ctx_tokens, self.pf.prm_prefix_cache)
-        t_out = self.transfer("prm", "host", tb, f"verdict {i}", now + t_in + score_s)
-        if self.pf.draft_told_verdict:  # the host tells the draft's device (KVMU command / abort)
-            t_out += self.transfer("host", "draft", tb, f"verdict {i} to draft", now + t_in + score_s + t_out)
+        t_in = self.transfer(src, "host", a.tokens * tb, f"step {i} to host" if log else "")
+        t_in += self.transfer(
+            "host", "prm", (ctx_tokens + a.tokens) * tb, f"step {i} to PRM" if log else "", now + t_in
+        )
+        t_in += pf.api_call_overhead_s
+        score_s, power_w = pf.prm.score(a.tokens, ctx_tokens, pf.prm_prefix_cache)
+        t_out = self.transfer("prm", "host", tb, f"verdict {i}" if log else "", now + t_in + score_s)
+        if pf.draft_told_verdict:  # the host tells the draft's device (KVMU command / abort)
+            label = f"verdict {i} to draft" if log else ""
+            t_out += self.transfer("host", "draft", tb, label, now + t_in + score_s + t_out)
         self.record("prm", now + t_in, now + t_in + score_s, Phase.SCORE, f"score step {i} ({a.by})", power_w)
         yield env.timeout(t_in + score_s + t_out)
 
@@ -476,7 +511,9 @@ class ProblemSimulation:
             self.policy.catch_up(self, op, ctx_tokens)
             self.kv_check(f"ingesting target step {i}", ctx_tokens + a.tokens)
         else:
-            self.transfer("target", "host", a.tokens * self.pf.token_bytes, f"{op.label}: tokens")
+            self.transfer(
+                "target", "host", a.tokens * self.pf.token_bytes, f"{op.label}: tokens" if self.keep_log else ""
+            )
         if not self.header.backtracking:
             self._commit(i)
             return spec, self._start_prefetch(ctx_key + (i,))

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from hwmodel.engine import Phase
 from hwmodel.reasoning import prefill_plan, warmup
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.reasoning.metrics import CSV_FIELDS, ProblemMetrics, Summary, summarize_all
@@ -132,12 +131,15 @@ def base_config(config: str) -> str:
     return inv.get(config, config)
 
 
-@functools.cache
 def study_traces(dataset: str, config: str, seed: int = DEFAULT_SEED, limit: int | None = None) -> tuple[Trace, Trace]:
-    """(without, with backtracking) traces of ``dataset`` for the baseline of ``config`` (memoized per process)."""
-    config = base_config(config)
-    system = load_system(config)
-    return generate_pair(dataset, system.target_llm, seed=seed, limit=limit, config=config)
+    """(without, with backtracking) traces of ``dataset`` for the baseline of ``config`` (memoized per process,
+    by the base configuration: a -graphs variant gets its base's traces, the same objects, not a second copy)."""
+    return _study_traces(dataset, base_config(config), seed, limit)
+
+
+@functools.cache
+def _study_traces(dataset: str, config: str, seed: int, limit: int | None) -> tuple[Trace, Trace]:
+    return generate_pair(dataset, load_system(config).target_llm, seed=seed, limit=limit, config=config)
 
 
 @functools.cache
@@ -160,6 +162,19 @@ def unit_traces(
         study_traces(unit.dataset, unit.config, seed, limit), study_replays(unit.dataset, unit.config, seed, limit)
     )
     return [(t, r) for t, r in pairs if t.header.backtracking or not only_bt]
+
+
+#: a replay's relative host cost by the policy's kind, for ordering the units only (measured with
+#: benchmarks/bench_reasoning.py's event-loop setting, memos warm: ~0.65 ms per replay for a resident draft with its
+#: KVMU, ~0.47 ms for T2 on servers, ~0.27 ms for the sequential baseline)
+_REPLAY_COST = {"resident": 1.4, "step-ahead": 1.0, "sequential": 0.55}
+
+
+def unit_cost(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None) -> float:
+    """The unit's estimated host time, relative (its replays times their policy's relative cost): for scheduling."""
+    pol = get_policy(unit.policy)
+    kind = "resident" if pol.resident_draft else ("step-ahead" if pol.speculates else "sequential")
+    return _REPLAY_COST[kind] * sum(len(t.problems) for t, _ in unit_traces(unit, seed, limit))
 
 
 def run_unit(unit: Unit, seed: int = DEFAULT_SEED, limit: int | None = None) -> list[ProblemMetrics]:
@@ -240,7 +255,7 @@ def parent_warm_steps(
     yield from prefill_plan.steps(prefill_targets(units, seed, limit))
     engines = {id(te): te for te, _bound in sampled if warmup.sampled(te) is not None}
     for te in engines.values():
-        yield [te.power_w(phase) for phase in Phase]
+        yield warmup.phase_powers(te)
     for u in units:
         migrate = build_platform(u.config, u.policy, draft=u.draft).prompt_migration  # a resident draft's
         if migrate is not None:
@@ -339,9 +354,12 @@ def run_study(
     todo = [] if scheduler is not None else [u for u in units if u.name not in journaled]  # Dask forks nothing
     sampled = warm_targets(todo, seed, limit) + list(warm_also)
     warmup.warm(sampled, jobs, side=parent_warm_steps(todo, sampled, seed, limit))
-    # biggest first for load balance (problems x relative cost of the policy)
+    # the outputs' unit order (biggest trace first; problems.csv concatenates the units in this order)
     units.sort(key=lambda u: -len(study_traces(u.dataset, u.config, seed, limit)[0].problems))
     by_name = {u.name: u for u in units}
+    # the order the workers take them: longest first (estimated), so neither worker is left with a long unit alone
+    # at the end; the outputs do not depend on it
+    run_order = sorted(units, key=lambda u: -unit_cost(u, seed, limit))
 
     rows_by_unit: dict[str, list[ProblemMetrics]] = {}
     bodies: dict[str, str] = {}
@@ -365,7 +383,7 @@ def run_study(
 
     run = run_points(
         POINT_FN,
-        [(u.name, u.spec(seed, limit)) for u in units],
+        [(u.name, u.spec(seed, limit)) for u in run_order],
         journal=out_dir / "journal.jsonl",
         fingerprint=fp,
         workers=max(1, jobs),

@@ -185,11 +185,11 @@ class SystemLinks:
         self.pcie = pcie
         lib = library()
         self.links = MappingProxyType({r: lib.link(n) for r, n in role_links.items()})
-        self._memo: dict[tuple[str, str, int], float] = {}
+        self.memo: dict[tuple[str, str, int], float] = {}  # (src, dst, bytes) -> s; read directly by the replay
 
     def transfer_s(self, src: str, dst: str, n_bytes: int) -> float:
         key = (src, dst, n_bytes)
-        t = self._memo.get(key)
+        t = self.memo.get(key)
         if t is None:
             if src == "host":
                 t = self.pcie.transfer_s(n_bytes, self.links[dst])
@@ -197,7 +197,7 @@ class SystemLinks:
                 t = self.pcie.transfer_s(n_bytes, self.links[src])
             else:
                 t = self.pcie.host_staged_s(n_bytes, self.links[src], self.links[dst])
-            t = self._memo[key] = float(t)
+            t = self.memo[key] = float(t)
         return t
 
 

@@ -70,7 +70,9 @@ class Device:
             )
         if end_s <= start_s:
             return
-        k = bisect.bisect_right(self._starts, start_s)
+        starts = self._starts
+        # bisect_right, answered without the search when it starts last (the common case: activities in order)
+        k = len(starts) if not starts or start_s >= starts[-1] else bisect.bisect_right(starts, start_s)
         if k > 0 and self._spans[k - 1][1] > start_s + _EPS_S:
             other = self._spans[k - 1]
             raise OverlapError(

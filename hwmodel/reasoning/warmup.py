@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from hwmodel.engine import Capability, has
+from hwmodel.engine import Capability, Phase, has
 from hwmodel.reasoning import sample_cache
 from hwmodel.reasoning.costs import TimedEngine
 from hwmodel.sampled import ContextSampledEngine
@@ -107,6 +107,19 @@ def load_cached(targets: Iterable[tuple[TimedEngine, int]]) -> dict[int, tuple[C
         out[id(eng)] = (eng, path)
         for head, samples in sample_cache.load(path).items():
             eng.add_samples(head, samples)
+        eng.add_powers(sample_cache.load_powers(path))
+    return out
+
+
+def phase_powers(engine: TimedEngine) -> list[float]:
+    """The timed engine's power in every phase; a sampled engine's powers it did not read from the sample cache
+    (a token simulated per phase) are computed and added to its cache file."""
+    eng = sampled(engine)
+    known = len(eng.powers) if eng is not None else 0
+    out = [engine.power_w(phase) for phase in Phase]
+    path = sample_cache.cache_path(eng) if eng is not None and len(eng.powers) > known else None
+    if path is not None:
+        sample_cache.save(path, {}, eng.powers)
     return out
 
 

@@ -64,7 +64,7 @@ class DraftSync:
         return sim.gpu_request(op, sim.pf.draft, sim.draft_cache, sim.pf.draft_api_call_overhead_s, wait_until_s)
 
     def catch_up(self, sim: ProblemSimulation, op: Generation, ctx_tokens: int) -> None:
-        sim.transfer("target", "host", op.n * sim.pf.token_bytes, f"{op.label}: tokens")
+        sim.transfer("target", "host", op.n * sim.pf.token_bytes, f"{op.label}: tokens" if sim.keep_log else "")
 
 
 class ResidentSync(DraftSync, metaclass=abc.ABCMeta):
@@ -165,7 +165,8 @@ class ReprefillSync(ResidentSync):
 
     def ingest(self, sim: ProblemSimulation, op: Generation, ctx_tokens: int, free_s: float) -> float:
         n = op.n
-        arrive = op.last_s + sim.transfer("target", "draft", n * sim.pf.token_bytes, f"{op.label}: tokens", op.last_s)
+        label = f"{op.label}: tokens" if sim.keep_log else ""
+        arrive = op.last_s + sim.transfer("target", "draft", n * sim.pf.token_bytes, label, op.last_s)
         begin = max(free_s, arrive)
         t_pre, p_pre = sim.pf.draft.prefill(n, ctx_tokens)
         end = begin + t_pre
