@@ -63,3 +63,42 @@ def test_killed_job_and_bad_after_are_one_line_errors(tmp_path: Path) -> None:
         run_jobs([Job("dies", lambda: os._exit(3))], 2)
     with pytest.raises(HwmodelError, match="unknown 'after'"):
         run_jobs([Job("a", print, after=("nope",))], 2)
+
+
+def test_tasks_run_warms_kernels_only_when_the_studies_run_one_after_another() -> None:
+    import tasks
+
+    assert tasks._all_studies(["--out", "o", "--jobs", "1"]) and tasks._all_studies(["--jobs=2"])
+    assert not tasks._all_studies(["glitches"]) and not tasks._all_studies(["--help"])
+    assert tasks._one_at_a_time(["--jobs", "1"]) and tasks._one_at_a_time(["--out", "o", "--jobs=1"])
+    assert not tasks._one_at_a_time(["--jobs", "2"])
+
+
+def test_reproduce_log_is_the_same_side_by_side_and_one_after_another(capfd: pytest.CaptureFixture[str]) -> None:
+    import click
+
+    from hwmodel.cli.cmd_reproduce import _run_studies, reproduce
+
+    @click.command("slow")
+    @click.pass_context
+    def slow(ctx: click.Context) -> None:
+        time.sleep(0.3)
+        click.echo(f"slow wrote {ctx.obj['out_dir']}")
+
+    @click.command("quick")
+    def quick() -> None:
+        click.echo("quick done")
+        click.echo("quick note", err=True)
+
+    logs = []
+    for jobs in (1, 2):
+        with click.Context(reproduce, obj={"out_dir": Path("o")}) as ctx:
+            _run_studies(ctx, [slow, quick], jobs)
+        logs.append(capfd.readouterr())
+    assert logs[0] == logs[1]
+    assert logs[0].out.splitlines() == [
+        "== hwmodel reproduce slow",
+        "slow wrote o",
+        "== hwmodel reproduce quick",
+        "quick done",
+    ]
