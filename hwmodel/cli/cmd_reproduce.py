@@ -39,9 +39,9 @@ def reproduce(ctx: click.Context, out_dir: Path, jobs: int | None) -> None:
         click.echo(f"== wrote {index} and {page}: every study's outputs")
 
 
-#: what each study costs on a fresh run (CPU-s, 2 cores, empty caches; `python3 tasks.py run`, 2026-12): only the
-#: order in which studies start depends on it (longest first, hwmodel.studies.concurrent); a study not listed is
-#: taken as STUDY_COST_S_DEFAULT
+#: what each study costs on a fresh run (CPU-s, empty caches, the studies one after another on the shared 2-core VM
+#: under a load of 4-7, 2026-12; docs/studies.md): only the order in which studies start depends on it (longest
+#: first, hwmodel.studies.concurrent); a study not listed is taken as STUDY_COST_S_DEFAULT
 STUDY_COST_S = {
     "glitches": 114.0,
     "heteroreason": 106.0,
