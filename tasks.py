@@ -146,14 +146,22 @@ def _whole_suite(args: list[str]) -> bool:
 
 
 def _all_studies(args: list[str]) -> bool:
-    """`hwmodel reproduce` with no study named (only ``--out DIR``): the run that needs every kernel."""
+    """`hwmodel reproduce` with no study named (only ``--out DIR``, ``--jobs N``): the run that needs every kernel."""
     it = iter(args)
     for a in it:
-        if a == "--out":
+        if a in ("--out", "--jobs"):
             next(it, None)
-        elif not a.startswith("--out=") and (a in ("--help", "-h") or not a.startswith("-")):
+        elif not a.startswith(("--out=", "--jobs=")) and (a in ("--help", "-h") or not a.startswith("-")):
             return False
     return True
+
+
+def _one_at_a_time(args: list[str]) -> bool:
+    """`hwmodel reproduce --jobs 1` (or a machine with one core): the studies run one after another."""
+    jobs = next((b for a, b in zip(args, args[1:]) if a == "--jobs"), None)
+    jobs = next((a.split("=", 1)[1] for a in args if a.startswith("--jobs=")), jobs)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return jobs == "1" or (jobs is None and cores <= 1)
 
 
 def main(argv: list[str]) -> int:
@@ -165,8 +173,10 @@ def main(argv: list[str]) -> int:
     if task == "lint":
         return lint()
     if task == "run":
-        # the studies run one after another on one core: the other compiles the kernels the later ones need
-        warm = start_warm_kernels(1) if _all_studies(rest) else []
+        # every study: `hwmodel reproduce` runs them side by side, one per core, each compiling the kernels it needs
+        # as it goes (a warm-up beside them would compile the same kernels at the same moment); one after another
+        # (--jobs 1), the other core compiles the kernels the later studies need
+        warm = start_warm_kernels(1) if _all_studies(rest) and _one_at_a_time(rest) else []
         try:
             return subprocess.run([str(_bin("hwmodel")), "reproduce", *rest], cwd=ROOT).returncode
         finally:

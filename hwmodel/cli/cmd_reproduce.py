@@ -20,18 +20,74 @@ from hwmodel.cli.base import CONTEXT_SETTINGS, console, main
     show_default=True,
     help="Directory for reports, CSV/JSON results, plots and traces.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Studies run at once when every study runs (default: one per core; 1: one after another in this "
+    "process). The outputs and the log's order are the same for any value.",
+)
 @click.pass_context
-def reproduce(ctx: click.Context, out_dir: Path) -> None:
+def reproduce(ctx: click.Context, out_dir: Path, jobs: int | None) -> None:
     """Reproduce the project's studies (all of them when no study is named)."""
     ctx.obj = {"out_dir": out_dir}
     if ctx.invoked_subcommand is None:
         studies = sorted(reproduce.commands.values(), key=lambda c: (getattr(c, "order", 100), c.name))
-        for cmd in studies:
-            click.echo(f"== hwmodel reproduce {cmd.name}")
-            ctx.invoke(cmd)
+        _run_studies(ctx, studies, jobs)
         index = _write_index(out_dir, studies)
         page = _write_html_index(out_dir, studies)
         click.echo(f"== wrote {index} and {page}: every study's outputs")
+
+
+#: what each study costs on a fresh run (CPU-s, empty caches, the studies one after another on the shared 2-core VM
+#: under a load of 4-7, 2026-12; docs/studies.md): only the order in which studies start depends on it (longest
+#: first, hwmodel.studies.concurrent); a study not listed is taken as STUDY_COST_S_DEFAULT
+STUDY_COST_S = {
+    "glitches": 114.0,
+    "heteroreason": 106.0,
+    "validate": 44.0,
+    "glitches-fpga": 26.0,
+    "streaming": 5.0,
+    "dse": 2.0,
+    "gpu": 0.5,
+    "freq": 0.5,
+    "bounds": 0.2,
+}
+STUDY_COST_S_DEFAULT = 10.0
+#: studies that start only after others: validate's system A and B rows replay what heteroreason and glitches
+#: simulate, and read the draft samples and engine tables those two leave in the disk cache
+#: (hwmodel.numba_cache.cache_root) instead of computing them a second time beside them
+STUDY_AFTER = {"validate": ("heteroreason", "glitches")}
+
+
+def _run_studies(ctx: click.Context, studies: list[click.Command], jobs: int | None) -> None:
+    """Every study, each announced by a "== hwmodel reproduce NAME" line and followed by its output, in order;
+    with more than one job, the studies run side by side in forked processes (hwmodel.studies.concurrent)."""
+    from hwmodel.studies.runner import default_workers
+
+    slots = default_workers() if jobs is None else jobs
+    header = lambda name: click.echo(f"== hwmodel reproduce {name}")  # noqa: E731
+    if slots <= 1:
+        for cmd in studies:
+            header(cmd.name)
+            ctx.invoke(cmd)
+        return
+    from hwmodel.studies.concurrent import Job, run_jobs
+
+    names = {c.name for c in studies}
+    run_jobs(
+        [
+            Job(
+                c.name,
+                lambda c=c: ctx.invoke(c),
+                tuple(a for a in STUDY_AFTER.get(c.name, ()) if a in names),
+                STUDY_COST_S.get(c.name, STUDY_COST_S_DEFAULT),
+            )
+            for c in studies
+        ],
+        slots,
+        before_head=header,
+    )
 
 
 def _write_index(out_dir: Path, studies: list[click.Command]) -> Path:
