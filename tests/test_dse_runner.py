@@ -64,6 +64,10 @@ def _reference(tmp_path: Path, spec: Path) -> tuple[dict, str, str]:
     return open_store(plan, out).read(), (out / "points.csv").read_text(), (out / "summary.json").read_text()
 
 
+def _results_bytes(out: Path) -> bytes:
+    return (out / "results.csv").read_bytes()
+
+
 def _assert_same_as_reference(plan_spec: Path, out: Path, reference: tuple[dict, str, str]) -> None:
     plan = load_plan(plan_spec)
     rows = open_store(plan, out).read()
@@ -71,6 +75,8 @@ def _assert_same_as_reference(plan_spec: Path, out: Path, reference: tuple[dict,
     assert len(rows) == len(plan.points)
     assert (out / "points.csv").read_text() == reference[1]
     assert (out / "summary.json").read_text() == reference[2]
+    # a finished sweep's journal is rewritten in the plan's order: the same bytes however it got there
+    assert _results_bytes(out) == _results_bytes(out.parent / "reference")
 
 
 def _gated_spec(tmp_path: Path, extra: str = "", constraints: str = "") -> tuple[Path, Path, int]:
@@ -132,6 +138,7 @@ def test_killed_worker_loses_nothing(tmp_path: Path) -> None:
     ref = run_sweep(plan, tmp_path / "ref", workers=1, progress=False)
     assert ref.remaining == 0
     assert rows_equal(open_store(plan, tmp_path / "out").read(), open_store(plan, tmp_path / "ref").read())
+    assert _results_bytes(tmp_path / "out") == _results_bytes(tmp_path / "ref")  # 2 workers + a kill vs 1 worker
 
 
 def test_torn_last_line_is_cut_and_point_redone(tmp_path: Path) -> None:

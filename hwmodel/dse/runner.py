@@ -4,7 +4,9 @@ Points already in the results file are skipped (resume), the others are cut into
 parallel; each finished chunk is appended to the results file (fsync'd) by this process before anything else
 happens, so Ctrl-C, a killed worker or a killed sweep loses at most the chunks being evaluated at that moment.
 Rerunning the same command evaluates exactly the points not yet in the file, so an interrupted sweep, resumed,
-ends with the same rows as an uninterrupted one (in a different order in the file; reports sort by point).
+ends with the same rows as an uninterrupted one. While it runs, the file is in finishing order; a sweep that
+finishes rewrites it in the plan's point order (:meth:`ResultStore.rewrite_in_order`), so the finished file is
+the same bytes whatever the worker count, the finishing order or the interruptions on the way.
 
 The chunks run on the project's one study executor (:func:`hwmodel.studies.runner.execute`):
 
@@ -251,6 +253,8 @@ def run_sweep(
                     stats.workers = used
             except KeyboardInterrupt:
                 stats.interrupted = True
+        if not stats.interrupted:
+            store.rewrite_in_order([p.id for p in plan.points])
         stats.elapsed_s = time.perf_counter() - start
         return stats
     finally:

@@ -210,6 +210,29 @@ class ResultStore:
         self._fh.write(buf.getvalue())
         self._sync(self._fh)
 
+    def rewrite_in_order(self, order: Sequence[str]) -> None:
+        """Rewrite a finished sweep's file with one record per point, the last one of each point id, in ``order``
+        (the plan's point order; ids not in it after, sorted). Points finish in an order that depends on the
+        workers' timing; after this the file is the same bytes whatever the worker count or the finishing order,
+        and :meth:`read` returns the same rows as before. The cells are the ones written (read back as text), so no
+        value is re-formatted. Atomic: a temporary file renamed over the journal, so a kill mid-way leaves the
+        journal as it was. Called with the file open (the lock held)."""
+        assert self._fh is not None, "ResultStore.open() first"
+        text = self.path.read_text(encoding="utf-8")
+        records = list(csv.reader(io.StringIO(text[: text.rfind("\n") + 1], newline="")))
+        last = {rec[0]: rec for rec in records[1:] if rec}
+        rank = {pid: i for i, pid in enumerate(order)}
+        ids = sorted(last, key=lambda pid: (rank.get(pid, len(rank)), pid))
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(self.columns)
+        w.writerows(last[pid] for pid in ids)
+        tmp = self.path.with_name(self.path.name + ".sorting")
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            fh.write(buf.getvalue())
+            self._sync(fh)
+        os.replace(tmp, self.path)
+
     @staticmethod
     def _sync(fh: IO[str]) -> None:
         fh.flush()
