@@ -13,6 +13,11 @@ import pytest
 from hwmodel.errors import HwmodelError
 from hwmodel.studies.concurrent import Job, _order, run_jobs
 
+# The jobs here fork from the xdist worker, which an earlier test may have left with JAX loaded (JAX warns on every
+# fork). Safe here: these children run only Python (print, a file, a pipe, os.system) and never call into XLA, whose
+# threads are what a fork cannot copy. `hwmodel reproduce` itself runs one after another in such a process.
+pytestmark = pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
+
 
 def _writer(name: str, log: Path, delay_s: float, needs: tuple[str, ...] = ()) -> Job:
     def fn() -> None:
@@ -74,10 +79,15 @@ def test_tasks_run_warms_kernels_only_when_the_studies_run_one_after_another() -
     assert not tasks._one_at_a_time(["--jobs", "2"])
 
 
-def test_reproduce_log_is_the_same_side_by_side_and_one_after_another(capfd: pytest.CaptureFixture[str]) -> None:
+def test_reproduce_log_is_the_same_side_by_side_and_one_after_another(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import click
 
     from hwmodel.cli.cmd_reproduce import _run_studies, reproduce
+    from hwmodel.studies import runner
+
+    monkeypatch.setattr(runner, "pool_start_method", lambda: "fork")  # side by side even in a worker with JAX
 
     @click.command("slow")
     @click.pass_context
@@ -102,3 +112,23 @@ def test_reproduce_log_is_the_same_side_by_side_and_one_after_another(capfd: pyt
         "== hwmodel reproduce quick",
         "quick done",
     ]
+
+
+def test_reproduce_runs_one_after_another_where_a_fork_is_unsafe(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import click
+
+    from hwmodel.cli.cmd_reproduce import _run_studies, reproduce
+    from hwmodel.studies import concurrent, runner
+
+    monkeypatch.setattr(runner, "pool_start_method", lambda: "forkserver")  # e.g. JAX loaded in this process
+    monkeypatch.setattr(concurrent, "run_jobs", lambda *a, **k: pytest.fail("forked although a fork is unsafe"))
+
+    @click.command("only")
+    def only() -> None:
+        click.echo(f"ran in {os.getpid()}")
+
+    with click.Context(reproduce, obj={"out_dir": Path("o")}) as ctx:
+        _run_studies(ctx, [only], 2)
+    assert capfd.readouterr().out.splitlines() == ["== hwmodel reproduce only", f"ran in {os.getpid()}"]

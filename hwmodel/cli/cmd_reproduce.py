@@ -62,12 +62,14 @@ STUDY_AFTER = {"validate": ("heteroreason", "glitches")}
 
 def _run_studies(ctx: click.Context, studies: list[click.Command], jobs: int | None) -> None:
     """Every study, each announced by a "== hwmodel reproduce NAME" line and followed by its output, in order;
-    with more than one job, the studies run side by side in forked processes (hwmodel.studies.concurrent)."""
-    from hwmodel.studies.runner import default_workers
+    with more than one job, the studies run side by side in forked processes (hwmodel.studies.concurrent), unless
+    this process cannot fork safely (a library with threads of its own loaded, e.g. JAX from a notebook or a test
+    worker): then one after another here, with the same outputs and the same log."""
+    from hwmodel.studies.runner import default_workers, pool_start_method
 
     slots = default_workers() if jobs is None else jobs
     header = lambda name: click.echo(f"== hwmodel reproduce {name}")  # noqa: E731
-    if slots <= 1:
+    if slots <= 1 or pool_start_method() != "fork":
         for cmd in studies:
             header(cmd.name)
             ctx.invoke(cmd)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -40,7 +39,13 @@ from typing import Any
 from hwmodel.dse.spec import Point, SweepPlan
 from hwmodel.dse.store import ResultStore, Row
 from hwmodel.dse.worker import ChunkResult, evaluate_chunk
-from hwmodel.studies.runner import MAX_POOL_RESTARTS, default_workers, execute  # noqa: F401 - re-exported
+from hwmodel.studies.runner import (  # noqa: F401 - re-exported
+    FORK_UNSAFE_MODULES,
+    MAX_POOL_RESTARTS,
+    default_workers,
+    execute,
+    pool_start_method,
+)
 
 DASK_CONNECT_TIMEOUT_S = 15.0
 
@@ -155,21 +160,6 @@ def with_affinity(points: Sequence[Point], evaluator: Any) -> tuple[list[Point],
         groups.setdefault(key(p.params), []).append(p)
     first = len(next(iter(groups.values())))
     return [p for g in groups.values() for p in g], first if first % run == 0 else run
-
-
-#: modules that run threads of their own a forked child would inherit half-stopped (JAX warns on fork)
-FORK_UNSAFE_MODULES = ("jax", "jaxlib", "torch", "tensorflow")
-
-
-def pool_start_method() -> str:
-    """``fork`` when this process can fork safely -- Linux (macOS system libraries do not survive a fork), no other
-    Python thread running (Dask, a progress bar's refresh), no library known to run threads of its own loaded --
-    else ``forkserver`` (workers from a clean interpreter, the evaluator's modules preloaded)."""
-    if not sys.platform.startswith("linux") or threading.active_count() > 1:
-        return "forkserver"
-    if any(m in sys.modules for m in FORK_UNSAFE_MODULES):
-        return "forkserver"
-    return "fork"
 
 
 def _preload(plan: SweepPlan) -> tuple[str, ...]:

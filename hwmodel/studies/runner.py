@@ -147,6 +147,21 @@ def evaluate_points(fn: str | Callable[..., Any], items: list[tuple[str, Any]]) 
 
 
 # ---------------------------------------------------------------------------------------------------- executor
+#: modules that run threads of their own a forked child would inherit half-stopped (JAX warns on fork)
+FORK_UNSAFE_MODULES = ("jax", "jaxlib", "torch", "tensorflow")
+
+
+def pool_start_method() -> str:
+    """``fork`` when this process can fork safely -- Linux (macOS system libraries do not survive a fork), no other
+    Python thread running (Dask, a progress bar's refresh), no library known to run threads of its own loaded --
+    else ``forkserver`` (workers from a clean interpreter, the evaluator's modules preloaded)."""
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return "forkserver"
+    if any(m in sys.modules for m in FORK_UNSAFE_MODULES):
+        return "forkserver"
+    return "fork"
+
+
 def default_workers() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
