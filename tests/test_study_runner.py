@@ -40,6 +40,8 @@ def test_results_are_bit_identical_whatever_the_workers_and_in_point_order(tmp_p
     assert one.backend == "in-process" and two.backend == "local" and two.evaluated == len(POINTS)
     head = json.loads((tmp_path / "b.jsonl").read_text().splitlines()[0])
     assert head["journal"] == JOURNAL_KIND
+    # a finished run's journal is rewritten in point order: the same bytes whatever the workers or finishing order
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
 
 
 def test_dask_agrees_with_local(tmp_path: Path) -> None:
@@ -110,3 +112,12 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path: Path, start_method: st
                 os.kill(int(p.stem), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_a_journal_with_points_this_run_does_not_ask_for_keeps_them(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    run_points("hwmodel.studies.probes:mix", POINTS, journal=path, fingerprint="f", workers=1)
+    before = path.read_text().splitlines()
+    fewer = run_points("hwmodel.studies.probes:mix", POINTS[:3], journal=path, fingerprint="f", workers=1)
+    assert fewer.resumed == 3 and fewer.evaluated == 0
+    assert path.read_text().splitlines() == before  # nothing dropped: a later full run resumes every point

@@ -19,7 +19,9 @@ API::
   of points finishes. A rerun with the same fingerprint skips the points already in the journal; a different
   fingerprint (other inputs, another model version) starts a fresh journal; a last line cut short by a kill is
   dropped. Results always come back as the journal holds them (parsed from the same JSON text, fresh or resumed),
-  so outputs written from them are byte-identical whether a study ran at once or was killed and resumed.
+  so outputs written from them are byte-identical whether a study ran at once or was killed and resumed. A run
+  that finishes rewrites its journal in the order of its points (:meth:`Journal.rewrite`), so the journal too is
+  the same bytes whatever the worker count or the finishing order.
 * Worker processes exit when their parent dies: each worker asks the kernel for SIGKILL when its parent exits
   (Linux ``PR_SET_PDEATHSIG``) and, everywhere, a watchdog thread ends it once its parent is gone.
 * A worker that dies (killed, out of memory) breaks a local pool: the unfinished chunks are queued again on a
@@ -426,6 +428,20 @@ class Journal:
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
+    def rewrite(self, lines: Iterable[str]) -> None:
+        """Replace the journal's points by ``lines`` (journal lines, in the order given) under the same header.
+        Points finish in an order that depends on the workers' timing; a finished run rewrites its journal in the
+        order of its points, so the file is the same bytes whatever the worker count or the finishing order.
+        Atomic: a temporary file renamed over the journal, so a kill mid-way leaves it as it was. Called with the
+        journal open (the lock held)."""
+        assert self._fh is not None, "Journal.open() first"
+        tmp = self.path.with_name(self.path.name + ".sorting")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(self.header() + "\n" + "".join(line + "\n" for line in lines))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
     def close(self) -> None:
         if self._fh is not None:
             self._fh.close()
@@ -484,15 +500,18 @@ def run_points(
             raise StudyError(f"point '{k}': its spec is not JSON-serializable ({exc})") from None
     jr = Journal(journal, fingerprint) if journal is not None else None
     lines: dict[str, str] = jr.open(fresh) if jr is not None else {}
+    others = len(lines)  # points of the journal this run does not ask for (kept: the rewrite below is skipped)
     lines = {k: v for k, v in lines.items() if k in set(keys)}
+    others -= len(lines)
     resumed = len(lines)
     parsed: dict[str, Any] = {}
 
-    def take(line: str) -> None:
+    def take(line: str) -> str:
         doc = json.loads(line)
         parsed[doc["key"]] = doc["result"]
         if on_result is not None:
             on_result(doc["key"], doc["result"])
+        return str(doc["key"])
 
     for k in keys:
         if k in lines:
@@ -508,7 +527,7 @@ def run_points(
         if jr is not None:
             jr.append(chunk_lines)
         for line in chunk_lines:
-            take(line)
+            lines[take(line)] = line
 
     try:
         used = execute(
@@ -522,6 +541,8 @@ def run_points(
             start_method=start_method,
             preload=preload,
         )
+        if jr is not None and not others:
+            jr.rewrite(lines[k] for k in keys)
     finally:
         if jr is not None:
             jr.close()
