@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fpga.hbm import channel as hbm
+from fpga.hbm import profile as hbm_profile
 from fpga.streaming.reference import _Channel
 from hwmodel.errors import HwmodelError
 from hwmodel.hbm_map import NAMED_MAPS, parse_address_map
@@ -103,7 +104,7 @@ def test_sequential_stream_predicts_shuhai() -> None:
     """JEDEC timing, refresh and the PG276 command rate, nothing fitted: a sequential 4 KB stream gets within 2 %
     of Shuhai's measured 13.28 GB/s per channel, below the 14.4 GB/s bus peak."""
     b = library().board("u280")
-    modelled = hbm.sustained_channel_bw(b)
+    modelled = hbm_profile.sustained_channel_bw(b)
     assert modelled == pytest.approx(b.hbm.pc_measured_bw_bytes_per_s, rel=0.02)
     assert modelled < hbm.channel_peak_bytes_per_s(b)
 
@@ -111,7 +112,7 @@ def test_sequential_stream_predicts_shuhai() -> None:
 def _bw(b, size: int, pattern: str, **kw) -> float:  # type: ignore[no-untyped-def]
     kw.setdefault("outstanding", 64)
     kw.setdefault("port_width_bits", 256)
-    return hbm.profile_bandwidth(b, 450e6, size, pattern=pattern, total_bytes=kw.pop("total", 1 << 20), **kw)[
+    return hbm_profile.profile_bandwidth(b, 450e6, size, pattern=pattern, total_bytes=kw.pop("total", 1 << 20), **kw)[
         "bw_bytes_per_s"
     ]
 
@@ -167,7 +168,7 @@ def test_access_rules_of_pg276() -> None:
     b = library().board("u280")
 
     def eff(size: int, offset: int = 0) -> float:
-        return hbm.profile_bandwidth(
+        return hbm_profile.profile_bandwidth(
             b,
             450e6,
             size,
@@ -182,10 +183,12 @@ def test_access_rules_of_pg276() -> None:
     assert eff(32) == pytest.approx(eff(64) / 2, rel=0.02)
     assert eff(64, offset=16) <= 0.5 * eff(64) * 1.02
     # an 8-B write costs a whole 32-B granule
-    w8 = hbm.profile_bandwidth(
+    w8 = hbm_profile.profile_bandwidth(
         b, 450e6, 8, outstanding=64, port_width_bits=1024, stride_bytes=32, write=True, total_bytes=1 << 16
     )
-    w32 = hbm.profile_bandwidth(b, 450e6, 32, outstanding=64, port_width_bits=1024, write=True, total_bytes=1 << 18)
+    w32 = hbm_profile.profile_bandwidth(
+        b, 450e6, 32, outstanding=64, port_width_bits=1024, write=True, total_bytes=1 << 18
+    )
     assert w8["efficiency"] == pytest.approx(w32["efficiency"] / 4, rel=0.05)
 
 
@@ -201,9 +204,9 @@ def test_port_width_knee() -> None:
     b = library().board("u280")
 
     def bw(f: float, w: int) -> float:
-        return hbm.profile_bandwidth(b, f, 4096, outstanding=8, port_width_bits=w)["bw_bytes_per_s"]
+        return hbm_profile.profile_bandwidth(b, f, 4096, outstanding=8, port_width_bits=w)["bw_bytes_per_s"]
 
-    sustained = hbm.sustained_channel_bw(b)
+    sustained = hbm_profile.sustained_channel_bw(b)
     assert bw(150e6, 512) == pytest.approx(150e6 * 64, rel=0.01)
     assert bw(200e6, 512) == pytest.approx(200e6 * 64, rel=0.01)
     assert bw(450e6, 512) == pytest.approx(sustained, rel=0.01)
@@ -230,8 +233,8 @@ def test_idle_latency_by_page_state() -> None:
 
 def test_refresh_phase_moves_the_windows() -> None:
     b = library().board("u280")
-    a = hbm.profile_bandwidth(b, 450e6, 4096, outstanding=64, port_width_bits=4096, total_bytes=1 << 16)
-    c = hbm.profile_bandwidth(
+    a = hbm_profile.profile_bandwidth(b, 450e6, 4096, outstanding=64, port_width_bits=4096, total_bytes=1 << 16)
+    c = hbm_profile.profile_bandwidth(
         b, 450e6, 4096, outstanding=64, port_width_bits=4096, total_bytes=1 << 16, refresh_phase_cycles=1700
     )
     assert a["seconds"] != c["seconds"]
@@ -255,11 +258,11 @@ def test_address_maps_parse_and_bad_ones_are_refused() -> None:
 
 
 def test_patterns_parse() -> None:
-    assert hbm.parse_pattern("strided:4K") == ("strided", 4096)
-    assert hbm.parse_pattern("random") == ("random", 0)
-    assert hbm.parse_pattern("random:1M") == ("random", 1 << 20)
+    assert hbm_profile.parse_pattern("strided:4K") == ("strided", 4096)
+    assert hbm_profile.parse_pattern("random") == ("random", 0)
+    assert hbm_profile.parse_pattern("random:1M") == ("random", 1 << 20)
     with pytest.raises(HwmodelError, match="pattern"):
-        hbm.parse_pattern("zigzag")
+        hbm_profile.parse_pattern("zigzag")
 
 
 def test_clock_ticks_are_exact() -> None:
@@ -275,8 +278,8 @@ def test_masters_share_a_channel() -> None:
     b = library().board("u280")
     kw = {"outstanding": 16, "port_width_bits": 256, "total_bytes": 256 << 10}
     for pattern, req in (("sequential", 4096), ("random", 64)):
-        one = hbm.profile_bandwidth(b, 450e6, req, pattern=pattern, **kw)
-        two = hbm.profile_bandwidth(b, 450e6, req, pattern=pattern, masters=2, **kw)
+        one = hbm_profile.profile_bandwidth(b, 450e6, req, pattern=pattern, **kw)
+        two = hbm_profile.profile_bandwidth(b, 450e6, req, pattern=pattern, masters=2, **kw)
         assert two["masters"] == 2 and two["bw_per_master_bytes_per_s"] < one["bw_bytes_per_s"]
         assert two["bw_bytes_per_s"] <= hbm.channel_peak_bytes_per_s(b)
     assert two["bw_bytes_per_s"] > 1.2 * one["bw_bytes_per_s"]

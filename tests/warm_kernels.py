@@ -35,12 +35,15 @@ def _hbm() -> None:
     import numpy as np
 
     from fpga.hbm import channel as hbm
+    from fpga.hbm import profile as hbm_profile
     from fpga.hbm.scheduler import port_profile
     from hwmodel.specs import library
 
     b = library().board("u280")
     for pattern in ("sequential", "random"):
-        hbm.profile_bandwidth(b, 450e6, 64, pattern=pattern, total_bytes=1 << 14, outstanding=64, port_width_bits=256)
+        hbm_profile.profile_bandwidth(
+            b, 450e6, 64, pattern=pattern, total_bytes=1 << 14, outstanding=64, port_width_bits=256
+        )
     p = hbm.hbm_params(b, 450e6)  # one port through the switch (the HBM peer rows, the switch tests)
     st = np.zeros((1, hbm.CS_N), dtype=np.int64)
     st[0] = hbm.new_channel_state()

@@ -740,19 +740,5 @@ def read_landing(
     return max(axi_to_kernel(p, end), copy_start + div_by(nbytes + port_bytes - 1, port_bytes, port_shift))
 
 
-#: the profiling API, in fpga/hbm/profile.py (imported on first use: that module imports this one)
-_PROFILE_NAMES = frozenset(
-    {"PATTERNS", "parse_pattern", "pattern_addresses", "profile_bandwidth", "sustained_channel_bw"}
-)
-
-
-def __getattr__(name: str) -> object:
-    if name in _PROFILE_NAMES:
-        from fpga.hbm import profile
-
-        return getattr(profile, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def channel_counters(st: np.ndarray) -> dict[str, int]:
     return {name: int(st[slot]) for name, slot in zip(CHANNEL_COUNTERS, _COUNTER_SLOTS)}

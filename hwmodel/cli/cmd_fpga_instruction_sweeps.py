@@ -139,7 +139,7 @@ def profile_hbm_cmd(
 
     with Progress(transient=True, console=console()) as prog:
         task = prog.add_task("profiling", total=len(size_list))
-        from fpga.hbm.channel import parse_pattern
+        from fpga.hbm.profile import parse_pattern
 
         parse_pattern(pattern)
         rows = profile_hbm(

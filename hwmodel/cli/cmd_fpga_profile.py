@@ -117,20 +117,20 @@ def profile_hbm_cmd(
 ) -> None:
     """Effective bandwidth of one HBM port versus request size and outstanding requests, for a traffic pattern,
     read/write mix and port-to-channel map (bank-level channel model and the HBM switch, docs/hbm.md)."""
-    from fpga.hbm import channel as hbm
+    from fpga.hbm import profile as hbm_profile
     from hwmodel.domains import check_kernel_clock
     from hwmodel.specs import library
 
     b = library().board(board)
     check_kernel_clock(b, freq_mhz * 1e6, "--clock-mhz")
-    hbm.parse_pattern(pattern)
+    hbm_profile.parse_pattern(pattern)
     size_list = [int(x) for x in parse_range(sizes, "--sizes") or []]
     outs = [int(x) for x in parse_range(outstanding, "--outstanding") or []]
     if any(s <= 0 for s in size_list) or any(o <= 0 for o in outs):
         raise HwmodelError("--sizes and --outstanding must be positive")
     chans = parse_channels(channels)
     rows = [
-        hbm.profile_bandwidth(
+        hbm_profile.profile_bandwidth(
             b,
             freq_mhz * 1e6,
             s,

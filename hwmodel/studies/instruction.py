@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from fpga.hbm import channel as hbm
+from fpga.hbm import profile as hbm_profile
 from fpga.instruction import isa
 from fpga.instruction import simulator as instruction_sim
 from fpga.instruction.compiler import Compiler, load_stream_program
@@ -146,8 +146,8 @@ def raw_bandwidth(
 ) -> float:
     """Every port of the board issuing ``access_bytes`` requests in ``pattern`` (sequential, strided:BYTES,
     random[:SPAN]; a ``write_fraction`` of them writes) to its own pseudo-channel with 64 in flight and a port that
-    never limits: the HBM channel model alone (:func:`fpga.hbm.channel.profile_bandwidth`), summed over the ports."""
-    r = hbm.profile_bandwidth(
+    never limits: the HBM channel model alone (:func:`fpga.hbm.profile.profile_bandwidth`), summed over the ports."""
+    r = hbm_profile.profile_bandwidth(
         board,
         board.hbm.axi_clock_hz,
         access_bytes,

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fpga.hbm import channel as hbm
+from fpga.hbm import profile as hbm_profile
 from hwmodel.specs import library
 from hwmodel.validate.providers import Provider, register
 
@@ -58,7 +59,7 @@ def rows(board_fields: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     h = b.hbm
     out = []
     # ---- Shuhai: sequential throughput of every channel, idle latencies
-    seq = hbm.sustained_channel_bw(b)
+    seq = hbm_profile.sustained_channel_bw(b)
     out.append(
         _row(
             "Shuhai U280 aggregate sequential, 32 channels",
@@ -110,7 +111,7 @@ def rows(board_fields: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
             free=1,
         )
     )
-    r64 = hbm.profile_bandwidth(b, h.axi_clock_hz, 64, outstanding=64, port_width_bits=256, total_bytes=8 << 20)
+    r64 = hbm_profile.profile_bandwidth(b, h.axi_clock_hz, 64, outstanding=64, port_width_bits=256, total_bytes=8 << 20)
     out.append(
         _row(
             "Shuhai U280 64-B bursts vs long bursts",
@@ -125,8 +126,10 @@ def rows(board_fields: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         )
     )
     # ---- H1: U280 hbm_bandwidth example, 8 CUs x (2 read + 2 write) ports, each on its own pseudo-channel
-    rd = hbm.profile_bandwidth(b, 300e6, 4096, outstanding=16, port_width_bits=512, total_bytes=8 << 20)
-    wr = hbm.profile_bandwidth(b, 300e6, 4096, outstanding=16, port_width_bits=512, total_bytes=8 << 20, write=True)
+    rd = hbm_profile.profile_bandwidth(b, 300e6, 4096, outstanding=16, port_width_bits=512, total_bytes=8 << 20)
+    wr = hbm_profile.profile_bandwidth(
+        b, 300e6, 4096, outstanding=16, port_width_bits=512, total_bytes=8 << 20, write=True
+    )
     agg = 16 * rd["bw_bytes_per_s"] + 16 * wr["bw_bytes_per_s"]
     out.append(
         _row(
@@ -155,7 +158,7 @@ def rows(board_fields: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         )
     )
     # ---- H4: U50 pseudo-random 128-B accesses, 64 outstanding
-    r128 = hbm.profile_bandwidth(
+    r128 = hbm_profile.profile_bandwidth(
         b, 300e6, 128, outstanding=64, port_width_bits=1024, pattern="random", total_bytes=2 << 20
     )
     out.append(
@@ -192,8 +195,8 @@ def rows(board_fields: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
             "total_bytes": 1 << 20,
             "axi_ids": ids,
         }
-        rd5 = hbm.profile_bandwidth(b, 300e6, 128, outstanding=64, **kw)["bw_bytes_per_s"]
-        wr5 = hbm.profile_bandwidth(b, 300e6, 128, outstanding=16, write=True, **kw)["bw_bytes_per_s"]
+        rd5 = hbm_profile.profile_bandwidth(b, 300e6, 128, outstanding=64, **kw)["bw_bytes_per_s"]
+        wr5 = hbm_profile.profile_bandwidth(b, 300e6, 128, outstanding=16, write=True, **kw)["bw_bytes_per_s"]
         which = "with RAMA" if rama else "no RAMA"
         out.append(
             _row(

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from fpga.hbm import channel as hbm
+from fpga.hbm import profile as hbm_profile
 from hwmodel.errors import HwmodelError
 from hwmodel.specs import BoardSpec, library
 
@@ -83,7 +84,7 @@ def trace(board: BoardSpec, case: tuple[str, str, int, int, float, int, int]) ->
     else:
         ch = (np.arange(n) % n_pc).astype(np.int64)
     per = -(-n // n_pc)
-    addrs = hbm.pattern_addresses(pattern, per if pattern != "random" else n, size, pc_bytes, seed)
+    addrs = hbm_profile.pattern_addresses(pattern, per if pattern != "random" else n, size, pc_bytes, seed)
     if pattern != "random":
         addrs = addrs[np.arange(n) // n_pc]
     writes = (rng.random(n) < wf).astype(np.int64) if wf > 0 else np.zeros(n, dtype=np.int64)

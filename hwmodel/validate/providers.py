@@ -250,6 +250,7 @@ def hbm_rows() -> list[dict[str, Any]]:
     """The U280 pseudo-channel's sequential stream bandwidth against Shuhai's per-channel figure (the one free
     channel parameter, the exposed row-switch bubble, is fitted to it)."""
     from fpga.hbm import channel as hbm
+    from fpga.hbm import profile as hbm_profile
     from hwmodel.specs import library
 
     b = library().board("u280")
@@ -258,7 +259,7 @@ def hbm_rows() -> list[dict[str, Any]]:
         row(
             "HBM",
             "u280-pc-sequential-4k",
-            hbm.sustained_channel_bw(b) / 1e9,
+            hbm_profile.sustained_channel_bw(b) / 1e9,
             "GB/s",
             "fitted",
             b.source_of("hbm.pc_measured_bw_bytes_per_s") + " (fpga/boards/u280.toml)",
