@@ -76,7 +76,9 @@ def kernel_dir() -> Path | None:
 
 
 def in_project(py_file: str) -> bool:
-    return os.path.abspath(py_file).startswith(_DIRS)
+    """Whether ``py_file`` is one of the project's sources, by its real path: a package imported through a symbolic
+    link (a scratch directory that links ``fpga`` to the checkout, as the README tests do) is still ours."""
+    return os.path.realpath(py_file).startswith(_DIRS)
 
 
 class Uncached(Exception):
@@ -109,7 +111,8 @@ def _patch(numba_mod: ModuleType | None = None) -> None:
         def __init__(self, py_func: Any, py_file: str, root: Path) -> None:
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
-            self._cache_path = str(root / self.get_suitable_cache_subpath(py_file))
+            # by the real path: the kernels of a file reached through a link are those of the file itself
+            self._cache_path = str(root / self.get_suitable_cache_subpath(os.path.realpath(py_file)))
 
         def get_cache_path(self) -> str:
             return self._cache_path

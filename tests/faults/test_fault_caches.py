@@ -130,3 +130,22 @@ def test_damaged_numba_cache_entry_is_a_miss(
     Path(other._index_path).write_bytes(pickle.dumps(caching.numba.__version__) + b"\x80\x05garbage")
     with pytest.raises(Exception):  # noqa: B017
         other._load_index()
+
+
+def test_kernels_of_a_package_reached_through_a_link_use_the_project_cache(tmp_path: Path) -> None:
+    """A scratch directory that links ``fpga`` to the checkout (the README tests' set-up) imports the kernels from
+    the link's path: they must still be the project's (one cache, the warm-up's entries), not Numba's own
+    ``__pycache__`` next to the source, which a fresh checkout does not have and which goes stale."""
+    from numba.core import caching
+
+    import fpga.hbm.channel as channel
+    from hwmodel import numba_cache
+
+    (tmp_path / "fpga").symlink_to(Path(channel.__file__).resolve().parents[1])
+    linked = str(tmp_path / "fpga" / "hbm" / "channel.py")
+    assert numba_cache.in_project(linked) and not numba_cache.in_project(str(tmp_path / "other.py"))
+    kernel = channel.channel_request_at.py_func
+    direct = caching._hwmodel_locator.from_function(kernel, channel.__file__)
+    via_link = caching._hwmodel_locator.from_function(kernel, linked)
+    assert via_link is not None and via_link.get_cache_path() == direct.get_cache_path()
+    assert via_link.get_cache_path().startswith(str(numba_cache.kernel_dir()))
