@@ -105,11 +105,11 @@ def test_cli_runs_from_a_read_only_install_with_a_read_only_home(install: tuple[
     r = hwmodel(install, "specs", "list", "--json")
     assert r.returncode == 0, r.stderr
     assert '"u280"' in r.stdout
-    assert r.stderr.count(WARNING) == 1, r.stderr  # one warning, not one per kernel
+    assert WARNING not in r.stderr, r.stderr  # no kernel module is imported to list specs: nothing to warn about
 
     r = hwmodel(install, "fpga", "decode", "--design", "draft-u280", "--no-detail", "--json")
     assert r.returncode == 0, r.stderr
-    assert '"cycles"' in r.stdout and r.stderr.count(WARNING) == 1, r.stderr
+    assert '"cycles"' in r.stdout and r.stderr.count(WARNING) == 1, r.stderr  # one warning, not one per kernel
 
     # a GPU-only cluster: the FPGA kernels' uncached compile was shown by `fpga decode` above; here what is asked
     # of serving (its engine tables not cached in a read-only home, its outputs where --out says) is the same for
@@ -150,7 +150,9 @@ def test_kernels_cache_in_the_project_cache_directory(install: tuple[Path, list[
     cache = top / "out" / "cache"
     cache.mkdir()
     cache.chmod(0o777)
-    r = hwmodel(install, "link", "transfer", "--bytes", "4MiB", "--link", "pcie-gen3-x16", "--json", cache=str(cache))
+    # a command that imports kernel modules (serving: the transfer, HBM and instruction kernels), cheaply
+    args = ("serve", "run", "--cluster", "8xa100", "--n", "3", "--prompt", "64", "--output", "4", "--json")
+    r = hwmodel(install, *args, "--out", str(top / "out" / "run2"), cache=str(cache))
     assert r.returncode == 0 and WARNING not in r.stderr, r.stderr
     keyed = list((cache / "numba").iterdir())
     assert len(keyed) == 1 and len(keyed[0].name) == 16  # <root>/numba/<tree key>/
