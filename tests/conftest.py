@@ -97,6 +97,10 @@ SLOW_MODULES = frozenset(
         "test_dse_replay",
         "test_dse_instruction",
         "test_hbm_peer",
+        # RTL simulations like test_kvmu_rtl's (16 and 12 CPU-s of a 158 CPU-s quick run, December 2026): the
+        # planted-bug fixtures and the CLI's campaign and verdict runs
+        "test_kvmu_rtl_planted",
+        "test_kvmu_rtl_cli",
     }
 )
 
