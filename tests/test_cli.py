@@ -95,3 +95,26 @@ def test_reproduce_bounds_writes_json(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     rows = json.loads((tmp_path / "bounds" / "bounds.json").read_text())
     assert any(row["device"] == "u280" and row["llm"] == "qwen2.5-0.5b" for row in rows)
+
+
+def test_the_cli_starts_without_numba_or_the_serving_simulator() -> None:
+    """Defining the commands imports no kernel module (hwmodel.serving resolves its names on first use): a command
+    that runs no kernel starts in a fraction of a second, and a read-only install warns only when a kernel runs."""
+    import subprocess
+    import sys
+
+    code = "import sys, hwmodel.cli; print(sorted(m for m in ('numba', 'simpy', 'hwmodel.serving.simulator') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_serving_package_names_resolve_to_their_modules() -> None:
+    import hwmodel.serving as serving
+    from hwmodel.serving import cluster, schedulers, simulator
+
+    assert serving.simulate is simulator.simulate and serving.Slo is schedulers.Slo
+    assert serving.load_cluster is cluster.load_cluster
+    assert set(serving.__all__) == set(serving._LAZY)  # the two lists of public names agree, and each resolves
+    assert all(getattr(serving, name) is not None for name in serving.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        serving.nope  # noqa: B018
