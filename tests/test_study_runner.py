@@ -8,7 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures.process import _ExecutorManagerThread
 from pathlib import Path
 
 import pytest
@@ -83,6 +85,15 @@ run_points("hwmodel.studies.probes:park", [(f"w{i}", {"pid_dir": sys.argv[1], "i
 """
 
 
+def _gone(pid: int) -> bool:
+    """Process ``pid`` has exited (a zombie waits for its parent to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
 @pytest.mark.parametrize("start_method", ["forkserver", "fork"])
 def test_workers_exit_when_the_parent_is_killed(tmp_path: Path, start_method: str) -> None:
     pid_dir = tmp_path / "pids"
@@ -95,15 +106,7 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path: Path, start_method: st
         )
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=DEADLINE_S)
-
-        def gone(pid: int) -> bool:
-            try:
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (FileNotFoundError, ProcessLookupError):
-                return True
-            return state in ("Z", "X")  # exited (a zombie waits for its new parent to reap it)
-
-        _wait_for(lambda: all(gone(p) for p in pids), "the workers to exit after their parent was killed")
+        _wait_for(lambda: all(_gone(p) for p in pids), "the workers to exit after their parent was killed")
     finally:
         if parent.poll() is None:
             parent.kill()
@@ -112,6 +115,31 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path: Path, start_method: st
                 os.kill(int(p.stem), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+@pytest.mark.parametrize("start_method", ["forkserver", "fork"])
+def test_ctrl_c_is_raised_by_the_runner_between_waits_and_leaves_no_pool_behind(
+    tmp_path: Path, start_method: str
+) -> None:
+    """Ctrl-C while the workers run: KeyboardInterrupt comes out of the runner's own loop, never from inside
+    ``concurrent.futures.wait`` (where it can leave a future's lock held, so that the pool's manager thread blocks and
+    the process hangs at exit: seen once as `hwmodel sweep` not exiting after Ctrl-C), and when it propagates the
+    pool's manager thread and its workers are gone."""
+    pid_dir = tmp_path / "pids"
+    points = [("ctrl-c", {"pid_dir": str(pid_dir), "signal_pid": os.getpid()}), ("other", {"pid_dir": str(pid_dir)})]
+    with pytest.raises(KeyboardInterrupt) as info:
+        run_points(
+            "hwmodel.studies.probes:interrupt",
+            points,
+            journal=tmp_path / "j.jsonl",
+            workers=2,
+            chunk_size=1,
+            start_method=start_method,
+        )
+    assert Path(str(info.traceback[-1].path)).name == "interrupt.py", info.traceback[-1]
+    assert not [t for t in threading.enumerate() if isinstance(t, _ExecutorManagerThread)]
+    pids = [int(p.stem) for p in pid_dir.glob("*.pid")]
+    _wait_for(lambda: all(_gone(p) for p in pids), "the workers to end after Ctrl-C")
 
 
 def test_a_journal_with_points_this_run_does_not_ask_for_keeps_them(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -28,3 +29,11 @@ def park(spec: dict[str, Any]) -> None:
     tmp.write_text(str(os.getpid()))
     tmp.rename(d / f"{os.getpid()}.pid")
     threading.Event().wait()  # never set: the process ends only by a signal
+
+
+def interrupt(spec: dict[str, Any]) -> None:
+    """Send SIGINT (Ctrl-C) to the process ``spec["signal_pid"]`` if given (the study's), then :func:`park` (the
+    Ctrl-C test: the signal reaches the parent while its workers run)."""
+    if spec.get("signal_pid"):
+        os.kill(int(spec["signal_pid"]), signal.SIGINT)
+    park(spec)

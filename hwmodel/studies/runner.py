@@ -52,6 +52,7 @@ from typing import Any
 from hwmodel.allocator import keep_freed_memory
 from hwmodel.errors import HwmodelError
 from hwmodel.io import note_damaged, open_locked
+from hwmodel.studies.interrupt import Interrupts, deferred_sigint
 
 JOURNAL_KIND = "hwmodel-study"
 JOURNAL_VERSION = 1
@@ -186,12 +187,17 @@ def _mp_context(start_method: str, preload: Sequence[str]) -> multiprocessing.co
 def _terminate(pool: ProcessPoolExecutor) -> None:
     """Stop a pool now: cancel queued chunks and end running workers (their points are not finished)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets it
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
             p.terminate()
     for p in procs:
         p.join(timeout=5)
+    # the pool's manager thread ends once it has seen its workers die; joined here, it is not left to the
+    # interpreter's exit, whose wakeup of it could race with its closing the wakeup pipe
+    if manager is not None:
+        manager.join(timeout=5)
 
 
 def execute(
@@ -239,9 +245,24 @@ def _run_local(
     start_method: str,
     preload: Sequence[str],
 ) -> None:
-    queue = collections.deque(chunks)
+    with deferred_sigint() as ctrl_c:
+        ctx = _mp_context(start_method, preload)
+        _run_pools(task, ref, collections.deque(chunks), finished, n_workers, ctx, preload, ctrl_c)
+
+
+def _run_pools(
+    task: Callable[..., Any],
+    ref: Any,
+    queue: collections.deque[Any],
+    finished: Callable[[Any], None],
+    n_workers: int,
+    ctx: multiprocessing.context.BaseContext,
+    preload: Sequence[str],
+    ctrl_c: Interrupts,
+) -> None:
+    """The chunks through a pool, and through a fresh one after a worker died; a Ctrl-C the loop noted is raised
+    between waits (:mod:`hwmodel.studies.interrupt`)."""
     restarts = 0
-    ctx = _mp_context(start_method, preload)
     while queue:
         pool = ProcessPoolExecutor(
             max_workers=n_workers, mp_context=ctx, initializer=worker_init, initargs=(os.getpid(), tuple(preload))
@@ -253,7 +274,8 @@ def _run_local(
                 while queue and len(inflight) < 2 * n_workers:
                     fut = pool.submit(task, ref, queue[0])  # raises if the pool broke: the chunk stays queued
                     inflight[fut] = queue.popleft()
-                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                done, _ = wait(inflight, timeout=ctrl_c.poll_s, return_when=FIRST_COMPLETED)
+                ctrl_c.check()
                 for fut in done:
                     if isinstance(fut.exception(), BrokenProcessPool):
                         raise BrokenProcessPool(str(fut.exception()))
