@@ -32,7 +32,10 @@ Every cycle is resolved in the same order (land requests, retire, start channel 
   possible change is the earliest pending timer (a request landing, a unit finishing, the scheduler ready);
 * it simulates one representative channel per class of channels that receive identical request streams
   (:func:`channel_classes`): the HBM channels are independent, so identical inputs give identical trajectories.
-  Weight tiles are dealt evenly over all channels, so a decode token typically has 2-3 classes, not 32.
+  Weight tiles are dealt evenly over all channels, so a decode token typically has 2-3 classes, not 32. The
+  datamover visits those classes' representatives, not every channel an LD/ST touches, and a landing scan runs
+  only when its class's earliest landing is due (glitches-u280/v80 decode and prefill 1.9x faster than visiting
+  all 32 channels every cycle, identical counters, HBM states and traces).
 
 Repeated decoder layers are *not* skipped: the HBM refresh windows are periodic in absolute time (tREFI), not per
 layer, so two layers never see the same refresh phase and skipping would not be exact. The repeated segments only
@@ -196,6 +199,11 @@ def run_program(
     cls_eng = np.zeros(C, dtype=np.int64)
     for k in range(C):
         cls_eng[k] = cls_rep[k] // CE
+    e_cls = np.zeros(NE + 1, dtype=np.int64)  # engine e's classes are e_cls[e] .. e_cls[e + 1] - 1 (numbered in order)
+    for k in range(C):
+        e_cls[cls_eng[k] + 1] = k + 1
+    for e in range(NE):
+        e_cls[e + 1] = max(e_cls[e + 1], e_cls[e])
     rq_seq = np.zeros((C, RQ), dtype=np.int64)
     rq_addr = np.zeros((C, RQ), dtype=np.int64)
     rq_bytes = np.zeros((C, RQ), dtype=np.int64)
@@ -207,6 +215,7 @@ def run_program(
     fl_seq = np.zeros((C, OUT), dtype=np.int64)
     fl_land = np.zeros((C, OUT), dtype=np.int64)
     fl_count = np.zeros(C, dtype=np.int64)
+    fl_min = np.full(C, _NO_EVENT, dtype=np.int64)  # earliest landing in flight (the scan below runs only when due)
     last_land = np.zeros(C, dtype=np.int64)
 
     mpe_free = np.zeros(NE, dtype=np.int64)
@@ -229,8 +238,11 @@ def run_program(
         progress = False
         # ---- 1. requests land; instructions complete and retire in order
         for c in range(C):
+            if fl_min[c] > now:
+                continue
             ce = cls_eng[c]
             k = 0
+            m = _NO_EVENT
             while k < fl_count[c]:
                 if fl_land[c, k] <= now:
                     q = fl_seq[c, k]
@@ -243,7 +255,9 @@ def run_program(
                     fl_count[c] = last
                     progress = True
                 else:
+                    m = min(m, fl_land[c, k])
                     k += 1
+            fl_min[c] = m
         for e in range(NE):
             while retired[e, 0] < started[e, 0] and dm_pend[e, retired[e, 0] & _MASK] == 0:
                 retired[e, 0] += 1
@@ -273,6 +287,7 @@ def run_program(
                         last_land[c] = land
                 fl_seq[c, fl_count[c]] = rq_seq[c, h]
                 fl_land[c, fl_count[c]] = land
+                fl_min[c] = min(fl_min[c], land)
                 fl_count[c] += 1
                 rq_head[c] = (h + 1) % RQ
                 rq_count[c] -= 1
@@ -294,13 +309,23 @@ def run_program(
                     r = u_row[e, 0, sl]
                     nch = prog[r, isa.F_NCH]
                     ch0 = prog[r, isa.F_CH0]
+                    # only class representatives take requests: visit them (a few classes), not every channel
+                    # the instruction touches (up to 32, most of the run's time before); channel ch0 + j (mod CE)
+                    # is touched once for j < nch <= CE. (nch > CE: the channel-by-channel loop, in order.)
+                    by_cls = nch <= CE
                     room = True
-                    for j in range(nch):
-                        phys = base_ch + (ch0 + j) % CE
-                        k = ch_cls[phys]
-                        if cls_rep[k] == phys and rq_count[k] >= RQ:
-                            room = False
-                            break
+                    if by_cls:
+                        for k in range(e_cls[e], e_cls[e + 1]):
+                            if (cls_rep[k] - base_ch - ch0) % CE < nch and rq_count[k] >= RQ:
+                                room = False
+                                break
+                    else:
+                        for j in range(nch):
+                            phys = base_ch + (ch0 + j) % CE
+                            k = ch_cls[phys]
+                            if cls_rep[k] == phys and rq_count[k] >= RQ:
+                                room = False
+                                break
                     if room:
                         rows = prog[r, isa.F_ROWS]
                         rb = prog[r, isa.F_ROW_BYTES]
@@ -308,12 +333,21 @@ def run_program(
                         base = prog[r, isa.F_ADDR] + u_rep[e, 0, sl] * prog[r, isa.F_ASTRIDE]
                         is_w = 1 if prog[r, isa.F_OP] == isa.OP_ST else 0
                         npend = 0
-                        for j in range(nch):
+                        n_visit = e_cls[e + 1] - e_cls[e] if by_cls else nch
+                        for v in range(n_visit):
+                            if by_cls:
+                                c = e_cls[e] + v
+                                j = (cls_rep[c] - base_ch - ch0) % CE
+                                if j >= nch:
+                                    continue
+                            else:
+                                j = v
+                                c = ch_cls[base_ch + (ch0 + j) % CE]
+                                if cls_rep[c] != base_ch + (ch0 + j) % CE:
+                                    continue  # a channel that mirrors its class representative
                             nrows = (rows - j + nch - 1) // nch
-                            phys = base_ch + (ch0 + j) % CE
-                            c = ch_cls[phys]
-                            if nrows <= 0 or cls_rep[c] != phys:
-                                continue  # nothing to move, or a channel that mirrors its class representative
+                            if nrows <= 0:
+                                continue  # nothing to move
                             t = (rq_head[c] + rq_count[c]) % RQ
                             rq_seq[c, t] = started[e, 0]
                             rq_addr[c, t] = base + ((ch0 + j) // CE) * stride
@@ -472,10 +506,9 @@ def run_program(
             now += 1
             continue
         nxt = _NO_EVENT
-        for c in range(C):
-            for k in range(fl_count[c]):
-                if now < fl_land[c, k] < nxt:
-                    nxt = fl_land[c, k]
+        for c in range(C):  # every landing in flight is later than now (step 1 took the due ones)
+            if fl_min[c] < nxt:
+                nxt = fl_min[c]
         for e in range(NE):
             for u in range(1, 3):
                 if retired[e, u] < started[e, u]:
