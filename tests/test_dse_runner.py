@@ -29,7 +29,8 @@ GRID = "lanes = [8, 16, 32, 64, 128]\nports = [4, 8, 16, 32]\nclock_mhz = [200, 
 
 
 def _cli(spec: Path, out: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # PYTHONFAULTHANDLER: a sweep that hangs is sent SIGABRT by _communicate and prints every thread's stack
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "hwmodel", "sweep", str(spec), "--out", str(out), "--no-progress", *args],
         cwd=ROOT,
@@ -39,6 +40,17 @@ def _cli(spec: Path, out: Path, *args: str) -> subprocess.Popen:
         text=True,
         start_new_session=True,
     )
+
+
+def _communicate(proc: subprocess.Popen, timeout_s: float = 120) -> tuple[str, str]:
+    """``proc.communicate``; if the sweep has not ended by then, its process group gets SIGABRT (the faulthandler
+    prints each process's threads) and the test fails with that output, not a bare timeout."""
+    try:
+        return proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGABRT)
+        stdout, stderr = proc.communicate()
+        raise AssertionError(f"the sweep did not end within {timeout_s} s; its stacks:\n{stderr}\n{stdout}") from None
 
 
 def _rows_on_disk(out: Path) -> int:
@@ -102,7 +114,7 @@ def test_sweep_killed_halfway_then_rerun_equals_uninterrupted(tmp_path: Path) ->
     assert 0 < partial < total
     gate.write_text("open\n")
     proc = _cli(spec, out, "-j", "2")
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = _communicate(proc)
     assert proc.returncode == 0, stderr
     assert f"{partial:,} were already done" in stdout, stdout
     _assert_same_as_reference(spec, out, _reference(tmp_path, spec))
@@ -115,7 +127,7 @@ def test_ctrl_c_saves_finished_points_and_rerun_completes(tmp_path: Path) -> Non
     proc = _cli(spec, out, "-j", "2", "--chunk-size", "2")
     _wait_rows(proc, out, total // 4)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole process group
-    _stdout, stderr = proc.communicate(timeout=120)
+    _stdout, stderr = _communicate(proc)
     assert proc.returncode == 130, stderr
     assert "interrupted:" in stderr and "rerun the same command to resume" in stderr and "Traceback" not in stderr
     saved = _rows_on_disk(out)

@@ -117,6 +117,10 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path: Path, start_method: st
                 pass
 
 
+# The fork case forks from the xdist worker, which an earlier test may have left with JAX loaded (JAX warns on every
+# fork). Safe here: the probe's children run only Python (a pid file, a signal, a sleep), never XLA, whose threads are
+# what a fork cannot copy.
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 @pytest.mark.parametrize("start_method", ["forkserver", "fork"])
 def test_ctrl_c_is_raised_by_the_runner_between_waits_and_leaves_no_pool_behind(
     tmp_path: Path, start_method: str
