@@ -39,7 +39,7 @@ after that instant, plus ``cdc_sync`` synchroniser cycles.
 The kernel side of a read port moves ``port_bytes`` (port width / 8) per kernel cycle from the clock converter
 into the kernel's buffer, one request after another; a request has *landed* (usable) when its last byte is in.
 
-Developers: kernels that inline these functions (fpga/streaming/engine.py, fpga/instruction/simulator.py) are
+Developers: kernels that inline these functions (fpga/streaming/kernel.py, fpga/instruction/simulator.py) are
 recompiled after any edit here, because the project's Numba cache is keyed on every source file
 (:mod:`hwmodel.numba_cache`); there is nothing to delete by hand.
 """
