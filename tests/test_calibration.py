@@ -192,7 +192,7 @@ def test_calibrate_cli(tmp_path: Path, gpu_fit, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(calibration.family, "fit_family", shared_fit)
     r = CliRunner().invoke(main, ["calibrate", "--json"])
     assert r.exit_code == 0, r.output
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)
     assert data["summary"]["fitted_max_abs_error"] <= 0.05
     assert data["summary"]["predicted_points"] == len([p for p in data["points"] if p["role"] == "predicted"])
     r = CliRunner().invoke(main, ["calibrate", "--check", "--no-report"])
@@ -316,7 +316,7 @@ def test_leave_one_out_refuses_a_point_that_alone_constrains_a_parameter(tmp_pat
 def test_calibrate_cv_json_reports_accounting_and_leave_one_out() -> None:
     res = CliRunner().invoke(main, ["calibrate", "--cv", "--json"])
     assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = json.loads(res.stdout)
     assert doc["accounting"]["degrees_of_freedom"] == 0
     assert {r["id"] for r in doc["leave_one_out"]} == {p["id"] for p in doc["points"] if p["role"] == "fitted"}
     assert all(r["model"] is None and r["reason"] for r in doc["leave_one_out"])  # zero dof: nothing can be left out

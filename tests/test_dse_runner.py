@@ -262,7 +262,7 @@ def test_cli_report_only_and_json(tmp_path: Path) -> None:
     out = tmp_path / "out"
     r = CliRunner().invoke(main, ["sweep", str(spec), "--out", str(out), "-j", "1", "--json", "--svg"])
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
     assert d["counts"]["finished"] == 6 and d["run"]["evaluated"] == 6
     assert (out / "front_latency_s__energy_per_token_j.png").stat().st_size > 1000
     assert (out / "front_latency_s__energy_per_token_j.svg").exists()

@@ -189,7 +189,7 @@ def test_dry_run_json_reports_plan(tmp_path: Path) -> None:
     spec = write_spec(tmp_path, "[constraints]\nlut_util = { max = 0.15 }\n")
     r = CliRunner().invoke(main, ["sweep", str(spec), "--out", str(tmp_path / "o"), "--dry-run", "--json"])
     assert r.exit_code == 0, r.output
-    info = json.loads(r.output)
+    info = json.loads(r.stdout)
     assert info["points"] == 24 and info["to_evaluate"] + info["screened_out"] == 24
     assert info["constraints"] == ["dsp_util <= 1", "lut_util <= 0.15"]
     assert not (tmp_path / "o").exists()

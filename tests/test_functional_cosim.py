@@ -149,7 +149,7 @@ def test_fpga_run_command_times_functional_tokens_with_the_streaming_model(tmp_p
         ],
     )
     assert r.exit_code == 0, r.output
-    res = json.loads(r.output)
+    res = json.loads(r.stdout)
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x["token"] for x in lines[:-1]] == res["tokens"] and "summary" in lines[-1]
     # the tokens are the functional model's (synthetic seed 2), the times the streaming engine's

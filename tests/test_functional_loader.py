@@ -190,7 +190,7 @@ def test_accuracy_command_on_a_checkpoint(tmp_path: Path) -> None:
         ],
     )
     assert r.exit_code == 0, r.output
-    rep = json.loads(r.output)
+    rep = json.loads(r.stdout)
     assert rep["positions"] == 24 and 0.5 <= rep["top1_agreement"] <= 1.0
     assert 0 < rep["logit_relative_rms_error"] < 0.5
     bad = write_safetensors(tmp_path / "bad" / "model.safetensors", LLM, SRC, drop=("model.norm.weight",))

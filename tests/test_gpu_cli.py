@@ -14,7 +14,7 @@ from hwmodel.cli import main
 def _json(*args: str) -> dict:
     r = CliRunner().invoke(main, [*args, "--json"])
     assert r.exit_code == 0, r.output
-    return json.loads(r.output)
+    return json.loads(r.stdout)
 
 
 def test_prefill_decode_prm_match_the_engine() -> None:

@@ -18,7 +18,7 @@ def test_profile_port_patterns_map_and_plot(tmp_path: Path) -> None:
     def bw(*extra: str) -> float:
         r = run(main, base + list(extra))
         assert r.exit_code == 0, r.output
-        return json.loads(r.output)[0]["bw_bytes_per_s"]
+        return json.loads(r.stdout)[0]["bw_bytes_per_s"]
 
     seq = bw()
     assert bw("--pattern", "strided:4096") < 0.6 * seq

@@ -113,7 +113,7 @@ def test_cli_writes_a_spec_usable_with_spec_dir(tmp_path: Path) -> None:
     assert spec.name == "my-qwen3" and spec.layers == 36
     r = CliRunner().invoke(main, ["--spec-dir", str(tmp_path), "specs", "show", "my-qwen3", "--json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["fields"]["qk_norm"]["value"] is True
+    assert json.loads(r.stdout)["fields"]["qk_norm"]["value"] is True
     bad = tmp_path / "bad.json"
     bad.write_text('{"architectures": ["BertModel"]}')
     r = CliRunner().invoke(main, ["specs", "import-hf", str(bad), "--name", "b", "--out", str(tmp_path)])

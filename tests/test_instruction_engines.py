@@ -120,7 +120,7 @@ def test_example_two_engine_overlay_runs_and_conserves_its_fold() -> None:
     args = ["fpga", "instruction", "run", "--design", EXAMPLE, "--ctx", "16", "--json"]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert out["overlay"]["engines"] == 2 and out["overlay"]["placement"] == {"linears": "rows", "attention": 0}
     assert len(out["engines"]) == 2 and all(e["signals"] > 0 for e in out["engines"])
     fold = InstructionEngine(load_design(EXAMPLE).with_params({"engines": 1})).decode(16)
@@ -158,6 +158,6 @@ def test_sensitivity_covers_the_execution_style_fields() -> None:
     args = ["fpga", "instruction", "run", "--design", EXAMPLE, "--ctx", "8", "--json", "--sensitivity"]
     r = CliRunner().invoke(main, [*args, "--vary", "sync_cycles"])
     assert r.exit_code == 0, r.output
-    (row,) = json.loads(r.output)["sensitivity"]["fields"]
+    (row,) = json.loads(r.stdout)["sensitivity"]["fields"]
     assert row["field"] == "scheduler.sync_cycles" and (row["low"], row["high"]) == (16, 64)
     assert row["low_s"] <= row["high_s"]  # a dearer semaphore never speeds the step up

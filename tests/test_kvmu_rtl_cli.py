@@ -95,7 +95,7 @@ def test_no_input_ends_in_a_traceback(tmp_path: Path) -> None:
         assert res.exit_code in (0, 1, 2), where
         seen.add(res.exit_code)
         if ("--json",) in options and not res.output.startswith("Usage:"):
-            rep = json.loads(res.output)
+            rep = json.loads(res.stdout)
             assert rep["verdict"] and isinstance(rep["passed"], bool), where
         elif res.exit_code == 2 and res.output.startswith("Error:"):
             assert res.output.strip().count("\n") == 0, where
@@ -110,7 +110,7 @@ def test_simulator_that_stops_is_a_verdict(tmp_path: Path) -> None:
         main, ["kvmu", "verify", "--rtl", str(rtl), "--top", "kvmu", "--out", str(tmp_path / "o"), "--json"]
     )
     assert res.exit_code == 1, res.output
-    rep = json.loads(res.output)
+    rep = json.loads(res.stdout)
     assert rep["verdict"] == "simulator error" and "simulator stopped" in rep["error"]
 
 
@@ -118,7 +118,7 @@ def test_simulator_that_stops_is_a_verdict(tmp_path: Path) -> None:
 def test_json_reports_a_build_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["kvmu", "verify", "--rtl", str(tmp_path / "missing.v"), "--top", "kvmu", "--json"])
     assert res.exit_code == 2
-    rep = json.loads(res.output)
+    rep = json.loads(res.stdout)
     assert rep["verdict"] == "error" and "no such RTL file" in rep["error"]
 
 
@@ -129,7 +129,7 @@ def test_min_coverage_gates_a_passing_run() -> None:
     assert res.exit_code == 1 and "below --min-coverage 99%" in res.output and "empty bins:" in res.output
     res = CliRunner().invoke(main, [*args, "--min-coverage", "1", "--json"])
     assert res.exit_code == 0, res.output
-    rep = json.loads(res.output)
+    rep = json.loads(res.stdout)
     cov = rep["coverage"]
     assert rep["verdict"] == "pass" and cov["examples"] == 20 and 1 <= cov["percent"] < 99
     assert set(cov["hits"]) == {"legal", "refusal", "pointers", "run", "capacity", "crossing", "reset"}

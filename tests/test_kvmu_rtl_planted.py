@@ -110,7 +110,7 @@ def test_state_surviving_reset_reports_both_examples(tmp_path: Path, planted: di
         ],
     )
     assert res.exit_code == 1, res.output
-    rep = json.loads(res.output)
+    rep = json.loads(res.stdout)
     assert rep["passed"] is False and rep["verdict"] in ("mismatch", "state survives reset")
     assert rep["counterexample"].startswith("capacity ") and "status RTL=" in rep["first_difference"]
     if rep["verdict"] == "state survives reset":

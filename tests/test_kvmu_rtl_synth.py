@@ -37,7 +37,7 @@ def test_yosys_reproduces_the_record() -> None:
     fresh = synth.synthesize()
     assert (fresh["lut"], fresh["ff"], fresh["cells"]) == (rec["lut"], rec["ff"], rec["cells"])
     res = CliRunner().invoke(main, ["kvmu", "synth", "--json"])
-    assert res.exit_code == 0 and json.loads(res.output)["lut"] == rec["lut"]
+    assert res.exit_code == 0 and json.loads(res.stdout)["lut"] == rec["lut"]
 
 
 def test_resource_model_uses_the_synthesized_kvmu() -> None:
@@ -55,7 +55,7 @@ def test_resource_model_uses_the_synthesized_kvmu() -> None:
 
 def test_fpga_designs_shows_the_kvmu() -> None:
     rec = synth.recorded()
-    rows = {r["name"]: r for r in json.loads(CliRunner().invoke(main, ["fpga", "designs", "--json"]).output)}
+    rows = {r["name"]: r for r in json.loads(CliRunner().invoke(main, ["fpga", "designs", "--json"]).stdout)}
     assert rows["draft-u280"]["blocks"]["kvmu"]["lut"] == rec["lut"]
     assert rows["flexllm-u280-mem-opt-new"]["blocks"] == {}
     res = CliRunner().invoke(main, ["fpga", "designs"], terminal_width=250)

@@ -152,7 +152,7 @@ def _migrate_json(prompt: int, *extra: str) -> dict:
         ],
     )
     assert r.exit_code == 0, r.output
-    return json.loads(r.output)
+    return json.loads(r.stdout)
 
 
 def test_migrate_cli_hidden_long_exposed_short() -> None:
@@ -170,12 +170,12 @@ def test_migrate_cli_hidden_long_exposed_short() -> None:
 def test_link_transfer_cli() -> None:
     r = CliRunner().invoke(main, ["link", "transfer", "--bytes", "12MB", "--link", "pcie-gen3-x16", "--json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["time_s"] == pytest.approx(transfer_s(12e6, GEN3))
+    assert json.loads(r.stdout)["time_s"] == pytest.approx(transfer_s(12e6, GEN3))
     r = CliRunner().invoke(
         main,
         ["link", "transfer", "--bytes", "1GiB", "--path", "host", "--gpu", "a100-40gb", "--fpga", "u280", "--json"],
     )
-    assert json.loads(r.output)["time_s"] == pytest.approx(host_staged_s(2**30, GEN4, GEN3))
+    assert json.loads(r.stdout)["time_s"] == pytest.approx(host_staged_s(2**30, GEN4, GEN3))
     bad = CliRunner().invoke(main, ["link", "transfer", "--bytes", "12 parsecs", "--link", "pcie-gen3-x16"])
     assert bad.exit_code == 2 and "expected a size like" in bad.output
     missing = CliRunner().invoke(main, ["link", "transfer", "--bytes", "1MB", "--path", "host"])

@@ -154,11 +154,11 @@ def test_bounds_design_floor_equals_the_floor_fpga_decode_prints() -> None:
         assert b.exit_code == 0, b.output
         f = r.invoke(main, ["fpga", "decode", "--design", "draft-u280", "--ctx", "512", "--json", *extra])
         assert f.exit_code == 0, f.output
-        bj, fj = json.loads(b.output), json.loads(f.output)
+        bj, fj = json.loads(b.stdout), json.loads(f.stdout)
         assert bj["design_floor"]["floor_s"] == fj["design_floor_s"] > 0
         assert fj["seconds"] >= fj["design_floor_s"]
-    full = json.loads(r.invoke(main, ["bounds", "--design", "draft-u280", "--ctx", "512", "--json"]).output)
-    ing = json.loads(r.invoke(main, ["bounds", "--design", "draft-u280", "--ctx", "512", "--json", "--ingest"]).output)
+    full = json.loads(r.invoke(main, ["bounds", "--design", "draft-u280", "--ctx", "512", "--json"]).stdout)
+    ing = json.loads(r.invoke(main, ["bounds", "--design", "draft-u280", "--ctx", "512", "--json", "--ingest"]).stdout)
     assert ing["design_floor"]["floor_s"] < full["design_floor"]["floor_s"]
     text = r.invoke(main, ["bounds", "--design", "draft-u280", "--ctx", "512"])
     assert text.exit_code == 0 and "design floor" in text.output

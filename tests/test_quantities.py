@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _cli(*args: str) -> dict:
     res = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    return json.loads(res.output)
+    return json.loads(res.stdout)
 
 
 def _row_value(family: str, point_id: str) -> float:

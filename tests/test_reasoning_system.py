@@ -73,7 +73,7 @@ def test_workload_and_reason_commands(tmp_path: Path, trace) -> None:  # noqa: A
     r = runner.invoke(main, ["workload", "validate", str(path)])
     assert r.exit_code == 0 and "valid, 8 problems" in r.output
     r = runner.invoke(main, ["workload", "stats", str(path), "--json"])
-    assert json.loads(r.output)["problems"] == 8
+    assert json.loads(r.stdout)["problems"] == 8
     lines = path.read_text().splitlines()
     lines[3] = lines[3].replace('"prompt_tokens":', '"prompt_tokenz":')
     path.write_text("\n".join(lines))
@@ -95,7 +95,7 @@ def test_workload_and_reason_commands(tmp_path: Path, trace) -> None:  # noqa: A
         ],
     )
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["problems"] == len(trace.problems)
+    assert json.loads(r.stdout)["problems"] == len(trace.problems)
     assert len((tmp_path / "rows.csv").read_text().splitlines()) == len(trace.problems) + 1
     r = runner.invoke(
         main,

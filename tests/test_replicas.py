@@ -74,7 +74,7 @@ def test_cli_seeds_for_a_serving_run_and_a_system_a_replay(tmp_path) -> None:
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.output
-    d = json.loads(res.output)
+    d = json.loads(res.stdout)
     assert d["n_seeds"] == 3 and set(d["metrics"]["ttft_s.p90"]) >= {"mean", "low", "high", "n"}
     assert (tmp_path / "s.png").exists() and (tmp_path / "o" / "seeds.csv").exists()
     res = CliRunner().invoke(
@@ -88,8 +88,8 @@ def test_cli_seeds_for_a_serving_run_and_a_system_a_replay(tmp_path) -> None:
         main, ["serve", "run", "--n", "10", "--load", "0.8", "--seeds", "2", "--json"], catch_exceptions=False
     )
     sat = hw.saturation("a100+7xu280", n=10)
-    assert res.exit_code == 0 and json.loads(res.output)["n_seeds"] == 2
-    assert hw.serve(n=10, rate_per_s=hw.load(0.8), seeds=2).to_dict()["metrics"] == json.loads(res.output)["metrics"]
+    assert res.exit_code == 0 and json.loads(res.stdout)["n_seeds"] == 2
+    assert hw.serve(n=10, rate_per_s=hw.load(0.8), seeds=2).to_dict()["metrics"] == json.loads(res.stdout)["metrics"]
     assert sat.request_rate_per_s > 0
     res = CliRunner().invoke(main, ["serve", "run", "--load", "0.8", "--rate", "1"])
     assert res.exit_code != 0 and "--load sets the rate" in res.output

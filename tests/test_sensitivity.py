@@ -85,7 +85,7 @@ def test_fpga_decode_sensitivity_json() -> None:
         ],
     )
     assert r.exit_code == 0, r.output
-    band = json.loads(r.output)["sensitivity"]
+    band = json.loads(r.stdout)["sensitivity"]
     assert set(band) >= {"nominal_s", "fields", "band_s", "varied"}
     lo, hi = band["band_s"]
     assert lo < band["nominal_s"] < hi
@@ -104,7 +104,7 @@ def test_instruction_run_sensitivity_and_ingest() -> None:
     args = ["fpga", "instruction", "run", "--design", "draft-instr-u280", "--ctx", "64", "--json"]
     r = CliRunner().invoke(main, [*args, "--sensitivity", "--vary", "request_queue_depth,port_width_bits"])
     assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert {f["field"] for f in out["sensitivity"]["fields"]} == {
         "datamover.request_queue_depth",
         "datamover.port_width_bits",
@@ -118,5 +118,5 @@ def test_instruction_run_sensitivity_and_ingest() -> None:
     assert (ks["buffers.overlap_loads"].status, ks["buffers.overlap_loads"].low) == ("default", 0)
     assert ks["buffers.overlap_loads"].apply(load_instr("draft-instr-u280"), 0).buffers.overlap_loads is False
     assert "datamover.channels" not in ks  # sourced to PG276, a fact
-    ing = json.loads(CliRunner().invoke(main, [*args, "--no-lm-head"]).output)
+    ing = json.loads(CliRunner().invoke(main, [*args, "--no-lm-head"]).stdout)
     assert ing["ingest"] and ing["seconds"] < out["seconds"]

@@ -73,7 +73,7 @@ def test_serve_run_json_and_request_file(tmp_path: Path, fake_engines: None) -> 
         ],
     )
     assert r.exit_code == 0, r.output
-    m = json.loads(r.output)
+    m = json.loads(r.stdout)
     assert m["requests"] == 12 and m["scheduler"] == "slo-aware"
     assert set(m["kv_migrations"]) <= {"p2p", "network-p2p"}
 

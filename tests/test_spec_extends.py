@@ -97,7 +97,7 @@ def test_built_in_streaming_llama2_designs_and_the_back_end_of_every_built_in_cl
     )
     assert v.board == "v80" and v.clock_hz == 300e6
     res = CliRunner().invoke(main, ["serve", "clusters", "--json"], catch_exceptions=False)
-    rows = {r["name"]: r for r in json.loads(res.output)}
+    rows = {r["name"]: r for r in json.loads(res.stdout)}
     assert rows["a100+7xv80-streaming"]["decode back-end"] == "glitches-v80-streaming (streaming)"
     assert rows["a100+7xv80"]["decode back-end"] == "glitches-v80 (instruction)"
     assert all(r["decode back-end"] == "-" or "(" in r["decode back-end"] for r in rows.values())

@@ -75,7 +75,7 @@ def test_schema_rejects_a_malformed_spec(kind: str, file: str, break_it) -> None
 def test_cli_prints_schema_and_reference(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["specs", "schema", "fpga-board"])
     assert r.exit_code == 0, r.output
-    schema = json.loads(r.output)
+    schema = json.loads(r.stdout)
     assert schema["properties"]["hbm"]["properties"]["tccds_s"]["required"] == ["value", "source"]
     r = CliRunner().invoke(main, ["specs", "schema", "board"])
     assert r.exit_code != 0 and "fpga-board" in r.output and "Traceback" not in r.output

@@ -197,13 +197,13 @@ def test_cli_decode_profile_and_errors(tmp_path: Path) -> None:
     run = CliRunner().invoke
     r = run(main, ["fpga", "decode", "--design", "draft-u280", "--ctx", "64", "--json"])
     assert r.exit_code == 0, r.output
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)
     assert data["ctx"] == 64 and data["seconds"] == pytest.approx(data["cycles"] / 300e6)
     assert 0 < data["hbm_utilization"] < 1
     r = run(
         main, ["fpga", "decode", "--design", "draft-u280", "--ctx-range", "0:256:128", "--freq-mhz", "200", "--json"]
     )
-    rows = json.loads(r.output)
+    rows = json.loads(r.stdout)
     assert [row["ctx"] for row in rows] == [0, 128, 256] and all(row["clock_mhz"] == 200 for row in rows)
     r = run(
         main,
@@ -222,7 +222,7 @@ def test_cli_decode_profile_and_errors(tmp_path: Path) -> None:
         ],
     )
     assert r.exit_code == 0, r.output
-    rnd = {row["req_bytes"]: row["bw_bytes_per_s"] for row in json.loads(r.output)}
+    rnd = {row["req_bytes"]: row["bw_bytes_per_s"] for row in json.loads(r.stdout)}
     assert rnd[64] < 0.5 * rnd[4096]  # random small requests are activation-bound
     r = run(main, ["fpga", "decode", "--design", "draft-u280", "--ctx", "9999"])
     assert (

@@ -68,7 +68,7 @@ def test_cli_study_freq(tmp_path: Path) -> None:
         ],
     )
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
     assert d["token"]["verdict"] == "HBM-bound" and len(d["files"]) == 3
     assert (tmp_path / "freq_draft-u280_200_to_300mhz.png").stat().st_size > 1000
     r = CliRunner().invoke(main, ["study", "freq", "--design", "nope", "--measured-mhz", "200", "--target-mhz", "300"])

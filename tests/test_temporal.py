@@ -229,7 +229,7 @@ def test_decode_cli_prints_the_phases_and_their_json(tmp_path: Path) -> None:
     assert "execution: temporal phases, barrier 2 cycles" in out.output
     js = runner.invoke(main, [*args, "--json"])
     assert js.exit_code == 0, js.output
-    doc = json.loads(js.output)
+    doc = json.loads(js.stdout)
     ex = doc["execution"]
     assert (ex["style"], ex["phase_barrier_cycles"], ex["phase_prefetch_blocks"]) == ("temporal", 2, 0)
     assert ex["phase_cycles"] == sum(doc["op_span_cycles"].values())

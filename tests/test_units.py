@@ -224,7 +224,7 @@ def test_decode_cli_prints_units_and_links() -> None:
     assert "u0" in out.output and "ring:u0->u1" in out.output
     js = runner.invoke(main, ["fpga", "decode", "--design", str(EXAMPLE), "--ctx", "0", "--json"])
     assert js.exit_code == 0, js.output
-    doc = json.loads(js.output)
+    doc = json.loads(js.stdout)
     assert [u["unit"] for u in doc["units"]] == ["u0", "u1"] and len(doc["links"]) == 2
     assert doc["exchange_bytes"]["o_proj"] == 24 * 2 * 896 * 4
 
