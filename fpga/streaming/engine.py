@@ -35,19 +35,7 @@ import numpy as np
 from fpga.hbm import channel as hbm
 from fpga.streaming.checks import check_design_clock, check_hbm_capacity, validate_design
 from fpga.streaming.design import ALL_OPS, DesignError, StreamingDesign, design_names, load_design
-from fpga.streaming.kernel import (  # noqa: F401  (EC_*: re-exported, the per-engine counter columns)
-    EC_BUSY,
-    EC_DONE,
-    EC_DRAIN,
-    EC_IN,
-    EC_MEM,
-    EC_OUT,
-    RT_END,
-    RT_FIRST,
-    RT_ISSUE,
-    RT_LAND,
-    _simulate,
-)
+from fpga.streaming.kernel import RT_END, RT_FIRST, RT_ISSUE, RT_LAND, _simulate
 from fpga.streaming.program import compile_token
 from fpga.streaming.program_format import Program
 from fpga.streaming.token_result import (  # noqa: F401  (re-exported: callers import them from here)

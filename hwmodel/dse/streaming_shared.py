@@ -123,7 +123,7 @@ def token_metrics(f: DesignFacts, run_hz: float, out: tuple[Any, ...]) -> dict[s
     expressions as :class:`fpga.streaming.engine.TokenResult`'s properties and the power model, on the same
     integers, hence the same floats."""
     from fpga.hbm.channel import channel_counters
-    from fpga.streaming.engine import EC_BUSY
+    from fpga.streaming.kernel import EC_BUSY
     from fpga.streaming.power import token_power_w
 
     _status, total, _start, cnt, _i, _l, _f, _e, st, _sweeps = out
