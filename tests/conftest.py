@@ -6,6 +6,8 @@
 - Tests that share a module- or session-scoped fixture get one ``xdist_group`` (``--dist loadgroup``,
   pyproject.toml): pytest-xdist then runs them on one worker, so the fixture (a validation table, a model run, a
   re-fit) is built once, not once per worker that happens to receive one of its tests.
+- ``sigint_deliverable``: Ctrl-C reaches the test process and the subprocesses it starts, even when the suite was
+  started as a background job of a non-interactive shell (which starts it with SIGINT ignored).
 - ``HWMODEL_TEST_TIMES=path``: append one JSON line per test with its wall time and its CPU time (this process
   and its finished subprocesses), so where the suite spends its time can be measured on a loaded machine.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,6 +56,25 @@ def use_jax_compilation_cache() -> None:
 
 
 use_jax_compilation_cache()  # before any test module imports jax (jax reads the variables at import)
+
+
+@pytest.fixture
+def sigint_deliverable() -> Iterator[None]:
+    """SIGINT raises ``KeyboardInterrupt`` in this process for the test's duration, and the processes it starts
+    begin with SIGINT's default action (a caught signal is reset to it on exec), as under a terminal.
+
+    A shell without job control starts an asynchronous command (``cmd &``, ``(cmd &)``, a CI step run in the
+    background) with SIGINT ignored, and every descendant inherits that: Python then installs no
+    ``KeyboardInterrupt`` handler, the runner rightly leaves a caller's choice alone and waits unsliced
+    (:func:`hwmodel.studies.interrupt.deferred_sigint`), and a test that sends Ctrl-C waits forever for an exit that
+    cannot come. This was the "hang after Ctrl-C in full test runs" of rounds 9-10 (its stack: an unsliced
+    ``concurrent.futures.wait``): runs started that way hung, runs in the foreground never did."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
 
 #: test modules left out of ``--quick``: each builds a study, a validation table, an RTL simulation, a browser,
 #: a full-size (0.5B) integer model or runs hundreds of hypothesis examples of a simulator (measured with

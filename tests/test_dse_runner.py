@@ -120,6 +120,7 @@ def test_sweep_killed_halfway_then_rerun_equals_uninterrupted(tmp_path: Path) ->
     _assert_same_as_reference(spec, out, _reference(tmp_path, spec))
 
 
+@pytest.mark.usefixtures("sigint_deliverable")
 def test_ctrl_c_saves_finished_points_and_rerun_completes(tmp_path: Path) -> None:
     spec, gate, ungated = _gated_spec(tmp_path)
     total = len(load_plan(spec).points)

@@ -7,7 +7,6 @@ reference for Dask. The evaluator is resolved from its reference inside the work
 from __future__ import annotations
 
 import gc
-import signal
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,11 +21,6 @@ ChunkResult = list[tuple[str, str, dict[str, float], str]]
 
 class EvaluatorFailed(HwmodelError):
     """An evaluator raised an unexpected exception (a bug in it, not a property of the design point)."""
-
-
-def ignore_sigint() -> None:
-    """Pool initializer: Ctrl-C is handled by the parent, which stops the workers itself."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextmanager

@@ -3,11 +3,10 @@
 Python raises ``KeyboardInterrupt`` wherever the main thread is when SIGINT arrives. Inside
 ``concurrent.futures.wait`` that can be between the lock acquisitions of its ``_AcquireFutures`` (the futures'
 condition locks taken one by one): the exception leaves some of them held, the pool's manager thread then blocks
-forever on the next result it hands to such a future, and the interpreter hangs at exit joining that thread. (A
-hang of ``hwmodel sweep`` after Ctrl-C seen in full test runs is not cured by this: its cause is still open, see
-CHANGELOG round 9.) With :func:`deferred_sigint` the handler
-only notes the signal; the runner waits in short slices and raises ``KeyboardInterrupt`` itself between them,
-outside every lock of the pool.
+forever on the next result it hands to such a future, and the interpreter hangs at exit joining that thread.
+With :func:`deferred_sigint` the handler only notes the signal; the runner waits in short slices and raises
+``KeyboardInterrupt`` itself between them, outside every lock of the pool. A process started with SIGINT ignored
+(a background job of a non-interactive shell, ``cmd &`` in a script) keeps ignoring it: the caller's choice.
 """
 
 from __future__ import annotations
