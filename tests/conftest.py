@@ -123,12 +123,18 @@ SLOW_MODULES = frozenset(
         # planted-bug fixtures and the CLI's campaign and verdict runs
         "test_kvmu_rtl_planted",
         "test_kvmu_rtl_cli",
+        # the two largest of a 188 CPU-s quick run on a 2-core machine (2026-12-03; 110.8 s, target 90 s): the
+        # published designs' tokens (13 CPU-s, one module fixture) and the overlap-load equivalence runs (16)
+        "test_published_designs",
+        "test_overlap_loads",
     }
 )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: left out of `tasks.py test --quick` (tests/conftest.py SLOW_MODULES)")
+    config.addinivalue_line(
+        "markers", "slow: left out of `tasks.py test --quick` (tests/conftest.py SLOW_MODULES, or the test's own mark)"
+    )
     config.addinivalue_line(
         "markers",
         "in_process: a README example run in-process after a fixture (tests/conftest.py README_AFTER_FIXTURE)",

@@ -12,6 +12,7 @@ from hwmodel.validate import gpu_external
 from hwmodel.validate.providers import REGISTRY
 
 
+@pytest.mark.slow  # --quick leaves it out (docs/testing.md)
 def test_rows_are_produced_predicted_with_the_family_free_parameters() -> None:
     rows = gpu_external.rows()
     points = load_measurements(gpu_external.MEASUREMENTS)

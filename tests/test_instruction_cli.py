@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from hwmodel.cli import main
@@ -23,6 +24,7 @@ def _err(args: list[str]) -> str:
     return r.output
 
 
+@pytest.mark.slow  # --quick leaves it out (docs/testing.md)
 def test_prefetch_sweep_json_and_csv(tmp_path: Path) -> None:
     out = tmp_path / "sweep.csv"
     data = json.loads(

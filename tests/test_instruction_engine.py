@@ -97,6 +97,7 @@ def _program(llm, design, k, ctx, n):  # noqa: ANN001, ANN202
     return c.prefill_program(n, ctx) if n > 1 else c.decode_program(ctx)
 
 
+@pytest.mark.slow  # --quick leaves it out (docs/testing.md)
 @settings(max_examples=12)
 @given(small_machines())
 def test_fast_engine_equals_cycle_stepped_reference(machine) -> None:  # noqa: ANN001
@@ -192,6 +193,7 @@ def test_prefetch_ratio_4_reaches_the_published_access_sizes_and_speedup() -> No
     assert best == [min((r for r in rows.values() if r.fits), key=lambda r: r.decode_s).ratio]
 
 
+@pytest.mark.slow  # --quick leaves it out (docs/testing.md)
 def test_calibration_report_fitted_within_5_percent() -> None:
     """The committed parameters reproduce every fitted GLITCHES point to within 5 %; predicted points are listed
     apart (and reported, not asserted tight)."""

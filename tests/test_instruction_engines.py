@@ -56,6 +56,7 @@ def _programs(llm, one, multi, k, ctx, n):  # noqa: ANN001, ANN202
     return c1.decode_program(ctx), cn.decode_program(ctx)
 
 
+@pytest.mark.slow  # --quick leaves it out (docs/testing.md)
 @settings(max_examples=6, deadline=None)
 @given(multi_machines())
 def test_engines_equal_the_reference_and_conserve_the_one_engine_bytes_and_macs(machine) -> None:  # noqa: ANN001

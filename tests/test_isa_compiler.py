@@ -83,6 +83,7 @@ def test_q_proj_access_sizes_emerge_from_the_lowering(k: int, weight: int, meta:
             assert row[isa.F_GROUP] == k
 
 
+@pytest.mark.slow  # --quick leaves it out (docs/testing.md)
 def test_coalescing_scales_every_access_and_keeps_bytes() -> None:
     """Ratio k multiplies each access by k (whole groups) and never changes the bytes moved."""
     d = load_design("glitches-u280")

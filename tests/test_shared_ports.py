@@ -36,6 +36,7 @@ def shared_design(draw, board, llm):  # type: ignore[no-untyped-def]
     return d
 
 
+@pytest.mark.slow  # --quick leaves it out (docs/testing.md)
 @settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_fast_engine_equals_reference_with_shared_channels(data: st.DataObject) -> None:

@@ -46,6 +46,7 @@ def unit_case(draw, splits=("heads", "columns", "layers")):  # type: ignore[no-u
     return draw(small_unit_design(board, llm, split, n)), board, llm
 
 
+@pytest.mark.slow  # --quick leaves it out (docs/testing.md)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fast_engine_equals_reference_on_multi_unit_designs(data: st.DataObject) -> None:
