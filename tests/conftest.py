@@ -8,6 +8,8 @@
   re-fit) is built once, not once per worker that happens to receive one of its tests.
 - ``sigint_deliverable``: Ctrl-C reaches the test process and the subprocesses it starts, even when the suite was
   started as a background job of a non-interactive shell (which starts it with SIGINT ignored).
+- Every test leaves the process's spec directories (``--spec-dir``, ``set_extra_spec_dirs``) as it found them, or
+  fails: a leak otherwise fails whichever later test the xdist scheduler happens to give that worker.
 - ``HWMODEL_TEST_TIMES=path``: append one JSON line per test with its wall time and its CPU time (this process
   and its finished subprocesses), so where the suite spends its time can be measured on a loaded machine.
 """
@@ -56,6 +58,19 @@ def use_jax_compilation_cache() -> None:
 
 
 use_jax_compilation_cache()  # before any test module imports jax (jax reads the variables at import)
+
+
+@pytest.fixture(autouse=True)
+def spec_dirs_unchanged(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test that leaves extra spec directories set (and restore them, so later tests are unaffected)."""
+    from hwmodel.specs import extra_spec_dirs, set_extra_spec_dirs
+
+    before = extra_spec_dirs()
+    yield
+    after = extra_spec_dirs()
+    if after != before:
+        set_extra_spec_dirs(before)
+        pytest.fail(f"{request.node.nodeid} left the spec directories set to {[str(d) for d in after]}")
 
 
 @pytest.fixture

@@ -90,6 +90,19 @@ def test_spec_dir_error_is_one_line(tmp_path: Path) -> None:
     assert "x.toml: field 'display_name'" in r.output and "Traceback" not in r.output
 
 
+def test_spec_dir_holds_for_one_invocation_only(tmp_path: Path) -> None:
+    """An in-process CLI run (CliRunner, a notebook) leaves the process's spec directories as it found them, even
+    when its --spec-dir is broken: round 11's CI failed when later tests on the worker loaded this test's bad file."""
+    from hwmodel.specs import extra_spec_dirs, library
+
+    (tmp_path / "x.toml").write_text('kind = "gpu"\nname = "x"\n')
+    before = extra_spec_dirs()
+    r = CliRunner().invoke(main, ["--spec-dir", str(tmp_path), "specs", "list"])
+    assert r.exit_code == 2
+    assert extra_spec_dirs() == before
+    assert library().llm("qwen2.5-0.5b").name == "qwen2.5-0.5b"
+
+
 def test_reproduce_bounds_writes_json(tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["reproduce", "--out", str(tmp_path), "bounds"])
     assert r.exit_code == 0, r.output

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from hwmodel.errors import HwmodelError, UnknownNameError
-from hwmodel.specs import KIND_WORDS, library, set_extra_spec_dirs
+from hwmodel.specs import KIND_WORDS, extra_spec_dirs, library, set_extra_spec_dirs
 
 
 class HwGroup(click.Group):
@@ -87,9 +87,14 @@ def quiet_option(f: Callable[..., Any]) -> Callable[..., Any]:
     "Also read from $HWMODEL_SPEC_PATH.",
 )
 @click.version_option(package_name="hwmodel")
-def main(spec_dirs: tuple[Path, ...]) -> None:
+@click.pass_context
+def main(ctx: click.Context, spec_dirs: tuple[Path, ...]) -> None:
     """hwmodel: cycle-level performance and functional model of FPGA-GPU systems for LLM inference."""
+    before = extra_spec_dirs()
     set_extra_spec_dirs(spec_dirs)
+    # --spec-dir holds for this invocation only: a caller running the CLI in-process (a notebook, CliRunner)
+    # gets its own spec directories back, whatever the command's outcome
+    ctx.call_on_close(lambda: set_extra_spec_dirs(before))
     import warnings
 
     from hwmodel.derive import RoundingWarning
