@@ -10,7 +10,9 @@ Prints:
 2. fresh (unmemoized) draft-u280 tokens per host second;
 3. host time to cover ctx 1..4096 for draft-u280, on one core and on two worker processes;
 4. a LLaMA2-7B-sized token (W4, int8 KV, 32 x 512-bit ports on U280): host time (wall and CPU, median of eight
-   fresh contexts) vs the modelled FPGA time.
+   fresh contexts) vs the modelled FPGA time;
+5. a two-unit design (the published TeraFly OPT-1.3B on two U50s, shared channels: the kernel's ready queue) and
+   the same model folded on one unit: CPU time of a fresh token, each against its modelled time, and their ratio.
 """
 
 from __future__ import annotations
@@ -134,14 +136,45 @@ def bench_llama(quick: bool) -> None:
             )
 
 
+def bench_units(quick: bool) -> None:
+    """Fresh tokens of a multi-unit design and of its one-unit fold (median CPU over contexts 16..16+n)."""
+    from hwmodel import specs
+
+    root = Path(__file__).resolve().parent.parent
+    specs.set_extra_spec_dirs([root / "examples" / "llms"])
+    print("[5] TeraFly OPT-1.3B, two U50 units on a ring vs the same model folded on one, fresh tokens:")
+    cpu_of = {}
+    for name in ("terafly-opt-1.3b-u50.toml", "terafly-opt-1.3b-u50-units.toml"):
+        eng = StreamingEngine(root / "examples" / "designs" / "published" / name)
+        eng.token(15)  # JIT / cache warm-up outside the timed part
+        cpu, model = [], []
+        for ctx in range(16, 18 if quick else 24):
+            c = time.process_time()
+            model.append(eng.token(ctx).seconds)
+            cpu.append(time.process_time() - c)
+        cpu_of[name] = statistics.median(cpu)
+        m = statistics.median(model)
+        print(
+            f"    {name:34s} modelled {m * 1e3:7.2f} ms, CPU {cpu_of[name] * 1e3:7.1f} ms (CPU / modelled = {cpu_of[name] / m:.2f})"
+        )
+    ratio = cpu_of["terafly-opt-1.3b-u50-units.toml"] / cpu_of["terafly-opt-1.3b-u50.toml"]
+    print(f"    two units cost {ratio:.1f}x the fold's CPU per token")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="", help="comma list of sections to run: reference, tokens, cover, llama")
+    ap.add_argument("--only", default="", help="comma list of sections to run: reference, tokens, cover, llama, units")
     args = ap.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"bench_streaming: {os.cpu_count()} CPUs, load average {load:.1f} (timings are wall clock)")
-    parts = {"reference": bench_reference, "tokens": bench_tokens, "cover": bench_cover, "llama": bench_llama}
+    parts = {
+        "reference": bench_reference,
+        "tokens": bench_tokens,
+        "cover": bench_cover,
+        "llama": bench_llama,
+        "units": bench_units,
+    }
     for name in args.only.split(",") if args.only else parts:
         parts[name](args.quick)
 

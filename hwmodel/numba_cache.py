@@ -5,7 +5,7 @@ Numba's own ``cache=True`` writes next to the source (``__pycache__``) or into `
 write neither (a read-only or shared install, a container with a read-only home), fails at *import* with
 ``RuntimeError: cannot cache function ...: no locator available``. It also invalidates a cached kernel only when
 the kernel's *own* file changes, not when a function or constant it takes from another module does
-(``fpga.streaming.kernel`` and ``fpga.instruction.simulator`` inline ``fpga.hbm.channel``'s channel model), so a stale cache could run
+(``fpga.streaming.kernel``, ``fpga.streaming.schedule`` and ``fpga.instruction.simulator`` inline ``fpga.hbm.channel``'s channel model), so a stale cache could run
 old code after an update.
 
 This module puts a locator at the front of Numba's list that claims every source file of the project (the

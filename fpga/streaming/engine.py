@@ -16,7 +16,8 @@ data exists. Requests cross to the AXI clock domain, are served by their channel
 Ports whose engines name the same pseudo-channel share it (:mod:`fpga.streaming.ports`): the channel serves their requests in
 order of arrival, ties broken by the design's arbitration.
 
-This engine computes those start/issue times as max-plus recurrences (its Numba kernel: :mod:`fpga.streaming.kernel`),
+This engine computes those start/issue times as max-plus recurrences (its Numba kernel: :mod:`fpga.streaming.kernel`, scheduled by
+:mod:`fpga.streaming.schedule`),
 visiting each block and each request once (AXI3 bursts, row changes and refresh windows inside a request are
 computed in closed form), and simulates one port per class of identical ports (same requests, same consumers, hence
 the same trajectory). The cycle-stepped reference (:mod:`fpga.streaming.reference`) steps every kernel and AXI cycle
@@ -35,9 +36,10 @@ import numpy as np
 from fpga.hbm import channel as hbm
 from fpga.streaming.checks import check_design_clock, check_hbm_capacity, validate_design
 from fpga.streaming.design import ALL_OPS, DesignError, StreamingDesign, design_names, load_design
-from fpga.streaming.kernel import RT_END, RT_FIRST, RT_ISSUE, RT_LAND, _simulate
+from fpga.streaming.kernel import RT_END, RT_FIRST, RT_ISSUE, RT_LAND
 from fpga.streaming.program import compile_token
 from fpga.streaming.program_format import Program
+from fpga.streaming.schedule import _simulate
 from fpga.streaming.token_result import (  # noqa: F401  (re-exported: callers import them from here)
     ENGINE_COUNTERS,
     TokenResult,
@@ -143,7 +145,7 @@ def kernel_result(
 
 def run_kernel(p: np.ndarray, prog: Program) -> tuple[Any, ...]:
     """The fast engine on a compiled program: (status, cycles, block starts, engine counters, request issue,
-    landing, first-data and end cycles, channel states — per port class —, scheduling sweeps)."""
+    landing, first-data and end cycles, channel states — per port class —, scheduling sweeps or queue visits)."""
     g_port_bytes = prog.port_bytes[prog.g_port] if prog.n_groups else np.zeros(0, np.int64)
     g_chan, c_ptr, c_list = class_channels(prog)
     status, total, start, cnt, rt, st, sweeps = _simulate(
