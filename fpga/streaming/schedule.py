@@ -184,7 +184,9 @@ def _run_blocks(
 ) -> int:
     """Engine e starts its blocks in order while their inputs, output space and memory reads are known, as the
     sweeps of :func:`_simulate` do, and wakes the waiters of every block it starts. Returns what its next block
-    waits for: -1 nothing (the engine is done), a block ``b >= 0``, or ``-(g + 2)``: a request of port class g."""
+    waits for: -1 nothing (the engine is done), a block ``b >= 0``, or ``-(g + 2)``: a request of port class g.
+    The block rule is written twice, here and inline in :func:`_simulate`'s sweeps (a call there costs 3-4 % of an
+    unshared token): a change to one is a change to both, and the fast-vs-reference tests run both paths."""
     n_g = len(g_ptr) - 1
     pos = e_pos[e]
     pos_end = e_ptr[e + 1]
