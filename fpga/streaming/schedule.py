@@ -428,13 +428,13 @@ def _simulate(
         for j in range(hbm.CS_N):  # element by element: a row assignment compiles a shape-mismatch error path
             st[c, j] = reset[j]
     rt = np.empty((n_r, 4), dtype=np.int64)  # every row is written when issued; the rest -1 at the end
+    sweeps = 0
     if any_shared:
         sweeps = _schedule_shared(
             p, start, cnt, e_pos, e_ptr, e_list, e_issue_end, e_done_at, e_lat, t_dep, t_off, t_need, t_drain, t_cyc,
             g_eng, g_ptr, gs, rq, rt, st, c_ptr, c_list, last, arb,
         )  # fmt: skip
     progress = not any_shared
-    sweeps = 0 if progress else sweeps
     while progress:
         progress = False
         sweeps += 1
