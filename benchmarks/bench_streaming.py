@@ -12,7 +12,9 @@ Prints:
 4. a LLaMA2-7B-sized token (W4, int8 KV, 32 x 512-bit ports on U280): host time (wall and CPU, median of eight
    fresh contexts) vs the modelled FPGA time;
 5. a two-unit design (the published TeraFly OPT-1.3B on two U50s, shared channels: the kernel's ready queue) and
-   the same model folded on one unit: CPU time of a fresh token, each against its modelled time, and their ratio.
+   the same model folded on one unit: CPU time of a fresh token, each against its modelled time, and their ratio;
+   and the two-unit token's compile (fpga/streaming/units.py) with its link blocks built in array passes vs chunk
+   by chunk (fpga/streaming/unit_links.py's reference), alternating in this process, programs compared equal.
 """
 
 from __future__ import annotations
@@ -159,6 +161,33 @@ def bench_units(quick: bool) -> None:
         )
     ratio = cpu_of["terafly-opt-1.3b-u50-units.toml"] / cpu_of["terafly-opt-1.3b-u50.toml"]
     print(f"    two units cost {ratio:.1f}x the fold's CPU per token")
+    bench_unit_links(eng.design, quick)
+
+
+def bench_unit_links(design: object, quick: bool) -> None:
+    """The multi-unit compile with its link blocks from array passes and from the chunk-by-chunk reference."""
+    from fpga.streaming import unit_links, units
+    from hwmodel.specs import library
+    from tests.test_compile_exact import program_digest
+
+    board, llm = library().board(design.board), library().llm(design.llm)  # type: ignore[attr-defined]
+    cpu: dict[str, list[float]] = {"array passes": [], "chunk by chunk": []}
+    same = True
+    for ctx in range(16, 18 if quick else 22):
+        digests = []
+        for name, fn in (("array passes", unit_links.link_blocks), ("chunk by chunk", unit_links.link_blocks_ref)):
+            units.link_blocks = fn  # type: ignore[assignment]
+            c = time.process_time()
+            prog = units.compile_units(design, board, llm, ctx)  # type: ignore[arg-type]
+            cpu[name].append(time.process_time() - c)
+            digests.append(program_digest(prog))
+        same &= digests[0] == digests[1]
+    units.link_blocks = unit_links.link_blocks  # type: ignore[assignment]
+    fast, ref = (statistics.median(cpu[k]) for k in ("array passes", "chunk by chunk"))
+    print(
+        f"    two-unit compile: link blocks chunk by chunk (reference) {ref * 1e3:.0f} ms, in array passes "
+        f"{fast * 1e3:.0f} ms ({ref / fast:.1f}x less CPU); same programs: {same}"
+    )
 
 
 def main() -> None:

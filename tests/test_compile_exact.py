@@ -1,6 +1,7 @@
 """Every compiled token program is byte-identical to a cold compile by the plain one-block-at-a-time lowering:
 the streaming compiler's shortcuts (fpga/streaming/lowering.py ``_stream_blocks``, the one-pass dependency
-arrays) and its memoized parts (fpga/streaming/templates.py) change how fast a program is built, never a byte of it.
+arrays, the link blocks of multi-unit designs built in array passes, fpga/streaming/unit_links.py) and its
+memoized parts (fpga/streaming/templates.py) change how fast a program is built, never a byte of it.
 Every array of the Program is hashed, on generated single-unit, multi-unit and column designs, and on the DSE
 bench's design family compiled one after another (warm caches) against each compiled alone from cleared caches."""
 
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fpga.streaming import lowering, templates
+from fpga.streaming import lowering, templates, unit_links, units
 from fpga.streaming.design import DesignError
 from fpga.streaming.program import compile_token
 from tests.streaming_gen import small_board, small_design, small_llm, small_unit_design, small_unit_llm
@@ -41,6 +42,7 @@ def _cold(design: Any, board: Any, llm: Any, ctx: int, lm_head: bool, per_port: 
     with pytest.MonkeyPatch.context() as mp:
         if plain:
             mp.setattr(lowering._Compiler, "_stream_blocks", lowering._Compiler._stream_blocks_ref)
+            mp.setattr(units, "link_blocks", unit_links.link_blocks_ref)
         try:
             return program_digest(compile_token(design, board, llm, ctx, lm_head, per_port))
         except DesignError as exc:
@@ -72,6 +74,60 @@ def test_generated_unit_designs_compile_to_the_plain_lowerings_bytes(data: st.Da
     board = data.draw(small_board())
     design = data.draw(small_unit_design(board, llm, split, n))
     _same_both_ways(design, board, llm, data.draw(st.integers(0, 24)), True)
+
+
+def _units_digest(design: Any, board: Any, llm: Any, ctx: int, lm_head: bool, per_port: bool, ref: bool) -> str:
+    """Digest of a multi-unit program with its link blocks built by array passes or (``ref``) chunk by chunk."""
+    with pytest.MonkeyPatch.context() as mp:
+        if ref:
+            mp.setattr(units, "link_blocks", unit_links.link_blocks_ref)
+        try:
+            return program_digest(units.compile_units(design, board, llm, ctx, lm_head, per_port))
+        except DesignError as exc:
+            return f"error: {exc}"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_unit_link_blocks_equal_the_chunk_by_chunk_loop(data: st.DataObject) -> None:
+    """Every split, two to four units (three or four on a ring: chunks forwarded over several hops, and copies of one
+    chunk to two or three destinations sharing the first hop's room), both heads, per-port requests on and off."""
+    split = data.draw(st.sampled_from(["heads", "columns", "layers"]))
+    n = data.draw(st.sampled_from([2, 3, 4]))
+    llm = data.draw(small_unit_llm(split, n))
+    board = data.draw(small_board())
+    design = data.draw(small_unit_design(board, llm, split, n))
+    args = (design, board, llm, data.draw(st.integers(0, 24)), data.draw(st.booleans()), data.draw(st.booleans()))
+    assert _units_digest(*args, ref=False) == _units_digest(*args, ref=True)
+
+
+@pytest.mark.slow  # --quick leaves it out (docs/testing.md): ~1 s a reference compile of the TeraFly designs
+@pytest.mark.parametrize(
+    "name",
+    [
+        "two-unit-ring-u280.toml",
+        "published/looplynx-x2-u50-units.toml",
+        "published/terafly-opt-1.3b-u50-units.toml",
+        "published/terafly-opt-1.3b-u50-columns.toml",
+    ],
+)
+def test_example_unit_designs_link_blocks_equal_the_chunk_by_chunk_loop(name: str) -> None:
+    from pathlib import Path
+
+    from fpga.streaming.engine import load_design
+    from hwmodel.specs import extra_spec_dirs, library, set_extra_spec_dirs
+
+    root = Path(__file__).resolve().parents[1]
+    before = extra_spec_dirs()
+    set_extra_spec_dirs([*before, root / "examples" / "llms"])
+    try:
+        design = load_design(root / "examples" / "designs" / name)
+        board, llm = library().board(design.board), library().llm(design.llm)
+        for ctx, per_port in ((0, False), (300, True)):
+            args = (design, board, llm, ctx, True, per_port)
+            assert _units_digest(*args, ref=False) == _units_digest(*args, ref=True)
+    finally:
+        set_extra_spec_dirs(before)
 
 
 def test_the_dse_bench_family_compiled_warm_equals_each_compiled_cold() -> None:

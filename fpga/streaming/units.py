@@ -32,7 +32,6 @@ inputs (remote chunks, the end-of-token join), even ones (4, 6, ...) are output 
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import functools
 from collections.abc import Iterator
@@ -44,6 +43,7 @@ from fpga.streaming.columns import GATHERS, RX
 from fpga.streaming.design import ALL_OPS, DesignError, EngineSpec, StreamingDesign
 from fpga.streaming.lowering import _cdiv, _Compiler
 from fpga.streaming.program_format import OP_ID, Program
+from fpga.streaming.unit_links import LinkInputs, link_blocks
 from fpga.streaming.unit_spec import unit_problems
 from hwmodel.specs import BoardSpec, LlmSpec
 
@@ -366,125 +366,40 @@ def compile_units(
     n_ub, n_ue = int(b_off[-1]), int(e_off[-1])
     hs = hops(d)
     fk = round(d.clock_hz)
-
-    def ser(nbytes: int, h: int) -> int:
-        lk = d.links[hs[h][0]]
-        fl = round(lk.clock_hz or d.clock_hz)
-        return max(1, _cdiv(nbytes * 8 * fk, lk.width_bits * fl))
-
-    hop_lat = []
-    for k, _a, _b in hs:
-        lk = d.links[k]
-        hop_lat.append(_cdiv(lk.latency_cycles * fk, round(lk.clock_hz or d.clock_hz)))
-
-    # link blocks: hop, cycles, layer, upstream block (global), its offset
-    l_hop: list[int] = []
-    l_cyc: list[int] = []
-    l_layer: list[int] = []
-    l_up: list[int] = []
-    l_upoff: list[int] = []
-    hop_blocks: list[list[int]] = [[] for _ in hs]
-    reader: dict[int, int] = {}  # link block -> the block that reads it (next hop or first consumer)
-    reader_wait: dict[int, int] = {}  # link block -> the last link block its consuming reader waits for
-    extra_in: dict[int, list[tuple[int, int]]] = {}  # block -> input deps beyond slot 2
-    extra_out: dict[int, dict[int, tuple[int, int]]] = {}  # block -> per first hop, output-space dep
-    hop_bytes = [0] * len(hs)
-    ex_bytes: dict[str, int] = {}
+    hop_lat = [_cdiv(d.links[k].latency_cycles * fk, round(d.links[k].clock_hz or d.clock_hz)) for k, _a, _b in hs]
+    routes: dict[tuple[int, int], list[int]] = {}
+    for x in (x for group in groups for x in group):
+        if (x.src, x.dst) not in routes:
+            path = route(d, x.src, x.dst)
+            assert path is not None  # structure checks refuse unreachable pairs
+            routes[(x.src, x.dst)] = path
     cyc_all = np.concatenate([p.t_cyc for p in progs])
-    lat_of_block = np.concatenate([p.e_lat[p.t_eng] for p in progs])
-    eb = d.exchange_bits
-    for group in groups:
-        if not group:  # one unit: nothing to exchange
-            continue
-        routes = [route(d, x.src, x.dst) for x in group]
-        last_of: list[list[int]] = [[] for _ in group]
-        for j in range(max(len(x.src_cums) for x in group)):
-            for m, x in enumerate(group):
-                if j >= len(x.src_cums):
-                    continue
-                elems = x.src_cums[j] - (x.src_cums[j - 1] if j else 0)
-                nbytes = elems * eb // 8
-                ex_bytes[x.kind] = ex_bytes.get(x.kind, 0) + nbytes
-                up = int(b_off[x.src] + x.prod[j])
-                up_off = int(cyc_all[up] + lat_of_block[up])
-                path = routes[m]
-                assert path is not None  # structure checks refuse unreachable pairs
-                for i, h in enumerate(path):
-                    blk = n_ub + len(l_hop)
-                    l_hop.append(h)
-                    l_cyc.append(ser(nbytes, h))
-                    l_layer.append(x.layer)
-                    l_up.append(up)
-                    l_upoff.append(up_off)
-                    hop_bytes[h] += nbytes
-                    if i == 0:
-                        q = len(hop_blocks[h]) - d.links[hs[h][0]].fifo_depth
-                        while q >= 0 and l_up[hop_blocks[h][q] - n_ub] == up:
-                            q -= 1  # copies of one chunk to several destinations over one hop share its room
-                        if q >= 0:  # the producer waits for room in the hop's input buffer
-                            extra_out.setdefault(up, {})[h] = (hop_blocks[h][q], 1)
-                    else:
-                        reader[up] = blk
-                    hop_blocks[h].append(blk)
-                    up, up_off = blk, l_cyc[-1] + hop_lat[h]
-                last_of[m].append(up)
-        for m, x in enumerate(group):  # consumer k waits for the chunk holding its last element
-            arrived = last_of[m]
-            jk = [bisect.bisect_left(x.src_cums, c) for c in x.dst_cums]
-            assert x.src_cums[-1] == x.dst_cums[-1]
-            for k, j in enumerate(jk):
-                cb = int(b_off[x.dst] + x.cons[k])
-                lb = arrived[j]
-                extra_in.setdefault(cb, []).append((lb, l_cyc[lb - n_ub] + hop_lat[l_hop[lb - n_ub]]))
-            if d.split == "columns" and x.kind != "embed":
-                continue  # an all-gathered slice lands in a buffer of its own: the receiver never back-pressures
-            for j, lb in enumerate(arrived):
-                k = bisect.bisect_left(jk, j)
-                reader.setdefault(lb, int(b_off[x.dst] + x.cons[k]))
-                reader_wait.setdefault(lb, arrived[jk[k]])
     # the token ends when every unit has: the final unit's last block waits for the others' last blocks
     fu = final_unit(d)
     final = int(b_off[fu] + progs[fu].final_block)
-    for u in range(n):
-        if u != fu:
-            fb = int(b_off[u] + progs[u].final_block)
-            extra_in.setdefault(final, []).append((fb, int(cyc_all[fb] + lat_of_block[fb])))
-
+    inp = LinkInputs(
+        d=d,
+        hops=hs,
+        routes=routes,
+        hop_lat=hop_lat,
+        progs=progs,
+        b_off=b_off,
+        cyc_all=cyc_all,
+        lat_of_block=np.concatenate([p.e_lat[p.t_eng] for p in progs]),
+        final=final,
+        unit_finals=[int(b_off[u] + progs[u].final_block) for u in range(n) if u != fu],
+    )
+    links = link_blocks(inp, groups)
+    l_hop, hop_blocks, dep, off = links.l_hop, links.hop_blocks, links.dep, links.off
     n_link = len(l_hop)
     n_b = n_ub + n_link
-    k_in = max((len(v) for v in extra_in.values()), default=0)
-    k_out = max((len(v) for v in extra_out.values()), default=0)
-    width = 3 + 2 * max(k_in, k_out)
-    dep = np.full((n_b, width), -1, np.int64)
-    off = np.zeros((n_b, width), np.int64)
-    for u, p in enumerate(progs):
-        sl = slice(int(b_off[u]), int(b_off[u + 1]))
-        dep[sl, :3] = np.where(p.t_dep >= 0, p.t_dep + b_off[u], -1)
-        off[sl, :3] = p.t_off
-    for i in range(n_link):
-        blk = n_ub + i
-        dep[blk, 0], off[blk, 0] = l_up[i], l_upoff[i]
-    for h, blocks in enumerate(hop_blocks):  # a hop waits for its reader to take the chunk fifo_depth earlier
-        q = d.links[hs[h][0]].fifo_depth
-        for i in range(q, len(blocks)):
-            r = blocks[i - q]
-            # a receiver holds at least the chunks one of its consumer blocks reads (a consumer block coarser than
-            # fifo_depth chunks would otherwise wait for a chunk its own room holds back)
-            if r in reader and reader_wait.get(r, -1) < blocks[i]:
-                dep[blocks[i], 2], off[blocks[i], 2] = reader[r], 1
-    for blk, deps in extra_in.items():
-        for s, (b, o) in enumerate(deps):
-            dep[blk, 3 + 2 * s], off[blk, 3 + 2 * s] = b, o
-    for blk, per_hop in extra_out.items():
-        for s, (b, o) in enumerate(per_hop.values()):
-            dep[blk, 4 + 2 * s], off[blk, 4 + 2 * s] = b, o
 
     def cat(name: str, shift: Any = None) -> np.ndarray:
         parts = [getattr(p, name) + (0 if shift is None else shift[u]) for u, p in enumerate(progs)]
         return np.concatenate(parts).astype(np.int64)
 
-    t_eng = np.concatenate([cat("t_eng", e_off), n_ue + np.array(l_hop, np.int64)]).astype(np.int64)
-    t_cyc = np.concatenate([cyc_all, np.array(l_cyc, np.int64)]).astype(np.int64)
+    t_eng = np.concatenate([cat("t_eng", e_off), n_ue + l_hop]).astype(np.int64)
+    t_cyc = np.concatenate([cyc_all, links.l_cyc]).astype(np.int64)
     t_drain = np.concatenate([cat("t_drain"), np.zeros(n_link, np.int64)])
     t_op = np.concatenate([cat("t_op"), np.full(n_link, LINK_OP, np.int64)])
     rx = [int(e_off[u]) + k for u, s in enumerate(subs) for k, e in enumerate(s.engines) if e.name == RX]
@@ -492,8 +407,8 @@ def compile_units(
     layer0 = [0] * n
     if d.split == "layers":
         layer0 = list(np.cumsum([0] + [m.layers for m in llms])[:-1])
-    t_layer = np.concatenate([p.t_layer + layer0[u] for u, p in enumerate(progs)] + [np.array(l_layer, np.int64)])
-    e_lists = [p.e_list + b_off[u] for u, p in enumerate(progs)] + [np.array(b, np.int64) for b in hop_blocks]
+    t_layer = np.concatenate([p.t_layer + layer0[u] for u, p in enumerate(progs)] + [links.l_layer])
+    e_lists = [p.e_list + b_off[u] for u, p in enumerate(progs)] + list(hop_blocks)
     counts = [int(p.e_ptr[k + 1] - p.e_ptr[k]) for p in progs for k in range(len(p.e_lat))] + [
         len(b) for b in hop_blocks
     ]
@@ -534,7 +449,7 @@ def compile_units(
             "kind": d.links[h[0]].kind,
             "from": d.units[h[1]].name,
             "to": d.units[h[2]].name,
-            "bytes": hop_bytes[i],
+            "bytes": links.hop_bytes[i],
             "chunks": len(hop_blocks[i]),
         }
         for i, h in enumerate(hs)
@@ -580,6 +495,6 @@ def compile_units(
         engine_specs=tuple(specs),
         engine_unit=tuple([u for u, p in enumerate(progs) for _ in range(len(p.e_lat))] + [-1] * len(hs)),
         hop_info=hop_info,
-        exchange_bytes=ex_bytes,
+        exchange_bytes=links.exchange_bytes,
         unit_programs=tuple(progs),
     )
