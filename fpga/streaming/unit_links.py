@@ -97,21 +97,26 @@ def _ranks(keys: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def link_blocks(inp: LinkInputs, groups: Sequence[Sequence[Any]]) -> LinkBlocks:
-    """The link blocks and dependencies of a token (module docstring), built with array passes."""
-    d, n_ub = inp.d, inp.n_ub
-    n_h = len(inp.hops)
-    fk = round(d.clock_hz)
-    links = [d.links[k] for k, _a, _b in inp.hops]
-    width_fl = np.array([lk.width_bits * round(lk.clock_hz or d.clock_hz) for lk in links], np.int64)
-    depth = np.array([lk.fifo_depth for lk in links], np.int64)
-    hop_lat = np.array(inp.hop_lat, np.int64)
-    eb = d.exchange_bits
+@dataclasses.dataclass
+class _Chunks:
+    """Every link block of a token in program order (hop, bytes, layer, producer block, first hop of its chunk?),
+    the consuming blocks' waits on them and the last hops' readers, as the groups give them."""
+
+    cols: dict[str, np.ndarray]
+    ins: list[tuple[np.ndarray, np.ndarray]]  # (consuming blocks, the link block each waits for), in rule order
+    readers: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # (last-hop blocks, their readers, what those wait for)
+    exchange_bytes: dict[str, int]
+
+
+def _chunks(inp: LinkInputs, groups: Sequence[Sequence[Any]]) -> _Chunks:
+    """One array pass per exchange: its chunks' blocks on every hop of its route, ordered chunk by chunk, exchange
+    by exchange, hop by hop within each group."""
+    eb = inp.d.exchange_bits
     ex_bytes: dict[str, int] = {}
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("hop", "nbytes", "layer", "up0", "first")}
-    ins: list[tuple[np.ndarray, np.ndarray]] = []  # (consuming block, the link block it waits for), in order
-    rd: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # last-hop block, its reader, the block it waits for
-    base = n_ub
+    ins: list[tuple[np.ndarray, np.ndarray]] = []
+    readers: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    base = inp.n_ub
     for group in groups:
         if not group:  # one unit: nothing to exchange
             continue
@@ -133,96 +138,104 @@ def link_blocks(inp: LinkInputs, groups: Sequence[Sequence[Any]]) -> LinkBlocks:
         order = np.lexsort((i, m_, j))  # chunk by chunk, exchange by exchange, hop by hop
         pos = np.empty(len(order), np.int64)
         pos[order] = np.arange(len(order))
-        cols["hop"].append(np.concatenate(h_e)[order])
-        cols["nbytes"].append(np.concatenate(nb_e)[order])
-        cols["layer"].append(np.concatenate(lay_e)[order])
-        cols["up0"].append(np.concatenate(up_e)[order])
-        cols["first"].append(i[order] == 0)
+        for k, parts in (("hop", h_e), ("nbytes", nb_e), ("layer", lay_e), ("up0", up_e)):
+            cols[k].append(np.concatenate(parts)[order])
+        cols["first"].append((i[order] == 0).astype(np.int64))
         start = 0
         for x in group:  # consumer k waits for the chunk holding its last element
-            n_p = len(inp.routes[(x.src, x.dst)])
-            n_j = len(x.src_cums)
+            n_p, n_j = len(inp.routes[(x.src, x.dst)]), len(x.src_cums)
             arrived = base + pos[start + np.arange(n_j) * n_p + n_p - 1]  # each chunk's last-hop block
             start += n_j * n_p
             jk = np.searchsorted(np.asarray(x.src_cums, np.int64), np.asarray(x.dst_cums, np.int64), side="left")
             assert x.src_cums[-1] == x.dst_cums[-1]
             cons = inp.b_off[x.dst] + np.asarray(x.cons[: len(jk)], np.int64)
             ins.append((cons, arrived[jk]))
-            if d.split == "columns" and x.kind != "embed":
+            if inp.d.split == "columns" and x.kind != "embed":
                 continue  # an all-gathered slice lands in a buffer of its own: the receiver never back-pressures
             k = np.searchsorted(jk, np.arange(n_j), side="left")
-            rd.append((arrived, cons[k], arrived[jk[k]]))
+            readers.append((arrived, cons[k], arrived[jk[k]]))
         base += len(order)
+    return _Chunks({k: _cat(v) for k, v in cols.items()}, ins, readers, ex_bytes)
 
-    cat = {k: _cat(v) for k, v in cols.items()}
-    l_hop, nbytes, first = cat["hop"].astype(np.int64), cat["nbytes"].astype(np.int64), cat["first"].astype(bool)
+
+def _first_hop_room(seq: np.ndarray, ups: np.ndarray, first: np.ndarray, depth: int) -> tuple[np.ndarray, ...]:
+    """A hop's first-hop blocks that wait for room, and the position on the hop of the block they wait for: the
+    block ``depth`` earlier, or before the run of copies of the same chunk that block belongs to."""
+    q = np.arange(len(seq)) - depth
+    run0 = np.r_[0, np.nonzero(ups[1:] != ups[:-1])[0] + 1]
+    run_start = np.repeat(run0, np.diff(np.r_[run0, len(seq)]))
+    f = np.nonzero(first & (q >= 0))[0]
+    qf = np.where(ups[q[f]] == ups[f], run_start[q[f]] - 1, q[f])
+    keep = qf >= 0
+    return f[keep], qf[keep]
+
+
+def _output_slots(o_up: np.ndarray, o_h: np.ndarray, o_b: np.ndarray, n_h: int) -> tuple[np.ndarray, ...]:
+    """Per producer block, one slot per first hop in the order the hops were first met, holding the last block
+    met on that hop (entries in program order)."""
+    key = o_up * max(1, n_h) + o_h
+    _u, first_i = np.unique(key, return_index=True)
+    _u, last_r = np.unique(key[::-1], return_index=True)
+    last_i = len(key) - 1 - last_r
+    pair_order = np.lexsort((first_i, o_up[first_i]))
+    p_up = o_up[first_i][pair_order]
+    return p_up, o_b[last_i][pair_order], _ranks(p_up)
+
+
+def link_blocks(inp: LinkInputs, groups: Sequence[Sequence[Any]]) -> LinkBlocks:
+    """The link blocks and dependencies of a token (module docstring), built with array passes."""
+    d, n_ub = inp.d, inp.n_ub
+    n_h = len(inp.hops)
+    fk = round(d.clock_hz)
+    links = [d.links[k] for k, _a, _b in inp.hops]
+    width_fl = np.array([lk.width_bits * round(lk.clock_hz or d.clock_hz) for lk in links], np.int64)
+    hop_lat = np.array(inp.hop_lat, np.int64)
+    ch = _chunks(inp, groups)
+    l_hop, nbytes, first = ch.cols["hop"], ch.cols["nbytes"], ch.cols["first"].astype(bool)
     n_link = len(l_hop)
     assert n_link == 0 or int(nbytes.max()) * 8 * fk < 2**62  # the serialization below stays exact in int64
-    l_cyc = np.maximum(1, -(-(nbytes * 8 * fk) // width_fl[l_hop])) if n_link else np.zeros(0, np.int64)
+    l_cyc = np.maximum(1, -(-(nbytes * 8 * fk) // width_fl[l_hop])).astype(np.int64)
     blk = n_ub + np.arange(n_link)
-    l_up = np.where(first, cat["up0"], blk - 1)  # a later hop reads the previous hop's block
+    up0 = ch.cols["up0"]
+    l_up = np.where(first, up0, blk - 1)  # a later hop reads the previous hop's block
     prev = np.maximum(np.arange(n_link) - 1, 0)
-    l_upoff = np.where(
-        first, inp.cyc_all[cat["up0"]] + inp.lat_of_block[cat["up0"]], l_cyc[prev] + hop_lat[l_hop[prev]]
-    )
+    l_upoff = np.where(first, inp.cyc_all[up0] + inp.lat_of_block[up0], l_cyc[prev] + hop_lat[l_hop[prev]])
     reader = np.full(n_link, -1, np.int64)
     wait = np.full(n_link, -1, np.int64)
     later = np.nonzero(~first)[0]
     reader[later - 1] = blk[later]  # a hop's block is read by the next hop's
-    for lb, r, w in rd:
+    for lb, r, w in ch.readers:
         reader[lb - n_ub], wait[lb - n_ub] = r, w
     hop_bytes = np.zeros(n_h, np.int64)
     np.add.at(hop_bytes, l_hop, nbytes)
 
-    # room in each first hop's input buffer: the block fifo_depth earlier on the hop, skipping back over copies of
-    # the same chunk (a run of equal upstreams)
-    hop_blocks, out_up, out_h, out_b, out_at = [], [], [], [], []
-    fifo_blk, fifo_reader = [], []
-    for h in range(n_h):
+    hop_blocks, out_up, out_h, out_b, out_at, fifo_blk, fifo_reader = [], [], [], [], [], [], []
+    for h, lk in enumerate(links):
         seq = np.nonzero(l_hop == h)[0]
         hop_blocks.append(n_ub + seq)
-        q = np.arange(len(seq)) - depth[h]
-        ups = l_up[seq]
-        run0 = np.r_[0, np.nonzero(ups[1:] != ups[:-1])[0] + 1]
-        run_start = np.repeat(run0, np.diff(np.r_[run0, len(seq)]))
-        f = np.nonzero(first[seq] & (q >= 0))[0]
-        qf = q[f]
-        qf = np.where(ups[qf] == ups[f], run_start[qf] - 1, qf)
-        keep = qf >= 0
-        out_up.append(ups[f][keep])
-        out_h.append(np.full(int(keep.sum()), h))
-        out_b.append(n_ub + seq[qf[keep]])
-        out_at.append(seq[f][keep])
+        f, qf = _first_hop_room(seq, l_up[seq], first[seq], lk.fifo_depth)  # the producer waits for room
+        out_up.append(l_up[seq[f]])
+        out_h.append(np.full(len(f), h))
+        out_b.append(n_ub + seq[qf])
+        out_at.append(seq[f])
         # the hop waits for the reader of the chunk fifo_depth earlier, unless that reader waits for a later one
-        r = seq[: max(0, len(seq) - depth[h])]
-        i_blk = seq[depth[h] :]
+        r, i_blk = seq[: max(0, len(seq) - lk.fifo_depth)], seq[lk.fifo_depth :]
         ok = (reader[r] >= 0) & (wait[r] < n_ub + i_blk)
         fifo_blk.append(n_ub + i_blk[ok])
         fifo_reader.append(reader[r][ok])
 
     # extra inputs of consuming blocks, in the order the rule lists them, then the end-of-token join
     finals = np.asarray(inp.unit_finals, np.int64)
-    in_blk = np.concatenate([c for c, _a in ins] + [np.full(len(finals), inp.final, np.int64)])
-    in_dep = np.concatenate([a for _c, a in ins] + [finals])
+    in_blk = np.concatenate([c for c, _a in ch.ins] + [np.full(len(finals), inp.final, np.int64)])
+    in_dep = np.concatenate([a for _c, a in ch.ins] + [finals])
     is_link = in_dep >= n_ub
     in_off = np.empty(len(in_dep), np.int64)
     li, ui = in_dep[is_link] - n_ub, in_dep[~is_link]
     in_off[is_link] = l_cyc[li] + hop_lat[l_hop[li]]  # a chunk: its last hop's serialization and latency
     in_off[~is_link] = inp.cyc_all[ui] + inp.lat_of_block[ui]  # a unit's last block: its output latency
     in_slot = _ranks(in_blk)
-
-    # output space of producer blocks: one slot per first hop, in the order the hops were first met, holding the
-    # last block met on that hop
-    o_up, o_h, o_b, o_at = (_cat(v) for v in (out_up, out_h, out_b, out_at))
-    by_time = np.argsort(o_at, kind="stable")
-    o_up, o_h, o_b = o_up[by_time], o_h[by_time], o_b[by_time]
-    key = o_up * max(1, n_h) + o_h
-    _u, first_i = np.unique(key, return_index=True)
-    _u, last_r = np.unique(key[::-1], return_index=True)
-    last_i = len(key) - 1 - last_r
-    pair_order = np.lexsort((first_i, o_up[first_i]))
-    p_up, p_b = o_up[first_i][pair_order], o_b[last_i][pair_order]
-    out_slot = _ranks(p_up)
+    by_time = np.argsort(_cat(out_at), kind="stable")
+    p_up, p_b, out_slot = _output_slots(*(_cat(v)[by_time] for v in (out_up, out_h, out_b)), n_h)
 
     k_in = int(in_slot.max()) + 1 if len(in_slot) else 0
     k_out = int(out_slot.max()) + 1 if len(out_slot) else 0
@@ -234,11 +247,11 @@ def link_blocks(inp: LinkInputs, groups: Sequence[Sequence[Any]]) -> LinkBlocks:
     dep[p_up, 4 + 2 * out_slot], off[p_up, 4 + 2 * out_slot] = p_b, 1
     return LinkBlocks(
         l_hop=l_hop,
-        l_cyc=l_cyc.astype(np.int64),
-        l_layer=cat["layer"].astype(np.int64),
+        l_cyc=l_cyc,
+        l_layer=ch.cols["layer"],
         hop_blocks=hop_blocks,
         hop_bytes=[int(b) for b in hop_bytes],
-        exchange_bytes=ex_bytes,
+        exchange_bytes=ch.exchange_bytes,
         dep=dep,
         off=off,
     )

@@ -10,7 +10,8 @@ design of its own (its engines, its channels) over *its share of the graph* (:fu
 
 The units' programs (:func:`fpga.streaming.program.compile_token`) are then joined into one program
 (:func:`compile_units`): blocks, engines and ports side by side, plus one *link engine* per directed hop of the
-design's links, whose blocks carry the exchanged chunks. What is exchanged is read off the graph's shapes, never
+design's links, whose blocks carry the exchanged chunks (built, with the dependencies they add, by
+:mod:`fpga.streaming.unit_links`). What is exchanged is read off the graph's shapes, never
 typed in (``exchange_bits`` per element):
 
 * heads: after ``o_proj`` and after ``down`` each unit's partial sum of the hidden vector goes to every other unit
