@@ -74,8 +74,7 @@ def _gemv() -> None:
     matmul_i8_host(np.ones((2, 8), np.int8), np.ones((3, 8), np.int8))
 
 
-#: the families, in the order the studies need them; round-robin over two processes gives each about half the
-#: compile time (instruction + kvmu + gemv, streaming + hbm)
+#: the families, in the order the studies need them (one process: ``tasks.py run --jobs 1``)
 FAMILIES: tuple[tuple[str, Callable[[], None]], ...] = (
     ("instruction", _instruction),
     ("streaming", _streaming),
@@ -84,10 +83,20 @@ FAMILIES: tuple[tuple[str, Callable[[], None]], ...] = (
     ("gemv", _gemv),
 )
 
+#: the families of each of two processes (``tasks.py test``), balanced by their compile times with an empty cache
+#: (CPU-s, 2-core VM, 2026-12-03: instruction 12.0, hbm 13.0 | streaming 16.9, kvmu 2.4, gemv 1.4 -> 25.5 and 21.5 s
+#: wall side by side; round-robin over FAMILIES gave 16.8 and 31.0 s, one core idle for 14 s)
+TWO_PARTS: tuple[tuple[str, ...], ...] = (("instruction", "hbm"), ("streaming", "kvmu", "gemv"))
+
 
 def warm(part: int = 0, parts: int = 1, verbose: bool = False) -> None:
-    """Run every ``parts``-th family from ``part`` (stderr names any that failed; ``verbose``: each one's CPU time)."""
-    for name, fn in FAMILIES[part::parts]:
+    """Run this part's families (of two: :data:`TWO_PARTS`; else every ``parts``-th from ``part``); stderr names any
+    that failed, ``verbose`` each one's CPU time."""
+    if parts == 2:
+        mine = [(name, fn) for name, fn in FAMILIES if name in TWO_PARTS[part]]
+    else:
+        mine = list(FAMILIES[part::parts])
+    for name, fn in mine:
         t0 = time.process_time()
         try:
             fn()
