@@ -247,3 +247,22 @@ def test_bad_units_are_one_clear_line(change, why) -> None:  # type: ignore[no-u
     d = dataclasses.replace(d, **change)
     with pytest.raises(DesignError, match=why):
         check_structure(d)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(unit_case(splits=("heads",)), st.integers(0, 12))
+def test_blocks_by_operator_and_layer_from_one_sort_equal_the_scan(case, ctx: int) -> None:  # type: ignore[no-untyped-def]
+    """The index the heads split's exchanges read equals one scan of the program per operator and layer."""
+    from fpga.streaming.program_format import OP_ID
+    from fpga.streaming.units import _op_blocks, _op_layer_blocks
+
+    design, board, llm = case
+    ops = ("o_proj", "attn_add", "down", "ffn_add")
+    for i in range(len(design.units)):
+        prog = compile_token(unit_design(design, i), board, unit_llm(design, llm, i), ctx, i == 0)
+        index = _op_layer_blocks(prog, ops)
+        for op in ops:
+            for layer in range(-1, llm.layers + 1):
+                got = index.get((OP_ID[op], layer), np.zeros(0, np.int64))
+                assert np.array_equal(got, _op_blocks(prog, op, layer)), (op, layer)
+        assert sum(len(v) for v in index.values()) == int(np.isin(prog.t_op, [OP_ID[o] for o in ops]).sum())

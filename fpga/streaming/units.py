@@ -264,6 +264,19 @@ def _op_blocks(prog: Program, op: str, layer: int) -> np.ndarray:
     return np.nonzero((prog.t_op == OP_ID[op]) & (prog.t_layer == layer))[0]
 
 
+def _op_layer_blocks(prog: Program, ops: tuple[str, ...]) -> dict[tuple[int, int], np.ndarray]:
+    """Per (operator id, layer) of ``ops``, its blocks in program order (:func:`_op_blocks` for every layer at once,
+    from one sort instead of a scan of the program per operator and layer)."""
+    sel = np.nonzero(np.isin(prog.t_op, [OP_ID[o] for o in ops]))[0]
+    if len(sel) == 0:
+        return {}
+    op, layer = prog.t_op[sel], prog.t_layer[sel]
+    order = np.lexsort((sel, layer, op))
+    sel, op, layer = sel[order], op[order], layer[order]
+    cut = np.r_[0, np.nonzero((op[1:] != op[:-1]) | (layer[1:] != layer[:-1]))[0] + 1, len(sel)]
+    return {(int(op[a]), int(layer[a])): sel[a:b] for a, b in zip(cut[:-1], cut[1:])}
+
+
 @dataclasses.dataclass
 class _Exchange:
     kind: str  # embed, o_proj, down, stage
@@ -302,10 +315,12 @@ def _exchanges(d: StreamingDesign, progs: list[Program], cums: list[dict[str, li
         )
     if d.split == "columns":
         return out + _gathers(d, progs, cums, llms)
+    index = [_op_layer_blocks(p, ("o_proj", "attn_add", "down", "ffn_add")) for p in progs]
+    none = np.zeros(0, np.int64)
     for layer in range(llms[0].layers):
         for op, cons_op in (("o_proj", "attn_add"), ("down", "ffn_add")):
-            prods = [_op_blocks(progs[u], op, layer)[-len(cums[u][op]) :] for u in range(n)]
-            conss = [_op_blocks(progs[u], cons_op, layer)[: len(cums[u][op])] for u in range(n)]
+            prods = [index[u].get((OP_ID[op], layer), none)[-len(cums[u][op]) :] for u in range(n)]
+            conss = [index[u].get((OP_ID[cons_op], layer), none)[: len(cums[u][op])] for u in range(n)]
             for u in range(n):  # the consumer's first input is the local producer's entry (lowering's structure)
                 assert np.array_equal(progs[u].t_dep[conss[u], 0], prods[u])
             out.append(
