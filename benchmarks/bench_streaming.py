@@ -173,16 +173,18 @@ def bench_unit_links(design: object, quick: bool) -> None:
     board, llm = library().board(design.board), library().llm(design.llm)  # type: ignore[attr-defined]
     cpu: dict[str, list[float]] = {"array passes": [], "chunk by chunk": []}
     same = True
-    for ctx in range(16, 18 if quick else 22):
-        digests = []
-        for name, fn in (("array passes", unit_links.link_blocks), ("chunk by chunk", unit_links.link_blocks_ref)):
-            units.link_blocks = fn  # type: ignore[assignment]
-            c = time.process_time()
-            prog = units.compile_units(design, board, llm, ctx)  # type: ignore[arg-type]
-            cpu[name].append(time.process_time() - c)
-            digests.append(program_digest(prog))
-        same &= digests[0] == digests[1]
-    units.link_blocks = unit_links.link_blocks  # type: ignore[assignment]
+    try:
+        for ctx in range(16, 18 if quick else 22):
+            digests = []
+            for name, fn in (("array passes", unit_links.link_blocks), ("chunk by chunk", unit_links.link_blocks_ref)):
+                units.link_blocks = fn  # type: ignore[assignment]
+                c = time.process_time()
+                prog = units.compile_units(design, board, llm, ctx)  # type: ignore[arg-type]
+                cpu[name].append(time.process_time() - c)
+                digests.append(program_digest(prog))
+            same &= digests[0] == digests[1]
+    finally:
+        units.link_blocks = unit_links.link_blocks  # type: ignore[assignment]
     fast, ref = (statistics.median(cpu[k]) for k in ("array passes", "chunk by chunk"))
     print(
         f"    two-unit compile: link blocks chunk by chunk (reference) {ref * 1e3:.0f} ms, in array passes "

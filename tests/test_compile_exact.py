@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fpga.streaming import lowering, templates, unit_links, units
@@ -98,7 +98,9 @@ def test_unit_link_blocks_equal_the_chunk_by_chunk_loop(data: st.DataObject) -> 
     board = data.draw(small_board())
     design = data.draw(small_unit_design(board, llm, split, n))
     args = (design, board, llm, data.draw(st.integers(0, 24)), data.draw(st.booleans()), data.draw(st.booleans()))
-    assert _units_digest(*args, ref=False) == _units_digest(*args, ref=True)
+    fast = _units_digest(*args, ref=False)
+    assume(not fast.startswith("error"))  # a design the structure checks refuse compares nothing
+    assert fast == _units_digest(*args, ref=True)
 
 
 # the TeraFly unit designs (a second of reference compile each) are compared by bench_streaming.py's section 5

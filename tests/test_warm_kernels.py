@@ -1,5 +1,5 @@
 """The kernel warm-up (tests/warm_kernels.py, docs/testing.md): its two processes between them warm every family,
-each once, and a part runs its families in the studies' order."""
+each once, and one process runs them in the studies' order."""
 
 from __future__ import annotations
 
@@ -22,3 +22,5 @@ def test_the_parts_of_a_warm_up_run_each_family_once(parts: int, monkeypatch: py
     for part in range(parts):
         warm_kernels.warm(part, parts)
     assert sorted(ran) == sorted(name for name, _fn in fams)
+    if parts == 1:  # one process (`tasks.py run --jobs 1`): the studies' order
+        assert ran == [name for name, _fn in fams]
