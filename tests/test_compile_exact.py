@@ -103,6 +103,24 @@ def test_unit_link_blocks_equal_the_chunk_by_chunk_loop(data: st.DataObject) -> 
     assert fast == _units_digest(*args, ref=True)
 
 
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_copies_of_one_chunk_over_one_hop_share_its_room_as_in_the_loop(data: st.DataObject) -> None:
+    """Four units on a one-way ring, heads split, shallow link buffers: unit a's chunk goes to its three peers over
+    one first hop, so a producer's room skips back over a run of copies (three units give runs of one only)."""
+    import dataclasses
+
+    llm = data.draw(small_unit_llm("heads", 4))
+    board = data.draw(small_board())
+    design = data.draw(small_unit_design(board, llm, "heads", 4))
+    ring = dataclasses.replace(design.links[0], kind="ring", fifo_depth=data.draw(st.integers(1, 2)))
+    design = dataclasses.replace(design, links=(ring,))
+    args = (design, board, llm, data.draw(st.integers(0, 12)), True, False)
+    fast = _units_digest(*args, ref=False)
+    assume(not fast.startswith("error"))
+    assert fast == _units_digest(*args, ref=True)
+
+
 # the TeraFly unit designs (a second of reference compile each) are compared by bench_streaming.py's section 5
 @pytest.mark.parametrize("name", ["two-unit-ring-u280.toml", "published/looplynx-x2-u50-units.toml"])
 def test_example_unit_designs_link_blocks_equal_the_chunk_by_chunk_loop(name: str) -> None:
