@@ -49,6 +49,23 @@ def test_step_table_saves_calls_on_block_steps() -> None:
     assert len(calls2) == 511
 
 
+def test_step_table_asks_just_inside_a_grid_interval_first() -> None:
+    """KV blocks of the grid's spacing step where a block opens and where it fills (the instruction-driven
+    FPGA's decode steps at ctx 32k and 32k + 1): two calls per such interval beyond its ends, not a bisection."""
+    g = 32
+    calls: list[int] = []
+
+    def f(ctx: int) -> float:
+        calls.append(ctx)
+        return 0.02 + 3e-5 * ((ctx + g - 1) // g) + 1e-5 * (ctx // g)
+
+    t = DecodeTable(f, "steps")  # type: ignore[arg-type]
+    ref = DecodeTable(f, "exact")  # type: ignore[arg-type]
+    assert t.steps_s(0, 1024) == ref.steps_s(0, 1024)
+    grid_points, intervals = 1024 // g + 1, 1024 // g
+    assert t.calls == grid_points + 2 * intervals  # a bisection of both steps took 9 more per interval
+
+
 def test_step_table_does_not_depend_on_request_order() -> None:
     """Non-monotone engines are approximated, but always the same way (global grid intervals)."""
     wobble = lambda c: 0.02 + 1e-6 * ((c * 7919) % 13)  # noqa: E731
