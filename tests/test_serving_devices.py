@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwmodel.errors import HwmodelError
-from hwmodel.serving.devices import DecodeTable
+from hwmodel.serving.devices import STEP_GRID_TOKENS, DecodeTable
 
 
 def step_function(block: int, base: float, per_block: float, jumps: dict[int, float]) -> tuple[object, list[int]]:
@@ -52,11 +52,9 @@ def test_step_table_saves_calls_on_block_steps() -> None:
 def test_step_table_asks_just_inside_a_grid_interval_first() -> None:
     """KV blocks of the grid's spacing step where a block opens and where it fills (the instruction-driven
     FPGA's decode steps at ctx 32k and 32k + 1): two calls per such interval beyond its ends, not a bisection."""
-    g = 32
-    calls: list[int] = []
+    g = STEP_GRID_TOKENS
 
     def f(ctx: int) -> float:
-        calls.append(ctx)
         return 0.02 + 3e-5 * ((ctx + g - 1) // g) + 1e-5 * (ctx // g)
 
     t = DecodeTable(f, "steps")  # type: ignore[arg-type]
