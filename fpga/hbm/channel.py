@@ -561,11 +561,14 @@ def channel_request_at(
     return first, end
 
 
-@njit(cache=True)
 def channel_request(
     p: np.ndarray, st: np.ndarray, arrival: int, addr: int, nbytes: int, is_write: int
 ) -> tuple[int, int]:
-    """:func:`channel_request_at` on a single channel state vector (made by :func:`new_channel_state`)."""
+    """:func:`channel_request_at` on a single channel state vector (made by :func:`new_channel_state`), for Python
+    callers (the cycle-stepped references, the tests). Plain Python on purpose: compiled, its constant channel
+    index made Numba compile a second specialization of :func:`channel_request_at` for the literal 0 (5.9 CPU-s
+    in every process that called it); from Python the index is an int64 like the kernels', whose compiled
+    specialization (cached) it reuses."""
     return channel_request_at(p, st.reshape(1, CS_N), 0, arrival, addr, nbytes, is_write)
 
 
