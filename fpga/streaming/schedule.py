@@ -322,8 +322,10 @@ def _schedule_shared(
         if qs[0] == qs[1]:
             # nothing moves: every unknown time waits (through blocks and reads) on a head a shared channel holds
             # back, so it comes later than the earliest such head, which the channel can grant now
-            bc = -1
-            bg = -1
+            # typed int64 from the start: the literal -1 made Numba also compile _grant, _serve and
+            # channel_request_at for the literal (1-2 CPU-s of every fresh compile, never called)
+            bc = np.int64(-1)
+            bg = np.int64(-1)
             for c in range(n_c):
                 if c_ptr[c + 1] - c_ptr[c] > 1:
                     g = _best_head(c, c_ptr, c_list, last, arb, gs, g_ptr, True)
