@@ -151,7 +151,6 @@ def same_bank_row(p: np.ndarray, a: int, b: int) -> bool:
     return granule_bank(p, ga) == granule_bank(p, gb) and granule_row(p, ga) == granule_row(p, gb)
 
 
-@njit(cache=True)
 def port_profile(
     p: np.ndarray,
     st: np.ndarray,
@@ -169,7 +168,8 @@ def port_profile(
 ) -> tuple[int, int, np.ndarray]:
     """One port issuing requests ``addrs[r]`` (byte address inside pseudo-channel ``chans[r]``, a row of the state
     table ``st``) as the module docstring says, with an always-ready consumer: :func:`masters_profile` with one
-    master.
+    master. Plain Python on purpose: compiled, it passed the literal 1 and Numba compiled a second specialization
+    of :func:`masters_profile` for it in every process that called both; from Python the count is an int64.
 
     Returns (kernel cycle the last request landed, last AXI cycle any channel moved data, landing kernel cycle of
     every request)."""
@@ -317,7 +317,7 @@ def masters_profile(
             if ent < b_entry or (ent == b_entry and (reach < b_reach or (reach == b_reach and rank < b_rank))):
                 b_m, b_entry, b_reach, b_rank, b_iss = m, ent, reach, rank, t
         # the channel that decides first
-        best_c = -1
+        best_c = np.int64(-1)  # int64 from the start: the literal -1 compiled channel_request_at once more
         best_now = BIG
         for c in range(n_pc):
             while qh[c] < qn[c] and done[q[qoff[c] + qh[c]]]:

@@ -214,7 +214,7 @@ def kvmu_cycles(
     return o_valid, o_curr, o_ahead, o_mode, o_mux, o_status, o_cmd, o_write
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # inlined: its constant arguments made Numba compile it four times
 def _push(
     r: int,
     start: int,

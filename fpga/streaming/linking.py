@@ -22,6 +22,11 @@ from fpga.streaming.program_format import DEP_LOCAL, DEP_XIN, KIND_KV, NO, R_ADD
 from fpga.streaming.templates import _Layer, _Static
 
 
+def _writable_c(a: np.ndarray) -> np.ndarray:
+    """``a`` itself when C-contiguous and writable, else a C-contiguous copy (the layout _place is compiled for)."""
+    return a if a.flags.c_contiguous and a.flags.writeable else np.array(a, order="C")
+
+
 @njit(cache=True)
 def _place(
     kind: np.ndarray,
@@ -117,7 +122,11 @@ def _blocks(design: StreamingDesign, st: _Static, layer: _Layer, L: int) -> dict
     hop = hop_matrix(design)
 
     def place(arrs: dict[str, np.ndarray], first: np.ndarray, xprod: np.ndarray, extra: int = 0) -> None:
-        _place(arrs["dkind"], arrs["didx"], arrs["doff"], first, xprod, eng, cyc, lat, hop, extra, dep, off)
+        # one kernel signature for every caller: C-contiguous, writable arrays (a sliced template's dependency
+        # arrays, or a read-only producer view, each made Numba compile _place once more: 2 of its 3 cached
+        # specializations after a whole suite, 2026-12-04)
+        c = _writable_c
+        _place(c(arrs["dkind"]), c(arrs["didx"]), c(arrs["doff"]), first, c(xprod), eng, cyc, lat, hop, extra, dep, off)
 
     place(hs, np.array([0], dtype=np.int64), x_prod[:1])
     io = design.layer_io_cycles
