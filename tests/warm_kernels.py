@@ -102,15 +102,11 @@ FAMILIES: tuple[tuple[str, Callable[[], None]], ...] = (
     ("late", _late),
 )
 
-#: the families of each of two processes (``tasks.py test``), balanced by their compile times with an empty cache
-#: (CPU-s, 2-core VM, 2026-12-03: instruction 12.0, hbm 13.0 | streaming 16.9, kvmu 2.4, gemv 1.4 -> 25.5 and 21.5 s
-#: wall side by side; round-robin over FAMILIES gave 16.8 and 31.0 s, one core idle for 14 s; 2026-12-04, another
-#: and slower 2-core VM, with "late": instruction 13.5, hbm 19.1 | streaming 22.3, kvmu 3.2, gemv 2.2, late 5.0 ->
-#: 33.8 and 34.2 s wall; later that day, with the duplicate specializations of masters_profile, channel_request_at
-#: and _place gone: instruction 14.0, hbm 3.9 | streaming 18.9, kvmu 2.3, gemv 1.5, late 3.9, so "late" moved).
-#: Run in the order listed: the HBM channel kernel (channel_request_at, ~6 CPU-s) is called by the instruction
-#: simulator and the streaming engine, and both processes compiled it at once when each began with one of those;
-#: now part 0 compiles it first, while part 1 compiles kernels that do not call it, and loads it for "streaming"
+#: the families of each of two processes (``tasks.py test``), run in the order listed and balanced by their compile
+#: times with an empty cache (CPU-s, 2-core VM, 2026-12-04: hbm 13.5, instruction ~7 | kvmu 2.3, gemv 1.5, late 4.3,
+#: streaming ~11 -> ~20 s wall each; the history is in CHANGELOG.md, rounds 12-15). The HBM channel kernel
+#: (channel_request_at, ~6 CPU-s) is called by the instruction simulator and the streaming engine: part 0 compiles it
+#: first while part 1 compiles kernels that do not call it, so it is compiled once, not by both side by side
 TWO_PARTS: tuple[tuple[str, ...], ...] = (("hbm", "instruction"), ("kvmu", "gemv", "late", "streaming"))
 
 
