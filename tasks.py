@@ -50,6 +50,12 @@ def compile_bytecode(path: Path, skip: str | None = None) -> None:
     subprocess.run(cmd, check=False, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
+#: what no run imports: the packages' own test suites, and the installers (used only to build .venv); 28 % of the
+#: .py files, compiling the rest takes 9.6 s instead of 14.3 s (wall, 2 cores, a fresh .venv). Such a module if
+#: imported still works, compiled in memory.
+SITE_SKIP = r"[/\\](tests?|pip|setuptools)[/\\]"
+
+
 def _site_packages() -> list[Path]:
     return sorted(VENV.glob("lib*/python3*/site-packages")) + sorted(VENV.glob("Lib/site-packages"))
 
@@ -128,7 +134,7 @@ def ensure_venv() -> None:
     print("[tasks] installing hwmodel and its dependencies into .venv (first use only)", flush=True)
     _install(f"{ROOT}[dev]")
     for site in _site_packages():
-        compile_bytecode(site)
+        compile_bytecode(site, skip=SITE_SKIP)
     STAMP.write_text(_wanted_stamp())
 
 
