@@ -2,7 +2,8 @@
 (optional `[...]` parts dropped) in a scratch directory that sees the checkout's example and fixture files, and must
 exit 0. Exceptions, each visible in the README itself: lines marked `# [illustrative]` (they name the user's own
 files or a cluster address) and `hwmodel reproduce ...` (the main job's studies: `python3 tasks.py run`; each study
-also has its own small-scale test).
+also has its own small-scale test). An example that needs an OS package the machine lacks (``NEEDS_TOOL``:
+Icarus Verilog for `hwmodel kvmu verify`, which `.ci/run` installs) skips, naming it.
 
 The examples are collected from whatever the README holds when the tests are collected, and each chain of commands
 is its own parametrized case (so pytest-xdist spreads them over its workers): commands that share a file they write
