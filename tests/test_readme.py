@@ -21,21 +21,22 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from fpga.kvmu.verify.session import missing_tool
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 LINKED = ("examples", "tests", "fpga")  # relative paths the README's commands use
 _OPTIONAL = re.compile(r"\s*\[[^\]]*\]")
 _EXTENSION = re.compile(r"\.[A-Za-z]")
-#: README examples that need an OS package a user's machine may lack (.ci/run installs them): without it the case
-#: skips, naming the package, as the RTL tests do (tests/test_kvmu_rtl.py)
-NEEDS_TOOL = {"hwmodel kvmu verify": "iverilog"}
+#: README examples that need an OS package a user's machine may lack (.ci/run installs them), with the simulator
+#: they run: without it the case skips with the package's own one-line reason, as the RTL tests do
+NEEDS_TOOL = {"hwmodel kvmu verify": "icarus"}
 
 
 def clean(line: str) -> str:
@@ -132,9 +133,10 @@ def test_readme_example_runs(
 ) -> None:
     in_process = request.node.get_closest_marker("in_process") is not None  # follows a fixture (docstring)
     for cmd in chain:
-        for prefix, tool in NEEDS_TOOL.items():
-            if cmd.startswith(prefix) and shutil.which(tool) is None:
-                pytest.skip(f"{cmd!r} needs {tool} on PATH (apt-get install {tool}; .ci/run installs it)")
+        for prefix, simulator in NEEDS_TOOL.items():
+            missing = missing_tool(simulator) if cmd.startswith(prefix) else None
+            if missing is not None:
+                pytest.skip(f"{cmd!r}: {missing} (.ci/run installs it)")
     for name in LINKED:
         (tmp_path / name).symlink_to(ROOT / name)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HWMODEL_PROGRESS": "0"}
