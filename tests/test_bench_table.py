@@ -132,3 +132,21 @@ def test_growth_figures_come_from_bench_growths_json() -> None:
     assert rows["growth.streaming"]["value"] == pytest.approx(2.0)  # ms per token
     assert rows["growth.streaming"]["note"] == "linear: largest residual of the linear fit 3 %"
     assert "value" not in rows["growth.dse"] and "dse" in rows["growth.dse"]["error"]
+
+
+def test_the_header_names_the_machine_of_each_benchmark() -> None:
+    data = _data()
+    first, second = data["benches"][0], data["benches"][1]
+    zen = {"cpus": 2, "cpu": "AMD EPYC (family 25, model 1)", "python": "3.11.7", "system": "Linux"}
+    xeon = {**zen, "cpu": "Intel(R) Xeon(R) (family 6, model 106)"}
+    one = table.render({**data, "benches": [{**first, "machine": zen}, {**second, "machine": zen}]})
+    assert "(2 CPUs, AMD EPYC (family 25, model 1), Python 3.11.7, " in one.splitlines()[0]
+    both = table.render({**data, "benches": [{**first, "machine": zen}, {**second, "machine": xeon}]}).splitlines()[0]
+    assert "AMD EPYC (family 25, model 1)" in both and "Intel(R) Xeon(R)" in both and "each benchmark's" in both
+    legacy = {k: v for k, v in first.items() if k != "machine"}  # written before entries recorded their machine
+    old_machine = {"cpus": 2, "python": "3.11.7", "system": "Linux"}
+    assert (
+        "(2 CPUs, Python 3.11.7, "
+        in table.render({**data, "machine": old_machine, "benches": [legacy]}).splitlines()[0]
+    )
+    assert table.machine()["cpu"] and table.machine()["cpus"] == table.os.cpu_count()
