@@ -375,15 +375,17 @@ def run_bench(bench: Bench) -> dict:
     }
 
 
-def cpu_model() -> str:
-    """The host CPU as Linux names it (``model name``, with its family and model numbers, which tell apart the
-    generations one marketing name covers, e.g. "AMD EPYC"), else what :mod:`platform` says, else "unknown"."""
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        info = ""
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The host CPU as Linux names it in ``/proc/cpuinfo`` (or the text ``cpuinfo``): its ``model name`` with its
+    family and model numbers, which tell apart the generations one marketing name covers (e.g. "AMD EPYC"); else
+    what :mod:`platform` says, else "unknown"."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            cpuinfo = ""
     fields: dict[str, str] = {}
-    for line in info.splitlines():
+    for line in cpuinfo.splitlines():
         key, sep, value = line.partition(":")
         if not sep:
             if fields:
@@ -397,9 +399,8 @@ def cpu_model() -> str:
 
 
 def machine() -> dict:
-    """What a figure was measured on. The project's 2-core VMs differ from one session to the next: the same code
-    ran the LLaMA2-7B token kernel 2.1x and the DSE 1.1x slower on 2026-12-07 (an AMD EPYC, family 25) than on
-    12-06, so every benchmark entry records its own machine, and the header names each one."""
+    """What a figure was measured on: each benchmark entry records its own, since the same code runs up to 2x apart
+    on two VMs of the same size (CHANGELOG.md, round 17) and ``--only`` keeps older entries beside new ones."""
     return {
         "cpus": os.cpu_count(),
         "cpu": cpu_model(),

@@ -149,4 +149,10 @@ def test_the_header_names_the_machine_of_each_benchmark() -> None:
         "(2 CPUs, Python 3.11.7, "
         in table.render({**data, "machine": old_machine, "benches": [legacy]}).splitlines()[0]
     )
-    assert table.machine()["cpu"] and table.machine()["cpus"] == table.os.cpu_count()
+
+
+def test_the_cpu_is_named_from_the_first_processor_of_cpuinfo() -> None:
+    block = "processor\t: {n}\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+    text = block.format(n=0) + "\n" + block.format(n=1).replace("EPYC", "other")
+    assert table.cpu_model(text) == "AMD EPYC (family 25, model 1)"
+    assert table.cpu_model("processor\t: 0\nmodel name\t: Apple M2\n") == "Apple M2"  # no family, no model
