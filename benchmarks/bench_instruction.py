@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from fpga.instruction.compiler import Compiler  # noqa: E402
 from fpga.instruction.design import load_design  # noqa: E402
 from fpga.instruction.reference import ReferenceMachine  # noqa: E402
-from fpga.instruction.simulator import simulate_program  # noqa: E402
+from fpga.instruction.run import simulate_program  # noqa: E402
 from hwmodel.specs import library  # noqa: E402
 
 

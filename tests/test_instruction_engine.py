@@ -16,7 +16,7 @@ from fpga.instruction.compiler import Compiler, load_stream_program
 from fpga.instruction.design import load_design
 from fpga.instruction.engine import InstructionEngine
 from fpga.instruction.reference import ReferenceMachine
-from fpga.instruction.simulator import simulate_program
+from fpga.instruction.run import simulate_program
 from hwmodel.bounds import decode_bytes
 from hwmodel.engine import Engine, Phase
 from hwmodel.errors import HwmodelError
@@ -249,7 +249,7 @@ def test_resources_fit_and_oversized_designs_are_refused() -> None:
 def test_packed_unique_rows_equal_numpys_row_unique(triples: np.ndarray) -> None:
     """channel_classes deduplicates the LD/ST (rows, ch0, nch) triples packed into integers: the same rows, in the
     same order, as np.unique(axis=0)."""
-    from fpga.instruction.simulator import _unique_rows
+    from fpga.instruction.classes import _unique_rows
 
     want = np.unique(triples, axis=0)
     got = _unique_rows(triples)

@@ -20,7 +20,7 @@ from fpga.instruction.engine import InstructionEngine
 from fpga.instruction.placement import MultiCompiler
 from fpga.instruction.program import MultiProgram, Program, Segment, program_traffic
 from fpga.instruction.reference import ReferenceMachine
-from fpga.instruction.simulator import simulate_program
+from fpga.instruction.run import simulate_program
 from hwmodel.errors import HwmodelError
 from tests.test_instruction_engine import COUNTERS, small_machines
 

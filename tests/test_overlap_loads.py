@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from fpga.instruction.design import load_design
 from fpga.instruction.reference import ReferenceMachine
-from fpga.instruction.simulator import simulate_program
+from fpga.instruction.run import simulate_program
 from tests.test_instruction_engine import COUNTERS, _program, small_machines
 
 

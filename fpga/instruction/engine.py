@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from fpga.instruction import simulator as instruction_sim
+from fpga.instruction import run as instruction_sim
 from fpga.instruction.compiler import Compiler
 from fpga.instruction.design import InstructionDesign, design_names, load_design
 from fpga.instruction.layout import build_layout

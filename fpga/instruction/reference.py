@@ -20,7 +20,8 @@ from fpga.hbm import channel as hbm
 from fpga.instruction import isa
 from fpga.instruction.design import InstructionDesign
 from fpga.instruction.program import MultiProgram, Program
-from fpga.instruction.simulator import EFF_SCALE, ENGINE_COUNTER_NAMES, mm_efficiency_ppb
+from fpga.instruction.run import mm_efficiency_ppb
+from fpga.instruction.simulator import EFF_SCALE, ENGINE_COUNTER_NAMES
 from hwmodel.errors import HwmodelError
 
 
@@ -178,7 +179,7 @@ class ReferenceMachine:
             if all(eng.finish >= 0 for eng in engines):
                 break
             if self._stuck(engines):
-                from fpga.instruction.simulator import deadlock_message
+                from fpga.instruction.run import deadlock_message
 
                 raise HwmodelError(deadlock_message(now, len(engines)))
             now += 1

@@ -11,7 +11,7 @@ import numpy as np
 
 from fpga.hbm import profile as hbm_profile
 from fpga.instruction import isa
-from fpga.instruction import simulator as instruction_sim
+from fpga.instruction import run as instruction_sim
 from fpga.instruction.compiler import Compiler, load_stream_program
 from fpga.instruction.design import InstructionDesign
 from fpga.instruction.engine import InstructionEngine
