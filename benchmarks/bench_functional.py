@@ -90,6 +90,7 @@ def main() -> None:
         model.int8_kernel, model.decode_rows = kernel, paths[kernel]
         t0, c0 = time.perf_counter(), time.process_time()
         model.decode()
+        jax.block_until_ready((model._kv, model._stash))  # decode returns once the forward is dispatched
         wall[kernel].append(time.perf_counter() - t0)
         cpu[kernel].append(time.process_time() - c0)
 
@@ -122,6 +123,25 @@ def main() -> None:
             t0 = time.perf_counter()
             products(kernel)
             mm[kernel].append(time.perf_counter() - t0)
+    # the same products called from numpy: the previous kernel (the plain loop on one thread) against today's
+    import numba
+
+    weights = [np.asarray(lp[name]) for lp in P.layers for name in ("qkv_q", "o_q", "gu_q", "down_q")]
+    weights.append(np.asarray(P.top["lm_q"]))
+    rows_x = {w.shape[1]: np.ones((1, w.shape[1]), np.int8) for w in weights}
+    outs = [np.empty((1, w.shape[0]), np.int32) for w in weights]
+    threads = numba.get_num_threads()
+    host: dict[str, list[float]] = {"loop, 1 thread (before)": [], f"{gemv.KERNEL}, {threads} threads": []}
+    for i in range(2 * 8 + 2):
+        label = list(host)[i % 2]
+        kernel, n_threads = ("loop", 1) if i % 2 == 0 else (gemv.KERNEL, threads)
+        numba.set_num_threads(n_threads)
+        t0 = time.perf_counter()
+        for w, o in zip(weights, outs):
+            gemv.KERNELS[kernel](rows_x[w.shape[1]], w, o)
+        if i >= 2:  # the first pair compiles and warms
+            host[label].append(time.perf_counter() - t0)
+    numba.set_num_threads(threads)
     ctx = f"context {args.prompt}..{args.prompt + 2 * args.steps}, blocks of {args.block} steps"
     for kernel, rows in paths.items():
         print(
@@ -135,6 +155,11 @@ def main() -> None:
         f"({1 / med['numba']:.1f} tokens/s), XLA's dot {med['xla'] * 1e3:.1f}; speed-up "
         f"{med['xla'] / med['numba']:.2f}x wall median, {min(wall['xla']) / min(wall['numba']):.2f}x min, "
         f"{np.median(cpu['xla']) / np.median(cpu['numba']):.2f}x CPU time median"
+    )
+    (before, a), (now, b) = host.items()
+    print(
+        f"int8 products from numpy, 1 row (A/B alternating): {before} {_stats(a)}, {now} {_stats(b)}; "
+        f"speed-up {np.median(a) / np.median(b):.2f}x median"
     )
     print(
         f"prefill {args.prompt} tokens {prefill_s:.2f} s ({args.prompt / prefill_s:.0f} tokens/s); "

@@ -479,7 +479,13 @@ def block_of(text: str, where: str = "file") -> str:
 
 
 def run(names: Sequence[str], previous: dict | None) -> dict:
-    by_name = {b["name"]: b for b in (previous or {}).get("benches", [])}
+    """The JSON after running the benchmarks ``names``; the others keep their entries from ``previous``, each with
+    its machine (an entry written before entries recorded their own takes the previous run's)."""
+    old_machine = (previous or {}).get("machine")
+    by_name = {
+        b["name"]: {**b, "machine": b.get("machine") or old_machine} if b["date_utc"] and old_machine else b
+        for b in (previous or {}).get("benches", [])
+    }
     for bench in BENCHES:
         if bench.name in names:
             by_name[bench.name] = run_bench(bench)

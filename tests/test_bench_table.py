@@ -149,6 +149,10 @@ def test_the_header_names_the_machine_of_each_benchmark() -> None:
         "(2 CPUs, Python 3.11.7, "
         in table.render({**data, "machine": old_machine, "benches": [legacy]}).splitlines()[0]
     )
+    # `--only` replaces the top-level machine with this one: a kept legacy entry keeps the machine it ran on
+    kept = table.run([], {**data, "machine": old_machine, "benches": [legacy]})
+    assert kept["machine"] == table.machine()
+    assert next(b for b in kept["benches"] if b["name"] == legacy["name"])["machine"] == old_machine
 
 
 def test_the_cpu_is_named_from_the_first_processor_of_cpuinfo() -> None:

@@ -39,6 +39,29 @@ def test_kernel_equals_the_numpy_product(rows: int, n: int, k: int, seed: int, e
     assert np.array_equal(gemv.matmul_i8_host(x, w), gemv.matmul_i8_reference(x, w))
 
 
+HERE = ["loop", *(["avx2"] if gemv.KERNEL == "avx2" else [])]
+
+
+@pytest.mark.parametrize("kernel", HERE)
+@settings(max_examples=20, deadline=None)
+@given(
+    rows=st.integers(1, 2),
+    n=st.integers(1, 2 * gemv.BLOCK_CHANNELS + 3),
+    k=st.sampled_from([1, 15, 16, 63, 64, 65, 127, 128, 200, 896]),
+    seed=st.integers(0, 2**16),
+    ext=st.booleans(),
+)
+def test_each_kernel_equals_the_numpy_product_across_blocks_and_vector_tails(
+    kernel: str, rows: int, n: int, k: int, seed: int, ext: bool
+) -> None:
+    """Both kernels (the AVX2 one where the CPU has it), over several channel blocks and inner sizes around the
+    64-element vector step."""
+    x, w = _operands(rows, n, k, seed, ext)
+    out = np.full((rows, n), 7, np.int32)
+    gemv.KERNELS[kernel](x, w, out)
+    assert np.array_equal(out, gemv.matmul_i8_reference(x, w))
+
+
 @needs_ffi
 @settings(max_examples=12, deadline=None)
 @given(

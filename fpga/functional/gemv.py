@@ -5,10 +5,12 @@ A decode multiplies one int8 row (or two) by every weight matrix: 494 MB of int8
 read once. XLA's CPU int8 dot does this far below memory speed (46-50 ms per token for two rows, several times
 slower for one), so for blocks of at most :data:`MAX_ROWS` rows the datapath calls :func:`matmul_i8_ffi`: an XLA
 FFI custom call (``jax.ffi.ffi_call``) whose handler is a Numba ``cfunc``. It runs inside the compiled layer like
-any other op, on XLA's own buffers: no host round trip, no copy, no extra dispatch. The kernel
-(:func:`_matmul_rows`) sign-extends int8 to int16, multiplies in int16 (exact: ``|w x| <= 2**14``) and accumulates
-in int32, which LLVM turns into ``vpmovsxbw`` + ``vpmaddwd`` + ``vpaddd`` over the contiguous rows of ``w (N, K)``.
-Each output is an exact int32 sum (while ``K * 2**14 < 2**31``, K up to 131,071), so it has the same bits as
+any other op, on XLA's own buffers: no host round trip, no copy, no extra dispatch. The kernel sign-extends int8
+to int16, multiplies in int16 (exact: ``|w x| <= 2**14``) and accumulates in int32 over the contiguous rows of
+``w (N, K)``, blocks of output channels spread over Numba's threads. On x86-64 with AVX2 the inner sum is written
+with ``vpmaddwd`` explicitly (:func:`_matmul_rows_avx2`, 64 int8 per step): LLVM's own vectorization of the plain
+loop (:func:`_matmul_rows_loop`, the kernel elsewhere) depends on the CPU's tuning, and took 8 int8 per step on an
+Intel Xeon that prefers 256-bit vectors (4.3 GB/s of weights, a third of one core's memory speed). Each output is an exact int32 sum (while ``K * 2**14 < 2**31``, K up to 131,071), so it has the same bits as
 XLA's product, whatever the order of the additions.
 
 The handler reads XLA's call frame (``XLA_FFI_CallFrame``, ``xla/ffi/api/c_api.h`` of the installed jaxlib,
@@ -24,21 +26,26 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import platform
 import re
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import llvmlite.binding
 import numba
+import numba.np.ufunc.parallel
 import numpy as np
+from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 import fpga  # noqa: F401  (sets the project's Numba cache directory before the first compilation)
 
-#: the largest row count sent to the kernel; more rows go to XLA's dot, which wins from 4 rows on (0.5B shapes,
-#: CPU time: 2 rows 6.7 against 11.3 ms for the LM head, 4 rows 12.8 against 13.2, 8 rows 29.8 against 16.8)
+#: the largest row count sent to the kernel; more rows go to XLA's dot, which won from 4 rows on (0.5B shapes,
+#: CPU time: 2 rows 6.7 against 11.3 ms for the LM head, 4 rows 12.8 against 13.2, 8 rows 29.8 against 16.8; the
+#: one-thread plain-loop kernel of 2026-12-06 on an AMD EPYC)
 MAX_ROWS = 2
 TARGET = "hwmodel_w8a8_matmul_i8"
 
@@ -52,16 +59,103 @@ _RETS_SIZE, _RETS_PTRS = 12, 14  # XLA_FFI_Rets.size, .rets
 _BUF_DATA, _BUF_DIMS = 3, 5  # XLA_FFI_Buffer: size, ext, dtype, data, rank, dims
 
 
-@numba.njit(cache=True, nogil=True)
-def _matmul_rows(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``out[r, n] = sum_k x[r, k] * w[n, k]`` for int8 ``x (R, K)``, ``w (N, K)``; int32 ``out (R, N)``."""
+#: output channels per parallel task of the kernels (a 256 x 896 block of the 0.5B weights is 224 KB)
+BLOCK_CHANNELS = 256
+#: int8 elements per AVX2 step of :func:`_dot_i8_avx2` (16 x i16 -> 8 x i32 by ``vpmaddwd``) and its accumulators
+_LANES, _UNROLL = 16, 4
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _matmul_rows_loop(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out[r, n] = sum_k x[r, k] * w[n, k]`` for int8 ``x (R, K)``, ``w (N, K)``; int32 ``out (R, N)``, as a
+    plain loop that LLVM vectorizes. Blocks of :data:`BLOCK_CHANNELS` output channels are spread over Numba's
+    threads (each output is one thread's exact int32 sum, so the bits do not depend on the thread count)."""
     n_rows, k_in = x.shape
-    for n in range(w.shape[0]):
-        for r in range(n_rows):
-            acc = np.int32(0)
-            for k in range(k_in):
-                acc += np.int32(np.int16(w[n, k]) * np.int16(x[r, k]))
-            out[r, n] = acc
+    n_out = w.shape[0]
+    for b in numba.prange((n_out + BLOCK_CHANNELS - 1) // BLOCK_CHANNELS):
+        for n in range(b * BLOCK_CHANNELS, min(n_out, (b + 1) * BLOCK_CHANNELS)):
+            for r in range(n_rows):
+                acc = np.int32(0)
+                for k in range(k_in):
+                    acc += np.int32(np.int16(w[n, k]) * np.int16(x[r, k]))
+                out[r, n] = acc
+
+
+@intrinsic
+def _dot_i8_avx2(typingctx, w, x, w_at, x_at, k):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``sum(w.flat[w_at : w_at + k] * x.flat[x_at : x_at + k])`` as int32 for int8 arrays, ``k`` a multiple of
+    ``_LANES * _UNROLL``: 16 bytes of each operand sign-extended to 16 x i16 and multiplied-and-pair-added into
+    8 x i32 by ``llvm.x86.avx2.pmadd.wd`` (``vpmaddwd``, exact: ``|w x| <= 2**14``), in ``_UNROLL`` independent
+    accumulators. LLVM's own vectorization of the loop in :func:`_matmul_rows_loop` picks 8 int8 per step on
+    CPUs whose tuning prefers 256-bit vectors (0.5B LM head, 1 thread: 28 ms against 11.5 ms for this one)."""
+    sig = types.int32(w, x, types.intp, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        w_arr, x_arr, w_at, x_at, k = args
+        i8p = ir.IntType(8).as_pointer()
+        wp = builder.gep(
+            builder.bitcast(context.make_array(signature.args[0])(context, builder, w_arr).data, i8p), [w_at]
+        )
+        xp = builder.gep(
+            builder.bitcast(context.make_array(signature.args[1])(context, builder, x_arr).data, i8p), [x_at]
+        )
+        v_i8, v_i16, v_i32 = (ir.VectorType(ir.IntType(b), n) for b, n in ((8, 16), (16, 16), (32, 8)))
+        pmadd = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(v_i32, [v_i16, v_i16]), "llvm.x86.avx2.pmadd.wd"
+        )
+        reduce_add = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(32), [v_i32]), "llvm.vector.reduce.add.v8i32"
+        )
+        accs = [cgutils.alloca_once_value(builder, ir.Constant(v_i32, None)) for _ in range(_UNROLL)]
+        step = ir.Constant(k.type, _LANES * _UNROLL)
+        with cgutils.for_range(builder, builder.udiv(k, step)) as loop:
+            base = builder.mul(loop.index, step)
+            for u, acc in enumerate(accs):
+                at = builder.add(base, ir.Constant(k.type, _LANES * u))
+                wv = builder.load(builder.bitcast(builder.gep(wp, [at]), v_i8.as_pointer()), align=1)
+                xv = builder.load(builder.bitcast(builder.gep(xp, [at]), v_i8.as_pointer()), align=1)
+                p = builder.call(pmadd, [builder.sext(wv, v_i16), builder.sext(xv, v_i16)])
+                builder.store(builder.add(builder.load(acc), p), acc)
+        total = builder.load(accs[0])
+        for acc in accs[1:]:
+            total = builder.add(total, builder.load(acc))
+        return builder.call(reduce_add, [total])
+
+    return sig, codegen
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _matmul_rows_avx2(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:func:`_matmul_rows_loop` with the inner sum by :func:`_dot_i8_avx2` (the tail of ``K`` beyond a multiple
+    of 64 by the plain loop). Needs AVX2 (:func:`_target_has_avx2`)."""
+    n_rows, k_in = x.shape
+    n_out = w.shape[0]
+    k_vec = k_in - k_in % (_LANES * _UNROLL)
+    for b in numba.prange((n_out + BLOCK_CHANNELS - 1) // BLOCK_CHANNELS):
+        for n in range(b * BLOCK_CHANNELS, min(n_out, (b + 1) * BLOCK_CHANNELS)):
+            for r in range(n_rows):
+                acc = _dot_i8_avx2(w, x, n * k_in, r * k_in, k_vec)
+                for k in range(k_vec, k_in):
+                    acc += np.int32(np.int16(w[n, k]) * np.int16(x[r, k]))
+                out[r, n] = acc
+
+
+def _target_has_avx2() -> bool:
+    """Whether Numba compiles for an x86-64 CPU with AVX2 (its ``NUMBA_CPU_FEATURES`` if set, else the host's)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    features = numba.core.config.CPU_FEATURES or llvmlite.binding.get_host_cpu_features().flatten()
+    return "+avx2" in features.split(",")
+
+
+#: the kernel the FFI handler and :func:`matmul_i8_host` run (both compute the same exact int32 sums)
+KERNELS = {"avx2": _matmul_rows_avx2, "loop": _matmul_rows_loop}
+KERNEL = "avx2" if _target_has_avx2() else "loop"
+_matmul_rows = KERNELS[KERNEL]
+# The parallel kernels call Numba's thread pool (``allocate_sched``, ``do_scheduling``), whose symbols exist once
+# the threading layer is loaded; compiling a parfor loads it, loading one from the cache does not, so the
+# ``cfunc`` below (compiled or loaded at import) would not link without this.
+numba.np.ufunc.parallel._launch_threads()
 
 
 @intrinsic
