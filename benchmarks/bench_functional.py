@@ -123,25 +123,18 @@ def main() -> None:
             t0 = time.perf_counter()
             products(kernel)
             mm[kernel].append(time.perf_counter() - t0)
-    # the same products called from numpy: the previous kernel (the plain loop on one thread) against today's
-    import numba
-
+    # the same products called from numpy: the previous kernel (the plain loop) against today's, alternating
     weights = [np.asarray(lp[name]) for lp in P.layers for name in ("qkv_q", "o_q", "gu_q", "down_q")]
     weights.append(np.asarray(P.top["lm_q"]))
     rows_x = {w.shape[1]: np.ones((1, w.shape[1]), np.int8) for w in weights}
     outs = [np.empty((1, w.shape[0]), np.int32) for w in weights]
-    threads = numba.get_num_threads()
-    host: dict[str, list[float]] = {"loop, 1 thread (before)": [], f"{gemv.KERNEL}, {threads} threads": []}
+    host: dict[str, list[float]] = {"plain loop (before)": [], f"{gemv.KERNEL} (now)": []}
     for i in range(2 * 8 + 2):
-        label = list(host)[i % 2]
-        kernel, n_threads = ("loop", 1) if i % 2 == 0 else (gemv.KERNEL, threads)
-        numba.set_num_threads(n_threads)
         t0 = time.perf_counter()
         for w, o in zip(weights, outs):
-            gemv.KERNELS[kernel](rows_x[w.shape[1]], w, o)
+            gemv.KERNELS["loop" if i % 2 == 0 else gemv.KERNEL](rows_x[w.shape[1]], w, o)
         if i >= 2:  # the first pair compiles and warms
-            host[label].append(time.perf_counter() - t0)
-    numba.set_num_threads(threads)
+            host[list(host)[i % 2]].append(time.perf_counter() - t0)
     ctx = f"context {args.prompt}..{args.prompt + 2 * args.steps}, blocks of {args.block} steps"
     for kernel, rows in paths.items():
         print(

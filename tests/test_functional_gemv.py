@@ -46,15 +46,15 @@ HERE = ["loop", *(["avx2"] if gemv.KERNEL == "avx2" else [])]
 @settings(max_examples=20, deadline=None)
 @given(
     rows=st.integers(1, 2),
-    n=st.integers(1, 2 * gemv.BLOCK_CHANNELS + 3),
+    n=st.integers(1, 300),
     k=st.sampled_from([1, 15, 16, 63, 64, 65, 127, 128, 200, 896]),
     seed=st.integers(0, 2**16),
     ext=st.booleans(),
 )
-def test_each_kernel_equals_the_numpy_product_across_blocks_and_vector_tails(
+def test_each_kernel_equals_the_numpy_product_across_vector_tails(
     kernel: str, rows: int, n: int, k: int, seed: int, ext: bool
 ) -> None:
-    """Both kernels (the AVX2 one where the CPU has it), over several channel blocks and inner sizes around the
+    """Both kernels (the AVX2 one where the CPU has it), over inner sizes around the
     64-element vector step."""
     x, w = _operands(rows, n, k, seed, ext)
     out = np.full((rows, n), 7, np.int32)

@@ -5,13 +5,14 @@ A decode multiplies one int8 row (or two) by every weight matrix: 494 MB of int8
 read once. XLA's CPU int8 dot does this far below memory speed (46-50 ms per token for two rows, several times
 slower for one), so for blocks of at most :data:`MAX_ROWS` rows the datapath calls :func:`matmul_i8_ffi`: an XLA
 FFI custom call (``jax.ffi.ffi_call``) whose handler is a Numba ``cfunc``. It runs inside the compiled layer like
-any other op, on XLA's own buffers: no host round trip, no copy, no extra dispatch. The kernel sign-extends int8
-to int16, multiplies in int16 (exact: ``|w x| <= 2**14``) and accumulates in int32 over the contiguous rows of
-``w (N, K)``, blocks of output channels spread over Numba's threads. On x86-64 with AVX2 the inner sum is written
-with ``vpmaddwd`` explicitly (:func:`_matmul_rows_avx2`, 64 int8 per step): LLVM's own vectorization of the plain
-loop (:func:`_matmul_rows_loop`, the kernel elsewhere) depends on the CPU's tuning, and took 8 int8 per step on an
-Intel Xeon that prefers 256-bit vectors (4.3 GB/s of weights, a third of one core's memory speed). Each output is an exact int32 sum (while ``K * 2**14 < 2**31``, K up to 131,071), so it has the same bits as
-XLA's product, whatever the order of the additions.
+any other op, on XLA's own buffers: no host round trip, no copy, no extra dispatch. The kernel sign-extends int8 to
+int16, multiplies in int16 (exact: ``|w x| <= 2**14``) and accumulates in int32 over the contiguous rows of
+``w (N, K)``, on the calling (XLA) thread. On x86-64 with AVX2 the inner sum is written with ``vpmaddwd`` explicitly
+(:func:`_matmul_rows_avx2`, 64 int8 per step): LLVM's own vectorization of the plain loop
+(:func:`_matmul_rows_loop`, the kernel elsewhere) depends on the CPU's tuning, and took 8 int8 per step on an Intel
+Xeon that prefers 256-bit vectors (4.3 GB/s of weights, a third of one core's memory speed). Each output is an exact
+int32 sum (while ``K * 2**14 < 2**31``, K up to 131,071), so it has the same bits as XLA's product, whatever the
+order of the additions.
 
 The handler reads XLA's call frame (``XLA_FFI_CallFrame``, ``xla/ffi/api/c_api.h`` of the installed jaxlib,
 ``jax.ffi.include_dir()``) as 64-bit words: the layout is the header's, checked against its struct sizes and
@@ -34,7 +35,6 @@ import jax
 import jax.numpy as jnp
 import llvmlite.binding
 import numba
-import numba.np.ufunc.parallel
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -59,26 +59,21 @@ _RETS_SIZE, _RETS_PTRS = 12, 14  # XLA_FFI_Rets.size, .rets
 _BUF_DATA, _BUF_DIMS = 3, 5  # XLA_FFI_Buffer: size, ext, dtype, data, rank, dims
 
 
-#: output channels per parallel task of the kernels (a 256 x 896 block of the 0.5B weights is 224 KB)
-BLOCK_CHANNELS = 256
 #: int8 elements per AVX2 step of :func:`_dot_i8_avx2` (16 x i16 -> 8 x i32 by ``vpmaddwd``) and its accumulators
 _LANES, _UNROLL = 16, 4
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def _matmul_rows_loop(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
     """``out[r, n] = sum_k x[r, k] * w[n, k]`` for int8 ``x (R, K)``, ``w (N, K)``; int32 ``out (R, N)``, as a
-    plain loop that LLVM vectorizes. Blocks of :data:`BLOCK_CHANNELS` output channels are spread over Numba's
-    threads (each output is one thread's exact int32 sum, so the bits do not depend on the thread count)."""
+    plain loop that LLVM vectorizes."""
     n_rows, k_in = x.shape
-    n_out = w.shape[0]
-    for b in numba.prange((n_out + BLOCK_CHANNELS - 1) // BLOCK_CHANNELS):
-        for n in range(b * BLOCK_CHANNELS, min(n_out, (b + 1) * BLOCK_CHANNELS)):
-            for r in range(n_rows):
-                acc = np.int32(0)
-                for k in range(k_in):
-                    acc += np.int32(np.int16(w[n, k]) * np.int16(x[r, k]))
-                out[r, n] = acc
+    for n in range(w.shape[0]):
+        for r in range(n_rows):
+            acc = np.int32(0)
+            for k in range(k_in):
+                acc += np.int32(np.int16(w[n, k]) * np.int16(x[r, k]))
+            out[r, n] = acc
 
 
 @intrinsic
@@ -124,20 +119,18 @@ def _dot_i8_avx2(typingctx, w, x, w_at, x_at, k):  # type: ignore[no-untyped-def
     return sig, codegen
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def _matmul_rows_avx2(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
     """:func:`_matmul_rows_loop` with the inner sum by :func:`_dot_i8_avx2` (the tail of ``K`` beyond a multiple
     of 64 by the plain loop). Needs AVX2 (:func:`_target_has_avx2`)."""
     n_rows, k_in = x.shape
-    n_out = w.shape[0]
     k_vec = k_in - k_in % (_LANES * _UNROLL)
-    for b in numba.prange((n_out + BLOCK_CHANNELS - 1) // BLOCK_CHANNELS):
-        for n in range(b * BLOCK_CHANNELS, min(n_out, (b + 1) * BLOCK_CHANNELS)):
-            for r in range(n_rows):
-                acc = _dot_i8_avx2(w, x, n * k_in, r * k_in, k_vec)
-                for k in range(k_vec, k_in):
-                    acc += np.int32(np.int16(w[n, k]) * np.int16(x[r, k]))
-                out[r, n] = acc
+    for n in range(w.shape[0]):
+        for r in range(n_rows):
+            acc = _dot_i8_avx2(w, x, n * k_in, r * k_in, k_vec)
+            for k in range(k_vec, k_in):
+                acc += np.int32(np.int16(w[n, k]) * np.int16(x[r, k]))
+            out[r, n] = acc
 
 
 def _target_has_avx2() -> bool:
@@ -152,10 +145,6 @@ def _target_has_avx2() -> bool:
 KERNELS = {"avx2": _matmul_rows_avx2, "loop": _matmul_rows_loop}
 KERNEL = "avx2" if _target_has_avx2() else "loop"
 _matmul_rows = KERNELS[KERNEL]
-# The parallel kernels call Numba's thread pool (``allocate_sched``, ``do_scheduling``), whose symbols exist once
-# the threading layer is loaded; compiling a parfor loads it, loading one from the cache does not, so the
-# ``cfunc`` below (compiled or loaded at import) would not link without this.
-numba.np.ufunc.parallel._launch_threads()
 
 
 @intrinsic
