@@ -54,8 +54,7 @@ HERE = ["loop", *(["avx2"] if gemv.KERNEL == "avx2" else [])]
 def test_each_kernel_equals_the_numpy_product_across_vector_tails(
     kernel: str, rows: int, n: int, k: int, seed: int, ext: bool
 ) -> None:
-    """Both kernels (the AVX2 one where the CPU has it), over inner sizes around the
-    64-element vector step."""
+    """Both kernels (the AVX2 one where the CPU has it), over inner sizes around the 64-element vector step."""
     x, w = _operands(rows, n, k, seed, ext)
     out = np.full((rows, n), 7, np.int32)
     gemv.KERNELS[kernel](x, w, out)

@@ -137,7 +137,9 @@ def _target_has_avx2() -> bool:
     """Whether Numba compiles for an x86-64 CPU with AVX2 (its ``NUMBA_CPU_FEATURES`` if set, else the host's)."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return False
-    features = numba.core.config.CPU_FEATURES or llvmlite.binding.get_host_cpu_features().flatten()
+    features = numba.core.config.CPU_FEATURES
+    if features is None:  # as numba.core.codegen.JITCPUCodegen._get_host_cpu_features
+        features = llvmlite.binding.get_host_cpu_features().flatten()
     return "+avx2" in features.split(",")
 
 
