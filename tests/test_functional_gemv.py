@@ -5,6 +5,7 @@ Numba kernel against XLA's dot: the same int32 accumulators, the same tokens, th
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import jax
@@ -70,6 +71,20 @@ def test_kernel_inside_xla_equals_the_numpy_product(rows: int, n: int, k: int, s
     x, w = _operands(rows, n, k, seed, ext)
     got = np.asarray(_ffi_matmul(jnp.asarray(x), jnp.asarray(w)))
     assert got.dtype == np.int32 and np.array_equal(got, gemv.matmul_i8_reference(x, w))
+
+
+@needs_ffi
+@pytest.mark.parametrize("rows", [1, 2])
+def test_kernel_split_over_xlas_thread_pool_equals_the_numpy_product(rows: int) -> None:
+    """Products of at least 2 x MIN_PART_CHANNELS channels are split over XLA's pool (completing through a future);
+    every part's columns, and the ragged last part, are the reference's."""
+    n = 4 * gemv.MIN_PART_CHANNELS + 37
+    x, w = _operands(rows, n, 896, 11, False)
+    out, scratch = jax.jit(gemv.matmul_i8_ffi_scratch)(jnp.asarray(x), jnp.asarray(w))
+    assert np.array_equal(np.asarray(out), gemv.matmul_i8_reference(x, w))
+    parts = int(np.asarray(scratch)[gemv._S_PARTS])
+    one_thread = "intra_op_parallelism_threads=1" in os.environ.get("XLA_FLAGS", "")
+    assert 1 <= parts <= 4 and (parts >= 2 or one_thread or (os.cpu_count() or 1) < 2)
 
 
 @needs_ffi

@@ -7,12 +7,12 @@ slower for one), so for blocks of at most :data:`MAX_ROWS` rows the datapath cal
 FFI custom call (``jax.ffi.ffi_call``) whose handler is a Numba ``cfunc``. It runs inside the compiled layer like
 any other op, on XLA's own buffers: no host round trip, no copy, no extra dispatch. The kernel sign-extends int8 to
 int16, multiplies in int16 (exact: ``|w x| <= 2**14``) and accumulates in int32 over the contiguous rows of
-``w (N, K)``, on the calling (XLA) thread. On x86-64 with AVX2 the inner sum is written with ``vpmaddwd`` explicitly
-(:func:`_matmul_rows_avx2`, 64 int8 per step): LLVM's own vectorization of the plain loop
-(:func:`_matmul_rows_loop`, the kernel elsewhere) depends on the CPU's tuning, and took 8 int8 per step on an Intel
-Xeon that prefers 256-bit vectors (4.3 GB/s of weights, a third of one core's memory speed). Each output is an exact
-int32 sum (while ``K * 2**14 < 2**31``, K up to 131,071), so it has the same bits as XLA's product, whatever the
-order of the additions.
+``w (N, K)``, the output channels split over XLA's own intra-op thread pool (:func:`_handler`). On x86-64 with AVX2 the
+inner sum is written with ``vpmaddwd`` explicitly (:func:`_matmul_rows_avx2`, 64 int8 per step): LLVM's own
+vectorization of the plain loop (:func:`_matmul_rows_loop`, the kernel elsewhere) depends on the CPU's tuning, and
+took 8 int8 per step on an Intel Xeon that prefers 256-bit vectors (4.3 GB/s of weights, a third of one core's
+memory speed). Each output is an exact int32 sum (while ``K * 2**14 < 2**31``, K up to 131,071), so it has the same
+bits as XLA's product, whatever the order of the additions.
 
 The handler reads XLA's call frame (``XLA_FFI_CallFrame``, ``xla/ffi/api/c_api.h`` of the installed jaxlib,
 ``jax.ffi.include_dir()``) as 64-bit words: the layout is the header's, checked against its struct sizes and
@@ -57,6 +57,16 @@ _FRAME_WORDS = 22  # XLA_FFI_CallFrame: size, ext, api, ctx, stage, args[5], ret
 _ARGS_SIZE, _ARGS_PTRS = 7, 9  # XLA_FFI_Args.size, .args
 _RETS_SIZE, _RETS_PTRS = 12, 14  # XLA_FFI_Rets.size, .rets
 _BUF_DATA, _BUF_DIMS = 3, 5  # XLA_FFI_Buffer: size, ext, dtype, data, rank, dims
+_FRAME_API, _FRAME_CTX, _FRAME_FUTURE = 2, 3, 21  # XLA_FFI_CallFrame.api, .ctx, .future
+# XLA_FFI_Api: struct_size, extension_start, api_version (3 words), internal_api, then one word per function
+_API_WORDS = 24
+_API_ERROR_DESTROY, _API_SCHEDULE, _API_NUM_THREADS, _API_FUTURE_CREATE, _API_FUTURE_SET = 8, 17, 18, 19, 20
+#: the most parts one product is split into (one per thread of XLA's pool), and the fewest output channels a part
+MAX_PARTS, MIN_PART_CHANNELS = 8, 256
+# the handler's scratch result (int64 words): parts not finished, the future, the API, the operands' and the
+# result's addresses, R, K, N, the part count, then each scheduled part's index (its task's data points at it)
+_S_LEFT, _S_FUTURE, _S_API, _S_X, _S_W, _S_OUT, _S_ROWS, _S_K, _S_N, _S_PARTS, _S_PART0 = range(11)
+SCRATCH_WORDS = _S_PART0 + MAX_PARTS
 
 
 #: int8 elements per AVX2 step of :func:`_dot_i8_avx2` (16 x i16 -> 8 x i32 by ``vpmaddwd``) and its accumulators
@@ -164,12 +174,91 @@ def _words(addr: int, n: int) -> np.ndarray:  # pragma: no cover - compiled
     return numba.carray(_ptr(addr), (n,), np.int64)
 
 
-@numba.cfunc(types.voidptr(types.voidptr), nogil=True, cache=True)
+@intrinsic
+def _call_api(typingctx, fn, args):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Call the FFI API function at address ``fn`` with its argument struct at address ``args``; returns the
+    ``XLA_FFI_Error*`` it returns as an int64 (0: success)."""
+
+    def codegen(context, builder, signature, call_args):  # type: ignore[no-untyped-def]
+        fn_type = ir.FunctionType(cgutils.voidptr_t, [cgutils.voidptr_t])
+        ret = builder.call(
+            builder.inttoptr(call_args[0], fn_type.as_pointer()), [builder.inttoptr(call_args[1], cgutils.voidptr_t)]
+        )
+        return builder.ptrtoint(ret, ir.IntType(64))
+
+    return types.int64(types.int64, types.int64), codegen
+
+
+@intrinsic
+def _fetch_sub_one(typingctx, addr):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Atomically decrement the int64 at address ``addr``; returns the value before."""
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        word = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+        return builder.atomic_rmw("sub", word, ir.Constant(ir.IntType(64), 1), "acq_rel")
+
+    return types.int64(types.int64), codegen
+
+
+@numba.njit(cache=True, nogil=True)
+def _api_call(api: int, index: int, args: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Call word ``index`` of the ``XLA_FFI_Api`` at ``api`` with the argument struct ``args``; on an error, destroy
+    it (``XLA_FFI_Error_Destroy``) and return 1, else 0."""
+    err = _call_api(_words(api, _API_WORDS)[index], args.ctypes.data)
+    if err == 0:
+        return 0
+    destroy = np.array([24, 0, err], np.int64)  # XLA_FFI_Error_Destroy_Args: size, ext, error
+    _call_api(_words(api, _API_WORDS)[_API_ERROR_DESTROY], destroy.ctypes.data)
+    return 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _run_part(scratch: int, part: int) -> None:  # pragma: no cover - compiled
+    """Part ``part`` of the product whose operands the scratch words at ``scratch`` hold: output channels
+    ``[N part / parts, N (part + 1) / parts)``, into the result's own columns."""
+    s = _words(scratch, SCRATCH_WORDS)
+    rows, k_in, n_out, parts = s[_S_ROWS], s[_S_K], s[_S_N], s[_S_PARTS]
+    x = numba.carray(_ptr(s[_S_X]), (rows, k_in), np.int8)
+    w = numba.carray(_ptr(s[_S_W]), (n_out, k_in), np.int8)
+    out = numba.carray(_ptr(s[_S_OUT]), (rows, n_out), np.int32)
+    lo, hi = n_out * part // parts, n_out * (part + 1) // parts
+    _matmul_rows(x, w[lo:hi], out[:, lo:hi])
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish_part(scratch: int) -> None:  # pragma: no cover - compiled
+    """One part is done: the last one makes the call's future available (after which XLA may reuse the scratch,
+    so the future and the API are read before the count is decremented)."""
+    s = _words(scratch, SCRATCH_WORDS)
+    future, api = s[_S_FUTURE], s[_S_API]
+    if _fetch_sub_one(scratch + 8 * _S_LEFT) == 1:
+        _api_call(api, _API_FUTURE_SET, np.array([24, 0, future], np.int64))  # XLA_FFI_Future_SetAvailable_Args
+
+
+@numba.cfunc(types.void(types.voidptr), nogil=True, cache=True)
+def _part_task(data):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """An ``XLA_FFI_Task`` run on XLA's thread pool: ``data`` points at its part's index word in the scratch."""
+    word = numba.carray(data, (1,), np.int64)
+    part = word[0]
+    scratch = word.ctypes.data - 8 * (_S_PART0 + part)
+    _run_part(scratch, part)
+    _finish_part(scratch)
+
+
+_PART_TASK = _part_task.address
+
+
+@numba.cfunc(types.voidptr(types.voidptr), nogil=True)
 def _handler(frame_ptr):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """The XLA FFI handler: answers the metadata query at registration, and at execution reads the two int8
-    operands ``x (R, K)``, ``w (N, K)`` and the int32 result ``(R, N)`` (row-major: ``ffi_call``'s default
-    layouts) and runs :func:`_matmul_rows`. Shapes and dtypes were checked when the call was traced
-    (:func:`matmul_i8_ffi`). Returns NULL (success)."""
+    operands ``x (R, K)``, ``w (N, K)``, the int32 result ``(R, N)`` (row-major: ``ffi_call``'s default layouts)
+    and the int64 scratch result, and runs :func:`_matmul_rows` over the output channels in one part per thread
+    of XLA's intra-op pool (``XLA_FFI_ThreadPool_NumThreads``, at most :data:`MAX_PARTS`, parts of at least
+    :data:`MIN_PART_CHANNELS` channels): part 0 on this thread, the others scheduled on the pool
+    (``XLA_FFI_ThreadPool_Schedule``), and the call completes through an ``XLA_FFI_Future`` the last part makes
+    available (nothing waits, so a busy or one-thread pool cannot deadlock it). With one part, no future: the call
+    is synchronous. Shapes and dtypes were checked when the call was traced (:func:`matmul_i8_ffi`). Returns NULL
+    (success). Not cached: it holds the address of :func:`_part_task`, which differs from process to process."""
     frame = numba.carray(frame_ptr, (_FRAME_WORDS,), np.int64)
     if frame[1] != 0:  # an extension: the metadata query at registration fills the API version
         ext = _words(frame[1], 4)  # XLA_FFI_Metadata_Extension: base {size, type, next}, metadata*
@@ -177,18 +266,41 @@ def _handler(frame_ptr):  # type: ignore[no-untyped-def]  # pragma: no cover - c
             meta = _words(ext[3], 4)  # XLA_FFI_Metadata: size, api_version {size, ext, major | minor << 32}
             meta[3] = np.int64(FFI_API_VERSION[0]) | (np.int64(FFI_API_VERSION[1]) << 32)
             return _ptr(0)
-    if (frame[4] & 0xFFFFFFFF) != _STAGE_EXECUTE or frame[_ARGS_SIZE] != 2 or frame[_RETS_SIZE] != 1:
+    if (frame[4] & 0xFFFFFFFF) != _STAGE_EXECUTE or frame[_ARGS_SIZE] != 2 or frame[_RETS_SIZE] != 2:
         return _ptr(0)
+    api, ctx = frame[_FRAME_API], frame[_FRAME_CTX]
     args = _words(frame[_ARGS_PTRS], 2)
-    bx = _words(args[0], 6)
-    bw = _words(args[1], 6)
-    bo = _words(_words(frame[_RETS_PTRS], 1)[0], 6)
+    rets = _words(frame[_RETS_PTRS], 2)
+    bx, bw, bo, bs = _words(args[0], 6), _words(args[1], 6), _words(rets[0], 6), _words(rets[1], 6)
+    scratch = bs[_BUF_DATA]
+    s = _words(scratch, SCRATCH_WORDS)
     xd = _words(bx[_BUF_DIMS], 2)
-    n_out = _words(bw[_BUF_DIMS], 2)[0]
-    x = numba.carray(_ptr(bx[_BUF_DATA]), (xd[0], xd[1]), np.int8)
-    w = numba.carray(_ptr(bw[_BUF_DATA]), (n_out, xd[1]), np.int8)
-    out = numba.carray(_ptr(bo[_BUF_DATA]), (xd[0], n_out), np.int32)
-    _matmul_rows(x, w, out)
+    s[_S_API], s[_S_X], s[_S_W], s[_S_OUT] = api, bx[_BUF_DATA], bw[_BUF_DATA], bo[_BUF_DATA]
+    s[_S_ROWS], s[_S_K], s[_S_N] = xd[0], xd[1], _words(bw[_BUF_DIMS], 2)[0]
+    # XLA_FFI_ThreadPool_NumThreads_Args (size, ext, ctx, int64_t*), then the word the count is written to
+    threads = np.array([32, 0, ctx, 0, 0], np.int64)
+    threads[3] = threads.ctypes.data + 8 * 4
+    parts = 1
+    if _api_call(api, _API_NUM_THREADS, threads) == 0:
+        parts = max(1, min(MAX_PARTS, threads[4], s[_S_N] // MIN_PART_CHANNELS))
+    future = np.array([24, 0, 0], np.int64)  # XLA_FFI_Future_Create_Args: size, ext, future (out)
+    if parts > 1 and _api_call(api, _API_FUTURE_CREATE, future) != 0:
+        parts = 1
+    s[_S_PARTS] = parts
+    if parts == 1:
+        _run_part(scratch, 0)
+        return _ptr(0)
+    s[_S_FUTURE], s[_S_LEFT] = future[2], parts
+    frame[_FRAME_FUTURE] = future[2]  # XLA waits for it before the result is used
+    schedule = np.array([40, 0, ctx, _PART_TASK, 0], np.int64)  # XLA_FFI_ThreadPool_Schedule_Args
+    for part in range(1, parts):
+        s[_S_PART0 + part] = part
+        schedule[4] = scratch + 8 * (_S_PART0 + part)
+        if _api_call(api, _API_SCHEDULE, schedule) != 0:  # no pool after all: this thread runs the part
+            _run_part(scratch, part)
+            _finish_part(scratch)
+    _run_part(scratch, 0)
+    _finish_part(scratch)
     return _ptr(0)
 
 
@@ -204,6 +316,25 @@ _LAYOUT = {
     "XLA_FFI_Rets": ("struct_size", "extension_start", "size", "types", "rets"),
     "XLA_FFI_Attrs": ("struct_size", "extension_start", "size", "types", "names", "attrs"),
     "XLA_FFI_Buffer": ("struct_size", "extension_start", "dtype", "data", "rank", "dims"),
+    "XLA_FFI_Api": (
+        "struct_size",
+        "extension_start",
+        "api_version",
+        "internal_api",
+        *(
+            f"XLA_FFI_{f}"
+            for f in (
+                "Error_Create Error_GetMessage Error_Destroy Handler_Register Stream_Get Type_Register "
+                "ExecutionContext_Get State_Set State_Get DeviceMemory_Allocate DeviceMemory_Free ThreadPool_Schedule "
+                "ThreadPool_NumThreads Future_Create Future_SetAvailable Future_SetError RunId_Get DeviceOrdinal_Get"
+            ).split()
+        ),
+    ),
+    "XLA_FFI_Error_Destroy_Args": ("struct_size", "extension_start", "error"),
+    "XLA_FFI_ThreadPool_Schedule_Args": ("struct_size", "extension_start", "ctx", "task", "data"),
+    "XLA_FFI_ThreadPool_NumThreads_Args": ("struct_size", "extension_start", "ctx", "num_threads"),
+    "XLA_FFI_Future_Create_Args": ("struct_size", "extension_start", "future"),
+    "XLA_FFI_Future_SetAvailable_Args": ("struct_size", "extension_start", "future"),
 }
 _CONSTANTS = {
     "XLA_FFI_API_MAJOR": FFI_API_VERSION[0],
@@ -258,7 +389,17 @@ def matmul_i8_ffi(x: jax.Array, w: jax.Array) -> jax.Array:
         raise ValueError(f"matmul_i8_ffi needs int8 (R, K) and (N, K), got {x.dtype}{x.shape} and {w.dtype}{w.shape}")
     if x.shape[1] * 2**14 >= 2**31:
         raise ValueError(f"inner dimension {x.shape[1]} could overflow the int32 accumulators")
-    return jax.ffi.ffi_call(TARGET, jax.ShapeDtypeStruct((x.shape[0], w.shape[0]), jnp.int32))(x, w)
+    return matmul_i8_ffi_scratch(x, w)[0]
+
+
+def matmul_i8_ffi_scratch(x: jax.Array, w: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """:func:`matmul_i8_ffi` without the checks, with the handler's int64 scratch result too (word
+    ``_S_PARTS``: how many parts the product was split into; for the tests)."""
+    out, scratch = jax.ffi.ffi_call(
+        TARGET,
+        (jax.ShapeDtypeStruct((x.shape[0], w.shape[0]), jnp.int32), jax.ShapeDtypeStruct((SCRATCH_WORDS,), jnp.int64)),
+    )(x, w)
+    return out, scratch
 
 
 def matmul_i8_host(x: np.ndarray, w: np.ndarray) -> np.ndarray:
